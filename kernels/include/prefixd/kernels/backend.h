@@ -1,0 +1,111 @@
+// The attention backend interface: one API, two implementations (ggml-style).
+//  - CPU backend: plain C++ on host memory; always built; what CI runs.
+//  - CUDA backend: the fast kernels on one device and one stream.
+// Both run the same CascadePlan. "Device memory" below means host memory for the CPU backend.
+//
+// Run methods never allocate and never synchronise with the host: every buffer they need (the
+// work list, the partial states) is part of a workspace sized at construction, so a whole decode
+// step can be captured in a CUDA graph. Run methods are stream-ordered and asynchronous on CUDA;
+// call Synchronize() before reading results on the host.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "prefixd/kernels/dtype.h"
+#include "prefixd/kernels/kv_cache.h"
+#include "prefixd/kernels/plan.h"
+
+namespace prefixd::kernels {
+
+enum class BackendKind { kCpu, kCuda };
+const char* BackendKindName(BackendKind kind);
+
+// Capacity of the fixed workspace; LoadPlan throws kInvalidArgument when a plan exceeds it.
+struct WorkspaceLimits {
+  int max_requests = 4096;
+  int max_qo_heads = 128;
+  int max_head_dim = 256;
+  int max_slots = 4096 * 16;       // partial-state slots (requests × chunks)
+  int max_plan_ints = 1 << 22;     // serialised plan size
+};
+
+// Arguments of one cascade decode step for one layer.
+struct CascadeArgs {
+  KvPoolView kv;               // the pool (all layers)
+  int layer = 0;
+  const void* q = nullptr;     // [B][H_qo][D] in kv.shape.dtype
+  float sm_scale = 0.f;        // 0: 1/sqrt(head_dim)
+  void* o = nullptr;           // [B][H_qo][D] in kv.shape.dtype, or null
+  float* v_out = nullptr;      // [B][H_qo][D] fp32 final states, or null
+  float* s_out = nullptr;      // [B][H_qo] fp32 final base-2 LSE, or null
+};
+
+// Multi-query attention of n query rows against one contiguous prefix run, returning states.
+// Non-causal: every query sees all prefix tokens (decode). Causal: query i sits at position
+// q_offset + i of the prefix and sees tokens [0, q_offset + i] (prefill / append).
+struct PrefixAttentionArgs {
+  KvPoolView kv;
+  int layer = 0;
+  PrefixRun prefix;
+  int num_queries = 0;
+  int num_qo_heads = 0;
+  const void* q = nullptr;     // [n][H_qo][D] in kv.shape.dtype
+  bool causal = false;
+  int q_offset = 0;            // causal only
+  float sm_scale = 0.f;
+  float* v_out = nullptr;      // [n][H_qo][D] fp32
+  float* s_out = nullptr;      // [n][H_qo] fp32 (base 2)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendKind kind() const = 0;
+  virtual std::string Describe() const = 0;  // e.g. "cuda:0 NVIDIA H200 (132 SMs)" or "cpu"
+  // Planner options suited to this backend (item count to fill the device, tile sizes).
+  virtual PlanOptions DefaultPlanOptions() const = 0;
+  virtual const WorkspaceLimits& limits() const = 0;
+
+  // Memory (device memory for CUDA; host memory for CPU).
+  virtual void* Alloc(size_t bytes) = 0;
+  virtual void Free(void* ptr) = 0;
+  virtual void CopyToDevice(void* dst, const void* src, size_t bytes) = 0;  // host → backend
+  virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;    // backend → host
+  virtual void CopyDeviceToDevice(void* dst, const void* src, size_t bytes) = 0;
+  virtual void Fill(void* dst, uint8_t byte, size_t bytes) = 0;             // e.g. poisoning
+  virtual void Synchronize() = 0;
+  virtual void* stream() const = 0;  // cudaStream_t for CUDA, null for CPU
+
+  // Copies the plan into the workspace's work buffer (one async copy). Validates capacity.
+  virtual void LoadPlan(const CascadePlan& plan) = 0;
+  // Runs the loaded plan: prefix items, decode items, then ⊕ per (request, qo head) into outputs.
+  virtual void RunCascade(const CascadeArgs& args) = 0;
+  virtual void RunPrefixAttention(const PrefixAttentionArgs& args) = 0;
+
+  // n-ary ⊕: v_in [n][rows][D], s_in [n][rows] (fp32, base 2) → v_out [rows][D], s_out [rows].
+  virtual void MergeStates(const float* v_in, const float* s_in, int n, int rows, int head_dim,
+                           float* v_out, float* s_out) = 0;
+  // In place: (v, s) ← (v, s) ⊕ (v_other, s_other), rows × head_dim.
+  virtual void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other,
+                                 int rows, int head_dim) = 0;
+  // Casts final states' v (fp32 [rows][D]) to the output dtype.
+  virtual void CastStates(const float* v, int64_t count, DType dtype, void* out) = 0;
+};
+
+struct BackendOptions {
+  WorkspaceLimits limits;
+  int device = 0;  // CUDA device ordinal
+};
+
+std::unique_ptr<Backend> MakeCpuBackend(const BackendOptions& options = {});
+// Throws kUnsupported when built without CUDA or when no GPU is usable.
+std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& options = {});
+// True when this build has the CUDA backend and cudaGetDeviceCount succeeds with n > 0. Any CUDA
+// error (no driver: error 35 on the project machines) means "no GPU".
+bool CudaAvailable();
+int CudaDeviceCount();  // 0 when CudaAvailable() is false
+
+}  // namespace prefixd::kernels

@@ -1,0 +1,77 @@
+// Planning: a pure CPU function from a DecodeBatch to a work list (FlashInfer's plan/run split).
+//
+// The plan cuts the step into independent work items whose results are partial attention states:
+//  - PrefixWorkItem: the queries of one prefix group for one KV head (GQA: the g = H_qo / H_kv
+//    query heads of that KV head stacked as rows, row = local_request · g + head_in_group), rows
+//    [row_begin, row_end), against prefix tokens [kv_begin, kv_end). Long prefixes are split along
+//    the KV axis ("chunk") so that there are enough items to fill the GPU.
+//  - DecodeWorkItem: one request, one KV head (its g query heads), suffix tokens [kv_begin, kv_end).
+// Every (request, qo head) gets a run of partial-state slots [state_indptr[r], state_indptr[r+1]):
+// first one slot per prefix chunk of its group, then one per suffix chunk. The run step writes each
+// item's states to its slots and merges each run with ⊕ into the final output.
+//
+// The plan is data: the same plan runs on the CPU backend and on the GPU, and serialises to one
+// int32 vector that the CUDA backend copies to a fixed-size device buffer in one async copy.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "prefixd/kernels/decode_batch.h"
+#include "prefixd/kernels/kv_cache.h"
+
+namespace prefixd::kernels {
+
+struct PrefixWorkItem {
+  int32_t group;
+  int32_t kv_head;
+  int32_t row_begin, row_end;  // group-local rows (local_request · g + head_in_group)
+  int32_t kv_begin, kv_end;    // prefix tokens
+  int32_t chunk;               // slot = state_indptr[request] + chunk
+};
+
+struct DecodeWorkItem {
+  int32_t request;
+  int32_t kv_head;
+  int32_t kv_begin, kv_end;  // suffix tokens
+  int32_t slot_offset;       // slot = state_indptr[request] + slot_offset
+};
+
+struct PlanOptions {
+  int target_items = 132 * 2;       // enough independent items to fill the device (SMs × CTAs/SM)
+  int prefix_tile_rows = 64;        // rows of one prefix item (the GPU kernel's M tile)
+  int prefix_chunk_align = 64;      // prefix chunk boundaries are multiples of this (KV tile)
+  int min_prefix_chunk = 512;       // never split a prefix finer than this many tokens
+  int decode_chunk_align = 16;      // suffix chunk boundaries are multiples of this
+  int min_decode_chunk = 256;       // never split a suffix finer than this many tokens
+};
+
+struct CascadePlan {
+  // Shapes the plan was made for (run checks its arguments against them).
+  int num_requests = 0;
+  int num_qo_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int page_size = 0;
+
+  std::vector<PrefixWorkItem> prefix_items;
+  std::vector<DecodeWorkItem> decode_items;
+  std::vector<int32_t> state_indptr;       // [num_requests + 1]
+  std::vector<int32_t> request_group;      // [num_requests]
+  std::vector<PrefixGroup> groups;         // copied from the batch
+  std::vector<int32_t> group_num_chunks;   // [groups]: prefix chunks of each group (0: no prefix)
+
+  int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
+  int gqa_group_size() const { return num_qo_heads / num_kv_heads; }
+
+  // Flat int32 form: a header of counts, then the arrays above, in a fixed order.
+  std::vector<int32_t> Serialize() const;
+  static CascadePlan Deserialize(const std::vector<int32_t>& data);
+};
+
+// Validates the batch against the pool (shapes, GQA divisibility, supported head_dim, page indices
+// in range, groups covering requests in order, prefix runs inside the pool) and throws
+// kInvalidArgument with a message naming the offending request/group; then builds the plan.
+CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options);
+
+}  // namespace prefixd::kernels

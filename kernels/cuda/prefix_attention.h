@@ -1,0 +1,58 @@
+// Launcher of the multi-query prefix attention kernel (internal to kernels/; CUDA types allowed).
+//
+// Each work item (plan.h: PrefixWorkItem) is one CTA-sized tile: the rows [row_begin, row_end) of
+// one prefix group for one KV head, against prefix tokens [kv_begin, kv_end) of the group's
+// contiguous page run. Row r of a group maps to request first_request + r / g and query head
+// kv_head · g + r % g (g = num_qo_heads / num_kv_heads): GQA heads are stacked into the M dimension.
+// The kernel writes the tile's partial states (fp32, base-2 LSE) to the slot
+// state_indptr[request] + item.chunk of partial_v / partial_s.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "prefixd/kernels/dtype.h"
+#include "prefixd/kernels/plan.h"
+
+namespace prefixd::kernels::cuda {
+
+struct PrefixAttentionParams {
+  // K/V of ONE layer: element (slot, kv_head, d) at k[slot · token_stride + kv_head · head_dim + d].
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int64_t token_stride = 0;  // num_kv_heads · head_dim
+  int page_size = 16;
+
+  const void* q = nullptr;  // [num_requests][num_qo_heads][head_dim] (requests of the whole batch)
+  int num_qo_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 128;
+  DType dtype = DType::kFloat16;
+  float sm_scale_log2 = 0.f;  // sm_scale · log2(e): scores go straight to exp2
+
+  // Causal (prefill / append): query of group-local request i sits at prefix position
+  // q_offset + i and sees tokens [0, q_offset + i]; rows that see no token of the item get the
+  // empty state (0, −inf). Non-causal (decode): every row sees all of [kv_begin, kv_end).
+  bool causal = false;
+  int q_offset = 0;
+
+  // Device arrays of the loaded plan.
+  const PrefixWorkItem* items = nullptr;
+  int num_items = 0;
+  const PrefixGroup* groups = nullptr;
+  const int32_t* state_indptr = nullptr;
+
+  float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
+  float* partial_s = nullptr;  // [num_slots][num_qo_heads]
+};
+
+// The M tile (rows per item) the kernel is compiled for; the planner's prefix_tile_rows must
+// equal it (items with fewer rows are fine, more are rejected).
+int PrefixAttentionTileRows(int head_dim);
+
+// Asynchronous on `stream`; no allocation, no host synchronisation. Throws kUnsupported for a
+// head_dim/dtype without an instantiation.
+void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream);
+
+}  // namespace prefixd::kernels::cuda

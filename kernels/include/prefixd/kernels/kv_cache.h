@@ -66,7 +66,8 @@ class PageAllocator {
   void CheckPage(int32_t page) const;
   std::vector<int32_t> refcount_;
   int num_free_ = 0;
-  int32_t search_hint_ = 0;
+  int32_t search_hint_ = 0;  // every page below it is in use (prefix runs: first fit upwards)
+  int32_t top_hint_ = -1;    // every page above it is in use (suffix pages: taken downwards)
 };
 
 }  // namespace prefixd::kernels

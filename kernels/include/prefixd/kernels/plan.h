@@ -53,6 +53,7 @@ struct CascadePlan {
   int num_kv_heads = 0;
   int head_dim = 0;
   int page_size = 0;
+  int num_pages = 0;  // pool pages the page ids were checked against (run needs a pool this big)
 
   std::vector<PrefixWorkItem> prefix_items;
   std::vector<DecodeWorkItem> decode_items;
@@ -60,13 +61,20 @@ struct CascadePlan {
   std::vector<int32_t> request_group;      // [num_requests]
   std::vector<PrefixGroup> groups;         // copied from the batch
   std::vector<int32_t> group_num_chunks;   // [groups]: prefix chunks of each group (0: no prefix)
+  PageTable suffix;                        // copied from the batch: where decode items find tokens
 
   int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
   int gqa_group_size() const { return num_qo_heads / num_kv_heads; }
 
   // Flat int32 form: a header of counts, then the arrays above, in a fixed order.
   std::vector<int32_t> Serialize() const;
+  // Throws kInvalidArgument on a malformed buffer: wrong magic/version, sizes that do not add up,
+  // or contents that break the plan's invariants (see Validate).
   static CascadePlan Deserialize(const std::vector<int32_t>& data);
+  static CascadePlan Deserialize(const int32_t* data, size_t size);
+  // Structural checks a backend relies on before running a plan it did not build: items, slots and
+  // page ids in range, state_indptr consistent with the groups. Throws kInvalidArgument.
+  void Validate() const;
 };
 
 // Validates the batch against the pool (shapes, GQA divisibility, supported head_dim, page indices

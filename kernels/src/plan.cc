@@ -1,0 +1,346 @@
+#include "prefixd/kernels/plan.h"
+
+#include <algorithm>
+
+#include "prefixd/common/error.h"
+
+namespace prefixd::kernels {
+namespace {
+
+constexpr int32_t kPlanMagic = 0x50445043;  // "PDPC": prefixd plan, cascade
+constexpr int32_t kPlanVersion = 1;
+constexpr int kHeaderInts = 12;
+constexpr int kPrefixItemInts = 7;
+constexpr int kDecodeItemInts = 5;
+constexpr int kGroupInts = 4;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// How many chunks a range of len tokens may be cut into: every boundary on a multiple of align
+// (so at most ceil(len / align) chunks) and every chunk at least min_chunk tokens when len allows.
+int64_t MaxChunks(int64_t len, int align, int min_chunk) {
+  if (len <= 0) return 0;
+  return std::min(CeilDiv(len, align), std::max<int64_t>(1, len / min_chunk));
+}
+
+// Cuts [0, len) into n chunks of near-equal size whose interior boundaries are multiples of
+// align. Needs 1 ≤ n ≤ ceil(len / align); then boundaries strictly increase (every chunk has at
+// least floor(units / n) align-units, the last one possibly a partial unit).
+std::vector<int32_t> SplitRange(int32_t len, int64_t n, int align) {
+  const int64_t units = CeilDiv(len, align);
+  std::vector<int32_t> bounds(n + 1);
+  for (int64_t i = 0; i < n; ++i) bounds[i] = int32_t(align * (i * units / n));
+  bounds[n] = len;
+  return bounds;
+}
+
+// Chooses a chunk count for each range so that the total item count Σ weight[i] · chunks[i]
+// approaches target without exceeding it (when no splitting is needed, or none is possible,
+// every non-empty range gets one chunk). All ranges share one chunk length L, the smallest that
+// fits the target, so that items carry similar amounts of work; a range never gets more chunks
+// than MaxChunks allows.
+std::vector<int64_t> ChooseChunkCounts(const std::vector<int64_t>& lens, const std::vector<int64_t>& weights,
+                                       int align, int min_chunk, int64_t target) {
+  const size_t n = lens.size();
+  std::vector<int64_t> max_chunks(n);
+  int64_t max_len = 0;
+  for (size_t i = 0; i < n; ++i) {
+    max_chunks[i] = MaxChunks(lens[i], align, min_chunk);
+    max_len = std::max(max_len, lens[i]);
+  }
+  auto counts_for = [&](int64_t chunk_len, std::vector<int64_t>* counts) {
+    int64_t total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t c = lens[i] <= 0 ? 0 : std::clamp<int64_t>(CeilDiv(lens[i], chunk_len), 1, max_chunks[i]);
+      if (counts) (*counts)[i] = c;
+      total += weights[i] * c;
+    }
+    return total;
+  };
+  std::vector<int64_t> counts(n, 0);
+  if (max_len == 0) return counts;
+  // counts_for is non-increasing in L; with L = max_len every range has one chunk.
+  int64_t lo = 1, hi = max_len;
+  if (counts_for(hi, nullptr) < target) {
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (counts_for(mid, nullptr) <= target) hi = mid;
+      else lo = mid + 1;
+    }
+  }
+  counts_for(hi, &counts);
+  return counts;
+}
+
+void ValidateOptions(const PlanOptions& o) {
+  PREFIXD_CHECK_ARG(o.target_items >= 1, "plan options: target_items must be ≥ 1, got " << o.target_items);
+  PREFIXD_CHECK_ARG(o.prefix_tile_rows >= 1, "plan options: prefix_tile_rows must be ≥ 1, got " << o.prefix_tile_rows);
+  PREFIXD_CHECK_ARG(o.prefix_chunk_align >= 1, "plan options: prefix_chunk_align must be ≥ 1, got " << o.prefix_chunk_align);
+  PREFIXD_CHECK_ARG(o.min_prefix_chunk >= 1, "plan options: min_prefix_chunk must be ≥ 1, got " << o.min_prefix_chunk);
+  PREFIXD_CHECK_ARG(o.decode_chunk_align >= 1, "plan options: decode_chunk_align must be ≥ 1, got " << o.decode_chunk_align);
+  PREFIXD_CHECK_ARG(o.min_decode_chunk >= 1, "plan options: min_decode_chunk must be ≥ 1, got " << o.min_decode_chunk);
+}
+
+// Groups must list requests 0..B-1 in order, each group non-empty; prefix runs must lie in the pool.
+void ValidateGroups(const std::vector<PrefixGroup>& groups, int num_requests, int num_pages, int page_size) {
+  int32_t next = 0;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const PrefixGroup& g = groups[gi];
+    PREFIXD_CHECK_ARG(g.first_request == next, "group " << gi << " starts at request " << g.first_request
+                                                        << " but request " << next
+                                                        << " is next (groups must cover requests 0..B-1 in order, "
+                                                           "without gaps or overlaps)");
+    PREFIXD_CHECK_ARG(g.num_requests >= 1, "group " << gi << " has " << g.num_requests << " requests (need ≥ 1)");
+    PREFIXD_CHECK_ARG(int64_t(g.first_request) + g.num_requests <= num_requests,
+                      "group " << gi << " covers requests [" << g.first_request << ", "
+                               << int64_t(g.first_request) + g.num_requests << ") but the batch has only "
+                               << num_requests << " requests");
+    next = g.first_request + g.num_requests;
+    PREFIXD_CHECK_ARG(g.prefix.num_tokens >= 0, "group " << gi << " has a negative prefix length " << g.prefix.num_tokens);
+    if (g.prefix.num_tokens > 0) {
+      const int64_t pages = CeilDiv(g.prefix.num_tokens, page_size);
+      PREFIXD_CHECK_ARG(g.prefix.first_page >= 0 && g.prefix.first_page + pages <= num_pages,
+                        "group " << gi << "'s prefix run of " << g.prefix.num_tokens << " tokens, pages ["
+                                 << g.prefix.first_page << ", " << g.prefix.first_page + pages
+                                 << "), is outside the pool's " << num_pages << " pages");
+    }
+  }
+  PREFIXD_CHECK_ARG(next == num_requests, "groups cover requests [0, " << next << ") but the batch has "
+                                                                     << num_requests << " requests (request " << next
+                                                                     << " is in no group)");
+}
+
+// Bounds-checked reader for Deserialize.
+class Reader {
+ public:
+  Reader(const int32_t* data, size_t size) : data_(data), size_(size) {}
+  int32_t Next() {
+    PREFIXD_CHECK_ARG(pos_ < size_, "serialised plan is truncated at int " << pos_);
+    return data_[pos_++];
+  }
+  size_t pos() const { return pos_; }
+
+ private:
+  const int32_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options) {
+  pool.Validate();
+  ValidateOptions(options);
+  const int b = batch.num_requests();
+  PREFIXD_CHECK_ARG(b >= 0, "decode batch: suffix page table has no indptr");
+  PREFIXD_CHECK_ARG(batch.num_qo_heads > 0, "decode batch: num_qo_heads must be positive, got " << batch.num_qo_heads);
+  PREFIXD_CHECK_ARG(batch.num_qo_heads % pool.num_kv_heads == 0,
+                    "decode batch: num_qo_heads " << batch.num_qo_heads << " is not a multiple of the pool's num_kv_heads "
+                                                  << pool.num_kv_heads << " (GQA needs H_qo % H_kv == 0)");
+  batch.suffix.Validate(pool.num_pages, pool.page_size);
+  ValidateGroups(batch.groups, b, pool.num_pages, pool.page_size);
+
+  CascadePlan plan;
+  plan.num_requests = b;
+  plan.num_qo_heads = batch.num_qo_heads;
+  plan.num_kv_heads = pool.num_kv_heads;
+  plan.head_dim = pool.head_dim;
+  plan.page_size = pool.page_size;
+  plan.num_pages = pool.num_pages;
+  plan.groups = batch.groups;
+  plan.suffix = batch.suffix;
+  const int g = plan.gqa_group_size();
+  const int num_groups = int(batch.groups.size());
+
+  // Prefix items: row tiles × KV heads per group; split along the KV axis when too few.
+  std::vector<int64_t> prefix_len(num_groups), prefix_weight(num_groups);
+  for (int gi = 0; gi < num_groups; ++gi) {
+    const PrefixGroup& grp = batch.groups[gi];
+    prefix_len[gi] = grp.prefix.num_tokens;
+    prefix_weight[gi] = int64_t(plan.num_kv_heads) * CeilDiv(int64_t(grp.num_requests) * g, options.prefix_tile_rows);
+  }
+  const std::vector<int64_t> prefix_chunks = ChooseChunkCounts(
+      prefix_len, prefix_weight, options.prefix_chunk_align, options.min_prefix_chunk, options.target_items);
+  plan.group_num_chunks.resize(num_groups);
+  for (int gi = 0; gi < num_groups; ++gi) {
+    const PrefixGroup& grp = batch.groups[gi];
+    plan.group_num_chunks[gi] = int32_t(prefix_chunks[gi]);
+    if (prefix_chunks[gi] == 0) continue;
+    const std::vector<int32_t> bounds = SplitRange(grp.prefix.num_tokens, prefix_chunks[gi], options.prefix_chunk_align);
+    const int32_t rows = grp.num_requests * g;
+    for (int32_t c = 0; c < prefix_chunks[gi]; ++c)
+      for (int32_t h = 0; h < plan.num_kv_heads; ++h)
+        for (int32_t r0 = 0; r0 < rows; r0 += options.prefix_tile_rows)
+          plan.prefix_items.push_back(PrefixWorkItem{gi, h, r0, std::min(rows, r0 + options.prefix_tile_rows),
+                                                     bounds[c], bounds[c + 1], c});
+  }
+  plan.request_group.assign(b, 0);
+  for (int gi = 0; gi < num_groups; ++gi)
+    for (int32_t r = 0; r < batch.groups[gi].num_requests; ++r) plan.request_group[batch.groups[gi].first_request + r] = gi;
+
+  // Decode items: one per (request, KV head); split-KV for long suffixes when too few.
+  std::vector<int64_t> suffix_len(b), suffix_weight(b, plan.num_kv_heads);
+  for (int r = 0; r < b; ++r) suffix_len[r] = batch.suffix.SeqLen(r, pool.page_size);
+  const std::vector<int64_t> decode_chunks = ChooseChunkCounts(
+      suffix_len, suffix_weight, options.decode_chunk_align, options.min_decode_chunk, options.target_items);
+
+  plan.state_indptr.assign(b + 1, 0);
+  for (int r = 0; r < b; ++r) {
+    const int32_t first = plan.group_num_chunks[plan.request_group[r]];
+    plan.state_indptr[r + 1] = plan.state_indptr[r] + first + int32_t(decode_chunks[r]);
+    if (decode_chunks[r] == 0) continue;
+    const std::vector<int32_t> bounds = SplitRange(int32_t(suffix_len[r]), decode_chunks[r], options.decode_chunk_align);
+    for (int32_t c = 0; c < decode_chunks[r]; ++c)
+      for (int32_t h = 0; h < plan.num_kv_heads; ++h)
+        plan.decode_items.push_back(DecodeWorkItem{r, h, bounds[c], bounds[c + 1], first + c});
+  }
+  return plan;
+}
+
+void CascadePlan::Validate() const {
+  PREFIXD_CHECK_ARG(num_requests >= 0, "plan: negative num_requests " << num_requests);
+  PREFIXD_CHECK_ARG(num_kv_heads > 0 && num_qo_heads > 0 && num_qo_heads % num_kv_heads == 0,
+                    "plan: bad head counts H_qo " << num_qo_heads << ", H_kv " << num_kv_heads);
+  PREFIXD_CHECK_ARG(head_dim == 64 || head_dim == 128 || head_dim == 256, "plan: unsupported head_dim " << head_dim);
+  PREFIXD_CHECK_ARG(page_size > 0 && num_pages > 0, "plan: bad pool page_size " << page_size << " / num_pages " << num_pages);
+  PREFIXD_CHECK_ARG(suffix.num_seqs() == num_requests,
+                    "plan: suffix page table has " << suffix.num_seqs() << " sequences for " << num_requests << " requests");
+  suffix.Validate(num_pages, page_size);
+  ValidateGroups(groups, num_requests, num_pages, page_size);
+  const int num_groups = int(groups.size());
+  PREFIXD_CHECK_ARG(int(group_num_chunks.size()) == num_groups && int(request_group.size()) == num_requests &&
+                        int(state_indptr.size()) == num_requests + 1,
+                    "plan: array sizes disagree with " << num_groups << " groups and " << num_requests << " requests");
+  for (int gi = 0; gi < num_groups; ++gi) {
+    const int32_t chunks = group_num_chunks[gi], tokens = groups[gi].prefix.num_tokens;
+    PREFIXD_CHECK_ARG(tokens == 0 ? chunks == 0 : (chunks >= 1 && chunks <= tokens),
+                      "plan: group " << gi << " has " << chunks << " prefix chunks for " << tokens << " tokens");
+    for (int32_t r = groups[gi].first_request; r < groups[gi].first_request + groups[gi].num_requests; ++r)
+      PREFIXD_CHECK_ARG(request_group[r] == gi, "plan: request " << r << " is listed in group " << request_group[r]
+                                                                 << " but group " << gi << " covers it");
+  }
+  PREFIXD_CHECK_ARG(state_indptr[0] == 0, "plan: state_indptr must start with 0");
+  for (int r = 0; r < num_requests; ++r)
+    PREFIXD_CHECK_ARG(state_indptr[r + 1] - int64_t(state_indptr[r]) >= group_num_chunks[request_group[r]],
+                      "plan: request " << r << " has " << state_indptr[r + 1] - int64_t(state_indptr[r])
+                                       << " state slots, fewer than its group's prefix chunks");
+  const int g = gqa_group_size();
+  for (size_t i = 0; i < prefix_items.size(); ++i) {
+    const PrefixWorkItem& it = prefix_items[i];
+    PREFIXD_CHECK_ARG(it.group >= 0 && it.group < num_groups, "plan: prefix item " << i << " names group " << it.group);
+    const PrefixGroup& grp = groups[it.group];
+    PREFIXD_CHECK_ARG(it.kv_head >= 0 && it.kv_head < num_kv_heads && it.row_begin >= 0 && it.row_begin < it.row_end &&
+                          int64_t(it.row_end) <= int64_t(grp.num_requests) * g && it.kv_begin >= 0 &&
+                          it.kv_begin < it.kv_end && it.kv_end <= grp.prefix.num_tokens && it.chunk >= 0 &&
+                          it.chunk < group_num_chunks[it.group],
+                      "plan: prefix item " << i << " (group " << it.group << ", kv head " << it.kv_head << ", rows ["
+                                           << it.row_begin << ", " << it.row_end << "), tokens [" << it.kv_begin << ", "
+                                           << it.kv_end << "), chunk " << it.chunk << ") is out of range");
+  }
+  for (size_t i = 0; i < decode_items.size(); ++i) {
+    const DecodeWorkItem& it = decode_items[i];
+    PREFIXD_CHECK_ARG(it.request >= 0 && it.request < num_requests, "plan: decode item " << i << " names request " << it.request);
+    const int r = it.request;
+    PREFIXD_CHECK_ARG(it.kv_head >= 0 && it.kv_head < num_kv_heads && it.kv_begin >= 0 && it.kv_begin < it.kv_end &&
+                          it.kv_end <= suffix.SeqLen(r, page_size) &&
+                          it.slot_offset >= group_num_chunks[request_group[r]] &&
+                          it.slot_offset < state_indptr[r + 1] - state_indptr[r],
+                      "plan: decode item " << i << " (request " << r << ", kv head " << it.kv_head << ", tokens ["
+                                           << it.kv_begin << ", " << it.kv_end << "), slot offset " << it.slot_offset
+                                           << ") is out of range");
+  }
+}
+
+std::vector<int32_t> CascadePlan::Serialize() const {
+  std::vector<int32_t> out;
+  out.reserve(kHeaderInts + prefix_items.size() * kPrefixItemInts + decode_items.size() * kDecodeItemInts +
+              groups.size() * (kGroupInts + 1) + state_indptr.size() + request_group.size() + suffix.indptr.size() +
+              suffix.indices.size() + suffix.last_page_len.size());
+  out.insert(out.end(), {kPlanMagic, kPlanVersion, num_requests, num_qo_heads, num_kv_heads, head_dim, page_size,
+                         num_pages, int32_t(prefix_items.size()), int32_t(decode_items.size()), int32_t(groups.size()),
+                         int32_t(suffix.indices.size())});
+  for (const auto& it : prefix_items)
+    out.insert(out.end(), {it.group, it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end, it.chunk});
+  for (const auto& it : decode_items)
+    out.insert(out.end(), {it.request, it.kv_head, it.kv_begin, it.kv_end, it.slot_offset});
+  auto append = [&out](const std::vector<int32_t>& v) { out.insert(out.end(), v.begin(), v.end()); };
+  append(state_indptr);
+  append(request_group);
+  for (const auto& g : groups) out.insert(out.end(), {g.prefix.first_page, g.prefix.num_tokens, g.first_request, g.num_requests});
+  append(group_num_chunks);
+  append(suffix.indptr);
+  append(suffix.indices);
+  append(suffix.last_page_len);
+  return out;
+}
+
+CascadePlan CascadePlan::Deserialize(const std::vector<int32_t>& data) { return Deserialize(data.data(), data.size()); }
+
+CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
+  PREFIXD_CHECK_ARG(data != nullptr || size == 0, "serialised plan: null buffer of " << size << " ints");
+  PREFIXD_CHECK_ARG(size >= size_t(kHeaderInts), "serialised plan: " << size << " ints, shorter than its "
+                                                                      << kHeaderInts << "-int header");
+  PREFIXD_CHECK_ARG(data[0] == kPlanMagic, "serialised plan: bad magic " << data[0]);
+  PREFIXD_CHECK_ARG(data[1] == kPlanVersion, "serialised plan: version " << data[1] << ", expected " << kPlanVersion);
+  Reader in(data, size);
+  in.Next();
+  in.Next();
+  CascadePlan p;
+  p.num_requests = in.Next();
+  p.num_qo_heads = in.Next();
+  p.num_kv_heads = in.Next();
+  p.head_dim = in.Next();
+  p.page_size = in.Next();
+  p.num_pages = in.Next();
+  const int32_t n_prefix = in.Next(), n_decode = in.Next(), n_groups = in.Next(), n_indices = in.Next();
+  PREFIXD_CHECK_ARG(p.num_requests >= 0 && n_prefix >= 0 && n_decode >= 0 && n_groups >= 0 && n_indices >= 0,
+                    "serialised plan: negative count in header (requests " << p.num_requests << ", prefix items "
+                                                                           << n_prefix << ", decode items " << n_decode
+                                                                           << ", groups " << n_groups << ", pages "
+                                                                           << n_indices << ")");
+  const int64_t b = p.num_requests;
+  const int64_t expected = kHeaderInts + int64_t(n_prefix) * kPrefixItemInts + int64_t(n_decode) * kDecodeItemInts +
+                           (b + 1) + b + int64_t(n_groups) * (kGroupInts + 1) + (b + 1) + n_indices + b;
+  PREFIXD_CHECK_ARG(int64_t(size) == expected,
+                    "serialised plan: " << size << " ints, but its header implies " << expected);
+  p.prefix_items.resize(n_prefix);
+  for (auto& it : p.prefix_items) {
+    it.group = in.Next();
+    it.kv_head = in.Next();
+    it.row_begin = in.Next();
+    it.row_end = in.Next();
+    it.kv_begin = in.Next();
+    it.kv_end = in.Next();
+    it.chunk = in.Next();
+  }
+  p.decode_items.resize(n_decode);
+  for (auto& it : p.decode_items) {
+    it.request = in.Next();
+    it.kv_head = in.Next();
+    it.kv_begin = in.Next();
+    it.kv_end = in.Next();
+    it.slot_offset = in.Next();
+  }
+  auto read = [&in](std::vector<int32_t>* v, int64_t n) {
+    v->resize(n);
+    for (auto& x : *v) x = in.Next();
+  };
+  read(&p.state_indptr, b + 1);
+  read(&p.request_group, b);
+  p.groups.resize(n_groups);
+  for (auto& g : p.groups) {
+    g.prefix.first_page = in.Next();
+    g.prefix.num_tokens = in.Next();
+    g.first_request = in.Next();
+    g.num_requests = in.Next();
+  }
+  read(&p.group_num_chunks, n_groups);
+  read(&p.suffix.indptr, b + 1);
+  read(&p.suffix.indices, n_indices);
+  read(&p.suffix.last_page_len, b);
+  PREFIXD_CHECK_INTERNAL(in.pos() == size, "read " << in.pos() << " of " << size << " ints");
+  p.Validate();
+  return p;
+}
+
+}  // namespace prefixd::kernels

@@ -1,0 +1,362 @@
+// The CPU backend against the float64 oracle (NaiveCascade / NaiveAttention): cascade decode over
+// many shapes and plan splittings, the non-cascade baseline, and causal prefix attention.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/plan.h"
+#include "support/test_support.h"
+#include "unit/kernels/random_batch.h"
+
+namespace prefixd::test {
+namespace {
+
+using kernels::Backend;
+using kernels::CascadePlan;
+using kernels::DecodeBatch;
+using kernels::KvPoolShape;
+using kernels::PlanOptions;
+
+// The CPU backend computes in float32 from exact inputs: far tighter than the GPU tolerances.
+constexpr double kStateTol = 2e-5;
+constexpr double kLseTol = 2e-6;
+
+enum class Split { kBackendDefault, kGpuDefault, kFinest, kNone };
+
+PlanOptions OptionsFor(Split split, const Backend& backend) {
+  PlanOptions o = backend.DefaultPlanOptions();
+  switch (split) {
+    case Split::kBackendDefault: break;
+    case Split::kGpuDefault: o = PlanOptions{}; break;
+    case Split::kFinest:  // as many items as possible: 1-token chunks allowed, small row tiles
+      o.target_items = 1 << 20;
+      o.prefix_tile_rows = 3;
+      o.prefix_chunk_align = o.min_prefix_chunk = 1;
+      o.decode_chunk_align = o.min_decode_chunk = 1;
+      break;
+    case Split::kNone: o.target_items = 1; break;
+  }
+  return o;
+}
+
+// Backend-owned copies of the pool and the per-step buffers, outputs poisoned with NaN.
+class DeviceBuffers {
+ public:
+  explicit DeviceBuffers(Backend& backend) : backend_(backend) {}
+  ~DeviceBuffers() {
+    for (void* p : owned_) backend_.Free(p);
+  }
+  void* Upload(const void* src, size_t bytes) {
+    void* p = Poisoned(bytes);
+    backend_.CopyToDevice(p, src, bytes);
+    return p;
+  }
+  void* Poisoned(size_t bytes) {
+    void* p = backend_.Alloc(bytes);
+    owned_.push_back(p);
+    backend_.Fill(p, 0xFF, bytes);
+    return p;
+  }
+
+ private:
+  Backend& backend_;
+  std::vector<void*> owned_;
+};
+
+struct CascadeResult {
+  std::vector<float> o, v, s;  // o converted to float
+};
+
+CascadeResult RunCascadeOn(Backend& backend, const HostKvPool& pool, int layer, const CascadePlan& plan,
+                           const std::vector<uint16_t>& q) {
+  DeviceBuffers mem(backend);
+  const KvPoolShape& shape = pool.shape;
+  const int64_t rows = int64_t(plan.num_requests) * plan.num_qo_heads, n = rows * shape.head_dim;
+  kernels::CascadeArgs args;
+  args.kv = kernels::KvPoolView{shape, mem.Upload(pool.k.data(), pool.k.size() * 2),
+                                mem.Upload(pool.v.data(), pool.v.size() * 2)};
+  args.layer = layer;
+  args.q = mem.Upload(q.data(), q.size() * 2);
+  args.o = mem.Poisoned(n * 2 + 2);
+  args.v_out = static_cast<float*>(mem.Poisoned(n * 4 + 4));
+  args.s_out = static_cast<float*>(mem.Poisoned(rows * 4 + 4));
+  backend.LoadPlan(plan);
+  backend.RunCascade(args);
+  backend.Synchronize();
+  CascadeResult out{std::vector<float>(n), std::vector<float>(n), std::vector<float>(rows)};
+  std::vector<uint16_t> o_bits(n);
+  backend.CopyToHost(o_bits.data(), args.o, n * 2);
+  backend.CopyToHost(out.v.data(), args.v_out, n * 4);
+  backend.CopyToHost(out.s.data(), args.s_out, rows * 4);
+  for (int64_t i = 0; i < n; ++i) out.o[i] = kernels::ToFloat(shape.dtype, o_bits[i]);
+  return out;
+}
+
+// Random queries; peaky ones have score std ≥ 10 and every third row aims at a planted key.
+std::vector<uint16_t> MakeQueries(std::mt19937_64& rng, const HostKvPool& pool, int layer, const DecodeBatch& batch,
+                                  bool peaky) {
+  const KvPoolShape& s = pool.shape;
+  const int h = batch.num_qo_heads, g = h / s.num_kv_heads, b = batch.num_requests();
+  // Uniform q in [-a, a] and k in [-1, 1]: score std = a/3 under sm_scale = 1/sqrt(D).
+  std::vector<uint16_t> q = RandomBits(rng, int64_t(b) * h * s.head_dim, s.dtype, peaky ? 33.f : 1.f);
+  if (!peaky) return q;
+  for (int r = 0; r < b; ++r) {
+    const std::vector<int64_t> slots = RequestSlots(batch, r, s.page_size);
+    if (slots.empty()) continue;
+    for (int head = r % 3; head < h; head += 3) {
+      const int64_t slot = slots[std::uniform_int_distribution<size_t>(0, slots.size() - 1)(rng)];
+      PlantKey(pool, layer, slot, head / g, 33.f, &q[(int64_t(r) * h + head) * s.head_dim]);
+    }
+  }
+  return q;
+}
+
+// Standard deviation of the (natural-unit) scores of query row 0 of a request over its slots.
+double ScoreStd(const HostKvPool& pool, int layer, const DecodeBatch& batch, const std::vector<uint16_t>& q,
+                int request, int head) {
+  const KvPoolShape& s = pool.shape;
+  const int g = batch.num_qo_heads / s.num_kv_heads;
+  const uint16_t* row = &q[(int64_t(request) * batch.num_qo_heads + head) * s.head_dim];
+  double sum = 0, sum2 = 0;
+  const auto slots = RequestSlots(batch, request, s.page_size);
+  for (int64_t slot : slots) {
+    double dot = 0;
+    for (int d = 0; d < s.head_dim; ++d) dot += kernels::ToFloat(s.dtype, row[d]) * pool.K(layer, slot, head / g, d);
+    dot /= std::sqrt(double(s.head_dim));
+    sum += dot;
+    sum2 += dot * dot;
+  }
+  const double n = double(slots.size());
+  return std::sqrt(std::max(0.0, sum2 / n - (sum / n) * (sum / n)));
+}
+
+void ExpectMatchesOracle(const CascadeResult& got, const RefOutput& want, DType dtype, const std::string& what) {
+  ExpectAllClose(got.v.data(), want.v.data(), int64_t(want.v.size()), kStateTol, what + " v_out");
+  ExpectLseClose(got.s.data(), want.s.data(), int64_t(want.s.size()), kLseTol, what + " s_out");
+  ExpectAllClose(got.o.data(), want.v.data(), int64_t(want.v.size()), OutputTolerance(dtype), what + " o");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cascade decode vs NaiveCascade.
+
+struct CascadeCase {
+  std::string name;
+  DType dtype;
+  int num_qo_heads, num_kv_heads, head_dim, page_size;
+  std::vector<GroupSpec> groups;  // empty: random groups from the test seed
+  bool peaky = false;
+  Split split = Split::kBackendDefault;
+  int num_layers = 1, layer = 0;
+  bool expect_prefix_chunks_beyond_pages = false;  // some group split finer than its pages
+  bool expect_split_kv = false;                    // some suffix split into several chunks
+};
+
+class CpuCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
+
+TEST_P(CpuCascadeTest, MatchesFloat64Oracle) {
+  const CascadeCase& c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<GroupSpec> groups = c.groups.empty() ? RandomGroups(rng, 3, 3, 150, 40) : c.groups;
+  auto backend = kernels::MakeCpuBackend();
+
+  const KvPoolShape shape{c.num_layers, PagesNeeded(groups, c.page_size) + 3, c.page_size, c.num_kv_heads,
+                          c.head_dim, c.dtype};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(groups, c.num_qo_heads, c.page_size, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, c.layer, batch, c.peaky);
+  if (c.peaky) {
+    for (int r = 0; r < batch.num_requests(); ++r)
+      if (!RequestSlots(batch, r, c.page_size).empty()) {
+        EXPECT_GE(ScoreStd(pool, c.layer, batch, q, r, 1), 10.0) << "peaky case is not peaky (request " << r << ")";
+        break;
+      }
+  }
+
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split, *backend));
+  if (c.expect_prefix_chunks_beyond_pages) {
+    bool found = false;
+    for (size_t gi = 0; gi < plan.groups.size(); ++gi)
+      found |= plan.group_num_chunks[gi] > (plan.groups[gi].prefix.num_tokens + c.page_size - 1) / c.page_size;
+    EXPECT_TRUE(found) << "no prefix was split into more chunks than pages";
+  }
+  if (c.expect_split_kv)
+    EXPECT_GT(plan.decode_items.size(), size_t(batch.num_requests()) * c.num_kv_heads) << "no split-KV";
+
+  const CascadeResult got = RunCascadeOn(*backend, pool, c.layer, plan, q);
+  const RefOutput want = NaiveCascade(pool, c.layer, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
+  ExpectMatchesOracle(got, want, c.dtype, c.name);
+}
+
+const DType kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CpuCascadeTest,
+    ::testing::Values(
+        CascadeCase{"b1_suffix1_fp16_h4kv4_d64_p16", kF16, 4, 4, 64, 16, {{100, {1}}}},
+        CascadeCase{"mixed_groups_bf16_h4kv2_d128_p16", kBF16, 4, 2, 128, 16,
+                    {{37, {5, 16, 17}}, {0, {3, 20}}, {200, {0, 9}}}},
+        CascadeCase{"peaky_fp16_h8kv2_d256_p16", kF16, 8, 2, 256, 16, {{150, {7, 33}}, {64, {1, 2, 3}}}, true},
+        CascadeCase{"flat_bf16_h8kv2_d256_p16", kBF16, 8, 2, 256, 16, {{150, {7, 33}}, {64, {1, 2, 3}}}},
+        CascadeCase{"odd_page5_bf16_h8kv1_d64", kBF16, 8, 1, 64, 5, {{23, {4, 11, 0, 6}}, {0, {13}}}},
+        CascadeCase{"finest_page5_peaky_fp16_h8kv1_d128", kF16, 8, 1, 128, 5, {{23, {4, 11}}, {41, {9}}}, true,
+                    Split::kFinest, 1, 0, true, true},
+        CascadeCase{"more_chunks_than_pages_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{40, {3, 2}}}, false,
+                    Split::kFinest, 1, 0, true},
+        CascadeCase{"gpu_options_bf16_h4kv2_d256", kBF16, 4, 2, 256, 16, {{700, {5, 6, 7}}}, false, Split::kGpuDefault},
+        CascadeCase{"no_split_fp16_h4kv2_d128", kF16, 4, 2, 128, 16, {{300, {5, 40}}, {0, {3}}}, false, Split::kNone},
+        CascadeCase{"split_kv_long_suffix_fp16_h4kv2_d128", kF16, 4, 2, 128, 16, {{0, {600, 3}}}, false,
+                    Split::kBackendDefault, 1, 0, false, true},
+        CascadeCase{"layer1_of_2_peaky_bf16_h8kv2_d64", kBF16, 8, 2, 64, 16,
+                    {{48, {1}}, {0, {2, 0}}, {130, {17, 16, 15}}, {16, {64}}}, true, Split::kBackendDefault, 2, 1},
+        CascadeCase{"empty_requests_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{0, {0, 5}}, {30, {0}}, {0, {0}}}},
+        CascadeCase{"random_groups_fp16_h4kv1_d128", kF16, 4, 1, 128, 16, {}, false, Split::kBackendDefault},
+        CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest}),
+    [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+
+// A request with neither prefix nor suffix gets the empty state: o = 0, v = 0, s = −inf, no NaN.
+TEST(CpuCascade, EmptyRequestGetsEmptyState) {
+  std::mt19937_64 rng(TestSeed());
+  auto backend = kernels::MakeCpuBackend();
+  const KvPoolShape shape{1, 4, 16, 2, 64, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch({{0, {0, 3}}}, 4, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = RandomBits(rng, 2 * 4 * 64, kF16, 1.f);
+  const CascadeResult got = RunCascadeOn(*backend, pool, 0, kernels::PlanCascade(batch, shape, {}), q);
+  for (int i = 0; i < 4 * 64; ++i) {
+    ASSERT_EQ(got.v[i], 0.f) << i;
+    ASSERT_EQ(got.o[i], 0.f) << i;
+  }
+  for (int h = 0; h < 4; ++h) EXPECT_EQ(got.s[h], -std::numeric_limits<float>::infinity());
+  for (int h = 4; h < 8; ++h) EXPECT_TRUE(std::isfinite(got.s[h]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Non-cascade baseline: every request's table lists the prefix pages then its own; no sharing.
+
+struct BaselineCase {
+  std::string name;
+  DType dtype;
+  int num_qo_heads, num_kv_heads, head_dim, page_size;
+  std::vector<GroupSpec> groups;  // prefixes are whole pages
+  bool peaky;
+};
+
+class CpuBaselineTest : public ::testing::TestWithParam<BaselineCase> {};
+
+TEST_P(CpuBaselineTest, NonCascadeEqualsCascade) {
+  const BaselineCase& c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto backend = kernels::MakeCpuBackend();
+  const KvPoolShape shape{1, PagesNeeded(c.groups, c.page_size) + 2, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
+  const DecodeBatch flat = FlattenBatch(batch, c.page_size);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = MakeQueries(rng, pool, 0, batch, c.peaky);
+  const PlanOptions options = backend->DefaultPlanOptions();
+
+  const CascadePlan flat_plan = kernels::PlanCascade(flat, shape, options);
+  EXPECT_TRUE(flat_plan.prefix_items.empty());
+  const CascadeResult cascade = RunCascadeOn(*backend, pool, 0, kernels::PlanCascade(batch, shape, options), q);
+  const CascadeResult plain = RunCascadeOn(*backend, pool, 0, flat_plan, q);
+  const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
+  ExpectMatchesOracle(cascade, want, c.dtype, "cascade");
+  ExpectMatchesOracle(plain, want, c.dtype, "non-cascade");
+  std::vector<double> cascade_v(cascade.v.begin(), cascade.v.end());
+  ExpectAllClose(plain.v.data(), cascade_v.data(), int64_t(cascade_v.size()), kStateTol, "non-cascade vs cascade");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CpuBaselineTest,
+    ::testing::Values(BaselineCase{"fp16_h4kv2_d128_p16", kF16, 4, 2, 128, 16, {{256, {3, 40, 1}}, {0, {7}}}, false},
+                      BaselineCase{"peaky_bf16_h8kv1_d64_p16", kBF16, 8, 1, 64, 16, {{320, {2, 0}}, {32, {9}}}, true},
+                      BaselineCase{"fp16_h8kv8_d256_p5", kF16, 8, 8, 256, 5, {{45, {1, 6}}}, false}),
+    [](const ::testing::TestParamInfo<BaselineCase>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// RunPrefixAttention (prefill / append): causal with q_offset, and non-causal.
+
+struct PrefixCase {
+  std::string name;
+  DType dtype;
+  int num_qo_heads, num_kv_heads, head_dim, page_size;
+  int prefix_tokens, num_queries, q_offset;
+  bool causal, peaky;
+};
+
+class CpuPrefixAttentionTest : public ::testing::TestWithParam<PrefixCase> {};
+
+TEST_P(CpuPrefixAttentionTest, MatchesFloat64Oracle) {
+  const PrefixCase& c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto backend = kernels::MakeCpuBackend();
+  const int first_page = 2, pages = (c.prefix_tokens + c.page_size - 1) / c.page_size;
+  const KvPoolShape shape{2, first_page + pages + 1, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const int layer = 1, h = c.num_qo_heads, g = h / c.num_kv_heads, dim = c.head_dim;
+  std::vector<uint16_t> q = RandomBits(rng, int64_t(c.num_queries) * h * dim, c.dtype, c.peaky ? 33.f : 1.f);
+  if (c.peaky)
+    for (int i = 0; i < c.num_queries; ++i) {
+      const int visible = std::min(c.prefix_tokens, c.causal ? c.q_offset + i + 1 : c.prefix_tokens);
+      const int64_t slot = int64_t(first_page) * c.page_size + rng() % visible;
+      PlantKey(pool, layer, slot, 0, 33.f, &q[int64_t(i) * h * dim]);
+    }
+
+  DeviceBuffers mem(*backend);
+  kernels::PrefixAttentionArgs args;
+  args.kv = {shape, mem.Upload(pool.k.data(), pool.k.size() * 2), mem.Upload(pool.v.data(), pool.v.size() * 2)};
+  args.layer = layer;
+  args.prefix = {first_page, c.prefix_tokens};
+  args.num_queries = c.num_queries;
+  args.num_qo_heads = h;
+  args.q = mem.Upload(q.data(), q.size() * 2);
+  args.causal = c.causal;
+  args.q_offset = c.q_offset;
+  const int64_t rows = int64_t(c.num_queries) * h;
+  args.v_out = static_cast<float*>(mem.Poisoned(rows * dim * 4));
+  args.s_out = static_cast<float*>(mem.Poisoned(rows * 4));
+  backend->RunPrefixAttention(args);
+  backend->Synchronize();
+  std::vector<float> v(rows * dim), s(rows);
+  backend->CopyToHost(v.data(), args.v_out, v.size() * 4);
+  backend->CopyToHost(s.data(), args.s_out, s.size() * 4);
+
+  RefOutput want{std::vector<double>(rows * dim), std::vector<double>(rows)};
+  for (int i = 0; i < c.num_queries; ++i) {
+    const int visible = c.causal ? std::min(c.prefix_tokens, c.q_offset + i + 1) : c.prefix_tokens;
+    std::vector<int64_t> slots;
+    for (int t = 0; t < visible; ++t) slots.push_back(int64_t(first_page) * c.page_size + t);
+    for (int head = 0; head < h; ++head) {
+      const int64_t row = int64_t(i) * h + head;
+      const RefState st = NaiveAttention(pool, layer, head / g, &q[row * dim], slots, 1.0 / std::sqrt(double(dim)));
+      std::copy(st.v.begin(), st.v.end(), want.v.begin() + row * dim);
+      want.s[row] = st.s;
+    }
+  }
+  ExpectAllClose(v.data(), want.v.data(), rows * dim, kStateTol, c.name + " v_out");
+  ExpectLseClose(s.data(), want.s.data(), rows, kLseTol, c.name + " s_out");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CpuPrefixAttentionTest,
+    ::testing::Values(PrefixCase{"causal_prefill_fp16_h4kv2_d128_p16", kF16, 4, 2, 128, 16, 70, 70, 0, true, false},
+                      PrefixCase{"causal_append_bf16_h8kv1_d64_p5", kBF16, 8, 1, 64, 5, 90, 17, 73, true, true},
+                      PrefixCase{"causal_append_fp16_h8kv2_d256_p16", kF16, 8, 2, 256, 16, 100, 40, 60, true, false},
+                      PrefixCase{"noncausal_bf16_h4kv4_d128_p16", kBF16, 4, 4, 128, 16, 130, 9, 0, false, true},
+                      PrefixCase{"empty_prefix_fp16_h4kv2_d64_p16", kF16, 4, 2, 64, 16, 0, 5, 0, false, false}),
+    [](const ::testing::TestParamInfo<PrefixCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace prefixd::test

@@ -1,0 +1,6 @@
+// One instantiation of the prefix attention kernel: bf16, head_dim 256.
+#include "kernels/cuda/prefix_attention.cuh"
+
+namespace prefixd::kernels::cuda {
+template void RunPrefixAttention<__nv_bfloat16, 256>(const PrefixAttentionParams&, cudaStream_t);
+}  // namespace prefixd::kernels::cuda

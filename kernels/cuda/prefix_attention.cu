@@ -1,0 +1,77 @@
+// PrefixAttention: argument checks and the one place where (dtype, head_dim) become template
+// constants. The kernels themselves are instantiated in kernels/cuda/inst/, one file each.
+#include "kernels/cuda/prefix_attention.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/prefix_attention.cuh"
+#include "prefixd/common/error.h"
+
+namespace prefixd::kernels::cuda {
+
+// Defined in inst/prefix_attention_<dtype>_d<D>.cu.
+extern template void RunPrefixAttention<__half, 64>(const PrefixAttentionParams&, cudaStream_t);
+extern template void RunPrefixAttention<__half, 128>(const PrefixAttentionParams&, cudaStream_t);
+extern template void RunPrefixAttention<__half, 256>(const PrefixAttentionParams&, cudaStream_t);
+extern template void RunPrefixAttention<__nv_bfloat16, 64>(const PrefixAttentionParams&, cudaStream_t);
+extern template void RunPrefixAttention<__nv_bfloat16, 128>(const PrefixAttentionParams&, cudaStream_t);
+extern template void RunPrefixAttention<__nv_bfloat16, 256>(const PrefixAttentionParams&, cudaStream_t);
+
+namespace {
+
+bool Aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+void CheckParams(const PrefixAttentionParams& p) {
+  PREFIXD_CHECK_ARG(p.num_items >= 0, "PrefixAttention: num_items " << p.num_items << " < 0");
+  PREFIXD_CHECK_ARG(p.num_kv_heads > 0 && p.num_qo_heads > 0 && p.num_qo_heads % p.num_kv_heads == 0,
+                    "PrefixAttention: num_qo_heads " << p.num_qo_heads
+                        << " must be a positive multiple of num_kv_heads " << p.num_kv_heads);
+  PREFIXD_CHECK_ARG(p.token_stride >= int64_t(p.num_kv_heads) * p.head_dim && p.token_stride % 8 == 0,
+                    "PrefixAttention: token_stride " << p.token_stride
+                        << " must be >= num_kv_heads * head_dim and a multiple of 8 elements");
+  PREFIXD_CHECK_ARG(p.page_size > 0, "PrefixAttention: page_size " << p.page_size);
+  // The kernel finds the row max on raw scores, which is only the max of scaled ones for c > 0.
+  PREFIXD_CHECK_ARG(p.sm_scale_log2 > 0.f,
+                    "PrefixAttention: sm_scale_log2 " << p.sm_scale_log2 << " must be > 0");
+  PREFIXD_CHECK_ARG(!p.causal || p.q_offset >= 0, "PrefixAttention: q_offset " << p.q_offset << " < 0");
+  if (p.num_items == 0) return;
+  PREFIXD_CHECK_ARG(p.k && p.v && p.q && p.items && p.groups && p.state_indptr && p.partial_v &&
+                        p.partial_s,
+                    "PrefixAttention: null device pointer");
+  // 16-byte cp.async copies of K, V and Q rows.
+  PREFIXD_CHECK_ARG(Aligned16(p.k) && Aligned16(p.v) && Aligned16(p.q),
+                    "PrefixAttention: k, v and q must be 16-byte aligned");
+}
+
+}  // namespace
+
+int PrefixAttentionTileRows(int head_dim) {
+  switch (head_dim) {
+    case 64: return DefaultPrefixConfig<__half, 64>::Type::TILE_ROWS;
+    case 128: return DefaultPrefixConfig<__half, 128>::Type::TILE_ROWS;
+    case 256: return DefaultPrefixConfig<__half, 256>::Type::TILE_ROWS;
+  }
+  PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: head_dim " << head_dim
+                                             << " has no kernel (64, 128, 256)");
+}
+
+void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
+  CheckParams(params);
+  const bool fp16 = params.dtype == DType::kFloat16;
+  switch (params.head_dim) {
+    case 64:
+      return fp16 ? RunPrefixAttention<__half, 64>(params, stream)
+                  : RunPrefixAttention<__nv_bfloat16, 64>(params, stream);
+    case 128:
+      return fp16 ? RunPrefixAttention<__half, 128>(params, stream)
+                  : RunPrefixAttention<__nv_bfloat16, 128>(params, stream);
+    case 256:
+      return fp16 ? RunPrefixAttention<__half, 256>(params, stream)
+                  : RunPrefixAttention<__nv_bfloat16, 256>(params, stream);
+  }
+  PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: head_dim " << params.head_dim
+                                             << " has no kernel (64, 128, 256)");
+}
+
+}  // namespace prefixd::kernels::cuda

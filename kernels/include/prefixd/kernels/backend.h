@@ -30,6 +30,10 @@ struct WorkspaceLimits {
   int max_head_dim = 256;
   int max_slots = 4096 * 16;       // partial-state slots (requests × chunks)
   int max_plan_ints = 1 << 22;     // serialised plan size
+  // Partial-state floats (v: slots × H_qo × head_dim) a GPU workspace holds. Bounded on its own
+  // because max_slots × max_qo_heads × max_head_dim (2^33 floats at the defaults) would not fit a
+  // GPU; the CUDA backend allocates this many floats once and LoadPlan rejects plans needing more.
+  int64_t max_state_floats = int64_t(1) << 28;  // 1 GiB of fp32
 };
 
 // Arguments of one cascade decode step for one layer.

@@ -1,0 +1,448 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/merge_states.h"
+#include "kernels/cuda/prefix_attention.h"
+#include "prefixd/common/error.h"
+#include "src/backend_common.h"
+
+namespace prefixd::kernels {
+namespace cuda {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Shapes of plan.cc's serialised form (Serialize): a 12-int header, then the arrays in order.
+constexpr int64_t kHeaderInts = 12;
+constexpr int64_t kPrefixItemInts = sizeof(PrefixWorkItem) / sizeof(int32_t);
+constexpr int64_t kDecodeItemInts = sizeof(DecodeWorkItem) / sizeof(int32_t);
+constexpr int64_t kGroupInts = sizeof(PrefixGroup) / sizeof(int32_t);
+static_assert(kPrefixItemInts == 7 && kDecodeItemInts == 5 && kGroupInts == 4,
+              "work items are read on the device straight from the serialised int32 array");
+
+// RunPrefixAttention splits the prefix along the KV axis (for enough CTAs) only into chunks of at
+// least this many tokens, on multiples of the prefix kernel's KV tile.
+constexpr int kPrefixChunkAlign = 64;
+constexpr int kMinPrefixChunk = 256;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Memory errors are the caller's to handle (kOutOfMemory), not a broken device (kLibrary).
+void CheckAlloc(cudaError_t err, size_t bytes, const char* what) {
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    PREFIXD_THROW(ErrorKind::kOutOfMemory,
+                  what << ": cannot allocate " << bytes << " bytes of " << (std::strcmp(what, "cudaHostAlloc") == 0 ? "pinned host" : "device")
+                       << " memory");
+  }
+  PREFIXD_CUDA_CHECK(err);
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device), limits_(options.limits) {
+  PREFIXD_CHECK_ARG(CudaAvailable(), "MakeCudaBackend: no usable CUDA GPU on this machine");
+  PREFIXD_CHECK_ARG(device_ >= 0 && device_ < CudaDeviceCount(),
+                    "MakeCudaBackend: device " << device_ << " does not exist (" << CudaDeviceCount() << " GPUs)");
+  const WorkspaceLimits& l = limits_;
+  PREFIXD_CHECK_ARG(l.max_requests > 0 && l.max_qo_heads > 0 && l.max_head_dim > 0 && l.max_slots > 0 &&
+                        l.max_plan_ints > 0 && l.max_state_floats > 0,
+                    "MakeCudaBackend: workspace limits must be positive");
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  cudaDeviceProp prop{};
+  PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+  num_sms_ = prop.multiProcessorCount;
+  std::ostringstream d;
+  d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
+  description_ = d.str();
+
+  // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
+  try {
+    PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    AllocStaged(&plan_buffer_, l.max_plan_ints);
+    AllocStaged(&prefix_plan_buffer_, l.max_plan_ints);
+    const size_t v_bytes = size_t(l.max_state_floats) * sizeof(float);
+    const size_t s_bytes = size_t(l.max_slots) * size_t(l.max_qo_heads) * sizeof(float);
+    CheckAlloc(cudaMalloc(&partial_v_, v_bytes), v_bytes, "cudaMalloc");
+    CheckAlloc(cudaMalloc(&partial_s_, s_bytes), s_bytes, "cudaMalloc");
+  } catch (...) {
+    Release();
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() { Release(); }
+
+void CudaBackend::Release() noexcept {
+  // Never throws: errors while tearing down (e.g. after a device fault) are ignored.
+  cudaSetDevice(device_);
+  if (stream_) cudaStreamSynchronize(stream_);
+  FreeStaged(&plan_buffer_);
+  FreeStaged(&prefix_plan_buffer_);
+  if (partial_v_) cudaFree(partial_v_);
+  if (partial_s_) cudaFree(partial_s_);
+  if (stream_) cudaStreamDestroy(stream_);
+  partial_v_ = partial_s_ = nullptr;
+  stream_ = nullptr;
+}
+
+void CudaBackend::AllocStaged(StagedBuffer* b, int64_t ints) {
+  const size_t bytes = size_t(ints) * sizeof(int32_t);
+  CheckAlloc(cudaMalloc(&b->device, bytes), bytes, "cudaMalloc");
+  CheckAlloc(cudaHostAlloc(&b->host, bytes, cudaHostAllocDefault), bytes, "cudaHostAlloc");
+  PREFIXD_CUDA_CHECK(cudaEventCreateWithFlags(&b->copied, cudaEventDisableTiming));
+  b->capacity = ints;
+}
+
+void CudaBackend::FreeStaged(StagedBuffer* b) noexcept {
+  if (b->copied) cudaEventDestroy(b->copied);
+  if (b->host) cudaFreeHost(b->host);
+  if (b->device) cudaFree(b->device);
+  *b = StagedBuffer{};
+}
+
+int32_t* CudaBackend::BeginUpload(StagedBuffer* b) {
+  // The previous upload's copy may still be queued behind earlier work: the staging buffer is
+  // free only once it has run. (A no-op wait when nothing was uploaded yet.)
+  PREFIXD_CUDA_CHECK(cudaEventSynchronize(b->copied));
+  return b->host;
+}
+
+void CudaBackend::EndUpload(StagedBuffer* b, int64_t ints) {
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(b->device, b->host, size_t(ints) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  PREFIXD_CUDA_CHECK(cudaEventRecord(b->copied, stream_));
+}
+
+PlanOptions CudaBackend::DefaultPlanOptions() const {
+  PlanOptions o;
+  // Two CTAs per SM of each kernel's items: long prefixes are split until the prefix kernel's
+  // items fill the device, long suffixes likewise for the decode kernel.
+  o.target_items = 2 * num_sms_;
+  // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
+  o.prefix_tile_rows = PrefixAttentionTileRows(128);
+  o.prefix_chunk_align = kPrefixChunkAlign;
+  o.min_prefix_chunk = 512;
+  o.decode_chunk_align = 16;
+  o.min_decode_chunk = 256;
+  return o;
+}
+
+void* CudaBackend::Alloc(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  void* ptr = nullptr;
+  CheckAlloc(cudaMalloc(&ptr, bytes), bytes, "cudaMalloc");
+  return ptr;
+}
+
+void CudaBackend::Free(void* ptr) {
+  if (ptr == nullptr) return;
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  PREFIXD_CUDA_CHECK(cudaFree(ptr));
+}
+
+void CudaBackend::CopyToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToDevice: null pointer");
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // src may be freed as soon as we return
+}
+
+void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToHost: null pointer");
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the caller reads dst next
+}
+
+void CudaBackend::CopyDeviceToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyDeviceToDevice: null pointer");
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::Fill(void* dst, uint8_t byte, size_t bytes) {
+  if (bytes == 0) return;
+  PREFIXD_CHECK_ARG(dst != nullptr, "Fill: null pointer");
+  PREFIXD_CUDA_CHECK(cudaMemsetAsync(dst, byte, bytes, stream_));
+}
+
+void CudaBackend::Synchronize() { PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+void CudaBackend::LoadPlan(const CascadePlan& plan) {
+  // All checks first: a plan that fails leaves the previous one loaded.
+  plan.Validate();
+  const int g = plan.gqa_group_size();
+  PREFIXD_CHECK_ARG(DecodeAttentionSupportsGroupSize(g),
+                    "LoadPlan: GQA group size " << g << " (H_qo " << plan.num_qo_heads << " / H_kv " << plan.num_kv_heads
+                                                << ") is not supported by the CUDA backend (1, 2, 4, 8)");
+  const int tile_rows = PrefixAttentionTileRows(plan.head_dim);
+  for (size_t i = 0; i < plan.prefix_items.size(); ++i)
+    PREFIXD_CHECK_ARG(plan.prefix_items[i].row_end - plan.prefix_items[i].row_begin <= tile_rows,
+                      "LoadPlan: prefix item " << i << " has " << plan.prefix_items[i].row_end - plan.prefix_items[i].row_begin
+                                               << " rows, more than the prefix kernel's tile of " << tile_rows
+                                               << " (plan with PlanOptions::prefix_tile_rows = " << tile_rows << ")");
+  const int64_t state_floats = int64_t(plan.num_slots()) * plan.num_qo_heads * plan.head_dim;
+  PREFIXD_CHECK_ARG(state_floats <= limits_.max_state_floats,
+                    "LoadPlan: plan needs " << state_floats << " partial-state floats, the workspace holds "
+                                            << limits_.max_state_floats);
+  const std::vector<int32_t> flat = plan.Serialize();
+  CheckPlanFitsWorkspace(plan, flat.size(), limits_);
+
+  const int64_t b = plan.num_requests, np = int64_t(plan.prefix_items.size()), nd = int64_t(plan.decode_items.size()),
+                ng = int64_t(plan.groups.size()), nnz = int64_t(plan.suffix.indices.size());
+  const int64_t o_prefix = kHeaderInts, o_decode = o_prefix + np * kPrefixItemInts,
+                o_state = o_decode + nd * kDecodeItemInts, o_request_group = o_state + b + 1,
+                o_groups = o_request_group + b, o_group_chunks = o_groups + ng * kGroupInts,
+                o_suffix_indptr = o_group_chunks + ng, o_suffix_indices = o_suffix_indptr + b + 1,
+                o_end = o_suffix_indices + nnz + b;
+  PREFIXD_CHECK_INTERNAL(int64_t(flat.size()) == o_end,
+                         "plan.cc's serialised layout changed: " << flat.size() << " ints, expected " << o_end);
+
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  int32_t* host = BeginUpload(&plan_buffer_);
+  std::memcpy(host, flat.data(), flat.size() * sizeof(int32_t));
+  EndUpload(&plan_buffer_, int64_t(flat.size()));
+
+  const int32_t* d = plan_buffer_.device;
+  LoadedPlan loaded;
+  loaded.header.num_requests = plan.num_requests;
+  loaded.header.num_qo_heads = plan.num_qo_heads;
+  loaded.header.num_kv_heads = plan.num_kv_heads;
+  loaded.header.head_dim = plan.head_dim;
+  loaded.header.page_size = plan.page_size;
+  loaded.header.num_pages = plan.num_pages;
+  loaded.prefix_items = reinterpret_cast<const PrefixWorkItem*>(d + o_prefix);
+  loaded.num_prefix_items = int(np);
+  loaded.decode_items = reinterpret_cast<const DecodeWorkItem*>(d + o_decode);
+  loaded.num_decode_items = int(nd);
+  loaded.state_indptr = d + o_state;
+  loaded.groups = reinterpret_cast<const PrefixGroup*>(d + o_groups);
+  loaded.suffix_indptr = d + o_suffix_indptr;
+  loaded.suffix_indices = d + o_suffix_indices;
+  plan_ = loaded;
+  plan_loaded_ = true;
+}
+
+void CudaBackend::RunCascade(const CascadeArgs& args) {
+  PREFIXD_CHECK_ARG(plan_loaded_, "RunCascade: no plan loaded (call LoadPlan first)");
+  const CascadePlan& h = plan_.header;
+  CheckCascadeArgs(h, args);
+  const KvPoolShape& shape = args.kv.shape;
+  const float scale_log2 = ResolveSmScale(args.sm_scale, h.head_dim) * kLog2e;
+  const int64_t layer_bytes = args.kv.shape.LayerStride() * DTypeBytes(shape.dtype) * args.layer;
+  const void* k = static_cast<const char*>(args.kv.k) + layer_bytes;
+  const void* v = static_cast<const char*>(args.kv.v) + layer_bytes;
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+
+  if (plan_.num_prefix_items > 0) {
+    PrefixAttentionParams p;
+    p.k = k;
+    p.v = v;
+    p.token_stride = shape.TokenStride();
+    p.page_size = shape.page_size;
+    p.q = args.q;
+    p.num_qo_heads = h.num_qo_heads;
+    p.num_kv_heads = h.num_kv_heads;
+    p.head_dim = h.head_dim;
+    p.dtype = shape.dtype;
+    p.sm_scale_log2 = scale_log2;
+    p.items = plan_.prefix_items;
+    p.num_items = plan_.num_prefix_items;
+    p.groups = plan_.groups;
+    p.state_indptr = plan_.state_indptr;
+    p.partial_v = partial_v_;
+    p.partial_s = partial_s_;
+    PrefixAttention(p, stream_);
+  }
+  if (plan_.num_decode_items > 0) {
+    DecodeAttentionParams p;
+    p.k = k;
+    p.v = v;
+    p.token_stride = shape.TokenStride();
+    p.page_size = shape.page_size;
+    p.q = args.q;
+    p.num_qo_heads = h.num_qo_heads;
+    p.num_kv_heads = h.num_kv_heads;
+    p.head_dim = h.head_dim;
+    p.dtype = shape.dtype;
+    p.sm_scale_log2 = scale_log2;
+    p.page_indptr = plan_.suffix_indptr;
+    p.page_indices = plan_.suffix_indices;
+    p.items = plan_.decode_items;
+    p.num_items = plan_.num_decode_items;
+    p.state_indptr = plan_.state_indptr;
+    p.partial_v = partial_v_;
+    p.partial_s = partial_s_;
+    DecodeAttention(p, stream_);
+  }
+  if (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr) return;
+  MergeStatesParams m;
+  m.v_in = partial_v_;
+  m.s_in = partial_s_;
+  m.run_indptr = plan_.state_indptr;
+  m.rows = h.num_requests * h.num_qo_heads;
+  m.num_heads = h.num_qo_heads;
+  m.head_dim = h.head_dim;
+  m.out_dtype = shape.dtype;
+  m.o = args.o;
+  m.v_out = args.v_out;
+  m.s_out = args.s_out;
+  cuda::MergeStates(m, stream_);
+}
+
+void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {
+  CheckPrefixAttentionArgs(args);
+  const KvPoolShape& shape = args.kv.shape;
+  const int n = args.num_queries, num_heads = args.num_qo_heads, dim = shape.head_dim;
+  const int g = num_heads / shape.num_kv_heads;
+  if (n == 0) return;
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  const int64_t prefix_len = args.prefix.num_tokens;
+
+  // One group holding all n queries; rows of a KV head = n · g, cut into the kernel's M tiles.
+  const int tile_rows = PrefixAttentionTileRows(dim);
+  const int64_t rows = int64_t(n) * g;
+  const int64_t row_tiles = CeilDiv(rows, tile_rows);
+  const int64_t base_items = row_tiles * shape.num_kv_heads;
+  // Split along the KV axis until the items fill the device, within the workspace's state room.
+  int64_t chunks = 0;
+  if (prefix_len > 0) {
+    const int64_t max_by_len = std::max<int64_t>(1, std::min(CeilDiv(prefix_len, kPrefixChunkAlign), prefix_len / kMinPrefixChunk));
+    const int64_t max_by_room = std::min<int64_t>(limits_.max_slots / n,
+                                                  limits_.max_state_floats / (int64_t(n) * num_heads * dim));
+    chunks = std::clamp<int64_t>(CeilDiv(2 * num_sms_, base_items), 1, max_by_len);
+    chunks = std::min(chunks, std::max<int64_t>(1, max_by_room));
+  }
+  const int64_t num_items = base_items * chunks;
+  const int64_t ints = num_items * kPrefixItemInts + kGroupInts + n + 1;
+  PREFIXD_CHECK_ARG(ints <= prefix_plan_buffer_.capacity && num_items <= INT32_MAX,
+                    "RunPrefixAttention: " << n << " queries × " << num_heads << " heads need a " << ints
+                                           << "-int plan, the workspace holds " << prefix_plan_buffer_.capacity
+                                           << " (raise WorkspaceLimits::max_plan_ints)");
+
+  if (prefix_len == 0) {  // nothing to attend to: every row is the empty state (0, −inf)
+    MergeStatesParams m;
+    m.num_states = 0;
+    m.rows = n * num_heads;
+    m.head_dim = dim;
+    m.v_out = args.v_out;
+    m.s_out = args.s_out;
+    cuda::MergeStates(m, stream_);
+    return;
+  }
+
+  int32_t* host = BeginUpload(&prefix_plan_buffer_);
+  auto* items = reinterpret_cast<PrefixWorkItem*>(host);
+  const int64_t units = CeilDiv(prefix_len, kPrefixChunkAlign);
+  int64_t i = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int32_t kv_begin = int32_t(kPrefixChunkAlign * (c * units / chunks));
+    const int32_t kv_end = c + 1 == chunks ? int32_t(prefix_len) : int32_t(kPrefixChunkAlign * ((c + 1) * units / chunks));
+    for (int32_t h = 0; h < shape.num_kv_heads; ++h)
+      for (int64_t r0 = 0; r0 < rows; r0 += tile_rows)
+        items[i++] = PrefixWorkItem{0, h, int32_t(r0), int32_t(std::min<int64_t>(rows, r0 + tile_rows)), kv_begin, kv_end,
+                                    int32_t(c)};
+  }
+  auto* group = reinterpret_cast<PrefixGroup*>(host + num_items * kPrefixItemInts);
+  *group = PrefixGroup{args.prefix, 0, n};
+  int32_t* state_indptr = host + num_items * kPrefixItemInts + kGroupInts;
+  for (int r = 0; r <= n; ++r) state_indptr[r] = int32_t(r * chunks);
+  EndUpload(&prefix_plan_buffer_, ints);
+
+  const int32_t* d = prefix_plan_buffer_.device;
+  PrefixAttentionParams p;
+  const int64_t layer_bytes = shape.LayerStride() * DTypeBytes(shape.dtype) * args.layer;
+  p.k = static_cast<const char*>(args.kv.k) + layer_bytes;
+  p.v = static_cast<const char*>(args.kv.v) + layer_bytes;
+  p.token_stride = shape.TokenStride();
+  p.page_size = shape.page_size;
+  p.q = args.q;
+  p.num_qo_heads = num_heads;
+  p.num_kv_heads = shape.num_kv_heads;
+  p.head_dim = dim;
+  p.dtype = shape.dtype;
+  p.sm_scale_log2 = ResolveSmScale(args.sm_scale, dim) * kLog2e;
+  p.causal = args.causal;
+  p.q_offset = args.q_offset;
+  p.items = reinterpret_cast<const PrefixWorkItem*>(d);
+  p.num_items = int(num_items);
+  p.groups = reinterpret_cast<const PrefixGroup*>(d + num_items * kPrefixItemInts);
+  p.state_indptr = d + num_items * kPrefixItemInts + kGroupInts;
+  if (chunks == 1) {  // one state per row: the kernel writes the outputs directly
+    p.partial_v = args.v_out;
+    p.partial_s = args.s_out;
+    PrefixAttention(p, stream_);
+    return;
+  }
+  p.partial_v = partial_v_;
+  p.partial_s = partial_s_;
+  PrefixAttention(p, stream_);
+  MergeStatesParams m;
+  m.v_in = partial_v_;
+  m.s_in = partial_s_;
+  m.run_indptr = p.state_indptr;
+  m.rows = n * num_heads;
+  m.num_heads = num_heads;
+  m.head_dim = dim;
+  m.v_out = args.v_out;
+  m.s_out = args.s_out;
+  cuda::MergeStates(m, stream_);
+}
+
+void CudaBackend::MergeStates(const float* v_in, const float* s_in, int n, int rows, int head_dim, float* v_out,
+                              float* s_out) {
+  PREFIXD_CHECK_ARG(n >= 0 && rows >= 0 && head_dim > 0 && head_dim % 4 == 0,
+                    "MergeStates: bad sizes n " << n << ", rows " << rows << ", head_dim " << head_dim
+                                                << " (head_dim must be a positive multiple of 4)");
+  if (rows == 0) return;
+  PREFIXD_CHECK_ARG(v_out != nullptr && s_out != nullptr && (n == 0 || (v_in != nullptr && s_in != nullptr)),
+                    "MergeStates: null pointer");
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  MergeStatesParams m;
+  m.v_in = v_in;
+  m.s_in = s_in;
+  m.num_states = n;
+  m.rows = rows;
+  m.head_dim = head_dim;
+  m.v_out = v_out;
+  m.s_out = s_out;
+  cuda::MergeStates(m, stream_);
+}
+
+void CudaBackend::MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,
+                                    int head_dim) {
+  PREFIXD_CHECK_ARG(rows >= 0 && head_dim > 0 && head_dim % 4 == 0,
+                    "MergeStateInPlace: bad sizes rows " << rows << ", head_dim " << head_dim
+                                                         << " (head_dim must be a positive multiple of 4)");
+  if (rows == 0) return;
+  PREFIXD_CHECK_ARG(v != nullptr && s != nullptr && v_other != nullptr && s_other != nullptr,
+                    "MergeStateInPlace: null pointer");
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  cuda::MergeStateInPlace(v, s, v_other, s_other, rows, head_dim, stream_);
+}
+
+void CudaBackend::CastStates(const float* v, int64_t count, DType dtype, void* out) {
+  PREFIXD_CHECK_ARG(count >= 0, "CastStates: negative count " << count);
+  if (count == 0) return;
+  PREFIXD_CHECK_ARG(v != nullptr && out != nullptr, "CastStates: null pointer");
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  cuda::CastStates(v, count, dtype, out, stream_);
+}
+
+}  // namespace cuda
+
+std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& options) {
+  if (!CudaAvailable())
+    PREFIXD_THROW(ErrorKind::kUnsupported, "MakeCudaBackend: no usable CUDA GPU (cudaGetDeviceCount failed or found none)");
+  return std::make_unique<cuda::CudaBackend>(options);
+}
+
+}  // namespace prefixd::kernels

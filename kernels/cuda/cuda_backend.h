@@ -1,0 +1,99 @@
+// The CUDA backend (internal to kernels/; users call MakeCudaBackend): one device, one stream, a
+// workspace allocated once at construction, and the kernels of kernels/cuda/.
+//
+// Workspace (sizes from WorkspaceLimits):
+//   plan buffer      device int32 [max_plan_ints] + pinned host staging of the same size: LoadPlan
+//                    serialises the plan (plan.cc's layout) into the staging buffer and issues ONE
+//                    async copy; the run methods read the item arrays, state_indptr, groups and the
+//                    suffix page table in place, through pointers into the device copy.
+//   prefix plan      a second, identical pair for RunPrefixAttention's one-group plan, so a
+//                    prefill/append call never disturbs the loaded decode plan.
+//   partial states   v fp32 [max_state_floats], s fp32 [max_slots · max_qo_heads], used as
+//                    [num_slots][H_qo][head_dim] and [num_slots][H_qo] by the loaded plan.
+// Run methods only launch kernels on the stream: no allocation, no host synchronisation, so a
+// whole RunCascade can be captured in a CUDA graph (with the plan loaded before capture).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "prefixd/kernels/backend.h"
+
+namespace prefixd::kernels::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const BackendOptions& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  BackendKind kind() const override { return BackendKind::kCuda; }
+  std::string Describe() const override { return description_; }
+  PlanOptions DefaultPlanOptions() const override;
+  const WorkspaceLimits& limits() const override { return limits_; }
+
+  void* Alloc(size_t bytes) override;
+  void Free(void* ptr) override;
+  void CopyToDevice(void* dst, const void* src, size_t bytes) override;
+  void CopyToHost(void* dst, const void* src, size_t bytes) override;
+  void CopyDeviceToDevice(void* dst, const void* src, size_t bytes) override;
+  void Fill(void* dst, uint8_t byte, size_t bytes) override;
+  void Synchronize() override;
+  void* stream() const override { return stream_; }
+
+  void LoadPlan(const CascadePlan& plan) override;
+  void RunCascade(const CascadeArgs& args) override;
+  void RunPrefixAttention(const PrefixAttentionArgs& args) override;
+
+  void MergeStates(const float* v_in, const float* s_in, int n, int rows, int head_dim, float* v_out,
+                   float* s_out) override;
+  void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,
+                         int head_dim) override;
+  void CastStates(const float* v, int64_t count, DType dtype, void* out) override;
+
+  int num_sms() const { return num_sms_; }
+
+ private:
+  // A device int32 buffer fed through a pinned staging buffer; `copied` is recorded after each
+  // upload so the staging buffer is not overwritten while the copy may still be reading it.
+  struct StagedBuffer {
+    int32_t* device = nullptr;
+    int32_t* host = nullptr;
+    int64_t capacity = 0;  // ints
+    cudaEvent_t copied = nullptr;
+  };
+  void Release() noexcept;  // frees the workspace and the stream (destructor, failed constructor)
+  void AllocStaged(StagedBuffer* buffer, int64_t ints);
+  static void FreeStaged(StagedBuffer* buffer) noexcept;
+  int32_t* BeginUpload(StagedBuffer* buffer);  // waits for the previous upload's copy
+  void EndUpload(StagedBuffer* buffer, int64_t ints);
+
+  // Device views into the loaded plan (plan.cc's serialised layout).
+  struct LoadedPlan {
+    CascadePlan header;  // shapes only; the arrays live on the device
+    const PrefixWorkItem* prefix_items = nullptr;
+    int num_prefix_items = 0;
+    const DecodeWorkItem* decode_items = nullptr;
+    int num_decode_items = 0;
+    const int32_t* state_indptr = nullptr;
+    const PrefixGroup* groups = nullptr;
+    const int32_t* suffix_indptr = nullptr;
+    const int32_t* suffix_indices = nullptr;
+  };
+
+  int device_ = 0;
+  int num_sms_ = 0;
+  std::string description_;
+  WorkspaceLimits limits_;
+  cudaStream_t stream_ = nullptr;
+  StagedBuffer plan_buffer_, prefix_plan_buffer_;
+  float* partial_v_ = nullptr;
+  float* partial_s_ = nullptr;
+  bool plan_loaded_ = false;
+  LoadedPlan plan_;
+};
+
+}  // namespace prefixd::kernels::cuda

@@ -1,0 +1,57 @@
+// The one dispatch place of the decode kernel: runtime (dtype, head_dim, GQA group size) → the
+// template instantiation compiled in kernels/cuda/inst/decode_attention_<dtype>_d<D>.cu.
+#include "kernels/cuda/decode_attention.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace prefixd::kernels::cuda {
+namespace decode {
+template <typename T, int HEAD_DIM, int GQA>
+void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream);
+}  // namespace decode
+
+namespace {
+
+template <typename T, int HEAD_DIM>
+void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
+  switch (p.num_qo_heads / p.num_kv_heads) {
+    case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
+    case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
+    case 4: return decode::LaunchDecodeAttention<T, HEAD_DIM, 4>(p, stream);
+    case 8: return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
+  }
+  PREFIXD_THROW(ErrorKind::kUnsupported, "DecodeAttention: GQA group size "
+                                             << p.num_qo_heads / p.num_kv_heads
+                                             << " is not compiled (supported: 1, 2, 4, 8)");
+}
+
+template <typename T>
+void DispatchHeadDim(const DecodeAttentionParams& p, cudaStream_t stream) {
+  switch (p.head_dim) {
+    case 64: return DispatchGroupSize<T, 64>(p, stream);
+    case 128: return DispatchGroupSize<T, 128>(p, stream);
+    case 256: return DispatchGroupSize<T, 256>(p, stream);
+  }
+  PREFIXD_THROW(ErrorKind::kUnsupported,
+                "DecodeAttention: head_dim " << p.head_dim << " is not compiled (supported: 64, 128, 256)");
+}
+
+}  // namespace
+
+bool DecodeAttentionSupportsGroupSize(int g) { return g == 1 || g == 2 || g == 4 || g == 8; }
+
+void DecodeAttention(const DecodeAttentionParams& p, cudaStream_t stream) {
+  PREFIXD_CHECK_ARG(p.num_kv_heads > 0 && p.num_qo_heads % p.num_kv_heads == 0,
+                    "DecodeAttention: num_qo_heads " << p.num_qo_heads
+                                                     << " is not a multiple of num_kv_heads "
+                                                     << p.num_kv_heads);
+  PREFIXD_CHECK_ARG(p.page_size > 0, "DecodeAttention: page_size must be positive");
+  if (p.num_items == 0) return;
+  if (p.dtype == DType::kFloat16) return DispatchHeadDim<__half>(p, stream);
+  return DispatchHeadDim<__nv_bfloat16>(p, stream);
+}
+
+}  // namespace prefixd::kernels::cuda

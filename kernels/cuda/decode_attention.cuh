@@ -1,0 +1,236 @@
+// The batch decode kernel (split-KV over paged suffix KV), included only by the instantiation
+// files kernels/cuda/inst/decode_attention_<dtype>_d<D>.cu.
+//
+// One CTA per work item (request, KV head, token range). Thread layout: a token's head_dim values
+// are read by TPR = HEAD_DIM / 8 consecutive threads with one 16-byte load each (a "row group"),
+// so a CTA of 128 threads reads GROUPS = 128 / TPR tokens side by side; each row group takes
+// UNROLL consecutive tokens per step, issuing all its K and V loads before using any (that, and
+// several CTAs per SM, is what keeps enough bytes in flight to stream at HBM speed). Each row
+// group keeps its own online-softmax state for the g query heads of the GQA group (every K/V byte
+// is loaded once and used by all g heads); the row groups' states are ⊕-merged through shared
+// memory at the end.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/decode_attention.h"
+
+namespace prefixd::kernels::cuda {
+namespace decode {
+
+constexpr int kThreads = 128;
+constexpr int kVec = 8;      // dtype elements per 16-byte load
+constexpr int kUnroll = 4;   // tokens per row group per step
+
+// 16-byte streaming load: suffix K/V is read once per step, so keep it out of L1.
+__device__ __forceinline__ uint4 LoadStreaming(const void* ptr) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(ptr));
+  return r;
+}
+
+// 8 packed dtype values → 8 floats.
+template <typename T>
+__device__ __forceinline__ void Unpack8(const uint4& raw, float (&out)[kVec]);
+
+template <>
+__device__ __forceinline__ void Unpack8<__half>(const uint4& raw, float (&out)[kVec]) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+template <>
+__device__ __forceinline__ void Unpack8<__nv_bfloat16>(const uint4& raw, float (&out)[kVec]) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+// Sum over the TPR threads of a row group (consecutive, aligned lanes); every lane gets the sum.
+template <int TPR>
+__device__ __forceinline__ float RowGroupSum(float x) {
+#pragma unroll
+  for (int offset = TPR / 2; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+// Element offset of suffix token t of `request` in one layer's K (or V) array, at head 0.
+__device__ __forceinline__ int64_t TokenOffset(const DecodeAttentionParams& p, int page_base,
+                                               int t) {
+  const int page = p.page_indices[page_base + t / p.page_size];
+  return (int64_t(page) * p.page_size + t % p.page_size) * p.token_stride;
+}
+
+template <typename T, int HEAD_DIM, int GQA>
+__global__ void __launch_bounds__(kThreads, GQA == 1 ? 6 : GQA == 2 ? 5 : GQA == 4 ? 3 : 2)
+    DecodeAttentionKernel(const __grid_constant__ DecodeAttentionParams p) {
+  constexpr int TPR = HEAD_DIM / kVec;
+  constexpr int GROUPS = kThreads / TPR;
+  constexpr int STEP = GROUPS * kUnroll;  // tokens per CTA step
+  static_assert(HEAD_DIM % kVec == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0, "row group = aligned lanes");
+
+  const DecodeWorkItem item = p.items[blockIdx.x];
+  const int group = threadIdx.x / TPR;
+  const int lane = threadIdx.x % TPR;  // this thread's 8 elements: [lane · 8, lane · 8 + 8)
+  const int first_head = item.kv_head * GQA;
+  const int page_base = p.page_indptr[item.request];
+
+  // Queries of the GQA group, pre-scaled by sm_scale · log2(e) so scores are base-2 logits.
+  float q[GQA][kVec];
+#pragma unroll
+  for (int j = 0; j < GQA; ++j) {
+    const int64_t row = int64_t(item.request) * p.num_qo_heads + first_head + j;
+    const uint4 raw =
+        *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + row * HEAD_DIM + lane * kVec);
+    Unpack8<T>(raw, q[j]);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) q[j][e] *= p.sm_scale_log2;
+  }
+
+  float m[GQA], l[GQA], acc[GQA][kVec];
+#pragma unroll
+  for (int j = 0; j < GQA; ++j) {
+    m[j] = -INFINITY;
+    l[j] = 0.f;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[j][e] = 0.f;
+  }
+
+  const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM + lane * kVec;
+  const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM + lane * kVec;
+
+  // Token offsets of the next step are looked up while this step's K/V loads are in flight.
+  int64_t offset[kUnroll];
+  int t0 = item.kv_begin + group * kUnroll;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    offset[u] = t0 + u < item.kv_end ? TokenOffset(p, page_base, t0 + u) : 0;
+
+  for (; t0 < item.kv_end; t0 += STEP) {
+    uint4 k_raw[kUnroll], v_raw[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (t0 + u < item.kv_end) {
+        k_raw[u] = LoadStreaming(k_head + offset[u]);
+        v_raw[u] = LoadStreaming(v_head + offset[u]);
+      } else {
+        k_raw[u] = v_raw[u] = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int t = t0 + STEP + u;
+      offset[u] = t < item.kv_end ? TokenOffset(p, page_base, t) : 0;
+    }
+
+    // Scores x[u][j] (base-2 logits); tokens past the range are −inf.
+    float x[kUnroll][GQA];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float k_f[kVec];
+      Unpack8<T>(k_raw[u], k_f);
+#pragma unroll
+      for (int j = 0; j < GQA; ++j) {
+        float dot = 0.f;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) dot = fmaf(q[j][e], k_f[e], dot);
+        dot = RowGroupSum<TPR>(dot);
+        x[u][j] = t0 + u < item.kv_end ? dot : -INFINITY;
+      }
+    }
+
+    float v_f[kUnroll][kVec];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) Unpack8<T>(v_raw[u], v_f[u]);
+
+    // Online softmax: rescale the running state to the new max, then add this step's tokens.
+#pragma unroll
+    for (int j = 0; j < GQA; ++j) {
+      float m_new = m[j];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) m_new = fmaxf(m_new, x[u][j]);
+      if (m_new == -INFINITY) continue;  // no valid token yet (uniform across the row group)
+      const float scale = exp2f(m[j] - m_new);  // m[j] = −inf gives 0: nothing to rescale
+      l[j] *= scale;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[j][e] *= scale;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const float w = exp2f(x[u][j] - m_new);
+        l[j] += w;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[j][e] = fmaf(w, v_f[u][e], acc[j][e]);
+      }
+      m[j] = m_new;
+    }
+  }
+
+  // ⊕ of the row groups' states: unnormalised (acc, l) relative to m, per group and head.
+  __shared__ float smem_m[GROUPS][GQA];
+  __shared__ float smem_l[GROUPS][GQA];
+  __shared__ __align__(16) float smem_acc[GROUPS][GQA][HEAD_DIM];
+#pragma unroll
+  for (int j = 0; j < GQA; ++j) {
+    float4* dst = reinterpret_cast<float4*>(&smem_acc[group][j][lane * kVec]);
+    dst[0] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+    dst[1] = make_float4(acc[j][4], acc[j][5], acc[j][6], acc[j][7]);
+    if (lane == 0) {
+      smem_m[group][j] = m[j];
+      smem_l[group][j] = l[j];
+    }
+  }
+  __syncthreads();
+
+  const int slot = p.state_indptr[item.request] + item.slot_offset;
+  for (int idx = threadIdx.x; idx < GQA * HEAD_DIM; idx += kThreads) {
+    const int j = idx / HEAD_DIM, d = idx % HEAD_DIM;
+    float m_all = -INFINITY;
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) m_all = fmaxf(m_all, smem_m[g][j]);
+    float l_all = 0.f, v_all = 0.f;
+    if (m_all != -INFINITY) {
+#pragma unroll
+      for (int g = 0; g < GROUPS; ++g) {
+        const float w = exp2f(smem_m[g][j] - m_all);  // 0 for a group that saw no token
+        l_all = fmaf(w, smem_l[g][j], l_all);
+        v_all = fmaf(w, smem_acc[g][j][d], v_all);
+      }
+    }
+    const int64_t state = int64_t(slot) * p.num_qo_heads + first_head + j;
+    p.partial_v[state * HEAD_DIM + d] = m_all == -INFINITY ? 0.f : v_all / l_all;
+    if (d == 0) p.partial_s[state] = m_all == -INFINITY ? -INFINITY : m_all + log2f(l_all);
+  }
+}
+
+template <typename T, int HEAD_DIM, int GQA>
+void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
+  DecodeAttentionKernel<T, HEAD_DIM, GQA><<<params.num_items, kThreads, 0, stream>>>(params);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace decode
+}  // namespace prefixd::kernels::cuda
+
+// Explicit instantiations for one (dtype, head_dim), all supported GQA group sizes.
+#define PREFIXD_INSTANTIATE_DECODE_ATTENTION(T, HEAD_DIM)                                        \
+  namespace prefixd::kernels::cuda::decode {                                                     \
+  template void LaunchDecodeAttention<T, HEAD_DIM, 1>(const DecodeAttentionParams&, cudaStream_t); \
+  template void LaunchDecodeAttention<T, HEAD_DIM, 2>(const DecodeAttentionParams&, cudaStream_t); \
+  template void LaunchDecodeAttention<T, HEAD_DIM, 4>(const DecodeAttentionParams&, cudaStream_t); \
+  template void LaunchDecodeAttention<T, HEAD_DIM, 8>(const DecodeAttentionParams&, cudaStream_t); \
+  }

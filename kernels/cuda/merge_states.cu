@@ -1,0 +1,167 @@
+// State-merge kernels: n-ary ⊕ over runs of partial states, binary in-place ⊕, and the fp32 → dtype
+// cast of final outputs. One warp per row: a row is at most 256 floats, so a warp's float4 loads
+// cover it in two passes and the merge needs no shared memory or block barrier.
+#include "kernels/cuda/merge_states.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace prefixd::kernels::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kWarpSize = 32;
+
+__device__ __forceinline__ float WarpMax(float x) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  return x;
+}
+
+__device__ __forceinline__ float WarpSum(float x) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+// Four floats → four dtype values at out (8 bytes, aligned because head_dim % 4 == 0).
+__device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index, float4 x) {
+  if (dtype == DType::kFloat16) {
+    __half2* p = reinterpret_cast<__half2*>(static_cast<__half*>(out) + index);
+    p[0] = __floats2half2_rn(x.x, x.y);
+    p[1] = __floats2half2_rn(x.z, x.w);
+  } else {
+    __nv_bfloat162* p =
+        reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(out) + index);
+    p[0] = __floats2bfloat162_rn(x.x, x.y);
+    p[1] = __floats2bfloat162_rn(x.z, x.w);
+  }
+}
+
+__global__ void MergeStatesKernel(MergeStatesParams p) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= p.rows) return;
+
+  // Where the row's states are: first state's element offset (in rows of head_dim) and the
+  // distance between consecutive states.
+  int n;
+  int64_t first, stride;
+  if (p.run_indptr != nullptr) {
+    const int request = row / p.num_heads, head = row % p.num_heads;
+    const int begin = p.run_indptr[request];
+    n = p.run_indptr[request + 1] - begin;
+    first = int64_t(begin) * p.num_heads + head;
+    stride = p.num_heads;
+  } else {
+    n = p.num_states;
+    first = row;
+    stride = p.rows;
+  }
+
+  // Pass 1: the largest LSE of the run, so every weight 2^(s_i − m) is ≤ 1 (no overflow).
+  float m = -INFINITY;
+  for (int i = lane; i < n; i += kWarpSize) m = fmaxf(m, p.s_in[first + i * stride]);
+  m = WarpMax(m);
+
+  float sum_w = 0.f;
+  if (m != -INFINITY) {
+    for (int i = lane; i < n; i += kWarpSize) sum_w += exp2f(p.s_in[first + i * stride] - m);
+    sum_w = WarpSum(sum_w);
+  }
+  // An empty run (or one of empty states only) is the empty state: v = 0, s = −inf.
+  const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;
+
+  const int d4_count = p.head_dim / 4;
+  for (int d4 = lane; d4 < d4_count; d4 += kWarpSize) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (m != -INFINITY) {
+      for (int i = 0; i < n; ++i) {
+        const int64_t state = first + i * stride;
+        const float w = exp2f(p.s_in[state] - m);
+        if (w == 0.f) continue;  // empty or negligible: never read its v (may be poison)
+        const float4 x = reinterpret_cast<const float4*>(p.v_in + state * p.head_dim)[d4];
+        acc.x += w * x.x;
+        acc.y += w * x.y;
+        acc.z += w * x.z;
+        acc.w += w * x.w;
+      }
+    }
+    acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+    const int64_t out_index = int64_t(row) * p.head_dim + d4 * 4;
+    if (p.v_out != nullptr) reinterpret_cast<float4*>(p.v_out + out_index)[0] = acc;
+    if (p.o != nullptr) StoreCast4(p.out_dtype, p.o, out_index, acc);
+  }
+  if (p.s_out != nullptr && lane == 0) p.s_out[row] = m == -INFINITY ? m : m + log2f(sum_w);
+}
+
+__global__ void MergeStateInPlaceKernel(float* v, float* s, const float* v_other,
+                                        const float* s_other, int rows, int head_dim) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= rows) return;
+  const float s_a = s[row], s_b = s_other[row];
+  const float m = fmaxf(s_a, s_b);
+  // Weights are exactly 0 for an empty side, so its v is never read (it may be anything).
+  const float w_a = m == -INFINITY ? 0.f : exp2f(s_a - m);
+  const float w_b = m == -INFINITY ? 0.f : exp2f(s_b - m);
+  const float inv = m == -INFINITY ? 0.f : 1.f / (w_a + w_b);
+  float4* va = reinterpret_cast<float4*>(v + int64_t(row) * head_dim);
+  const float4* vb = reinterpret_cast<const float4*>(v_other + int64_t(row) * head_dim);
+  for (int d4 = lane; d4 < head_dim / 4; d4 += kWarpSize) {
+    const float4 a = w_a != 0.f ? va[d4] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const float4 b = w_b != 0.f ? vb[d4] : make_float4(0.f, 0.f, 0.f, 0.f);
+    va[d4] = make_float4((w_a * a.x + w_b * b.x) * inv, (w_a * a.y + w_b * b.y) * inv,
+                         (w_a * a.z + w_b * b.z) * inv, (w_a * a.w + w_b * b.w) * inv);
+  }
+  __syncwarp();  // every lane has read s[row] before lane 0 overwrites it
+  if (lane == 0) s[row] = m == -INFINITY ? m : m + log2f(w_a + w_b);
+}
+
+__global__ void CastStatesKernel(const float* v, int64_t count, DType dtype, void* out) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    if (dtype == DType::kFloat16) static_cast<__half*>(out)[i] = __float2half_rn(v[i]);
+    else static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v[i]);
+  }
+}
+
+int BlocksForRows(int rows) { return (rows + kWarpsPerBlock - 1) / kWarpsPerBlock; }
+
+}  // namespace
+
+void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
+  PREFIXD_CHECK_ARG(params.head_dim > 0 && params.head_dim % 4 == 0,
+                    "MergeStates: head_dim " << params.head_dim << " must be a positive multiple of 4");
+  PREFIXD_CHECK_ARG(params.run_indptr != nullptr || params.num_states >= 0,
+                    "MergeStates: negative number of states " << params.num_states);
+  PREFIXD_CHECK_ARG(params.num_heads > 0, "MergeStates: num_heads must be positive");
+  if (params.rows <= 0) return;
+  MergeStatesKernel<<<BlocksForRows(params.rows), kWarpsPerBlock * kWarpSize, 0, stream>>>(params);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+}
+
+void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,
+                       int head_dim, cudaStream_t stream) {
+  PREFIXD_CHECK_ARG(head_dim > 0 && head_dim % 4 == 0,
+                    "MergeStateInPlace: head_dim " << head_dim << " must be a positive multiple of 4");
+  if (rows <= 0) return;
+  MergeStateInPlaceKernel<<<BlocksForRows(rows), kWarpsPerBlock * kWarpSize, 0, stream>>>(
+      v, s, v_other, s_other, rows, head_dim);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+}
+
+void CastStates(const float* v, int64_t count, DType dtype, void* out, cudaStream_t stream) {
+  if (count <= 0) return;
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 4096);
+  CastStatesKernel<<<int(blocks), kThreads, 0, stream>>>(v, count, dtype, out);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace prefixd::kernels::cuda

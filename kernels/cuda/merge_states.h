@@ -1,0 +1,48 @@
+// Launchers of the state-merge kernels (internal to kernels/; CUDA types allowed).
+//
+// All states are fp32 with BASE-2 LSE (state.h). The empty state is (0, −inf); merging only empty
+// states gives (0, −inf), never NaN, and a state with s = −inf contributes nothing even when its v
+// holds garbage (e.g. the NaN poison of an unwritten slot is never read through a zero weight).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "prefixd/kernels/dtype.h"
+
+namespace prefixd::kernels::cuda {
+
+// n-ary ⊕ of runs of states into one state per row. Two ways to find row r's states:
+//  - runs (cascade): rows = num_requests · num_heads, r = request · num_heads + head; the run of
+//    request is slots [run_indptr[request], run_indptr[request + 1]) and state i of the run lives
+//    at v_in[((run_indptr[request] + i) · num_heads + head) · head_dim], s_in[... · num_heads + head]
+//    (the partial-state layout [num_slots][num_heads][head_dim]).
+//  - fixed n (MergeStates API): run_indptr == null; state i of row r at v_in[(i · rows + r) · head_dim],
+//    s_in[i · rows + r] (layout [n][rows][head_dim]).
+// Outputs, each optional (null = not written): o [rows][head_dim] in out_dtype, v_out
+// [rows][head_dim] fp32, s_out [rows] fp32.
+struct MergeStatesParams {
+  const float* v_in = nullptr;
+  const float* s_in = nullptr;
+  const int32_t* run_indptr = nullptr;  // device, [rows / num_heads + 1], or null
+  int num_states = 0;                   // n, when run_indptr is null
+  int rows = 0;
+  int num_heads = 1;                    // heads per request, when run_indptr is set
+  int head_dim = 0;                     // multiple of 4
+  DType out_dtype = DType::kFloat16;
+  void* o = nullptr;
+  float* v_out = nullptr;
+  float* s_out = nullptr;
+};
+
+void MergeStates(const MergeStatesParams& params, cudaStream_t stream);
+
+// (v, s) ← (v, s) ⊕ (v_other, s_other), rows × head_dim (head_dim a multiple of 4).
+void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,
+                       int head_dim, cudaStream_t stream);
+
+// out[i] = dtype(v[i]) for i < count, rounded to nearest even.
+void CastStates(const float* v, int64_t count, DType dtype, void* out, cudaStream_t stream);
+
+}  // namespace prefixd::kernels::cuda

@@ -1,0 +1,526 @@
+// Comm implementations against a serial computation, for any number of ranks.
+//
+// Every rank generates EVERY rank's random inputs from one seed (rank 0's, broadcast), so each
+// rank can compute the serial answer for itself and check its own outputs. The same assertions run
+// on each backend through `Comm&`:
+//   mpi         MpiComm with default options
+//   mpi_pieces  MpiComm with max_message_bytes = 12, so every large-message split path runs
+//   nccl        NcclComm on device buffers (skipped, on every rank, unless each rank has a GPU)
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(PREFIXD_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+#include "prefixd/comm/bootstrap.h"
+#include "prefixd/comm/comm.h"
+#include "prefixd/comm/mpi_check.h"
+#include "prefixd/common/error.h"
+#include "prefixd/kernels/state.h"
+#include "support/test_support.h"
+
+namespace prefixd::comm {
+namespace {
+
+int WorldRank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+int WorldSize() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+// Rank 0's seed on every rank; printed on failure.
+uint64_t SharedSeed() {
+  uint64_t seed = test::TestSeed();
+  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  return seed;
+}
+
+// Random generator for the inputs of `rank` in test case `salt`, identical on every rank.
+std::mt19937_64 RankRng(uint64_t seed, int rank, int salt = 0) {
+  std::seed_seq seq{seed, uint64_t(rank) + 1, uint64_t(salt) + 7};
+  return std::mt19937_64(seq);
+}
+
+std::vector<uint8_t> RandomBytes(std::mt19937_64& rng, size_t n) {
+  std::vector<uint8_t> out(n);
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  return out;
+}
+
+std::vector<float> RandomFloats(std::mt19937_64& rng, size_t n, float lo = -4.f, float hi = 4.f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> out(n);
+  for (auto& x : out) x = dist(rng);
+  return out;
+}
+
+// A size that is 0 about a quarter of the time (empty messages must work everywhere).
+size_t RandomSize(std::mt19937_64& rng, size_t max) {
+  if (rng() % 4 == 0) return 0;
+  return 1 + rng() % max;
+}
+
+// ---- Buffers in the Comm's memory ----
+
+class Buffer {
+ public:
+  Buffer(MemoryKind kind, size_t bytes) : kind_(kind), bytes_(bytes) {
+    if (kind_ == MemoryKind::kHost) {
+      host_.resize(std::max<size_t>(bytes, 1));
+      return;
+    }
+#if defined(PREFIXD_HAVE_CUDA)
+    if (cudaMalloc(&device_, std::max<size_t>(bytes, 1)) != cudaSuccess)
+      PREFIXD_THROW(ErrorKind::kOutOfMemory, "cudaMalloc of " << bytes << " bytes failed");
+#else
+    PREFIXD_THROW(ErrorKind::kUnsupported, "device buffer without CUDA");
+#endif
+  }
+  ~Buffer() {
+#if defined(PREFIXD_HAVE_CUDA)
+    if (device_ != nullptr) cudaFree(device_);
+#endif
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() { return kind_ == MemoryKind::kHost ? static_cast<void*>(host_.data()) : device_; }
+  template <typename T>
+  T* as() { return static_cast<T*>(data()); }
+
+  void Upload(const void* src, size_t bytes, size_t offset = 0) {
+    if (bytes == 0) return;
+    if (kind_ == MemoryKind::kHost) {
+      std::memcpy(host_.data() + offset, src, bytes);
+      return;
+    }
+#if defined(PREFIXD_HAVE_CUDA)
+    if (cudaMemcpy(static_cast<char*>(device_) + offset, src, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+      PREFIXD_THROW(ErrorKind::kLibrary, "upload failed");
+#endif
+  }
+  template <typename T>
+  void Upload(const std::vector<T>& src) { Upload(src.data(), src.size() * sizeof(T)); }
+
+  template <typename T>
+  std::vector<T> Download(size_t count) {
+    std::vector<T> out(count);
+    if (count == 0) return out;
+    if (kind_ == MemoryKind::kHost) {
+      std::memcpy(out.data(), host_.data(), count * sizeof(T));
+      return out;
+    }
+#if defined(PREFIXD_HAVE_CUDA)
+    if (cudaMemcpy(out.data(), device_, count * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess)
+      PREFIXD_THROW(ErrorKind::kLibrary, "download failed");
+#endif
+    return out;
+  }
+
+ private:
+  MemoryKind kind_;
+  size_t bytes_;
+  std::vector<uint8_t> host_;
+  void* device_ = nullptr;
+};
+
+// ---- The backends, one Comm each for the whole suite ----
+
+// Decided on every rank together, so that all ranks skip or none does.
+bool AllRanksHaveGpu(std::string* reason) {
+  const int devices = CudaDeviceCount();
+  const LocalRank local = NodeLocalRank(MPI_COMM_WORLD);
+  int ok = NcclBuilt() && devices >= local.size;
+  int all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    *reason = !NcclBuilt() ? "built without CUDA/NCCL"
+              : devices == 0
+                  ? "no usable CUDA GPU (cudaGetDeviceCount failed or returned 0)"
+                  : "fewer GPUs than ranks on some host (NCCL needs one GPU per rank)";
+  }
+  return all != 0;
+}
+
+struct BackendState {
+  std::unique_ptr<Comm> comm;
+  std::string skip_reason;  // non-empty: this backend is skipped
+#if defined(PREFIXD_HAVE_CUDA)
+  cudaStream_t stream = nullptr;
+#endif
+};
+
+class CommTest : public testing::TestWithParam<std::string> {
+ public:
+  static void TearDownTestSuite() {
+    for (auto& [name, state] : *backends_) {
+      state.comm.reset();
+#if defined(PREFIXD_HAVE_CUDA)
+      if (state.stream != nullptr) cudaStreamDestroy(state.stream);
+#endif
+    }
+    backends_->clear();
+  }
+
+ protected:
+  void SetUp() override {
+    BackendState& state = Get(GetParam());
+    if (!state.skip_reason.empty()) GTEST_SKIP() << state.skip_reason;
+    comm_ = state.comm.get();
+    seed_ = SharedSeed();
+  }
+
+  Comm& comm() { return *comm_; }
+  MemoryKind memory() const { return comm_->memory(); }
+
+  // Stream-ordered backends finish before results are read.
+  void Finish() { comm_->Synchronize(nullptr); }
+
+  Comm* comm_ = nullptr;
+  uint64_t seed_ = 0;
+
+ private:
+  static BackendState& Get(const std::string& name) {
+    auto it = backends_->find(name);
+    if (it != backends_->end()) return it->second;
+    BackendState& state = (*backends_)[name];
+    if (name == "mpi") {
+      state.comm = MakeMpiComm(MPI_COMM_WORLD);
+    } else if (name == "mpi_pieces") {
+      CommOptions options;
+      options.max_message_bytes = 12;
+      state.comm = MakeMpiComm(MPI_COMM_WORLD, options);
+    } else if (name == "nccl") {
+      if (AllRanksHaveGpu(&state.skip_reason)) {
+#if defined(PREFIXD_HAVE_CUDA)
+        const LocalRank local = NodeLocalRank(MPI_COMM_WORLD);
+        const int device = DeviceForLocalRank(local.rank, CudaDeviceCount());
+        cudaSetDevice(device);
+        cudaStreamCreateWithFlags(&state.stream, cudaStreamNonBlocking);
+        state.comm = MakeNcclComm(MPI_COMM_WORLD, device, state.stream);
+#endif
+      }
+    }
+    return state;
+  }
+  static inline std::map<std::string, BackendState>* backends_ = new std::map<std::string, BackendState>;
+};
+
+// ---- Collectives ----
+
+TEST_P(CommTest, Identity) {
+  EXPECT_EQ(comm().rank(), WorldRank());
+  EXPECT_EQ(comm().size(), WorldSize());
+  EXPECT_EQ(comm().name(), GetParam() == "nccl" ? "nccl" : "mpi");
+}
+
+TEST_P(CommTest, AllGatherMatchesSerial) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int n = comm().size(), me = comm().rank();
+  auto shared = RankRng(seed_, -1);
+  for (int round = 0; round < 4; ++round) {
+    const size_t bytes = round == 0 ? 0 : RandomSize(shared, 3000);  // same on every rank
+    std::vector<uint8_t> expected;
+    std::vector<uint8_t> mine;
+    for (int r = 0; r < n; ++r) {
+      auto rng = RankRng(seed_, r, round);
+      auto block = RandomBytes(rng, bytes);
+      if (r == me) mine = block;
+      expected.insert(expected.end(), block.begin(), block.end());
+    }
+    Buffer send(memory(), bytes), recv(memory(), n * bytes);
+    send.Upload(mine);
+    comm().AllGather(send.data(), recv.data(), bytes, nullptr);
+    Finish();
+    EXPECT_EQ(recv.Download<uint8_t>(n * bytes), expected) << "round " << round << ", " << bytes << " bytes";
+
+    // In place: this rank's block already sits at its slot of recv.
+    Buffer inplace(memory(), n * bytes);
+    inplace.Upload(mine.data(), bytes, size_t(me) * bytes);
+    comm().AllGather(inplace.as<char>() + size_t(me) * bytes, inplace.data(), bytes, nullptr);
+    Finish();
+    EXPECT_EQ(inplace.Download<uint8_t>(n * bytes), expected) << "in place, round " << round;
+  }
+}
+
+// Random per-pair byte counts (many zeros), blocks placed in the receive buffer in reverse rank
+// order with random gaps; the gaps must come back untouched.
+TEST_P(CommTest, AllToAllVMatchesSerial) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int n = comm().size(), me = comm().rank();
+  auto shared = RankRng(seed_, -1);
+  for (int round = 0; round < 5; ++round) {
+    // counts[i][j]: bytes from rank i to rank j; round 0 is all empty.
+    std::vector<std::vector<size_t>> counts(n, std::vector<size_t>(n));
+    for (auto& row : counts)
+      for (auto& c : row) c = round == 0 ? 0 : RandomSize(shared, round == 4 ? 20000 : 700);
+
+    // Send layout: blocks in rank order with gaps of 0..15 bytes.
+    auto layout = [&](const std::vector<size_t>& bytes, bool reverse, std::vector<size_t>* offsets) {
+      offsets->assign(n, 0);
+      size_t at = 0;
+      for (int k = 0; k < n; ++k) {
+        const int j = reverse ? n - 1 - k : k;
+        at += shared() % 16;
+        (*offsets)[j] = at;
+        at += bytes[j];
+      }
+      return at + shared() % 16;
+    };
+    std::vector<std::vector<size_t>> send_offsets(n);
+    std::vector<size_t> send_total(n);
+    for (int i = 0; i < n; ++i) send_total[i] = layout(counts[i], false, &send_offsets[i]);
+    std::vector<size_t> recv_bytes(n), recv_offsets;
+    for (int j = 0; j < n; ++j) recv_bytes[j] = counts[j][me];
+    const size_t recv_total = layout(recv_bytes, true, &recv_offsets);
+
+    std::vector<std::vector<uint8_t>> payload(n);  // rank i's whole send buffer
+    for (int i = 0; i < n; ++i) {
+      auto rng = RankRng(seed_, i, 100 + round);
+      payload[i] = RandomBytes(rng, send_total[i]);
+    }
+    const uint8_t kSentinel = 0xA5;
+    std::vector<uint8_t> expected(recv_total, kSentinel);
+    for (int j = 0; j < n; ++j)
+      std::memcpy(expected.data() + recv_offsets[j], payload[j].data() + send_offsets[j][me], recv_bytes[j]);
+
+    Buffer send(memory(), send_total[me]), recv(memory(), recv_total);
+    send.Upload(payload[me]);
+    recv.Upload(std::vector<uint8_t>(recv_total, kSentinel));
+    comm().AllToAllV(send.data(), counts[me], send_offsets[me], recv.data(), recv_bytes, recv_offsets,
+                     nullptr);
+    Finish();
+    EXPECT_EQ(recv.Download<uint8_t>(recv_total), expected) << "round " << round;
+  }
+}
+
+TEST_P(CommTest, AllToAllVCountMismatchThrowsOnEveryRank) {
+  const int n = comm().size(), me = comm().rank();
+  // Rank n-1 believes rank 0 sends it 5 bytes; rank 0 sends 4.
+  std::vector<size_t> send_bytes(n, 0), recv_bytes(n, 0), offsets(n, 0);
+  if (me == 0) send_bytes[n - 1] = 4;
+  if (me == n - 1) recv_bytes[0] = 5;
+  Buffer send(memory(), 8), recv(memory(), 8);
+  EXPECT_THROW(comm().AllToAllV(send.data(), send_bytes, offsets, recv.data(), recv_bytes, offsets, nullptr),
+               prefixd::Error);
+  // Wrong vector lengths are refused locally (no communication happens).
+  EXPECT_THROW(comm().AllToAllV(send.data(), std::vector<size_t>(n + 1), offsets, recv.data(), recv_bytes,
+                                offsets, nullptr),
+               prefixd::Error);
+  // The Comm stays usable afterwards.
+  Buffer one(memory(), sizeof(float));
+  one.Upload(std::vector<float>{1.f});
+  comm().AllReduceSum(one.as<float>(), 1, nullptr);
+  Finish();
+  EXPECT_EQ(one.Download<float>(1)[0], float(n));
+}
+
+TEST_P(CommTest, AllReduceMatchesSerial) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int n = comm().size(), me = comm().rank();
+  auto shared = RankRng(seed_, -1);
+  for (int round = 0; round < 4; ++round) {
+    const size_t count = round == 0 ? 0 : RandomSize(shared, 5000);
+    std::vector<double> sum(count, 0.0);
+    std::vector<float> max(count, -std::numeric_limits<float>::infinity()), mine;
+    for (int r = 0; r < n; ++r) {
+      auto rng = RankRng(seed_, r, 200 + round);
+      auto x = RandomFloats(rng, count);
+      // Empty states carry s = -inf; the max must handle it (all-empty columns stay -inf).
+      for (size_t i = 0; i < count; ++i)
+        if (rng() % 5 == 0) x[i] = -std::numeric_limits<float>::infinity();
+      for (size_t i = 0; i < count; ++i) {
+        max[i] = std::max(max[i], x[i]);
+        if (std::isfinite(x[i])) sum[i] += x[i];
+      }
+      if (r == me) mine = x;
+    }
+    std::vector<float> finite = mine;
+    for (auto& x : finite)
+      if (!std::isfinite(x)) x = 0.f;
+
+    Buffer a(memory(), count * sizeof(float)), b(memory(), count * sizeof(float));
+    a.Upload(mine);
+    b.Upload(finite);
+    comm().AllReduceMax(a.as<float>(), count, nullptr);
+    comm().AllReduceSum(b.as<float>(), count, nullptr);
+    Finish();
+    EXPECT_EQ(a.Download<float>(count), max) << "round " << round;
+    const auto got = b.Download<float>(count);
+    int bad = 0;
+    for (size_t i = 0; i < count; ++i)
+      if (!(std::fabs(got[i] - sum[i]) <= 1e-5 * n * 4 + 1e-6 * std::fabs(sum[i]))) ++bad;
+    EXPECT_EQ(bad, 0) << "sum differs from serial in " << bad << " of " << count << ", round " << round;
+  }
+}
+
+TEST_P(CommTest, ReduceScatterSumMatchesSerial) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int n = comm().size(), me = comm().rank();
+  auto shared = RankRng(seed_, -1);
+  for (int round = 0; round < 4; ++round) {
+    const size_t count = round == 0 ? 0 : RandomSize(shared, 2000);  // per rank
+    std::vector<double> expected(count, 0.0);
+    std::vector<float> mine;
+    for (int r = 0; r < n; ++r) {
+      auto rng = RankRng(seed_, r, 300 + round);
+      auto x = RandomFloats(rng, n * count);
+      for (size_t i = 0; i < count; ++i) expected[i] += x[size_t(me) * count + i];
+      if (r == me) mine = x;
+    }
+    Buffer send(memory(), n * count * sizeof(float)), recv(memory(), count * sizeof(float));
+    send.Upload(mine);
+    comm().ReduceScatterSum(send.as<float>(), recv.as<float>(), count, nullptr);
+    Finish();
+    const auto got = recv.Download<float>(count);
+    int bad = 0;
+    for (size_t i = 0; i < count; ++i)
+      if (!(std::fabs(got[i] - expected[i]) <= 1e-5 * n * 4)) ++bad;
+    EXPECT_EQ(bad, 0) << bad << " of " << count << " differ, round " << round;
+  }
+}
+
+TEST_P(CommTest, BroadcastFromEveryRoot) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int n = comm().size(), me = comm().rank();
+  auto shared = RankRng(seed_, -1);
+  for (int root = 0; root < n; ++root) {
+    const size_t bytes = RandomSize(shared, 4000);
+    auto rng = RankRng(seed_, root, 400);
+    const auto expected = RandomBytes(rng, bytes);
+    Buffer data(memory(), bytes);
+    data.Upload(me == root ? expected : std::vector<uint8_t>(bytes, 0));
+    comm().Broadcast(data.data(), bytes, root, nullptr);
+    Finish();
+    EXPECT_EQ(data.Download<uint8_t>(bytes), expected) << "root " << root;
+  }
+}
+
+// Back-to-back operations of different kinds and sizes without waiting in between: ordering on
+// the stream (NCCL) and message matching (MPI pieces) must keep them apart.
+TEST_P(CommTest, MixedSequenceWithoutIntermediateWaits) {
+  const int n = comm().size(), me = comm().rank();
+  const size_t count = 257;
+  Buffer sums(memory(), count * sizeof(float)), gathered(memory(), n * count * sizeof(float));
+  std::vector<float> ones(count, float(me + 1));
+  sums.Upload(ones);
+  for (int k = 0; k < 3; ++k) comm().AllReduceSum(sums.as<float>(), count, nullptr);
+  comm().AllGather(sums.data(), gathered.data(), count * sizeof(float), nullptr);
+  Finish();
+  // After 3 sums each value is (Σ (r+1)) · n², the same from every rank.
+  const float expected = float(n * (n + 1) / 2) * float(n) * float(n);
+  const auto got = gathered.Download<float>(n * count);
+  EXPECT_EQ(std::count(got.begin(), got.end(), expected), long(n * count));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CommTest, testing::Values("mpi", "mpi_pieces", "nccl"),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// ---- Control-plane helpers ----
+
+TEST(Bootstrap, BroadcastHelpers) {
+  const uint64_t seed = SharedSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto rng = RankRng(seed, 0, 500);
+  const auto bytes = RandomBytes(rng, RandomSize(rng, 10000));
+  std::vector<int32_t> ints(RandomSize(rng, 1000));
+  for (auto& x : ints) x = static_cast<int32_t>(rng());
+  const std::string text = "plan step " + std::to_string(rng());
+
+  const bool root = WorldRank() == 0;
+  std::vector<uint8_t> b = root ? bytes : std::vector<uint8_t>{1, 2, 3};
+  std::vector<int32_t> i = root ? ints : std::vector<int32_t>{};
+  std::string t = root ? text : "stale";
+  BroadcastBytes(MPI_COMM_WORLD, b);
+  BroadcastInts(MPI_COMM_WORLD, i);
+  BroadcastString(MPI_COMM_WORLD, t);
+  EXPECT_EQ(b, bytes);
+  EXPECT_EQ(i, ints);
+  EXPECT_EQ(t, text);
+}
+
+TEST(Bootstrap, GatherStatusAndAllGatherInt) {
+  const int n = WorldSize(), me = WorldRank();
+  RankStatus mine;
+  mine.code = me % 2 == 1 ? 10 + me : 0;
+  mine.message = me % 2 == 1 ? "rank " + std::to_string(me) + " cannot load its shard" : "";
+  const auto all = GatherStatus(MPI_COMM_WORLD, mine, 0);
+  if (me == 0) {
+    ASSERT_EQ(all.size(), size_t(n));
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(all[r].code, r % 2 == 1 ? 10 + r : 0);
+      EXPECT_EQ(all[r].message, r % 2 == 1 ? "rank " + std::to_string(r) + " cannot load its shard" : "");
+    }
+  } else {
+    EXPECT_TRUE(all.empty());
+  }
+  const auto values = AllGatherInt(MPI_COMM_WORLD, 3 * me + 1);
+  ASSERT_EQ(values.size(), size_t(n));
+  for (int r = 0; r < n; ++r) EXPECT_EQ(values[r], 3 * r + 1);
+}
+
+TEST(Bootstrap, NodeLocalRanksAreDenseAndDevicesRoundRobin) {
+  const LocalRank local = NodeLocalRank(MPI_COMM_WORLD);
+  EXPECT_GE(local.rank, 0);
+  EXPECT_LT(local.rank, local.size);
+  // Every local rank 0..local.size-1 appears exactly once on a host (all ranks run on one here
+  // under ctest, but the check holds per host in general: count ranks with our local size).
+  const auto locals = AllGatherInt(MPI_COMM_WORLD, local.rank);
+  std::vector<int> seen(local.size, 0);
+  for (int r : locals)
+    if (r < local.size) ++seen[r];
+  for (int c : seen) EXPECT_GE(c, 1);
+
+  EXPECT_EQ(DeviceForLocalRank(0, 0), -1);
+  EXPECT_EQ(DeviceForLocalRank(5, 0), -1);
+  EXPECT_EQ(DeviceForLocalRank(0, 8), 0);
+  EXPECT_EQ(DeviceForLocalRank(9, 8), 1);
+  EXPECT_EQ(DeviceForLocalRank(3, 2), 1);
+  EXPECT_THROW(DeviceForLocalRank(-1, 2), prefixd::Error);
+  EXPECT_GE(CudaDeviceCount(), 0);
+}
+
+TEST(Bootstrap, NcclCommWithoutGpuIsRefusedOnEveryRank) {
+  std::string reason;
+  if (AllRanksHaveGpu(&reason)) GTEST_SKIP() << "this machine has GPUs; the refusal path is not reachable";
+  try {
+    MakeNcclComm(MPI_COMM_WORLD, 0, nullptr);
+    ADD_FAILURE() << "MakeNcclComm succeeded without a GPU";
+  } catch (const prefixd::Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+  }
+}
+
+TEST(Bootstrap, MpiErrorsBecomeExceptionsNamingTheRank) {
+  // MPI_ERRORS_RETURN is installed by the session: a bad root is an exception, not an abort.
+  int x = 0;
+  try {
+    PREFIXD_MPI_CHECK(MPI_Bcast(&x, 1, MPI_INT, WorldSize() + 5, MPI_COMM_WORLD));
+    ADD_FAILURE() << "MPI_Bcast with an invalid root succeeded";
+  } catch (const prefixd::Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kLibrary);
+    EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(WorldRank())), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("MPI"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace prefixd::comm

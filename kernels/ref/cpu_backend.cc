@@ -2,7 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <functional>
+#include <limits>
 #include <new>
 
 #include "prefixd/common/error.h"
@@ -88,9 +88,10 @@ void CpuBackend::LoadPlan(const CascadePlan& plan) {
   const std::vector<int32_t> flat = plan.Serialize();
   CascadePlan loaded = CascadePlan::Deserialize(flat);
   CheckPlanFitsWorkspace(loaded, flat.size(), limits_);
+  // NaN-filled, so that a slot no item writes (a planner bug) poisons the output it feeds.
   const size_t states = size_t(loaded.num_slots()) * loaded.num_qo_heads;
-  partial_v_.resize(states * loaded.head_dim);
-  partial_s_.resize(states);
+  partial_v_.assign(states * loaded.head_dim, std::numeric_limits<float>::quiet_NaN());
+  partial_s_.assign(states, std::numeric_limits<float>::quiet_NaN());
   plan_ = std::move(loaded);
   plan_loaded_ = true;
 }

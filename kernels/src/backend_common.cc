@@ -29,6 +29,10 @@ void CheckPlanFitsWorkspace(const CascadePlan& plan, size_t plan_ints, const Wor
   PREFIXD_CHECK_ARG(plan.num_slots() <= limits.max_slots,
                     "plan needs " << plan.num_slots() << " partial-state slots, the workspace holds "
                                   << limits.max_slots);
+  const int64_t state_floats = int64_t(plan.num_slots()) * plan.num_qo_heads * plan.head_dim;
+  PREFIXD_CHECK_ARG(state_floats <= limits.max_state_floats,
+                    "plan needs " << state_floats << " partial-state floats, the workspace holds "
+                                  << limits.max_state_floats);
   PREFIXD_CHECK_ARG(int64_t(plan_ints) <= limits.max_plan_ints,
                     "serialised plan has " << plan_ints << " ints, the workspace holds " << limits.max_plan_ints);
 }

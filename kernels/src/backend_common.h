@@ -18,7 +18,9 @@ void CheckPlanFitsWorkspace(const CascadePlan& plan, size_t plan_ints, const Wor
 // The pool view is usable: valid shape, both arrays present, layer in range.
 void CheckKvView(const KvPoolView& kv, int layer, const char* what);
 
-// RunCascade's arguments agree with the loaded plan (pool shape, pointers, layer).
+// RunCascade's arguments agree with the loaded plan (pool shape, pointers, layer). Reads only the
+// plan's shape fields (num_requests, heads, head_dim, page_size, num_pages), never its arrays, so a
+// backend that keeps the arrays on the device may pass a header-only copy.
 void CheckCascadeArgs(const CascadePlan& plan, const CascadeArgs& args);
 
 // RunPrefixAttention's arguments are consistent (run inside the pool, GQA, pointers, q_offset).

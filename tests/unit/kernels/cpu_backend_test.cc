@@ -155,6 +155,8 @@ struct CascadeCase {
   bool expect_split_kv = false;                    // some suffix split into several chunks
 };
 
+void PrintTo(const CascadeCase& c, std::ostream* os) { *os << c.name; }
+
 class CpuCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
 
 TEST_P(CpuCascadeTest, MatchesFloat64Oracle) {
@@ -249,6 +251,8 @@ struct BaselineCase {
   bool peaky;
 };
 
+void PrintTo(const BaselineCase& c, std::ostream* os) { *os << c.name; }
+
 class CpuBaselineTest : public ::testing::TestWithParam<BaselineCase> {};
 
 TEST_P(CpuBaselineTest, NonCascadeEqualsCascade) {
@@ -293,6 +297,8 @@ struct PrefixCase {
   int prefix_tokens, num_queries, q_offset;
   bool causal, peaky;
 };
+
+void PrintTo(const PrefixCase& c, std::ostream* os) { *os << c.name; }
 
 class CpuPrefixAttentionTest : public ::testing::TestWithParam<PrefixCase> {};
 

@@ -1,1 +1,0 @@
-// Placeholder translation unit so the module builds before its code lands (issue 3).

@@ -1,0 +1,144 @@
+// One worker per GPU (MPI rank): the KV page pool for every layer, the prefix shards placed here,
+// the suffixes of the requests this rank owns, and the execution of the coordinator's step plans.
+//
+// A decode step, per layer (DESIGN.md, "Layers and data flow"):
+//  1. the queries of each request (made on its owner) travel to the other holders of its prefix's
+//     shards (Comm::AllToAllV);
+//  2. one cascade launch computes this rank's partial states: its shard of every held prefix for
+//     all of the prefix's decoding requests, plus the suffix of every request it owns, merged
+//     locally (kernels' PlanCascade / RunCascade; a shard is a PrefixRun here, a request owned
+//     elsewhere has an empty suffix table here);
+//  3. the partial states are reduced to the owners, exactly, one of two ways (step_layout.h):
+//     all-to-all of (v, s) + n-ary ⊕, or Tree Attention's max / rescale / reduce-scatter;
+//  and once per step, before the layers, the token each owned request decodes is appended to its
+//  suffix pages (synthetic K/V for every layer, straight into the pool).
+//
+// Every Execute() is collective over the Comm's ranks. Page bookkeeping: the coordinator owns the
+// page allocators (it must know exactly what fits to admit or refuse); the worker only checks
+// that each page it is told to fill is free here and each page it is told to free is in use, so
+// a coordinator/worker disagreement is caught at once (kInternal) rather than corrupting KV.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "prefixd/comm/comm.h"
+#include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/kv_cache.h"
+#include "prefixd/worker/backend_buffer.h"
+#include "prefixd/worker/step_layout.h"
+#include "prefixd/worker/step_plan.h"
+
+namespace prefixd::worker {
+
+enum class StateReduction { kAllToAll, kTree };
+const char* StateReductionName(StateReduction r);
+StateReduction ParseStateReduction(const std::string& name);  // "a2a"/"alltoall" or "tree"
+
+struct WorkerOptions {
+  kernels::KvPoolShape pool;        // this rank's pool: layers, pages, page size, H_kv, D, dtype
+  int num_qo_heads = 0;
+  float sm_scale = 0.f;             // 0: 1/sqrt(head_dim)
+  StateReduction reduction = StateReduction::kAllToAll;
+  // Benchmark only: every collective becomes a no-op (results are then WRONG); the step time
+  // without them measures compute, and the difference the exposed communication.
+  bool null_collectives = false;
+  // Keep every layer's final states of the last step (for checks); otherwise only the last
+  // layer's are kept, which saves layers × B_own × H_qo × (D + 1) floats.
+  bool keep_layer_outputs = true;
+};
+
+// Replicated view of the cluster, identical on every rank after each plan.
+struct PrefixInfo {
+  int32_t id = -1;
+  int32_t num_tokens = 0;
+  uint64_t hash = 0;                      // hash of all its tokens: a suffix's chain starts here
+  std::vector<ShardPlacement> shards;
+  std::vector<int32_t> holders;           // ranks with a non-empty shard, ascending
+  int my_shard = -1;                      // index into shards of this rank's non-empty shard
+};
+
+struct RequestInfo {
+  int32_t id = -1;
+  int32_t prefix_id = -1;
+  int32_t owner = 0;
+  int32_t prefix_len = 0;
+  std::vector<int32_t> pages;             // reserved suffix pages on the owner
+  int32_t length = 0;                     // suffix tokens stored (prompt + decoded)
+  uint64_t hash = 0;                      // hash of prefix + suffix tokens so far
+};
+
+struct WorkerMemory {
+  int64_t pool_bytes = 0;                 // K and V arrays, all layers
+  int32_t pages_total = 0;
+  int32_t pages_prefix = 0;               // pages holding prefix shards
+  int32_t pages_suffix = 0;               // pages reserved for owned suffixes
+  int64_t workspace_bytes = 0;            // exchange and output buffers
+};
+
+class Worker {
+ public:
+  // The Comm's memory kind must match the backend (host for CPU, device for CUDA) and its
+  // stream is the backend's. Allocates the pool (zeroed).
+  Worker(const WorkerOptions& options, std::unique_ptr<kernels::Backend> backend, std::unique_ptr<comm::Comm> comm);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  int rank() const { return comm_->rank(); }
+  int num_ranks() const { return comm_->size(); }
+  const WorkerOptions& options() const { return options_; }
+  kernels::Backend& backend() { return *backend_; }
+  comm::Comm& comm() { return *comm_; }
+  kernels::KvPoolView kv() const { return kv_; }
+
+  // Applies the plan's events, then decodes its decode list through every layer. Collective.
+  // Returns when the step's work is enqueued AND finished (synchronises the backend).
+  void Execute(const StepPlan& plan);
+
+  // Requests whose outputs this rank holds after the last Execute, in output-row order.
+  const std::vector<int32_t>& owned_outputs() const { return owned_output_ids_; }
+  // Final states of the last step for one layer: v [B_own][H_qo][D], s [B_own][H_qo] (base 2).
+  // Throws if layer outputs were not kept for that layer.
+  void CopyOutputs(int layer, std::vector<float>* v, std::vector<float>* s);
+
+  const std::map<int32_t, PrefixInfo>& prefixes() const { return prefixes_; }
+  const std::map<int32_t, RequestInfo>& requests() const { return requests_; }
+  WorkerMemory Memory() const;
+  const StepLayout& last_layout() const { return layout_; }
+
+ private:
+  struct Buffers;
+
+  void ApplyEvent(const PlanEvent& event);
+  void AddPrefix(const PrefixAdd& add);
+  void AddRequest(const RequestAdd& add);
+  void RemoveRequest(int32_t id);
+  void RemovePrefix(int32_t id);
+  void ClaimPages(int32_t first, const std::vector<int32_t>& pages, const char* what, int32_t id);
+  void ReleasePages(const std::vector<int32_t>& pages, const char* what, int32_t id);
+
+  void Decode(const StepPlan& plan);
+  void RunLayer(int layer);
+  void ExchangeQueries(int layer);
+  void ReduceAllToAll(float* v_out, float* s_out);
+  void ReduceTree(float* v_out, float* s_out);
+
+  WorkerOptions options_;
+  std::unique_ptr<kernels::Backend> backend_;
+  std::unique_ptr<comm::Comm> comm_;
+  kernels::KvPoolView kv_;
+  std::vector<uint8_t> page_used_;       // consistency check against the coordinator's allocator
+  std::map<int32_t, PrefixInfo> prefixes_;
+  std::map<int32_t, RequestInfo> requests_;
+
+  StepLayout layout_;
+  std::vector<int32_t> owned_output_ids_;
+  int num_output_layers_ = 0;            // layers whose outputs the buffers hold
+  std::unique_ptr<Buffers> buf_;
+};
+
+}  // namespace prefixd::worker

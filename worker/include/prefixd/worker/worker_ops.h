@@ -1,0 +1,42 @@
+// The few data-movement kernels the worker needs around the attention kernels: gathering rows
+// into and out of exchange buffers, and the two state reductions' element-wise steps. Each runs
+// on the worker's backend (host loops for the CPU backend, one CUDA launch on the backend's stream
+// otherwise) and, like the Backend's run methods, neither allocates nor synchronises.
+//
+// Index conventions (shared with step_layout.h): a source index i ≥ 0 is row i of the "remote"
+// buffer (what arrived over the network), i ≤ −2 is row −2 − i of the "local" buffer (what this
+// rank computed), and −1 means "nothing": a fill value (queries) or the empty state (0, −inf).
+#pragma once
+
+#include <cstdint>
+
+#include "prefixd/kernels/backend.h"
+
+namespace prefixd::worker {
+
+// dst[r] = the row idx[r] names (rows of row_words 32-bit words); −1 rows become `fill` words.
+void GatherRows(kernels::Backend& backend, void* dst, const void* remote, const void* local, const int32_t* idx,
+                int rows, int row_words, uint32_t fill);
+
+// Packed state rows: [H·D floats of v | H floats of s]. out[r] = pack(v[idx[r]], s[idx[r]]).
+void PackStates(kernels::Backend& backend, const float* v, const float* s, const int32_t* idx, int rows, int heads,
+                int head_dim, float* out);
+
+// For the n-ary merge: for k < n, j < rows, src = idx[k·rows + j]:
+//   v_in[k][j] (H·D floats), s_in[k][j] (H floats) = packed row src, local (v, s) row −2 − src,
+//   or (0, −inf) for −1.
+void UnpackStates(kernels::Backend& backend, const float* packed, const float* v_local, const float* s_local,
+                  const int32_t* idx, int n, int rows, int heads, int head_dim, float* v_in, float* s_in);
+
+// Tree reduction, scale: for local row r and head h with m = s_max[m_pos[r]][h] and
+// w = 2^(s[r][h] − m) (0 when s is −inf): out[dst[r]] = [w·v[r] | w] (packed-row layout).
+// Rows of `out` that no dst names are left as they are (the caller zeroes the slab).
+void TreeScaleStates(kernels::Backend& backend, const float* v, const float* s, const float* s_max,
+                     const int32_t* m_pos, const int32_t* dst, int rows, int heads, int head_dim, float* out);
+
+// Tree reduction, finish: sums[r] = [Σ w·v | Σ w] → v_out[r] = Σ w·v / Σ w,
+// s_out[r] = s_max[m_pos[r]] + log2(Σ w); Σ w = 0 gives the empty state (0, −inf).
+void TreeFinishStates(kernels::Backend& backend, const float* sums, const float* s_max, const int32_t* m_pos,
+                      int rows, int heads, int head_dim, float* v_out, float* s_out);
+
+}  // namespace prefixd::worker

@@ -1,0 +1,129 @@
+#include "prefixd/worker/worker_ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "prefixd/common/error.h"
+
+namespace prefixd::worker {
+
+#if defined(PREFIXD_HAVE_CUDA)
+namespace cuda {  // worker/cuda/worker_ops.cu
+void GatherRows(void* stream, void* dst, const void* remote, const void* local, const int32_t* idx, int rows,
+                int row_words, uint32_t fill);
+void PackStates(void* stream, const float* v, const float* s, const int32_t* idx, int rows, int heads, int head_dim,
+                float* out);
+void UnpackStates(void* stream, const float* packed, const float* v_local, const float* s_local, const int32_t* idx,
+                  int n, int rows, int heads, int head_dim, float* v_in, float* s_in);
+void TreeScaleStates(void* stream, const float* v, const float* s, const float* s_max, const int32_t* m_pos,
+                     const int32_t* dst, int rows, int heads, int head_dim, float* out);
+void TreeFinishStates(void* stream, const float* sums, const float* s_max, const int32_t* m_pos, int rows, int heads,
+                      int head_dim, float* v_out, float* s_out);
+}  // namespace cuda
+#define PREFIXD_WORKER_DISPATCH(backend, call)               \
+  do {                                                       \
+    if ((backend).kind() == kernels::BackendKind::kCuda) {   \
+      cuda::call;                                            \
+      return;                                                \
+    }                                                        \
+  } while (0)
+#else
+#define PREFIXD_WORKER_DISPATCH(backend, call)                                                   \
+  do {                                                                                           \
+    PREFIXD_CHECK_ARG((backend).kind() == kernels::BackendKind::kCpu,                            \
+                      "worker ops: backend " << (backend).Describe() << " is not in this build"); \
+  } while (0)
+#endif
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}  // namespace
+
+void GatherRows(kernels::Backend& backend, void* dst, const void* remote, const void* local, const int32_t* idx,
+                int rows, int row_words, uint32_t fill) {
+  if (rows <= 0) return;
+  PREFIXD_WORKER_DISPATCH(backend, GatherRows(backend.stream(), dst, remote, local, idx, rows, row_words, fill));
+  auto* out = static_cast<uint32_t*>(dst);
+  const auto* a = static_cast<const uint32_t*>(remote);
+  const auto* b = static_cast<const uint32_t*>(local);
+  for (int r = 0; r < rows; ++r) {
+    uint32_t* o = out + int64_t(r) * row_words;
+    const int32_t i = idx[r];
+    if (i == -1) {
+      for (int w = 0; w < row_words; ++w) o[w] = fill;
+    } else {
+      const uint32_t* src = i >= 0 ? a + int64_t(i) * row_words : b + int64_t(-2 - i) * row_words;
+      std::memcpy(o, src, size_t(row_words) * 4);
+    }
+  }
+}
+
+void PackStates(kernels::Backend& backend, const float* v, const float* s, const int32_t* idx, int rows, int heads,
+                int head_dim, float* out) {
+  if (rows <= 0) return;
+  PREFIXD_WORKER_DISPATCH(backend, PackStates(backend.stream(), v, s, idx, rows, heads, head_dim, out));
+  const int64_t vw = int64_t(heads) * head_dim, row = vw + heads;
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(out + r * row, v + idx[r] * vw, size_t(vw) * 4);
+    std::memcpy(out + r * row + vw, s + int64_t(idx[r]) * heads, size_t(heads) * 4);
+  }
+}
+
+void UnpackStates(kernels::Backend& backend, const float* packed, const float* v_local, const float* s_local,
+                  const int32_t* idx, int n, int rows, int heads, int head_dim, float* v_in, float* s_in) {
+  if (rows <= 0 || n <= 0) return;
+  PREFIXD_WORKER_DISPATCH(backend,
+                          UnpackStates(backend.stream(), packed, v_local, s_local, idx, n, rows, heads, head_dim, v_in, s_in));
+  const int64_t vw = int64_t(heads) * head_dim, row = vw + heads;
+  for (int64_t kj = 0; kj < int64_t(n) * rows; ++kj) {
+    const int32_t i = idx[kj];
+    float* vo = v_in + kj * vw;
+    float* so = s_in + kj * heads;
+    if (i == -1) {
+      for (int64_t e = 0; e < vw; ++e) vo[e] = 0.f;
+      for (int h = 0; h < heads; ++h) so[h] = kNegInf;
+    } else if (i >= 0) {
+      std::memcpy(vo, packed + i * row, size_t(vw) * 4);
+      std::memcpy(so, packed + i * row + vw, size_t(heads) * 4);
+    } else {
+      std::memcpy(vo, v_local + int64_t(-2 - i) * vw, size_t(vw) * 4);
+      std::memcpy(so, s_local + int64_t(-2 - i) * heads, size_t(heads) * 4);
+    }
+  }
+}
+
+void TreeScaleStates(kernels::Backend& backend, const float* v, const float* s, const float* s_max,
+                     const int32_t* m_pos, const int32_t* dst, int rows, int heads, int head_dim, float* out) {
+  if (rows <= 0) return;
+  PREFIXD_WORKER_DISPATCH(backend, TreeScaleStates(backend.stream(), v, s, s_max, m_pos, dst, rows, heads, head_dim, out));
+  const int64_t vw = int64_t(heads) * head_dim, row = vw + heads;
+  for (int r = 0; r < rows; ++r) {
+    float* o = out + int64_t(dst[r]) * row;
+    for (int h = 0; h < heads; ++h) {
+      const float x = s[int64_t(r) * heads + h], m = s_max[int64_t(m_pos[r]) * heads + h];
+      // m is the max over ranks, so x ≤ m; x = −inf (nothing here) weighs 0, also when m is −inf.
+      const float w = x == kNegInf ? 0.f : std::exp2(x - m);
+      for (int d = 0; d < head_dim; ++d) o[h * head_dim + d] = w * v[r * vw + h * head_dim + d];
+      o[vw + h] = w;
+    }
+  }
+}
+
+void TreeFinishStates(kernels::Backend& backend, const float* sums, const float* s_max, const int32_t* m_pos, int rows,
+                      int heads, int head_dim, float* v_out, float* s_out) {
+  if (rows <= 0) return;
+  PREFIXD_WORKER_DISPATCH(backend, TreeFinishStates(backend.stream(), sums, s_max, m_pos, rows, heads, head_dim, v_out, s_out));
+  const int64_t vw = int64_t(heads) * head_dim, row = vw + heads;
+  for (int r = 0; r < rows; ++r) {
+    const float* in = sums + r * row;
+    for (int h = 0; h < heads; ++h) {
+      const float den = in[vw + h];
+      const float inv = den > 0.f ? 1.f / den : 0.f;
+      for (int d = 0; d < head_dim; ++d) v_out[r * vw + h * head_dim + d] = in[h * head_dim + d] * inv;
+      s_out[int64_t(r) * heads + h] = den > 0.f ? s_max[int64_t(m_pos[r]) * heads + h] + std::log2(den) : kNegInf;
+    }
+  }
+}
+
+}  // namespace prefixd::worker

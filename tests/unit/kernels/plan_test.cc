@@ -1,0 +1,380 @@
+// The cascade planner: coverage and slot invariants on random batches, chunk counts and alignment,
+// serialisation round trips, and malformed serialised plans.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/plan.h"
+#include "support/test_support.h"
+#include "unit/kernels/expect_error.h"
+#include "unit/kernels/random_batch.h"
+
+namespace prefixd::kernels {
+
+// Field-wise equality for the round-trip checks (internal linkage; found by ADL).
+static bool operator==(const PrefixWorkItem& a, const PrefixWorkItem& b) {
+  return a.group == b.group && a.kv_head == b.kv_head && a.row_begin == b.row_begin && a.row_end == b.row_end &&
+         a.kv_begin == b.kv_begin && a.kv_end == b.kv_end && a.chunk == b.chunk;
+}
+static bool operator==(const DecodeWorkItem& a, const DecodeWorkItem& b) {
+  return a.request == b.request && a.kv_head == b.kv_head && a.kv_begin == b.kv_begin && a.kv_end == b.kv_end &&
+         a.slot_offset == b.slot_offset;
+}
+static bool operator==(const PrefixGroup& a, const PrefixGroup& b) {
+  return a.prefix.first_page == b.prefix.first_page && a.prefix.num_tokens == b.prefix.num_tokens &&
+         a.first_request == b.first_request && a.num_requests == b.num_requests;
+}
+
+namespace {
+
+using test::BuildBatch;
+using test::GroupSpec;
+
+void ExpectSamePlan(const CascadePlan& a, const CascadePlan& b) {
+  EXPECT_EQ(a.num_requests, b.num_requests);
+  EXPECT_EQ(a.num_qo_heads, b.num_qo_heads);
+  EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.page_size, b.page_size);
+  EXPECT_EQ(a.num_pages, b.num_pages);
+  EXPECT_TRUE(a.prefix_items == b.prefix_items);
+  EXPECT_TRUE(a.decode_items == b.decode_items);
+  EXPECT_EQ(a.state_indptr, b.state_indptr);
+  EXPECT_EQ(a.request_group, b.request_group);
+  EXPECT_TRUE(a.groups == b.groups);
+  EXPECT_EQ(a.group_num_chunks, b.group_num_chunks);
+  EXPECT_EQ(a.suffix.indptr, b.suffix.indptr);
+  EXPECT_EQ(a.suffix.indices, b.suffix.indices);
+  EXPECT_EQ(a.suffix.last_page_len, b.suffix.last_page_len);
+}
+
+// Every (request, qo head, token) is covered by exactly one item, and every (slot, qo head) of a
+// request's run is written by exactly one item.
+void ExpectExactCoverage(const DecodeBatch& batch, const CascadePlan& plan) {
+  const int b = batch.num_requests(), h = plan.num_qo_heads, g = plan.gqa_group_size();
+  ASSERT_EQ(int(plan.state_indptr.size()), b + 1);
+  std::vector<std::vector<int>> tokens(size_t(b) * h);  // prefix tokens, then suffix tokens
+  std::vector<int32_t> prefix_len(b);
+  for (const auto& grp : batch.groups)
+    for (int r = grp.first_request; r < grp.first_request + grp.num_requests; ++r) prefix_len[r] = grp.prefix.num_tokens;
+  for (int r = 0; r < b; ++r)
+    for (int head = 0; head < h; ++head)
+      tokens[size_t(r) * h + head].assign(prefix_len[r] + batch.suffix.SeqLen(r, plan.page_size), 0);
+  std::vector<int> slot_writes(size_t(plan.num_slots()) * h, 0);
+  for (const PrefixWorkItem& it : plan.prefix_items) {
+    const PrefixGroup& grp = plan.groups[it.group];
+    for (int row = it.row_begin; row < it.row_end; ++row) {
+      const int r = grp.first_request + row / g, head = it.kv_head * g + row % g;
+      for (int t = it.kv_begin; t < it.kv_end; ++t) ++tokens[size_t(r) * h + head][t];
+      ASSERT_LT(it.chunk, plan.state_indptr[r + 1] - plan.state_indptr[r]);
+      ++slot_writes[size_t(plan.state_indptr[r] + it.chunk) * h + head];
+    }
+  }
+  for (const DecodeWorkItem& it : plan.decode_items) {
+    const int r = it.request;
+    ASSERT_LT(it.slot_offset, plan.state_indptr[r + 1] - plan.state_indptr[r]);
+    ASSERT_GE(it.slot_offset, plan.group_num_chunks[plan.request_group[r]]) << "decode slot before prefix slots";
+    for (int head = it.kv_head * g; head < (it.kv_head + 1) * g; ++head) {
+      for (int t = it.kv_begin; t < it.kv_end; ++t) ++tokens[size_t(r) * h + head][prefix_len[r] + t];
+      ++slot_writes[size_t(plan.state_indptr[r] + it.slot_offset) * h + head];
+    }
+  }
+  for (int r = 0; r < b; ++r)
+    for (int head = 0; head < h; ++head) {
+      const auto& c = tokens[size_t(r) * h + head];
+      for (size_t t = 0; t < c.size(); ++t)
+        ASSERT_EQ(c[t], 1) << "request " << r << " head " << head << " token " << t << " covered " << c[t] << " times";
+    }
+  for (size_t i = 0; i < slot_writes.size(); ++i)
+    ASSERT_EQ(slot_writes[i], 1) << "slot " << i / h << " head " << i % h << " written " << slot_writes[i] << " times";
+}
+
+// Chunk boundaries of a range cut into n chunks: aligned, near-equal, not too small.
+void ExpectGoodChunks(const std::vector<int32_t>& bounds, int align, int min_chunk, const std::string& what) {
+  const int n = int(bounds.size()) - 1;
+  if (n <= 1) return;
+  const int len = bounds.back();
+  int smallest = len, largest = 0;
+  for (int c = 0; c < n; ++c) {
+    const int size = bounds[c + 1] - bounds[c];
+    smallest = std::min(smallest, size);
+    largest = std::max(largest, size);
+    if (c > 0) EXPECT_EQ(bounds[c] % align, 0) << what << ": boundary " << bounds[c] << " not a multiple of " << align;
+  }
+  EXPECT_GE(smallest, std::min(min_chunk, len) - align) << what << ": chunk of " << smallest << " tokens";
+  EXPECT_LE(largest - smallest, 2 * align) << what << ": chunks not near-equal";
+}
+
+std::vector<int32_t> PrefixBounds(const CascadePlan& plan, int group) {
+  std::map<int, int32_t> ends;
+  std::vector<int32_t> bounds{0};
+  for (const auto& it : plan.prefix_items)
+    if (it.group == group && it.kv_head == 0 && it.row_begin == 0) ends[it.chunk] = it.kv_end;
+  for (const auto& [c, e] : ends) bounds.push_back(e);
+  return bounds;
+}
+
+std::vector<int32_t> DecodeBounds(const CascadePlan& plan, int request) {
+  std::vector<int32_t> bounds{0};
+  for (const auto& it : plan.decode_items)
+    if (it.request == request && it.kv_head == 0) bounds.push_back(it.kv_end);
+  return bounds;
+}
+
+struct BatchSetup {
+  KvPoolShape shape;
+  DecodeBatch batch;
+};
+
+BatchSetup MakeSetup(const std::vector<GroupSpec>& groups, int num_qo_heads, int num_kv_heads, int page_size,
+                std::mt19937_64& rng) {
+  BatchSetup s;
+  s.shape = KvPoolShape{1, test::PagesNeeded(groups, page_size) + 2, page_size, num_kv_heads, 64, DType::kFloat16};
+  PageAllocator alloc(s.shape.num_pages);
+  s.batch = BuildBatch(groups, num_qo_heads, page_size, alloc, rng);
+  return s;
+}
+
+TEST(PlanCascade, RandomBatchesCoverEveryTokenOnceWithGoodChunks) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int kv_heads[] = {1, 2, 4, 8}, aligns[] = {1, 4, 16, 64}, mins[] = {1, 16, 128, 512};
+  int split_prefix = 0, split_decode = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    const int hkv = kv_heads[rng() % 4], g = kv_heads[rng() % 4], page_size = int(1 + rng() % 16);
+    const auto groups = test::RandomGroups(rng, 1 + int(rng() % 4), 5, 2000, 700);
+    const BatchSetup s = MakeSetup(groups, hkv * g, hkv, page_size, rng);
+    PlanOptions o;
+    o.target_items = 1 + int(rng() % 400);
+    o.prefix_tile_rows = 1 + int(rng() % 64);
+    o.prefix_chunk_align = aligns[rng() % 4];
+    o.min_prefix_chunk = mins[rng() % 4];
+    o.decode_chunk_align = aligns[rng() % 4];
+    o.min_decode_chunk = mins[rng() % 4];
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const CascadePlan plan = PlanCascade(s.batch, s.shape, o);
+    ExpectExactCoverage(s.batch, plan);
+    ASSERT_NO_THROW(plan.Validate());
+
+    bool any_prefix_split = false;
+    for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+      const auto bounds = PrefixBounds(plan, int(gi));
+      ASSERT_EQ(int(bounds.size()) - 1, plan.group_num_chunks[gi]);
+      ExpectGoodChunks(bounds, o.prefix_chunk_align, o.min_prefix_chunk, "group " + std::to_string(gi));
+      any_prefix_split |= plan.group_num_chunks[gi] > 1;
+    }
+    if (any_prefix_split) EXPECT_LE(int(plan.prefix_items.size()), o.target_items) << "split beyond the target";
+    split_prefix += any_prefix_split;
+    bool any_decode_split = false;
+    for (int r = 0; r < s.batch.num_requests(); ++r) {
+      const auto bounds = DecodeBounds(plan, r);
+      ExpectGoodChunks(bounds, o.decode_chunk_align, o.min_decode_chunk, "request " + std::to_string(r));
+      any_decode_split |= bounds.size() > 2;
+    }
+    if (any_decode_split) EXPECT_LE(int(plan.decode_items.size()), o.target_items) << "split beyond the target";
+    split_decode += any_decode_split;
+    ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+  }
+  EXPECT_GT(split_prefix, 10);  // the random options exercised splitting
+  EXPECT_GT(split_decode, 10);
+}
+
+TEST(PlanCascade, SplitsALongPrefixIntoEqualAlignedChunksUpToTheTarget) {
+  std::mt19937_64 rng(test::TestSeed());
+  const BatchSetup s = MakeSetup({{4096, {3}}}, 2, 2, 16, rng);
+  PlanOptions o;
+  o.target_items = 16;
+  o.prefix_chunk_align = 64;
+  o.min_prefix_chunk = 256;
+  const CascadePlan plan = PlanCascade(s.batch, s.shape, o);
+  EXPECT_EQ(plan.group_num_chunks[0], 8);  // 2 KV heads × 1 row tile × 8 chunks = 16 items
+  EXPECT_EQ(plan.prefix_items.size(), 16u);
+  for (const auto& it : plan.prefix_items) EXPECT_EQ(it.kv_end - it.kv_begin, 512);
+  EXPECT_EQ(plan.state_indptr, (std::vector<int32_t>{0, 9}));  // 8 prefix chunks + 1 suffix chunk
+
+  o.min_prefix_chunk = 1024;  // the minimum chunk caps the split
+  EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks[0], 4);
+  o.target_items = 2;  // already enough items: no split
+  EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks[0], 1);
+}
+
+TEST(PlanCascade, SplitsAPrefixIntoMoreChunksThanPages) {
+  std::mt19937_64 rng(test::TestSeed());
+  const BatchSetup s = MakeSetup({{40, {1}}}, 1, 1, 16, rng);
+  PlanOptions o;
+  o.target_items = 1000;
+  o.prefix_chunk_align = o.min_prefix_chunk = 1;
+  const CascadePlan plan = PlanCascade(s.batch, s.shape, o);
+  EXPECT_EQ(plan.group_num_chunks[0], 40);  // 40 one-token chunks over 3 pages
+  for (const auto& it : plan.prefix_items) EXPECT_EQ(it.kv_end - it.kv_begin, 1);
+  ExpectExactCoverage(s.batch, plan);
+}
+
+TEST(PlanCascade, TilesGroupRowsWithGqaHeadsStacked) {
+  std::mt19937_64 rng(test::TestSeed());
+  const BatchSetup s = MakeSetup({{100, std::vector<int>(10, 1)}}, 8, 2, 16, rng);  // g = 4: 40 rows
+  PlanOptions o;
+  o.target_items = 1;
+  o.prefix_tile_rows = 16;
+  const CascadePlan plan = PlanCascade(s.batch, s.shape, o);
+  ASSERT_EQ(plan.prefix_items.size(), 6u);  // 2 KV heads × 3 row tiles
+  std::vector<std::pair<int, int>> rows;
+  for (const auto& it : plan.prefix_items)
+    if (it.kv_head == 1) rows.push_back({it.row_begin, it.row_end});
+  EXPECT_EQ(rows, (std::vector<std::pair<int, int>>{{0, 16}, {16, 32}, {32, 40}}));
+  ExpectExactCoverage(s.batch, plan);
+}
+
+TEST(PlanCascade, SplitsLongSuffixesOnlyWhenItemsAreFew) {
+  std::mt19937_64 rng(test::TestSeed());
+  const BatchSetup s = MakeSetup({{0, {1000, 10}}}, 4, 2, 16, rng);
+  PlanOptions o;
+  o.target_items = 16;
+  o.decode_chunk_align = 16;
+  o.min_decode_chunk = 100;
+  CascadePlan plan = PlanCascade(s.batch, s.shape, o);
+  EXPECT_TRUE(plan.prefix_items.empty());
+  EXPECT_EQ(plan.group_num_chunks[0], 0);
+  EXPECT_EQ(plan.decode_items.size(), 16u);  // 2 heads × (7 chunks + 1)
+  EXPECT_EQ(plan.state_indptr, (std::vector<int32_t>{0, 7, 8}));
+  ExpectGoodChunks(DecodeBounds(plan, 0), 16, 100, "request 0");
+  o.target_items = 4;  // B · H_kv = 4 already fills the target
+  plan = PlanCascade(s.batch, s.shape, o);
+  EXPECT_EQ(plan.decode_items.size(), 4u);
+}
+
+TEST(PlanCascade, EmptyBatchGivesAnEmptyPlan) {
+  const KvPoolShape shape{1, 4, 16, 2, 128, DType::kFloat16};
+  DecodeBatch batch;
+  batch.num_qo_heads = 4;
+  const CascadePlan plan = PlanCascade(batch, shape, {});
+  EXPECT_EQ(plan.num_requests, 0);
+  EXPECT_EQ(plan.num_slots(), 0);
+  EXPECT_TRUE(plan.prefix_items.empty() && plan.decode_items.empty());
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+}
+
+TEST(PlanCascade, RejectsBadOptions) {
+  std::mt19937_64 rng(test::TestSeed());
+  const BatchSetup s = MakeSetup({{10, {1}}}, 2, 2, 16, rng);
+  PlanOptions o;
+  o.target_items = 0;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "target_items");
+  o = {};
+  o.prefix_chunk_align = 0;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "prefix_chunk_align");
+  o = {};
+  o.min_decode_chunk = -5;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "min_decode_chunk");
+}
+
+// --- Serialised form -----------------------------------------------------------------------
+
+CascadePlan SmallPlan(std::mt19937_64& rng, BatchSetup* setup) {
+  *setup = MakeSetup({{37, {5, 0}}, {0, {20}}, {9, {1}}}, 4, 2, 8, rng);
+  PlanOptions o;
+  o.target_items = 64;
+  o.prefix_chunk_align = o.min_prefix_chunk = 4;
+  o.decode_chunk_align = o.min_decode_chunk = 4;
+  o.prefix_tile_rows = 3;
+  return PlanCascade(setup->batch, setup->shape, o);
+}
+
+TEST(PlanSerialization, EveryTruncationAndExtensionIsRejected) {
+  std::mt19937_64 rng(test::TestSeed());
+  BatchSetup s;
+  const std::vector<int32_t> flat = SmallPlan(rng, &s).Serialize();
+  for (size_t n = 0; n < flat.size(); ++n)
+    EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(std::vector<int32_t>(flat.begin(), flat.begin() + n)),
+                            "serialised plan");
+  std::vector<int32_t> longer = flat;
+  longer.push_back(0);
+  EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(longer), "header implies");
+  std::vector<int32_t> bad = flat;
+  bad[0] ^= 1;
+  EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(bad), "magic");
+  bad = flat;
+  bad[1] = 99;
+  EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(bad), "version 99");
+  bad = flat;
+  bad[8] = -1;  // prefix item count
+  EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(bad), "negative count");
+  EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(nullptr, 5), "null");
+}
+
+TEST(PlanSerialization, InconsistentContentsAreRejected) {
+  std::mt19937_64 rng(test::TestSeed());
+  BatchSetup s;
+  const CascadePlan good = SmallPlan(rng, &s);
+  auto rejects = [&](auto mutate, const char* substring) {
+    CascadePlan p = good;
+    mutate(p);
+    EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(p.Serialize()), substring);
+  };
+  rejects([](CascadePlan& p) { p.prefix_items[0].group = 7; }, "prefix item 0");
+  rejects([](CascadePlan& p) { p.prefix_items[1].kv_end = 38; }, "prefix item 1");
+  rejects([](CascadePlan& p) { p.prefix_items[0].row_end = 99; }, "prefix item 0");
+  rejects([](CascadePlan& p) { p.decode_items[0].kv_end = 6; }, "decode item 0");
+  rejects([](CascadePlan& p) { p.decode_items[0].slot_offset = 0; }, "decode item 0");
+  rejects([](CascadePlan& p) { p.decode_items[2].request = 4; }, "decode item 2");
+  rejects([](CascadePlan& p) { p.state_indptr[1] = 0; }, "request 0");
+  rejects([](CascadePlan& p) { p.groups[1].first_request = 3; }, "group 1");
+  rejects([](CascadePlan& p) { p.groups[0].prefix.first_page = p.num_pages - 1; }, "group 0");
+  rejects([](CascadePlan& p) { p.suffix.indices[0] = p.num_pages; }, "sequence 0");
+  rejects([](CascadePlan& p) { p.group_num_chunks[1] = 1; }, "group 1");
+  rejects([](CascadePlan& p) { p.head_dim = 96; }, "head_dim 96");
+  rejects([](CascadePlan& p) { p.num_kv_heads = 3; }, "H_kv 3");
+}
+
+// Random corruption of a serialised plan: Deserialize either rejects it with kInvalidArgument or
+// returns a plan that the CPU backend can load and run without touching memory out of bounds.
+TEST(PlanSerialization, RandomCorruptionIsRejectedOrRunsSafely) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  BatchSetup s;
+  const CascadePlan good = SmallPlan(rng, &s);
+  const std::vector<int32_t> flat = good.Serialize();
+  const test::HostKvPool pool = test::RandomKvPool(rng, s.shape);
+  constexpr int kMaxRequests = 64, kMaxHeads = 8;  // generous buffers for whatever a plan claims
+  const int64_t max_rows = int64_t(kMaxRequests) * kMaxHeads;
+  const std::vector<uint16_t> q = test::RandomBits(rng, max_rows * 256, s.shape.dtype, 1.f);
+  std::vector<uint16_t> o(max_rows * 256);
+  std::vector<float> v_out(max_rows * 256), s_out(max_rows);
+  auto backend = MakeCpuBackend();
+  CascadeArgs args;
+  args.kv = {s.shape, const_cast<uint16_t*>(pool.k.data()), const_cast<uint16_t*>(pool.v.data())};
+  args.q = q.data();
+  args.o = o.data();
+  args.v_out = v_out.data();
+  args.s_out = s_out.data();
+  int accepted = 0, rejected = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<int32_t> bad = flat;
+    for (int k = 0, n = 1 + int(rng() % 3); k < n; ++k) {
+      int32_t& x = bad[rng() % 8 == 0 ? rng() % 12 : rng() % bad.size()];
+      const int32_t choices[] = {x + 1, x - 1, -1, 0, int32_t(rng() % 100), 1 << 30};
+      x = choices[rng() % 6];
+    }
+    try {
+      const CascadePlan p = CascadePlan::Deserialize(bad);
+      ++accepted;
+      if (p.num_requests > kMaxRequests || p.num_qo_heads > kMaxHeads) continue;
+      backend->LoadPlan(p);
+      backend->RunCascade(args);
+    } catch (const Error& e) {
+      ++rejected;
+      ASSERT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+    }
+  }
+  EXPECT_GT(rejected, 1000);
+  EXPECT_GT(accepted, 0);  // some corruptions are harmless (e.g. a page id swapped for another)
+}
+
+}  // namespace
+}  // namespace prefixd::kernels

@@ -17,6 +17,12 @@ extern template void RunPrefixAttention<__half, 256>(const PrefixAttentionParams
 extern template void RunPrefixAttention<__nv_bfloat16, 64>(const PrefixAttentionParams&, cudaStream_t);
 extern template void RunPrefixAttention<__nv_bfloat16, 128>(const PrefixAttentionParams&, cudaStream_t);
 extern template void RunPrefixAttention<__nv_bfloat16, 256>(const PrefixAttentionParams&, cudaStream_t);
+extern template int RunPrefixAttentionCtasPerSm<__half, 64>();
+extern template int RunPrefixAttentionCtasPerSm<__half, 128>();
+extern template int RunPrefixAttentionCtasPerSm<__half, 256>();
+extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 64>();
+extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 128>();
+extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 256>();
 
 namespace {
 
@@ -51,6 +57,17 @@ int PrefixAttentionTileRows(int head_dim) {
     case 64: return DefaultPrefixConfig<__half, 64>::Type::TILE_ROWS;
     case 128: return DefaultPrefixConfig<__half, 128>::Type::TILE_ROWS;
     case 256: return DefaultPrefixConfig<__half, 256>::Type::TILE_ROWS;
+  }
+  PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: head_dim " << head_dim
+                                             << " has no kernel (64, 128, 256)");
+}
+
+int PrefixAttentionCtasPerSm(int head_dim, DType dtype) {
+  const bool fp16 = dtype == DType::kFloat16;
+  switch (head_dim) {
+    case 64: return fp16 ? RunPrefixAttentionCtasPerSm<__half, 64>() : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 64>();
+    case 128: return fp16 ? RunPrefixAttentionCtasPerSm<__half, 128>() : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 128>();
+    case 256: return fp16 ? RunPrefixAttentionCtasPerSm<__half, 256>() : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 256>();
   }
   PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: head_dim " << head_dim
                                              << " has no kernel (64, 128, 256)");

@@ -335,10 +335,26 @@ void LaunchPrefixAttentionConfig(const PrefixAttentionParams& params, cudaStream
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
-// The entry point instantiated once per (dtype, head_dim) in kernels/cuda/inst/.
+// CTAs of one configuration resident per SM of the current device.
+template <typename CFG>
+int PrefixAttentionConfigCtasPerSm() {
+  PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(PrefixAttentionKernel<CFG>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          CFG::SMEM_BYTES));
+  int ctas = 0;
+  PREFIXD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &ctas, PrefixAttentionKernel<CFG>, CFG::THREADS, CFG::SMEM_BYTES));
+  return ctas;
+}
+
+// The entry points instantiated once per (dtype, head_dim) in kernels/cuda/inst/.
 template <typename T, int HEAD_DIM>
 void RunPrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   LaunchPrefixAttentionConfig<typename DefaultPrefixConfig<T, HEAD_DIM>::Type>(params, stream);
+}
+template <typename T, int HEAD_DIM>
+int RunPrefixAttentionCtasPerSm() {
+  return PrefixAttentionConfigCtasPerSm<typename DefaultPrefixConfig<T, HEAD_DIM>::Type>();
 }
 
 }  // namespace prefixd::kernels::cuda

@@ -48,8 +48,14 @@ struct PrefixAttentionParams {
 };
 
 // The M tile (rows per item) the kernel is compiled for; the planner's prefix_tile_rows must
-// equal it (items with fewer rows are fine, more are rejected).
+// equal it (items with fewer rows are fine; an item with more rows is still computed correctly,
+// its row tiles one after the other in one CTA, but that wastes the parallelism of the launch).
 int PrefixAttentionTileRows(int head_dim);
+
+// CTAs of the kernel for (head_dim, dtype) that fit on one SM of the current device at once, so
+// that a planner can size target_items = SMs · CTAs per SM (a multiple of it avoids a partial
+// last wave). Throws kUnsupported like PrefixAttention, kLibrary on a CUDA error.
+int PrefixAttentionCtasPerSm(int head_dim, DType dtype);
 
 // Asynchronous on `stream`; no allocation, no host synchronisation. Throws kUnsupported for a
 // head_dim/dtype without an instantiation.

@@ -1,0 +1,363 @@
+// Timing probe of the multi-query prefix attention kernel alone, against cuBLAS's fp16 GEMM rate
+// measured in the same run.
+//
+//   prefixd_prefix_probe [--iters 30] [--warmup 5] [--csv FILE] [--quick]
+//
+// Per shape (H_qo/H_kv, batch B, prefix P, head_dim D, dtype): one group of B requests sharing a
+// P-token prefix; work items = KV heads × row tiles × KV chunks, the KV split chosen so that there
+// are at least SMs × CTAs/SM items and the last wave is as full as possible. Each timed launch is
+// preceded by a 256 MiB memset that flushes L2; the median of --iters launches is reported with
+// TFLOP/s = 4·B·H_qo·P·D / t and its share of the GEMM rate. A few rows of every shape are checked
+// against a float64 host computation (the chunks' states merged with ⊕); the exit code is non-zero
+// if any check fails. Rows starting with '#' are metadata.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/prefix_attention.cuh"
+#include "prefixd/common/error.h"
+#include "prefixd/kernels/state.h"
+
+namespace prefixd::kernels::cuda {
+namespace {
+
+#define PROBE_CUBLAS_CHECK(call)                                                        \
+  do {                                                                                  \
+    const cublasStatus_t st_ = (call);                                                  \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                   \
+      ::prefixd::ThrowError(ErrorKind::kLibrary, "cuBLAS",                              \
+                            std::string("status ") + std::to_string(int(st_)) + " in `" #call "`", \
+                            __FILE__, __LINE__);                                        \
+  } while (0)
+
+// Uniform values in [-1, 1] from a hash of the index: fresh random data without a host pass.
+__global__ void FillRandomKernel(uint16_t* out, int64_t n, uint64_t seed, bool bf16) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t x = (uint64_t(i) + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    const float u = float(x >> 40) * (2.f / 16777216.f) - 1.f;
+    if (bf16) {
+      const __nv_bfloat16 b = __float2bfloat16_rn(u);
+      out[i] = *reinterpret_cast<const uint16_t*>(&b);
+    } else {
+      const __half h = __float2half_rn(u);
+      out[i] = *reinterpret_cast<const uint16_t*>(&h);
+    }
+  }
+}
+
+void FillRandom(void* out, int64_t n, uint64_t seed, DType dtype) {
+  FillRandomKernel<<<1024, 256>>>(static_cast<uint16_t*>(out), n, seed, dtype == DType::kBFloat16);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+}
+
+struct DeviceMemory {
+  void* ptr = nullptr;
+  explicit DeviceMemory(size_t bytes) { PREFIXD_CUDA_CHECK(cudaMalloc(&ptr, bytes)); }
+  ~DeviceMemory() { cudaFree(ptr); }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+};
+
+struct Options {
+  int iters = 30, warmup = 5;
+  std::string csv;
+  bool quick = false;
+};
+
+// Median time (ms) of fn, each run after an L2 flush.
+double MedianMs(const Options& opt, cudaStream_t stream, void* flush, size_t flush_bytes,
+                const std::function<void()>& fn) {
+  cudaEvent_t start, stop;
+  PREFIXD_CUDA_CHECK(cudaEventCreate(&start));
+  PREFIXD_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int i = 0; i < opt.warmup + opt.iters; ++i) {
+    PREFIXD_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream));
+    PREFIXD_CUDA_CHECK(cudaEventRecord(start, stream));
+    fn();
+    PREFIXD_CUDA_CHECK(cudaEventRecord(stop, stream));
+    PREFIXD_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (i >= opt.warmup) ms.push_back(t);
+  }
+  PREFIXD_CUDA_CHECK(cudaEventDestroy(start));
+  PREFIXD_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+double GemmTflops(const Options& opt, cudaStream_t stream, void* flush, size_t flush_bytes) {
+  const int n = 8192;
+  DeviceMemory a(size_t(n) * n * 2), b(size_t(n) * n * 2), c(size_t(n) * n * 2);
+  FillRandom(a.ptr, int64_t(n) * n, 1, DType::kFloat16);
+  FillRandom(b.ptr, int64_t(n) * n, 2, DType::kFloat16);
+  cublasHandle_t handle;
+  PROBE_CUBLAS_CHECK(cublasCreate(&handle));
+  PROBE_CUBLAS_CHECK(cublasSetStream(handle, stream));
+  const float alpha = 1.f, beta = 0.f;
+  const double ms = MedianMs(opt, stream, flush, flush_bytes, [&] {
+    PROBE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.ptr,
+                                    CUDA_R_16F, n, b.ptr, CUDA_R_16F, n, &beta, c.ptr, CUDA_R_16F,
+                                    n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  });
+  PROBE_CUBLAS_CHECK(cublasDestroy(handle));
+  return 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12;
+}
+
+struct Shape {
+  int h_qo, h_kv, batch, prefix, head_dim;
+  DType dtype;
+  const char* variant;  // "default": PrefixAttention; "m64": 16 rows per warp, 64-row tiles
+};
+
+// Host value of one dtype element.
+double ToDouble(uint16_t bits, DType dtype) { return ToFloat(dtype, bits); }
+
+struct Result {
+  double us = 0, tflops = 0, max_rel_err = 0, max_lse_err = 0;
+  int items = 0, chunk = 0, tile_rows = 0, ctas_per_sm = 0;
+  bool ok = false;
+};
+
+template <typename CFG>
+void LaunchVariant(const PrefixAttentionParams& p, cudaStream_t stream) {
+  LaunchPrefixAttentionConfig<CFG>(p, stream);
+}
+
+using M64Config = PrefixTileConfig<__half, 128, 1, 4, 64>;
+
+Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* flush,
+                size_t flush_bytes, int num_sms) {
+  Result res;
+  const bool m64 = std::string(sh.variant) == "m64";
+  const int d = sh.head_dim, g = sh.h_qo / sh.h_kv;
+  res.tile_rows = m64 ? M64Config::TILE_ROWS : PrefixAttentionTileRows(d);
+  res.ctas_per_sm = m64 ? PrefixAttentionConfigCtasPerSm<M64Config>() : PrefixAttentionCtasPerSm(d, sh.dtype);
+
+  // KV split: at least one full wave, then the chunk count whose last wave is fullest.
+  const int rows = sh.batch * g;
+  const int row_tiles = (rows + res.tile_rows - 1) / res.tile_rows;
+  const int base = sh.h_kv * row_tiles;
+  const int wave = num_sms * res.ctas_per_sm;
+  int best_chunks = 1;
+  double best_eff = -1;
+  for (int c = std::max(1, (wave + base - 1) / base); c <= std::max(1, 4 * ((wave + base - 1) / base)); ++c) {
+    const int len = ((sh.prefix + c - 1) / c + 63) / 64 * 64;
+    const int chunks = (sh.prefix + len - 1) / len;
+    const int items = base * chunks;
+    const double eff = double(items) / (double((items + wave - 1) / wave) * wave);
+    if (eff > best_eff + 1e-9) best_eff = eff, best_chunks = chunks;
+  }
+  const int chunk_len = ((sh.prefix + best_chunks - 1) / best_chunks + 63) / 64 * 64;
+  const int num_chunks = (sh.prefix + chunk_len - 1) / chunk_len;
+  res.chunk = chunk_len;
+
+  std::vector<PrefixWorkItem> items;
+  for (int kv_head = 0; kv_head < sh.h_kv; ++kv_head)
+    for (int c = 0; c < num_chunks; ++c)
+      for (int r = 0; r < rows; r += res.tile_rows)  // row tiles sharing K/V side by side
+        items.push_back({0, kv_head, r, std::min(rows, r + res.tile_rows), c * chunk_len,
+                         std::min(sh.prefix, (c + 1) * chunk_len), c});
+  res.items = int(items.size());
+  std::vector<int32_t> indptr(sh.batch + 1);
+  for (int r = 0; r <= sh.batch; ++r) indptr[r] = r * num_chunks;
+  PrefixGroup group;
+  group.prefix = {0, sh.prefix};
+  group.first_request = 0;
+  group.num_requests = sh.batch;
+
+  const int page_size = 16;
+  const int64_t token_stride = int64_t(sh.h_kv) * d;
+  const int64_t kv_elems = int64_t(sh.prefix) * token_stride;
+  const int64_t q_elems = int64_t(sh.batch) * sh.h_qo * d;
+  const int64_t states = int64_t(sh.batch) * num_chunks * sh.h_qo;
+  DeviceMemory k(kv_elems * 2), v(kv_elems * 2), q(q_elems * 2);
+  DeviceMemory items_d(items.size() * sizeof(PrefixWorkItem)), group_d(sizeof(PrefixGroup)),
+      indptr_d(indptr.size() * 4), out_v(states * d * 4), out_s(states * 4);
+  FillRandom(k.ptr, kv_elems, 11, sh.dtype);
+  FillRandom(v.ptr, kv_elems, 12, sh.dtype);
+  FillRandom(q.ptr, q_elems, 13, sh.dtype);
+  PREFIXD_CUDA_CHECK(cudaMemcpy(items_d.ptr, items.data(), items.size() * sizeof(PrefixWorkItem),
+                                cudaMemcpyHostToDevice));
+  PREFIXD_CUDA_CHECK(cudaMemcpy(group_d.ptr, &group, sizeof(group), cudaMemcpyHostToDevice));
+  PREFIXD_CUDA_CHECK(cudaMemcpy(indptr_d.ptr, indptr.data(), indptr.size() * 4, cudaMemcpyHostToDevice));
+  PREFIXD_CUDA_CHECK(cudaMemset(out_v.ptr, 0xFF, states * d * 4));
+  PREFIXD_CUDA_CHECK(cudaMemset(out_s.ptr, 0xFF, states * 4));
+
+  PrefixAttentionParams p;
+  p.k = k.ptr;
+  p.v = v.ptr;
+  p.token_stride = token_stride;
+  p.page_size = page_size;
+  p.q = q.ptr;
+  p.num_qo_heads = sh.h_qo;
+  p.num_kv_heads = sh.h_kv;
+  p.head_dim = d;
+  p.dtype = sh.dtype;
+  const double sm_scale = 1.0 / std::sqrt(double(d));
+  p.sm_scale_log2 = float(sm_scale / std::log(2.0));
+  p.items = static_cast<const PrefixWorkItem*>(items_d.ptr);
+  p.num_items = res.items;
+  p.groups = static_cast<const PrefixGroup*>(group_d.ptr);
+  p.state_indptr = static_cast<const int32_t*>(indptr_d.ptr);
+  p.partial_v = static_cast<float*>(out_v.ptr);
+  p.partial_s = static_cast<float*>(out_s.ptr);
+
+  auto launch = [&] {
+    if (m64) LaunchVariant<M64Config>(p, stream);
+    else PrefixAttention(p, stream);
+  };
+  const double ms = MedianMs(opt, stream, flush, flush_bytes, launch);
+  PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  res.us = ms * 1e3;
+  res.tflops = 4.0 * sh.batch * sh.h_qo * double(sh.prefix) * d / (ms * 1e-3) / 1e12;
+
+  // Check a few (request, head) rows: merge their chunk states and compare with float64.
+  std::mt19937_64 rng(uint64_t(sh.batch) * 131 + sh.prefix + d);
+  const int checks = 3;
+  res.ok = true;
+  for (int ci = 0; ci < checks; ++ci) {
+    const int request = int(rng() % sh.batch), head = int(rng() % sh.h_qo), kv_head = head / g;
+    std::vector<uint16_t> qh(d), kh(size_t(sh.prefix) * d), vh(size_t(sh.prefix) * d);
+    PREFIXD_CUDA_CHECK(cudaMemcpy(qh.data(), static_cast<uint16_t*>(q.ptr) + (int64_t(request) * sh.h_qo + head) * d,
+                                  d * 2, cudaMemcpyDeviceToHost));
+    PREFIXD_CUDA_CHECK(cudaMemcpy2D(kh.data(), d * 2, static_cast<uint16_t*>(k.ptr) + int64_t(kv_head) * d,
+                                    token_stride * 2, d * 2, sh.prefix, cudaMemcpyDeviceToHost));
+    PREFIXD_CUDA_CHECK(cudaMemcpy2D(vh.data(), d * 2, static_cast<uint16_t*>(v.ptr) + int64_t(kv_head) * d,
+                                    token_stride * 2, d * 2, sh.prefix, cudaMemcpyDeviceToHost));
+    std::vector<double> scores(sh.prefix), want(d, 0.0);
+    double m = -INFINITY;
+    for (int t = 0; t < sh.prefix; ++t) {
+      double dot = 0;
+      for (int i = 0; i < d; ++i) dot += ToDouble(qh[i], sh.dtype) * ToDouble(kh[size_t(t) * d + i], sh.dtype);
+      scores[t] = dot * sm_scale;
+      m = std::max(m, scores[t]);
+    }
+    double sum = 0;
+    for (int t = 0; t < sh.prefix; ++t) {
+      const double w = std::exp(scores[t] - m);
+      sum += w;
+      for (int i = 0; i < d; ++i) want[i] += w * ToDouble(vh[size_t(t) * d + i], sh.dtype);
+    }
+    for (double& x : want) x /= sum;
+    const double want_s = (m + std::log(sum)) / std::log(2.0);
+
+    std::vector<float> pv(size_t(num_chunks) * d), ps(num_chunks);
+    for (int c = 0; c < num_chunks; ++c) {
+      const int64_t state = int64_t(indptr[request] + c) * sh.h_qo + head;
+      PREFIXD_CUDA_CHECK(cudaMemcpy(&pv[size_t(c) * d], static_cast<float*>(out_v.ptr) + state * d,
+                                    d * 4, cudaMemcpyDeviceToHost));
+      PREFIXD_CUDA_CHECK(cudaMemcpy(&ps[c], static_cast<float*>(out_s.ptr) + state, 4,
+                                    cudaMemcpyDeviceToHost));
+    }
+    std::vector<double> vd(pv.begin(), pv.end()), sd(ps.begin(), ps.end()), got(d);
+    double got_s = 0;
+    MergeStates<double>(vd.data(), d, sd.data(), 1, num_chunks, d, got.data(), &got_s);
+    double num = 0, den = 0;
+    for (int i = 0; i < d; ++i) num += (got[i] - want[i]) * (got[i] - want[i]), den += want[i] * want[i];
+    const double rel = std::isfinite(num) ? std::sqrt(num / den) : INFINITY;
+    const double lse_err = std::isfinite(got_s) ? std::abs(got_s - want_s) : INFINITY;
+    res.max_rel_err = std::max(res.max_rel_err, rel);
+    res.max_lse_err = std::max(res.max_lse_err, lse_err);
+  }
+  const double tol = sh.dtype == DType::kFloat16 ? 2e-3 : 1e-2;
+  res.ok = res.max_rel_err <= tol && res.max_lse_err <= 1e-3 * std::max(1.0, std::log2(double(sh.prefix)));
+  return res;
+}
+
+int Main(int argc, char** argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--iters" && i + 1 < argc) opt.iters = std::atoi(argv[++i]);
+    else if (a == "--warmup" && i + 1 < argc) opt.warmup = std::atoi(argv[++i]);
+    else if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
+    else if (a == "--quick") opt.quick = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--iters N] [--warmup N] [--csv FILE] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  cudaDeviceProp prop;
+  PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  int clock_khz = 0;
+  PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  std::printf("# device: %s, %d SMs, L2 %d MiB, max clock %.0f MHz\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, clock_khz / 1e3);
+  std::printf("# timing: median of %d launches after %d warm-up, each after a 256 MiB L2 flush\n",
+              opt.iters, opt.warmup);
+  cudaStream_t stream;
+  PREFIXD_CUDA_CHECK(cudaStreamCreate(&stream));
+  const size_t flush_bytes = size_t(256) << 20;
+  DeviceMemory flush(flush_bytes);
+
+  const double gemm = GemmTflops(opt, stream, flush.ptr, flush_bytes);
+  std::printf("# cuBLAS fp16 GEMM 8192^3 (fp32 compute): %.1f TFLOP/s\n", gemm);
+
+  std::vector<Shape> shapes;
+  const DType f16 = DType::kFloat16, b16 = DType::kBFloat16;
+  for (int h_kv : {32, 8})
+    for (int b : {64, 256})
+      for (int p : {8192, 32768}) shapes.push_back({32, h_kv, b, p, 128, f16, "default"});
+  for (int d : {64, 256})
+    for (int h_kv : {32, 8}) shapes.push_back({32, h_kv, 256, 32768, d, f16, "default"});
+  for (int h_kv : {32, 8}) shapes.push_back({32, h_kv, 256, 32768, 128, b16, "default"});
+  for (int h_kv : {32, 8}) shapes.push_back({32, h_kv, 256, 32768, 128, f16, "m64"});
+  if (opt.quick) shapes.resize(2);
+
+  FILE* csv = opt.csv.empty() ? nullptr : std::fopen(opt.csv.c_str(), "w");
+  if (csv)
+    std::fprintf(csv, "variant,dtype,head_dim,h_qo,h_kv,batch,prefix,tile_rows,ctas_per_sm,items,chunk,"
+                      "us,tflops,pct_gemm,max_rel_err,max_lse_err,ok\n");
+  std::printf("%-8s %-5s %4s %7s %5s %6s %5s %4s %6s %6s %10s %8s %7s %9s %5s\n", "variant", "dtype",
+              "D", "Hqo/Hkv", "B", "P", "rows", "c/SM", "items", "chunk", "us", "TFLOP/s",
+              "%GEMM", "rel_err", "check");
+  int failures = 0;
+  for (const Shape& sh : shapes) {
+    const Result r = RunShape(sh, opt, stream, flush.ptr, flush_bytes, prop.multiProcessorCount);
+    failures += r.ok ? 0 : 1;
+    const std::string heads = std::to_string(sh.h_qo) + "/" + std::to_string(sh.h_kv);
+    std::printf("%-8s %-5s %4d %7s %5d %6d %5d %4d %6d %6d %10.1f %8.1f %6.1f%% %9.2e %5s\n",
+                sh.variant, DTypeName(sh.dtype), sh.head_dim, heads.c_str(), sh.batch, sh.prefix,
+                r.tile_rows, r.ctas_per_sm, r.items, r.chunk, r.us, r.tflops,
+                100.0 * r.tflops / gemm, r.max_rel_err, r.ok ? "OK" : "FAIL");
+    std::fflush(stdout);
+    if (csv)
+      std::fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.2f,%.2f,%.2f,%.3e,%.3e,%d\n", sh.variant,
+                   DTypeName(sh.dtype), sh.head_dim, sh.h_qo, sh.h_kv, sh.batch, sh.prefix,
+                   r.tile_rows, r.ctas_per_sm, r.items, r.chunk, r.us, r.tflops,
+                   100.0 * r.tflops / gemm, r.max_rel_err, r.max_lse_err, r.ok ? 1 : 0);
+  }
+  if (csv) std::fclose(csv);
+  PREFIXD_CUDA_CHECK(cudaStreamDestroy(stream));
+  std::printf("# checks failed: %d %s\n", failures, failures == 0 ? "OK" : "FAIL");
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace prefixd::kernels::cuda
+
+int main(int argc, char** argv) {
+  try {
+    return prefixd::kernels::cuda::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}

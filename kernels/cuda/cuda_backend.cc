@@ -183,12 +183,8 @@ void CudaBackend::LoadPlan(const CascadePlan& plan) {
   PREFIXD_CHECK_ARG(DecodeAttentionSupportsGroupSize(g),
                     "LoadPlan: GQA group size " << g << " (H_qo " << plan.num_qo_heads << " / H_kv " << plan.num_kv_heads
                                                 << ") is not supported by the CUDA backend (1, 2, 4, 8)");
-  const int tile_rows = PrefixAttentionTileRows(plan.head_dim);
-  for (size_t i = 0; i < plan.prefix_items.size(); ++i)
-    PREFIXD_CHECK_ARG(plan.prefix_items[i].row_end - plan.prefix_items[i].row_begin <= tile_rows,
-                      "LoadPlan: prefix item " << i << " has " << plan.prefix_items[i].row_end - plan.prefix_items[i].row_begin
-                                               << " rows, more than the prefix kernel's tile of " << tile_rows
-                                               << " (plan with PlanOptions::prefix_tile_rows = " << tile_rows << ")");
+  // Prefix items may have more rows than the kernel's M tile (PrefixAttentionTileRows depends on
+  // head_dim, DefaultPlanOptions does not know it): the kernel walks such an item tile by tile.
   const int64_t state_floats = int64_t(plan.num_slots()) * plan.num_qo_heads * plan.head_dim;
   PREFIXD_CHECK_ARG(state_floats <= limits_.max_state_floats,
                     "LoadPlan: plan needs " << state_floats << " partial-state floats, the workspace holds "

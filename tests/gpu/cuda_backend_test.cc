@@ -1,0 +1,803 @@
+// The CUDA backend against the float64 oracle (NaiveCascade / NaiveAttention) AND the CPU backend
+// running the same plan: cascade decode over many shapes and plan splittings, the non-cascade
+// baseline, causal/non-causal prefix attention, the merge and cast kernels, a decode step captured
+// in a CUDA graph, and bad inputs rejected with clear errors and no device fault.
+//
+// Every test starts with a GPU guard and skips (with the reason) when there is no usable GPU.
+// PREFIXD_GPU_TESTS_CPU_STAND_IN=1 runs the backend-level tests with the CPU backend in the GPU's
+// place: it checks this file's own logic on machines without a GPU (CUDA-only tests still skip).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "prefixd/common/error.h"
+#include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/plan.h"
+#include "prefixd/kernels/state.h"
+#include "support/test_support.h"
+#include "unit/kernels/random_batch.h"
+
+#ifdef PREFIXD_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace prefixd::test {
+namespace {
+
+using kernels::Backend;
+using kernels::CascadePlan;
+using kernels::DecodeBatch;
+using kernels::KvPoolShape;
+using kernels::PlanOptions;
+
+const DType kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Base-2 LSE error bound (times max(1, |s|)): fp32 scores from exact fp16/bf16 products.
+constexpr double kLseTol = 5e-4;
+
+bool CpuStandIn() {
+  const char* env = std::getenv("PREFIXD_GPU_TESTS_CPU_STAND_IN");
+  return env != nullptr && std::string(env) == "1";
+}
+
+#define PREFIXD_REQUIRE_DEVICE_BACKEND()                                                             \
+  do {                                                                                               \
+    if (!::prefixd::kernels::CudaAvailable() && !CpuStandIn())                                       \
+      GTEST_SKIP() << "no usable CUDA GPU (cudaGetDeviceCount failed or returned 0)";               \
+  } while (0)
+
+// Small enough that creating one costs little, big enough for every case here.
+kernels::WorkspaceLimits TestLimits() {
+  kernels::WorkspaceLimits l;
+  l.max_requests = 1024;
+  l.max_qo_heads = 64;
+  l.max_slots = 1 << 14;
+  l.max_plan_ints = 1 << 20;
+  l.max_state_floats = int64_t(1) << 24;
+  return l;
+}
+
+std::unique_ptr<Backend> MakeDeviceBackend(const kernels::WorkspaceLimits& limits = TestLimits()) {
+  kernels::BackendOptions options;
+  options.limits = limits;
+  if (kernels::CudaAvailable()) return kernels::MakeCudaBackend(options);
+  return kernels::MakeCpuBackend(options);
+}
+
+// One device backend for the whole binary (creating one allocates its workspace).
+Backend& Device() {
+  static std::unique_ptr<Backend> backend = MakeDeviceBackend();
+  return *backend;
+}
+
+Backend& Cpu() {
+  static std::unique_ptr<Backend> backend = kernels::MakeCpuBackend();
+  return *backend;
+}
+
+// Backend-owned buffers, freed at scope exit; fresh ones are poisoned with NaN (0xFF bytes).
+class Buffers {
+ public:
+  explicit Buffers(Backend& backend) : backend_(backend) {}
+  ~Buffers() {
+    backend_.Synchronize();
+    for (void* p : owned_) backend_.Free(p);
+  }
+  void* Upload(const void* src, size_t bytes) {
+    void* p = Poisoned(bytes);
+    backend_.CopyToDevice(p, src, bytes);
+    return p;
+  }
+  void* Poisoned(size_t bytes) {
+    void* p = backend_.Alloc(bytes);
+    owned_.push_back(p);
+    backend_.Fill(p, 0xFF, bytes);
+    return p;
+  }
+  template <typename T>
+  std::vector<T> Download(const void* src, size_t count) {
+    std::vector<T> out(count);
+    backend_.Synchronize();
+    backend_.CopyToHost(out.data(), src, count * sizeof(T));
+    return out;
+  }
+
+ private:
+  Backend& backend_;
+  std::vector<void*> owned_;
+};
+
+struct StepResult {
+  std::vector<float> o, v, s;  // o converted to float
+};
+
+// Arguments of one step on `backend` with the pool and queries uploaded and outputs poisoned.
+kernels::CascadeArgs StepArgs(Buffers& mem, const HostKvPool& pool, int layer, const std::vector<uint16_t>& q,
+                              int64_t rows) {
+  const int64_t n = rows * pool.shape.head_dim;
+  kernels::CascadeArgs args;
+  args.kv = kernels::KvPoolView{pool.shape, mem.Upload(pool.k.data(), pool.k.size() * 2),
+                                mem.Upload(pool.v.data(), pool.v.size() * 2)};
+  args.layer = layer;
+  args.q = mem.Upload(q.data(), q.size() * 2);
+  args.o = mem.Poisoned(n * 2 + 2);
+  args.v_out = static_cast<float*>(mem.Poisoned(n * 4 + 4));
+  args.s_out = static_cast<float*>(mem.Poisoned(rows * 4 + 4));
+  return args;
+}
+
+StepResult Download(Buffers& mem, const kernels::CascadeArgs& args, DType dtype, int64_t rows, int head_dim) {
+  const int64_t n = rows * head_dim;
+  StepResult out;
+  const std::vector<uint16_t> o_bits = mem.Download<uint16_t>(args.o, n);
+  out.v = mem.Download<float>(args.v_out, n);
+  out.s = mem.Download<float>(args.s_out, rows);
+  out.o.resize(n);
+  for (int64_t i = 0; i < n; ++i) out.o[i] = kernels::ToFloat(dtype, o_bits[i]);
+  return out;
+}
+
+StepResult RunStep(Backend& backend, const HostKvPool& pool, int layer, const CascadePlan& plan,
+                   const std::vector<uint16_t>& q) {
+  Buffers mem(backend);
+  const int64_t rows = int64_t(plan.num_requests) * plan.num_qo_heads;
+  const kernels::CascadeArgs args = StepArgs(mem, pool, layer, q, rows);
+  backend.LoadPlan(plan);
+  backend.RunCascade(args);
+  return Download(mem, args, pool.shape.dtype, rows, pool.shape.head_dim);
+}
+
+// Random queries; peaky ones have score std ≥ 10 (uniform q in [-40, 40], k in [-1, 1], scale
+// 1/sqrt(D): std ≈ 40/3, a margin for D = 64's sampling noise) and every third head aims at a
+// planted key.
+std::vector<uint16_t> MakeQueries(std::mt19937_64& rng, const HostKvPool& pool, int layer, const DecodeBatch& batch,
+                                  bool peaky) {
+  const KvPoolShape& s = pool.shape;
+  const int h = batch.num_qo_heads, g = h / s.num_kv_heads, b = batch.num_requests();
+  std::vector<uint16_t> q = RandomBits(rng, int64_t(b) * h * s.head_dim, s.dtype, peaky ? 40.f : 1.f);
+  if (!peaky) return q;
+  for (int r = 0; r < b; ++r) {
+    const std::vector<int64_t> slots = RequestSlots(batch, r, s.page_size);
+    if (slots.empty()) continue;
+    for (int head = r % 3; head < h; head += 3) {
+      const int64_t slot = slots[std::uniform_int_distribution<size_t>(0, slots.size() - 1)(rng)];
+      PlantKey(pool, layer, slot, head / g, 33.f, &q[(int64_t(r) * h + head) * s.head_dim]);
+    }
+  }
+  return q;
+}
+
+// Standard deviation of the (natural-unit) scores of one query row over its request's slots.
+double ScoreStd(const HostKvPool& pool, int layer, const DecodeBatch& batch, const std::vector<uint16_t>& q,
+                int request, int head) {
+  const KvPoolShape& s = pool.shape;
+  const int g = batch.num_qo_heads / s.num_kv_heads;
+  const uint16_t* row = &q[(int64_t(request) * batch.num_qo_heads + head) * s.head_dim];
+  double sum = 0, sum2 = 0;
+  const auto slots = RequestSlots(batch, request, s.page_size);
+  for (int64_t slot : slots) {
+    double dot = 0;
+    for (int d = 0; d < s.head_dim; ++d) dot += kernels::ToFloat(s.dtype, row[d]) * pool.K(layer, slot, head / g, d);
+    dot /= std::sqrt(double(s.head_dim));
+    sum += dot;
+    sum2 += dot * dot;
+  }
+  const double n = double(slots.size());
+  return std::sqrt(std::max(0.0, sum2 / n - (sum / n) * (sum / n)));
+}
+
+std::vector<double> ToDouble(const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); }
+
+void ExpectMatchesOracle(const StepResult& got, const RefOutput& want, DType dtype, const std::string& what) {
+  const int64_t n = int64_t(want.v.size());
+  ExpectAllClose(got.v.data(), want.v.data(), n, OutputTolerance(dtype), what + " v_out vs float64");
+  ExpectLseClose(got.s.data(), want.s.data(), int64_t(want.s.size()), kLseTol, what + " s_out vs float64");
+  ExpectAllClose(got.o.data(), want.v.data(), n, OutputTolerance(dtype), what + " o vs float64");
+}
+
+void ExpectMatchesCpu(const StepResult& got, const StepResult& cpu, DType dtype, const std::string& what) {
+  const std::vector<double> v = ToDouble(cpu.v), s = ToDouble(cpu.s);
+  ExpectAllClose(got.v.data(), v.data(), int64_t(v.size()), OutputTolerance(dtype), what + " v_out vs CPU backend");
+  ExpectLseClose(got.s.data(), s.data(), int64_t(s.size()), kLseTol, what + " s_out vs CPU backend");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cascade decode.
+
+enum class Split {
+  kDevice,        // the device backend's DefaultPlanOptions
+  kFinest,        // 1-token chunks allowed, 3-row prefix tiles: as many items as possible
+  kFineChunks,    // prefix/suffix chunks down to 1 token, device tile rows
+  kNone,          // target_items = 1: no splitting at all
+};
+
+PlanOptions OptionsFor(Split split) {
+  PlanOptions o = Device().DefaultPlanOptions();
+  switch (split) {
+    case Split::kDevice: break;
+    case Split::kFinest:
+      o.target_items = 1 << 20;
+      o.prefix_tile_rows = 3;
+      o.prefix_chunk_align = o.min_prefix_chunk = 1;
+      o.decode_chunk_align = o.min_decode_chunk = 1;
+      break;
+    case Split::kFineChunks:
+      o.target_items = 1 << 12;
+      o.prefix_chunk_align = o.min_prefix_chunk = 1;
+      o.decode_chunk_align = o.min_decode_chunk = 1;
+      break;
+    case Split::kNone: o.target_items = 1; break;
+  }
+  return o;
+}
+
+struct CascadeCase {
+  std::string name;
+  DType dtype;
+  int num_qo_heads, num_kv_heads, head_dim, page_size;
+  std::vector<GroupSpec> groups;  // empty: random groups from the test seed
+  bool peaky = false;
+  Split split = Split::kDevice;
+  int num_layers = 1, layer = 0;
+  bool expect_prefix_chunks_beyond_pages = false;  // some group split finer than its pages
+  bool expect_split_kv = false;                    // some suffix split into several chunks
+};
+
+void PrintTo(const CascadeCase& c, std::ostream* os) { *os << c.name; }
+
+class CudaCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
+
+TEST_P(CudaCascadeTest, MatchesFloat64OracleAndCpuBackend) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const CascadeCase& c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<GroupSpec> groups = c.groups.empty() ? RandomGroups(rng, 4, 4, 400, 80) : c.groups;
+  const KvPoolShape shape{c.num_layers, PagesNeeded(groups, c.page_size) + 3, c.page_size, c.num_kv_heads,
+                          c.head_dim, c.dtype};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(groups, c.num_qo_heads, c.page_size, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, c.layer, batch, c.peaky);
+  if (c.peaky) {
+    for (int r = 0; r < batch.num_requests(); ++r)
+      if (RequestSlots(batch, r, c.page_size).size() >= 16) {
+        EXPECT_GE(ScoreStd(pool, c.layer, batch, q, r, 1 % c.num_qo_heads), 10.0)
+            << "peaky case is not peaky (request " << r << ")";
+        break;
+      }
+  }
+
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split));
+  if (c.expect_prefix_chunks_beyond_pages) {
+    bool found = false;
+    for (size_t gi = 0; gi < plan.groups.size(); ++gi)
+      found |= plan.group_num_chunks[gi] > (plan.groups[gi].prefix.num_tokens + c.page_size - 1) / c.page_size;
+    EXPECT_TRUE(found) << "no prefix was split into more chunks than pages";
+  }
+  // (The CPU stand-in's own options split less: the split is only promised on the GPU.)
+  if (c.expect_split_kv && (c.split != Split::kDevice || kernels::CudaAvailable()))
+    EXPECT_GT(plan.decode_items.size(), size_t(batch.num_requests()) * c.num_kv_heads) << "no split-KV";
+
+  const StepResult got = RunStep(Device(), pool, c.layer, plan, q);
+  const StepResult cpu = RunStep(Cpu(), pool, c.layer, plan, q);
+  const RefOutput want = NaiveCascade(pool, c.layer, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
+  ExpectMatchesOracle(got, want, c.dtype, c.name);
+  ExpectMatchesCpu(got, cpu, c.dtype, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaCascadeTest,
+    ::testing::Values(
+        // B = 1, suffix of one token.
+        CascadeCase{"b1_suffix1_fp16_h32kv32_d128_p16", kF16, 32, 32, 128, 16, {{100, {1}}}},
+        // Several groups, one without prefix, empty suffixes, partly filled last pages.
+        CascadeCase{"mixed_groups_bf16_h4kv2_d128_p16", kBF16, 4, 2, 128, 16,
+                    {{37, {5, 16, 17}}, {0, {3, 20}}, {200, {0, 9}}}},
+        // Every dtype × head_dim, every GQA group size, peaky and flat.
+        CascadeCase{"peaky_fp16_h8kv2_d256_p16", kF16, 8, 2, 256, 16, {{150, {7, 33}}, {64, {1, 2, 3}}}, true},
+        CascadeCase{"flat_bf16_h8kv1_d256_p16", kBF16, 8, 1, 256, 16, {{150, {7, 33}}, {64, {1, 2, 3}}}},
+        CascadeCase{"peaky_bf16_h16kv2_d64_p16", kBF16, 16, 2, 64, 16, {{300, {7, 33, 2}}, {64, {1}}}, true},
+        CascadeCase{"flat_fp16_h8kv4_d64_p16", kF16, 8, 4, 64, 16, {{129, {18, 40}}, {0, {77}}}},
+        CascadeCase{"peaky_fp16_h8kv8_d128_p16", kF16, 8, 8, 128, 16, {{250, {31, 2, 64}}}, true},
+        CascadeCase{"flat_bf16_h8kv8_d128_p16", kBF16, 8, 8, 128, 16, {{250, {31, 2, 64}}}},
+        CascadeCase{"peaky_bf16_h8kv4_d256_p16", kBF16, 8, 4, 256, 16, {{90, {5}}, {200, {19, 1}}}, true},
+        CascadeCase{"peaky_fp16_h8kv1_d64_p16", kF16, 8, 1, 64, 16, {{77, {3, 45}}}, true},
+        // Page size not a power of two; prefix not a multiple of it.
+        CascadeCase{"odd_page5_bf16_h8kv1_d64", kBF16, 8, 1, 64, 5, {{23, {4, 11, 0, 6}}, {0, {13}}}},
+        // Prefix split into more chunks than pages; suffixes into 1-token chunks.
+        CascadeCase{"finest_page5_peaky_fp16_h8kv1_d128", kF16, 8, 1, 128, 5, {{23, {4, 11}}, {41, {9}}}, true,
+                    Split::kFinest, 1, 0, true, true},
+        CascadeCase{"more_chunks_than_pages_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{40, {3, 2}}}, false,
+                    Split::kFinest, 1, 0, true},
+        CascadeCase{"fine_chunks_bf16_h32kv8_d128_p16", kBF16, 32, 8, 128, 16, {{70, {3, 30}}, {33, {18}}}, true,
+                    Split::kFineChunks, 1, 0, true, true},
+        CascadeCase{"no_split_fp16_h4kv2_d128", kF16, 4, 2, 128, 16, {{300, {5, 40}}, {0, {3}}}, false, Split::kNone},
+        // Long suffixes: split-KV with the device's own options.
+        CascadeCase{"split_kv_long_suffix_fp16_h32kv8_d128_p16", kF16, 32, 8, 128, 16, {{0, {1500, 3}}}, true,
+                    Split::kDevice, 1, 0, false, true},
+        // Realistic sizes: GQA 4, a long prefix chunked over the device.
+        CascadeCase{"long_prefix_fp16_h32kv8_d128_p16", kF16, 32, 8, 128, 16,
+                    {{2000, {17, 300, 64, 1}}, {1500, {250}}}, false},
+        CascadeCase{"long_prefix_peaky_bf16_h32kv32_d128_p16", kBF16, 32, 32, 128, 16, {{1100, {40, 7}}}, true},
+        // A layer other than 0.
+        CascadeCase{"layer1_of_2_peaky_bf16_h8kv2_d64", kBF16, 8, 2, 64, 16,
+                    {{48, {1}}, {0, {2, 0}}, {130, {17, 16, 15}}, {16, {64}}}, true, Split::kDevice, 2, 1},
+        CascadeCase{"empty_requests_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{0, {0, 5}}, {30, {0}}, {0, {0}}}},
+        CascadeCase{"random_groups_fp16_h4kv1_d128", kF16, 4, 1, 128, 16, {}, false},
+        CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest}),
+    [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+
+// A request with neither prefix nor suffix gets the empty state: o = 0, v = 0, s = −inf, no NaN.
+TEST(CudaCascade, EmptyRequestGetsEmptyState) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  std::mt19937_64 rng(TestSeed());
+  const KvPoolShape shape{1, 4, 16, 2, 64, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch({{0, {0, 3}}}, 4, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = RandomBits(rng, 2 * 4 * 64, kF16, 1.f);
+  const StepResult got =
+      RunStep(Device(), pool, 0, kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions()), q);
+  for (int i = 0; i < 4 * 64; ++i) {
+    ASSERT_EQ(got.v[i], 0.f) << i;
+    ASSERT_EQ(got.o[i], 0.f) << i;
+  }
+  for (int h = 0; h < 4; ++h) EXPECT_EQ(got.s[h], kNegInf);
+  for (int h = 4; h < 8; ++h) EXPECT_TRUE(std::isfinite(got.s[h]));
+  for (int i = 4 * 64; i < 8 * 64; ++i) ASSERT_TRUE(std::isfinite(got.v[i])) << i;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Non-cascade baseline (every request's table lists the prefix pages, then its own) = cascade.
+
+struct BaselineCase {
+  std::string name;
+  DType dtype;
+  int num_qo_heads, num_kv_heads, head_dim, page_size;
+  std::vector<GroupSpec> groups;  // prefixes are whole pages
+  bool peaky;
+};
+
+void PrintTo(const BaselineCase& c, std::ostream* os) { *os << c.name; }
+
+class CudaBaselineTest : public ::testing::TestWithParam<BaselineCase> {};
+
+TEST_P(CudaBaselineTest, NonCascadeEqualsCascade) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const BaselineCase& c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const KvPoolShape shape{1, PagesNeeded(c.groups, c.page_size) + 2, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
+  const DecodeBatch flat = FlattenBatch(batch, c.page_size);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = MakeQueries(rng, pool, 0, batch, c.peaky);
+  const PlanOptions options = Device().DefaultPlanOptions();
+
+  const CascadePlan flat_plan = kernels::PlanCascade(flat, shape, options);
+  EXPECT_TRUE(flat_plan.prefix_items.empty());
+  const StepResult cascade = RunStep(Device(), pool, 0, kernels::PlanCascade(batch, shape, options), q);
+  const StepResult plain = RunStep(Device(), pool, 0, flat_plan, q);
+  const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
+  ExpectMatchesOracle(cascade, want, c.dtype, "cascade");
+  ExpectMatchesOracle(plain, want, c.dtype, "non-cascade");
+  const std::vector<double> cascade_v = ToDouble(cascade.v);
+  ExpectAllClose(plain.v.data(), cascade_v.data(), int64_t(cascade_v.size()), OutputTolerance(c.dtype),
+                 "non-cascade vs cascade");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaBaselineTest,
+    ::testing::Values(BaselineCase{"fp16_h32kv8_d128_p16", kF16, 32, 8, 128, 16, {{1024, {3, 40, 1}}, {0, {7}}}, false},
+                      BaselineCase{"peaky_bf16_h8kv1_d64_p16", kBF16, 8, 1, 64, 16, {{320, {2, 0}}, {32, {9}}}, true},
+                      BaselineCase{"fp16_h8kv8_d256_p5", kF16, 8, 8, 256, 5, {{45, {1, 6}}}, false}),
+    [](const ::testing::TestParamInfo<BaselineCase>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// RunPrefixAttention (prefill / append): causal with q_offset, and non-causal.
+
+struct PrefixCase {
+  std::string name;
+  DType dtype;
+  int num_qo_heads, num_kv_heads, head_dim, page_size;
+  int prefix_tokens, num_queries, q_offset;
+  bool causal, peaky;
+};
+
+void PrintTo(const PrefixCase& c, std::ostream* os) { *os << c.name; }
+
+class CudaPrefixAttentionTest : public ::testing::TestWithParam<PrefixCase> {};
+
+TEST_P(CudaPrefixAttentionTest, MatchesFloat64OracleAndCpuBackend) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const PrefixCase& c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int first_page = 2, pages = (c.prefix_tokens + c.page_size - 1) / c.page_size;
+  const KvPoolShape shape{2, first_page + pages + 1, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const int layer = 1, h = c.num_qo_heads, g = h / c.num_kv_heads, dim = c.head_dim;
+  std::vector<uint16_t> q = RandomBits(rng, int64_t(c.num_queries) * h * dim, c.dtype, c.peaky ? 33.f : 1.f);
+  if (c.peaky && c.prefix_tokens > 0)
+    for (int i = 0; i < c.num_queries; ++i) {
+      const int visible = std::min(c.prefix_tokens, c.causal ? c.q_offset + i + 1 : c.prefix_tokens);
+      const int64_t slot = int64_t(first_page) * c.page_size + int64_t(rng() % visible);
+      PlantKey(pool, layer, slot, 0, 33.f, &q[int64_t(i) * h * dim]);
+    }
+  const int64_t rows = int64_t(c.num_queries) * h;
+
+  auto run = [&](Backend& backend) {
+    Buffers mem(backend);
+    kernels::PrefixAttentionArgs args;
+    args.kv = {shape, mem.Upload(pool.k.data(), pool.k.size() * 2), mem.Upload(pool.v.data(), pool.v.size() * 2)};
+    args.layer = layer;
+    args.prefix = {first_page, c.prefix_tokens};
+    args.num_queries = c.num_queries;
+    args.num_qo_heads = h;
+    args.q = mem.Upload(q.data(), q.size() * 2);
+    args.causal = c.causal;
+    args.q_offset = c.q_offset;
+    args.v_out = static_cast<float*>(mem.Poisoned(rows * dim * 4));
+    args.s_out = static_cast<float*>(mem.Poisoned(rows * 4));
+    backend.RunPrefixAttention(args);
+    StepResult out;
+    out.v = mem.Download<float>(args.v_out, rows * dim);
+    out.s = mem.Download<float>(args.s_out, rows);
+    return out;
+  };
+  const StepResult got = run(Device());
+  const StepResult cpu = run(Cpu());
+
+  RefOutput want{std::vector<double>(rows * dim), std::vector<double>(rows)};
+  for (int i = 0; i < c.num_queries; ++i) {
+    const int visible = c.causal ? std::min(c.prefix_tokens, c.q_offset + i + 1) : c.prefix_tokens;
+    std::vector<int64_t> slots;
+    for (int t = 0; t < visible; ++t) slots.push_back(int64_t(first_page) * c.page_size + t);
+    for (int head = 0; head < h; ++head) {
+      const int64_t row = int64_t(i) * h + head;
+      const RefState st = NaiveAttention(pool, layer, head / g, &q[row * dim], slots, 1.0 / std::sqrt(double(dim)));
+      std::copy(st.v.begin(), st.v.end(), want.v.begin() + row * dim);
+      want.s[row] = st.s;
+    }
+  }
+  ExpectAllClose(got.v.data(), want.v.data(), rows * dim, OutputTolerance(c.dtype), c.name + " v_out vs float64");
+  ExpectLseClose(got.s.data(), want.s.data(), rows, kLseTol, c.name + " s_out vs float64");
+  ExpectMatchesCpu(got, cpu, c.dtype, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaPrefixAttentionTest,
+    ::testing::Values(PrefixCase{"causal_prefill_fp16_h4kv2_d128_p16", kF16, 4, 2, 128, 16, 70, 70, 0, true, false},
+                      PrefixCase{"causal_append_bf16_h8kv1_d64_p5", kBF16, 8, 1, 64, 5, 90, 17, 73, true, true},
+                      PrefixCase{"causal_append_fp16_h8kv2_d256_p16", kF16, 8, 2, 256, 16, 100, 40, 60, true, false},
+                      // Long prefix, few queries: chunked along the KV axis, then merged.
+                      PrefixCase{"causal_long_chunked_fp16_h8kv2_d128_p16", kF16, 8, 2, 128, 16, 3000, 50, 2950, true,
+                                 true},
+                      PrefixCase{"causal_prefill_long_bf16_h4kv4_d64_p16", kBF16, 4, 4, 64, 16, 700, 700, 0, true,
+                                 false},
+                      PrefixCase{"noncausal_bf16_h4kv4_d128_p16", kBF16, 4, 4, 128, 16, 130, 9, 0, false, true},
+                      PrefixCase{"noncausal_chunked_fp16_h32kv8_d128_p16", kF16, 32, 8, 128, 16, 2500, 3, 0, false,
+                                 true},
+                      PrefixCase{"empty_prefix_fp16_h4kv2_d64_p16", kF16, 4, 2, 64, 16, 0, 5, 0, false, false}),
+    [](const ::testing::TestParamInfo<PrefixCase>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// Merge and cast kernels.
+
+// Random states [n][rows][dim] with s in [-40, 40]; about a quarter empty (s = −inf, v = NaN, which
+// a correct merge never reads) and a few rows empty in every state.
+struct RandomStates {
+  std::vector<float> v, s;
+};
+RandomStates MakeStates(std::mt19937_64& rng, int n, int rows, int dim) {
+  RandomStates st{std::vector<float>(int64_t(n) * rows * dim), std::vector<float>(int64_t(n) * rows)};
+  std::uniform_real_distribution<float> val(-1.f, 1.f), lse(-40.f, 40.f);
+  for (int i = 0; i < n; ++i)
+    for (int r = 0; r < rows; ++r) {
+      const int64_t state = int64_t(i) * rows + r;
+      const bool empty = r % 7 == 3 || rng() % 4 == 0;
+      st.s[state] = empty ? kNegInf : lse(rng);
+      for (int d = 0; d < dim; ++d)
+        st.v[state * dim + d] = empty ? std::numeric_limits<float>::quiet_NaN() : val(rng);
+    }
+  return st;
+}
+
+// The expected merge in double: state.h's n-ary MergeStates with the empty states' v zeroed (their
+// value is meaningless; the poison must not reach the output).
+RefOutput ExpectedMerge(const RandomStates& st, int n, int rows, int dim) {
+  RefOutput out{std::vector<double>(int64_t(rows) * dim), std::vector<double>(rows)};
+  std::vector<double> v(int64_t(n) * dim), s(n);
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < n; ++i) {
+      const int64_t state = int64_t(i) * rows + r;
+      s[i] = st.s[state];
+      for (int d = 0; d < dim; ++d) v[int64_t(i) * dim + d] = std::isinf(s[i]) ? 0.0 : st.v[state * dim + d];
+    }
+    double s_out;
+    kernels::MergeStates(v.data(), dim, s.data(), 1, n, dim, &out.v[int64_t(r) * dim], &s_out);
+    out.s[r] = s_out;
+  }
+  return out;
+}
+
+struct MergeCase {
+  int n, rows, dim;
+};
+
+class CudaMergeStatesTest : public ::testing::TestWithParam<MergeCase> {};
+
+TEST_P(CudaMergeStatesTest, MatchesDoubleMergeAndSkipsEmptyStates) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const MergeCase c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const RandomStates st = MakeStates(rng, c.n, c.rows, c.dim);
+  Buffers mem(Device());
+  // One spare element so that n = 0 still uploads a (never read) buffer.
+  std::vector<float> v_host = st.v, s_host = st.s;
+  v_host.push_back(0.f);
+  s_host.push_back(0.f);
+  const auto* v_in = static_cast<const float*>(mem.Upload(v_host.data(), v_host.size() * 4));
+  const auto* s_in = static_cast<const float*>(mem.Upload(s_host.data(), s_host.size() * 4));
+  auto* v_out = static_cast<float*>(mem.Poisoned(int64_t(c.rows) * c.dim * 4));
+  auto* s_out = static_cast<float*>(mem.Poisoned(int64_t(c.rows) * 4));
+  Device().MergeStates(v_in, s_in, c.n, c.rows, c.dim, v_out, s_out);
+  const auto v = mem.Download<float>(v_out, int64_t(c.rows) * c.dim);
+  const auto s = mem.Download<float>(s_out, c.rows);
+  const RefOutput want = ExpectedMerge(st, c.n, c.rows, c.dim);
+  ExpectAllClose(v.data(), want.v.data(), int64_t(v.size()), 1e-5, "merged v");
+  ExpectLseClose(s.data(), want.s.data(), c.rows, 1e-6, "merged s");
+  for (int r = 0; r < c.rows; ++r)
+    if (std::isinf(want.s[r]))
+      for (int d = 0; d < c.dim; ++d) ASSERT_EQ(v[int64_t(r) * c.dim + d], 0.f) << "empty row " << r << " d " << d;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaMergeStatesTest,
+                         ::testing::Values(MergeCase{0, 5, 64}, MergeCase{1, 37, 128}, MergeCase{2, 64, 256},
+                                           MergeCase{3, 37, 64}, MergeCase{40, 19, 128}, MergeCase{70, 3, 256}),
+                         [](const ::testing::TestParamInfo<MergeCase>& info) {
+                           return "n" + std::to_string(info.param.n) + "_rows" + std::to_string(info.param.rows) + "_d" +
+                                  std::to_string(info.param.dim);
+                         });
+
+TEST(CudaMergeStateInPlace, MatchesDoubleMergeIncludingEmptySides) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int dim : {64, 128, 256}) {
+    const int rows = 50;
+    RandomStates st = MakeStates(rng, 2, rows, dim);  // state 0 = (v, s), state 1 = other
+    // Cover all four empty/non-empty combinations explicitly.
+    st.s[0] = kNegInf, st.s[rows] = kNegInf;
+    st.s[1] = kNegInf, st.s[rows + 1] = 5.f;
+    st.s[2] = 7.f, st.s[rows + 2] = kNegInf;
+    st.s[3] = 1e4f, st.s[rows + 3] = 1e4f - 3.f;  // large |s| stays finite
+    // Empty states hold the empty state's v = 0 here (the binary merge's contract, state.h).
+    for (int r = 0; r < rows; ++r)
+      for (int i = 0; i < 2; ++i)
+        for (int d = 0; d < dim; ++d) {
+          float& x = st.v[(int64_t(i) * rows + r) * dim + d];
+          if (std::isinf(st.s[int64_t(i) * rows + r])) x = 0.f;
+          else if (r < 4) x = 0.25f * (d % 5);
+        }
+    Buffers mem(Device());
+    auto* v = static_cast<float*>(mem.Upload(st.v.data(), int64_t(rows) * dim * 4));
+    auto* s = static_cast<float*>(mem.Upload(st.s.data(), rows * 4));
+    const auto* v_other = static_cast<const float*>(mem.Upload(st.v.data() + int64_t(rows) * dim, int64_t(rows) * dim * 4));
+    const auto* s_other = static_cast<const float*>(mem.Upload(st.s.data() + rows, rows * 4));
+    Device().MergeStateInPlace(v, s, v_other, s_other, rows, dim);
+    const auto got_v = mem.Download<float>(v, int64_t(rows) * dim);
+    const auto got_s = mem.Download<float>(s, rows);
+    const RefOutput want = ExpectedMerge(st, 2, rows, dim);
+    ExpectAllClose(got_v.data(), want.v.data(), int64_t(got_v.size()), 1e-5, "in-place v d" + std::to_string(dim));
+    ExpectLseClose(got_s.data(), want.s.data(), rows, 1e-6, "in-place s d" + std::to_string(dim));
+    for (int d = 0; d < dim; ++d) ASSERT_EQ(got_v[d], 0.f) << "both empty: v must be 0";
+    EXPECT_EQ(got_s[0], kNegInf);
+  }
+}
+
+TEST(CudaCastStates, RoundsToNearestEvenLikeTheHost) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  std::mt19937_64 rng(TestSeed());
+  const int64_t count = 100003;
+  std::vector<float> x(count);
+  std::uniform_real_distribution<float> dist(-70000.f, 70000.f);
+  for (auto& f : x) f = dist(rng) * std::pow(2.f, float(int(rng() % 40) - 30));
+  x[0] = 0.f, x[1] = -0.f, x[2] = 1e-8f, x[3] = 65520.f, x[4] = kNegInf;
+  for (DType dtype : {kF16, kBF16}) {
+    Buffers mem(Device());
+    const auto* v = static_cast<const float*>(mem.Upload(x.data(), count * 4));
+    void* out = mem.Poisoned(count * 2);
+    Device().CastStates(v, count, dtype, out);
+    const auto bits = mem.Download<uint16_t>(out, count);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < count; ++i)
+      if (bits[i] != kernels::FromFloat(dtype, x[i]) && bad++ == 0) first = i;
+    EXPECT_EQ(bad, 0) << kernels::DTypeName(dtype) << ": first mismatch at " << first << " (" << x[first] << ")";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A decode step captured in a CUDA graph and replayed: same results as the oracle, and a replay
+// after new queries are written to the same buffer computes with the new queries.
+
+TEST(CudaGraph, CapturedStepReplaysCorrectly) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<GroupSpec> groups = {{700, {17, 40, 1}}, {0, {300}}, {130, {0, 9}}};
+  const KvPoolShape shape{1, PagesNeeded(groups, 16) + 2, 16, 8, 128, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(groups, 32, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+  ASSERT_FALSE(plan.prefix_items.empty());
+  ASSERT_FALSE(plan.decode_items.empty());
+  const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads, n = rows * shape.head_dim;
+
+  Buffers mem(Device());
+  std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true);
+  const kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
+  Device().LoadPlan(plan);
+  Device().RunCascade(args);  // warm-up outside the capture (first launches set kernel attributes)
+  Device().Synchronize();
+
+  // Global mode: the capture fails if RunCascade makes any call unsafe during capture
+  // (allocation, synchronisation, a synchronous copy).
+  auto stream = static_cast<cudaStream_t>(Device().stream());
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  Device().RunCascade(args);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+
+  for (int replay = 0; replay < 2; ++replay) {
+    if (replay == 1) {  // new queries in the captured buffer
+      q = MakeQueries(rng, pool, 0, batch, false);
+      Device().CopyToDevice(const_cast<void*>(args.q), q.data(), q.size() * 2);
+    }
+    Device().Fill(args.o, 0xFF, n * 2);
+    Device().Fill(args.v_out, 0xFF, n * 4);
+    Device().Fill(args.s_out, 0xFF, rows * 4);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    const StepResult got = Download(mem, args, shape.dtype, rows, shape.head_dim);
+    const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(shape.head_dim)));
+    ExpectMatchesOracle(got, want, shape.dtype, "graph replay " + std::to_string(replay));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad inputs: a clear error, nothing launched, and the backend still computes correctly after.
+
+// EXPECT the statement to throw prefixd::Error of `kind` whose message mentions `substring`.
+#define EXPECT_PREFIXD_ERROR(statement, error_kind, substring)                                      \
+  do {                                                                                              \
+    bool prefixd_thrown_ = false;                                                                   \
+    try {                                                                                           \
+      statement;                                                                                    \
+    } catch (const ::prefixd::Error& e) {                                                           \
+      prefixd_thrown_ = true;                                                                       \
+      EXPECT_EQ(e.kind(), (error_kind)) << "wrong error kind: " << e.what();                        \
+      EXPECT_NE(std::string(e.what()).find(substring), std::string::npos)                          \
+          << "message does not mention '" << (substring) << "': " << e.what();                      \
+    }                                                                                               \
+    EXPECT_TRUE(prefixd_thrown_) << #statement " did not throw";                                    \
+  } while (0)
+
+TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const auto bad = ErrorKind::kInvalidArgument;
+  std::mt19937_64 rng(TestSeed());
+  const KvPoolShape shape{2, 40, 16, 2, 128, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch({{100, {5, 30}}, {0, {20}}}, 8, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = MakeQueries(rng, pool, 1, batch, false);
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+  const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads;
+
+  {  // A fresh backend has no plan.
+    auto fresh = MakeDeviceBackend();
+    Buffers mem(*fresh);
+    EXPECT_PREFIXD_ERROR(fresh->RunCascade(StepArgs(mem, pool, 1, q, rows)), bad, "no plan loaded");
+  }
+  {  // A plan larger than the workspace.
+    kernels::WorkspaceLimits tiny = TestLimits();
+    tiny.max_slots = 2;
+    auto small = MakeDeviceBackend(tiny);
+    EXPECT_PREFIXD_ERROR(small->LoadPlan(plan), bad, "slots");
+  }
+  {  // Corrupted plans: a decode item past its suffix, a page id outside the pool.
+    CascadePlan broken = plan;
+    ASSERT_FALSE(broken.decode_items.empty());
+    broken.decode_items[0].kv_end = 1 << 20;
+    EXPECT_PREFIXD_ERROR(Device().LoadPlan(broken), bad, "decode item 0");
+    broken = plan;
+    broken.suffix.indices[0] = shape.num_pages + 5;
+    EXPECT_PREFIXD_ERROR(Device().LoadPlan(broken), bad, "page");
+  }
+  Device().LoadPlan(plan);
+  {
+    Buffers mem(Device());
+    kernels::CascadeArgs args = StepArgs(mem, pool, 1, q, rows);
+    kernels::CascadeArgs wrong = args;
+    wrong.layer = 2;
+    EXPECT_PREFIXD_ERROR(Device().RunCascade(wrong), bad, "layer 2");
+    wrong = args;
+    wrong.kv.shape.num_pages = 10;  // smaller than the pool the plan was checked against
+    EXPECT_PREFIXD_ERROR(Device().RunCascade(wrong), bad, "does not match the loaded plan");
+    wrong = args;
+    wrong.kv.shape.head_dim = 64;
+    EXPECT_PREFIXD_ERROR(Device().RunCascade(wrong), bad, "head_dim");
+    wrong = args;
+    wrong.q = nullptr;
+    EXPECT_PREFIXD_ERROR(Device().RunCascade(wrong), bad, "q is null");
+    wrong = args;
+    wrong.sm_scale = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_PREFIXD_ERROR(Device().RunCascade(wrong), bad, "sm_scale");
+  }
+  {
+    Buffers mem(Device());
+    kernels::PrefixAttentionArgs args;
+    args.kv = {shape, mem.Poisoned(pool.k.size() * 2), mem.Poisoned(pool.v.size() * 2)};
+    args.prefix = {30, 200};  // pages [30, 43) of a 40-page pool
+    args.num_queries = 2;
+    args.num_qo_heads = 8;
+    args.q = mem.Poisoned(2 * 8 * 128 * 2);
+    args.v_out = static_cast<float*>(mem.Poisoned(2 * 8 * 128 * 4));
+    args.s_out = static_cast<float*>(mem.Poisoned(2 * 8 * 4));
+    EXPECT_PREFIXD_ERROR(Device().RunPrefixAttention(args), bad, "outside the pool");
+    args.prefix = {0, 100};
+    args.num_qo_heads = 7;
+    EXPECT_PREFIXD_ERROR(Device().RunPrefixAttention(args), bad, "num_qo_heads 7");
+  }
+  EXPECT_PREFIXD_ERROR(Device().MergeStates(nullptr, nullptr, 2, 4, 128, nullptr, nullptr), bad, "null pointer");
+
+  // The device is healthy: the good plan still gives the right answer.
+  const StepResult got = RunStep(Device(), pool, 1, plan, q);
+  ExpectMatchesOracle(got, NaiveCascade(pool, 1, batch, q, 1.0 / std::sqrt(128.0)), kF16, "after errors");
+}
+
+// GQA group sizes the decode kernel is not compiled for are refused at LoadPlan, not at launch.
+TEST(CudaBackendErrors, UnsupportedGroupSizeIsRefusedAtLoad) {
+  PREFIXD_REQUIRE_GPU();
+  std::mt19937_64 rng(TestSeed());
+  const KvPoolShape shape{1, 8, 16, 1, 64, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch({{20, {5}}}, 16, 16, alloc, rng);
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+  EXPECT_PREFIXD_ERROR(Device().LoadPlan(plan), ErrorKind::kInvalidArgument, "GQA group size 16");
+}
+
+TEST(CudaBackendInfo, DescribesTheDevice) {
+  PREFIXD_REQUIRE_GPU();
+  EXPECT_EQ(Device().kind(), kernels::BackendKind::kCuda);
+  EXPECT_EQ(Device().Describe().rfind("cuda:0 ", 0), 0u) << Device().Describe();
+  EXPECT_GE(kernels::CudaDeviceCount(), 1);
+  EXPECT_GE(Device().DefaultPlanOptions().target_items, 2);
+  EXPECT_NE(Device().stream(), nullptr);
+}
+
+}  // namespace
+}  // namespace prefixd::test

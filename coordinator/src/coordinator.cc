@@ -195,9 +195,10 @@ int32_t Coordinator::AddRequest(const RequestSpec& spec) {
   PREFIXD_CHECK_ARG(spec.owner >= -1 && spec.owner < config_.num_ranks,
                     "request " << id << ": owner rank " << spec.owner << " is not in [0, " << config_.num_ranks << ")");
   const int64_t need = CeilDiv(suffix_len, config_.page_size);
-  PREFIXD_CHECK_ARG(need <= config_.pages_per_rank,
-                    "request " << id << " needs " << need << " KV pages for its " << suffix_len
-                               << " suffix tokens, more than a rank's whole pool of " << config_.pages_per_rank);
+  if (need > config_.pages_per_rank)
+    PREFIXD_THROW(ErrorKind::kOutOfMemory, "request " << id << " needs " << need << " KV pages for its " << suffix_len
+                                                      << " suffix tokens, more than a rank's whole pool of "
+                                                      << config_.pages_per_rank << " pages");
   std::vector<int> candidates;
   if (spec.owner >= 0) candidates = {spec.owner};
   else candidates = OwnerCandidates(Loads(), prefix ? prefix->holders : std::vector<int32_t>{});

@@ -1,0 +1,299 @@
+// The distributed engine against the single-process, unshared computation, on any rank count.
+//
+// Every case builds an Engine over MPI_COMM_WORLD (CPU backend, MpiComm), admits prefixes and
+// requests on rank 0, runs decode steps, and after each step gathers every decoded request's
+// final states of every layer to rank 0, which recomputes them one request at a time with
+// worker::ReferenceDecode: the whole sequence as one private suffix on a fresh pool, no sharing,
+// no shards, no communication. Identical tokens give identical synthetic K/V, so the two must
+// agree to fp32 rounding (relative error ≤ 1e-3; NaN never passes).
+//
+// Shapes come from rank 0's seed (broadcast), so every rank builds the same engine; admission
+// decisions are rank 0's alone, as in the real service. Each case stays small: CI runs this under
+// mpirun -np 1, 2, 3, 4 and 8 on two cores.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "prefixd/comm/bootstrap.h"
+#include "prefixd/common/error.h"
+#include "prefixd/coordinator/engine.h"
+#include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/synthetic_kv.h"
+#include "prefixd/worker/reference.h"
+#include "support/test_support.h"
+
+namespace prefixd::coordinator {
+namespace {
+
+using kernels::DType;
+using worker::StateReduction;
+
+int WorldSize() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+uint64_t SharedSeed() {
+  uint64_t seed = test::TestSeed();
+  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  return seed;
+}
+
+struct Shape {
+  int layers = 2;
+  int hq = 4;
+  int hkv = 2;
+  int d = 64;
+  int page = 4;
+  int pages = 600;
+  DType dtype = DType::kBFloat16;
+};
+
+Shape RandomShape(std::mt19937_64& rng) {
+  Shape s;
+  const int gqa[] = {1, 2, 4};
+  s.hkv = 1 + int(rng() % 2);
+  s.hq = s.hkv * gqa[rng() % 3];
+  s.d = rng() % 2 ? 64 : 128;
+  s.page = rng() % 2 ? 4 : 8;
+  s.layers = 1 + int(rng() % 2);
+  s.dtype = rng() % 2 ? DType::kBFloat16 : DType::kFloat16;
+  return s;
+}
+
+std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = int32_t(rng() % 32000);
+  return t;
+}
+
+class Harness {
+ public:
+  Harness(const Shape& s, StateReduction reduction, int32_t shard_min_tokens) : shape_(s) {
+    EngineOptions o;
+    o.worker.pool.num_layers = s.layers;
+    o.worker.pool.num_pages = s.pages;
+    o.worker.pool.page_size = s.page;
+    o.worker.pool.num_kv_heads = s.hkv;
+    o.worker.pool.head_dim = s.d;
+    o.worker.pool.dtype = s.dtype;
+    o.worker.num_qo_heads = s.hq;
+    o.worker.reduction = reduction;
+    o.placement.shard_min_tokens = shard_min_tokens;
+    o.seed = 977;
+    engine_ = std::make_unique<Engine>(o, MPI_COMM_WORLD, kernels::MakeCpuBackend(), comm::MakeMpiComm(MPI_COMM_WORLD));
+    ref_backend_ = kernels::MakeCpuBackend();
+  }
+
+  bool root() const { return engine_->is_coordinator(); }
+  Coordinator& coord() { return engine_->coordinator(); }
+  Engine& engine() { return *engine_; }
+
+  // One step, then every decoded request checked at every layer. Collective.
+  void StepAndCheck(const std::string& what) {
+    const worker::StepPlan& plan = engine_->Step();
+    std::vector<int32_t> ids;
+    for (const auto& e : plan.decode) ids.push_back(e.request_id);
+    const int hq = shape_.hq, d = shape_.d;
+    worker::ReferenceShape rs{hq, shape_.hkv, d, shape_.page, shape_.dtype, 0.f};
+    for (int layer = 0; layer < shape_.layers; ++layer) {
+      std::vector<float> v, s;
+      engine_->GatherOutputs(ids, layer, &v, &s);
+      if (!root()) continue;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        std::vector<int32_t> prefix, suffix;
+        coord().RequestTokens(ids[i], &prefix, &suffix);
+        std::vector<float> rv, rsum;
+        worker::ReferenceDecode(*ref_backend_, rs, prefix, suffix, layer, &rv, &rsum);
+        const std::vector<double> want_v(rv.begin(), rv.end()), want_s(rsum.begin(), rsum.end());
+        const std::string where = what + ", step " + std::to_string(plan.step) + ", request " +
+                                  std::to_string(ids[i]) + ", layer " + std::to_string(layer);
+        test::ExpectAllClose(v.data() + i * hq * d, want_v.data(), int64_t(hq) * d, 1e-3, where + " (v)");
+        test::ExpectLseClose(s.data() + i * hq, want_s.data(), hq, 1e-3, where + " (s)");
+        ++checked_;
+      }
+    }
+  }
+
+  int checked() const { return checked_; }
+
+ private:
+  Shape shape_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<kernels::Backend> ref_backend_;
+  int checked_ = 0;
+};
+
+class EngineTest : public testing::TestWithParam<StateReduction> {
+ protected:
+  void SetUp() override {
+    seed_ = SharedSeed();
+    rng_.seed(seed_);
+  }
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+std::string Describe(const Shape& s, uint64_t seed) {
+  return "seed " + std::to_string(seed) + ", layers " + std::to_string(s.layers) + ", heads " + std::to_string(s.hq) +
+         "/" + std::to_string(s.hkv) + ", d " + std::to_string(s.d) + ", page " + std::to_string(s.page) + ", " +
+         kernels::DTypeName(s.dtype);
+}
+
+// One prefix cut into balanced shards over every rank (auto placement), several requests.
+TEST_P(EngineTest, EvenSplit) {
+  const Shape shape = RandomShape(rng_);
+  SCOPED_TRACE(Describe(shape, seed_));
+  const int n = WorldSize();
+  Harness h(shape, GetParam(), 1);
+  if (h.root()) {
+    const int len = shape.page * n * (2 + int(rng_() % 4));  // whole pages on every rank
+    const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, len));
+    EXPECT_EQ(int(h.coord().prefixes().at(p).holders.size()), n);
+    for (int r = 0; r < 2 + int(rng_() % 4); ++r)
+      h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, int(rng_() % 7)), 3, -1});
+  }
+  for (int step = 0; step < 3; ++step) h.StepAndCheck("even split");
+  if (h.root()) EXPECT_GT(h.checked(), 0);
+}
+
+// Uneven shards, chosen by hint: random sizes (not page multiples), rank 1 (if any) empty.
+TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
+  const Shape shape = RandomShape(rng_);
+  SCOPED_TRACE(Describe(shape, seed_));
+  const int n = WorldSize();
+  Harness h(shape, GetParam(), 1 << 30);
+  if (h.root()) {
+    PrefixHint hint;
+    int total = 0;
+    for (int r = 0; r < n; ++r) {
+      const int t = r == 1 ? 0 : 1 + int(rng_() % 40);
+      hint.shard_tokens.push_back(t);
+      total += t;
+    }
+    const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, total), &hint);
+    // Owners everywhere, including the rank without a shard (its requests need every state).
+    for (int r = 0; r < n; ++r) h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 1 + int(rng_() % 5)), 2, r});
+  }
+  for (int step = 0; step < 2; ++step) h.StepAndCheck("uneven split");
+  if (h.root()) EXPECT_GT(h.checked(), 0);
+}
+
+// A prefix of fewer pages than ranks: auto placement uses as many ranks as pages; a hint spreads
+// single tokens (one page each) over every rank.
+TEST_P(EngineTest, MoreRanksThanPrefixPages) {
+  const Shape shape = RandomShape(rng_);
+  SCOPED_TRACE(Describe(shape, seed_));
+  const int n = WorldSize();
+  Harness h(shape, GetParam(), 1);
+  if (h.root()) {
+    const int32_t a = h.coord().AddPrefix(RandomTokens(rng_, shape.page + 1));  // 2 pages
+    EXPECT_EQ(int(h.coord().prefixes().at(a).holders.size()), std::min(n, 2));
+    PrefixHint hint;
+    hint.shard_tokens.assign(n, 1);
+    const int32_t b = h.coord().AddPrefix(RandomTokens(rng_, n), &hint);
+    for (int i = 0; i < 3; ++i) {
+      h.coord().AddRequest(RequestSpec{a, RandomTokens(rng_, int(rng_() % 3)), 2, -1});
+      h.coord().AddRequest(RequestSpec{b, RandomTokens(rng_, int(rng_() % 3)), 2, -1});
+    }
+  }
+  for (int step = 0; step < 2; ++step) h.StepAndCheck("more ranks than pages");
+  if (h.root()) EXPECT_GT(h.checked(), 0);
+}
+
+// Several prefixes at once: sharded, whole on one rank, and requests without a prefix.
+TEST_P(EngineTest, SeveralPrefixes) {
+  const Shape shape = RandomShape(rng_);
+  SCOPED_TRACE(Describe(shape, seed_));
+  Harness h(shape, GetParam(), 48);
+  if (h.root()) {
+    const int32_t big = h.coord().AddPrefix(RandomTokens(rng_, 150 + int(rng_() % 100)));   // sharded
+    const int32_t small = h.coord().AddPrefix(RandomTokens(rng_, 10 + int(rng_() % 30)));   // whole
+    const int32_t small2 = h.coord().AddPrefix(RandomTokens(rng_, 10 + int(rng_() % 30)));  // whole
+    EXPECT_EQ(h.coord().prefixes().at(small).holders.size(), 1u);
+    const int32_t ids[] = {big, small, small2, -1};
+    for (int i = 0; i < 9; ++i)
+      h.coord().AddRequest(RequestSpec{ids[rng_() % 4], RandomTokens(rng_, 1 + int(rng_() % 6)), 3, -1});
+  }
+  for (int step = 0; step < 3; ++step) h.StepAndCheck("several prefixes");
+  if (h.root()) EXPECT_GT(h.checked(), 0);
+}
+
+// Requests join and leave between steps (suffixes grow meanwhile); a prefix is freed on every
+// rank when its last request leaves and its pages are reused; in the end every page is free.
+TEST_P(EngineTest, JoinLeaveAndFree) {
+  const Shape shape = RandomShape(rng_);
+  SCOPED_TRACE(Describe(shape, seed_));
+  Harness h(shape, GetParam(), 24);
+  int32_t doc = -1;
+  if (h.root()) {
+    doc = h.coord().AddPrefix(RandomTokens(rng_, 60 + int(rng_() % 60)));
+    h.coord().AddRequest(RequestSpec{doc, RandomTokens(rng_, 3), 5, -1});
+    h.coord().AddRequest(RequestSpec{doc, RandomTokens(rng_, 2), 2, -1});
+  }
+  h.StepAndCheck("join/leave, step 0");
+  if (h.root()) {
+    h.coord().AddRequest(RequestSpec{doc, RandomTokens(rng_, 4), 3, -1});  // joins mid-flight
+    h.coord().ReleasePrefix(doc);  // from now on only its requests keep it alive
+  }
+  h.StepAndCheck("join/leave, step 1");  // request 1 finishes here
+  if (h.root()) h.coord().RemoveRequest(0);  // leaves early
+  h.StepAndCheck("join/leave, step 2");
+  h.StepAndCheck("join/leave, step 3");  // request 2 finishes: the document's last request
+  h.engine().Step();                     // its removal (and the document's) is applied
+  if (h.root()) {
+    EXPECT_TRUE(h.coord().prefixes().empty());
+    // A new document reuses the freed pages.
+    const int32_t d2 = h.coord().AddPrefix(RandomTokens(rng_, 40));
+    h.coord().AddRequest(RequestSpec{d2, RandomTokens(rng_, 2), 2, -1});
+    h.coord().ReleasePrefix(d2);
+  }
+  h.StepAndCheck("join/leave, new document");
+  h.StepAndCheck("join/leave, new document");
+  h.engine().Step();
+  const std::vector<worker::WorkerMemory> mem = h.engine().GatherMemory();
+  if (h.root()) {
+    EXPECT_TRUE(h.coord().prefixes().empty());
+    EXPECT_TRUE(h.coord().requests().empty());
+    for (size_t r = 0; r < mem.size(); ++r) {
+      EXPECT_EQ(mem[r].pages_prefix, 0) << "rank " << r;
+      EXPECT_EQ(mem[r].pages_suffix, 0) << "rank " << r;
+    }
+    for (const RankLoad& l : h.coord().Loads()) EXPECT_EQ(l.free_pages, shape.pages);
+    EXPECT_GT(h.checked(), 0);
+  }
+}
+
+// Refused admissions change nothing: the admitted requests decode on, unchanged.
+TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
+  Shape shape;
+  shape.pages = 40;
+  Harness h(shape, GetParam(), 8);
+  if (h.root()) {
+    const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, 30));
+    h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 3), 3, -1});
+    const auto before = h.coord().Loads();
+    EXPECT_THROW(h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 3), 100000, -1}), prefixd::Error);
+    EXPECT_THROW(h.coord().AddRequest(RequestSpec{p + 17, {1}, 1, -1}), prefixd::Error);
+    EXPECT_THROW(h.coord().AddPrefix(RandomTokens(rng_, 40 * 4 * WorldSize() + 1)), prefixd::Error);
+    const auto after = h.coord().Loads();
+    for (size_t r = 0; r < before.size(); ++r) EXPECT_EQ(before[r].free_pages, after[r].free_pages);
+  }
+  for (int step = 0; step < 3; ++step) h.StepAndCheck("after refusals");
+  if (h.root()) EXPECT_EQ(h.checked(), 3 * shape.layers);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest, testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
+                         [](const testing::TestParamInfo<StateReduction>& info) {
+                           return std::string(worker::StateReductionName(info.param));
+                         });
+
+}  // namespace
+}  // namespace prefixd::coordinator

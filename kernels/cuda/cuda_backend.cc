@@ -227,7 +227,9 @@ void CudaBackend::LoadPlan(const CascadePlan& plan) {
   plan_loaded_ = true;
 }
 
-void CudaBackend::RunCascade(const CascadeArgs& args) {
+void CudaBackend::RunCascade(const CascadeArgs& args) { RunCascadeParts(args, kAllParts); }
+
+void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   PREFIXD_CHECK_ARG(plan_loaded_, "RunCascade: no plan loaded (call LoadPlan first)");
   const CascadePlan& h = plan_.header;
   CheckCascadeArgs(h, args);
@@ -238,7 +240,7 @@ void CudaBackend::RunCascade(const CascadeArgs& args) {
   const void* v = static_cast<const char*>(args.kv.v) + layer_bytes;
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
 
-  if (plan_.num_prefix_items > 0) {
+  if ((parts & kPrefixPart) && plan_.num_prefix_items > 0) {
     PrefixAttentionParams p;
     p.k = k;
     p.v = v;
@@ -258,7 +260,7 @@ void CudaBackend::RunCascade(const CascadeArgs& args) {
     p.partial_s = partial_s_;
     PrefixAttention(p, stream_);
   }
-  if (plan_.num_decode_items > 0) {
+  if ((parts & kDecodePart) && plan_.num_decode_items > 0) {
     DecodeAttentionParams p;
     p.k = k;
     p.v = v;
@@ -279,7 +281,7 @@ void CudaBackend::RunCascade(const CascadeArgs& args) {
     p.partial_s = partial_s_;
     DecodeAttention(p, stream_);
   }
-  if (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr) return;
+  if (!(parts & kMergePart) || (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr)) return;
   MergeStatesParams m;
   m.v_in = partial_v_;
   m.s_in = partial_s_;

@@ -56,6 +56,11 @@ class CudaBackend final : public Backend {
 
   int num_sms() const { return num_sms_; }
 
+  // RunCascade in parts, for the kernel benchmark (prefix kernel, decode kernel, merge): each part
+  // alone reads/writes exactly what it does inside RunCascade. RunCascade = all three parts.
+  enum CascadePart : unsigned { kPrefixPart = 1u, kDecodePart = 2u, kMergePart = 4u, kAllParts = 7u };
+  void RunCascadeParts(const CascadeArgs& args, unsigned parts);
+
  private:
   // A device int32 buffer fed through a pinned staging buffer; `copied` is recorded after each
   // upload so the staging buffer is not overwritten while the copy may still be reading it.

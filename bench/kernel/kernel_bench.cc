@@ -1,0 +1,623 @@
+// prefixd_kernel_bench: times one cascade decode step (one layer) per shape and sets it against the
+// device's own ceilings, nccl-tests style: `#` metadata lines, one fixed-width row per shape, a
+// footer with the number of wrong results, exit status 1 when any result is wrong.
+//
+// Per shape (one prefix group of B requests sharing a P-token prefix, each with S suffix tokens):
+// time of the prefix part (multi-query kernel), the suffix part (paged decode kernel), the merge,
+// the whole RunCascade, its CUDA-graph replay, and the non-cascade baseline (every request decodes
+// prefix + suffix through its own page table); the floors from the measured copy bandwidth and GEMM
+// rate; and a check of the results against the CPU backend on a sample of requests.
+//
+// Without a GPU it runs the CPU backend on a small shape (so the README's command works anywhere),
+// timed with the host clock and labelled as such.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "prefixd/common/error.h"
+#include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/plan.h"
+
+#ifdef PREFIXD_HAVE_CUDA
+#include "bench/kernel/bench_cuda.h"
+#include "kernels/cuda/cuda_backend.h"
+#endif
+
+namespace prefixd::bench {
+namespace {
+
+using kernels::Backend;
+using kernels::CascadePlan;
+using kernels::DecodeBatch;
+using kernels::DType;
+using kernels::KvPoolShape;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Shape {
+  DType dtype = DType::kFloat16;
+  int page_size = 16, h_qo = 32, h_kv = 32, head_dim = 128, batch = 64, prefix = 8192, suffix = 256;
+};
+
+struct Row {
+  Shape shape;
+  int prefix_items = 0, decode_items = 0, slots = 0;
+  double prefix_us = kNaN, suffix_us = kNaN, merge_us = kNaN, total_us = kNaN, graph_us = kNaN, base_us = kNaN;
+  double prefix_floor_us = kNaN, suffix_floor_us = kNaN;
+  double tflops = kNaN, gbs = kNaN, suffix_gbs = kNaN, suffix_pct_copy = kNaN, ratio = kNaN, base_ratio = kNaN,
+         speedup = kNaN;
+  int checked_requests = 0;
+  double check_v_err = 0, check_s_err = 0;  // worst over every checked output of the shape
+  int wrong = 0;                            // outputs (cascade, graph, baseline) that failed the check
+  std::string note;
+};
+
+struct Ceilings {
+  double copy_bw = kNaN;  // bytes (read + written) per second
+  double gemm = kNaN;     // FLOP/s
+};
+
+struct Config {
+  std::vector<Shape> shapes;
+  int warmups = 5, iters = 30, check = 2;
+  bool flush = true, baseline = true, graph = true;
+  int64_t copy_bytes = int64_t(4) << 30;
+  int gemm_n = 8192;
+};
+
+double Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Relative error bounds of fp32-accumulated attention outputs per input dtype (as the GPU tests).
+double Tolerance(DType dtype) { return dtype == DType::kFloat16 ? 2e-3 : 1e-2; }
+constexpr double kLseTol = 5e-4;
+
+// One group: requests 0..B-1 share the prefix (pages [0, ceil(P/page))); each request's suffix
+// pages are scattered over the rest of the pool (shuffled), the last page partly filled when
+// S % page_size != 0.
+DecodeBatch MakeBatch(const Shape& s, std::mt19937_64& rng, int* num_pages) {
+  const int prefix_pages = (s.prefix + s.page_size - 1) / s.page_size;
+  const int suffix_pages = (s.suffix + s.page_size - 1) / s.page_size;
+  *num_pages = prefix_pages + s.batch * suffix_pages + 1;
+  std::vector<int32_t> pages(size_t(s.batch) * suffix_pages);
+  std::iota(pages.begin(), pages.end(), prefix_pages);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  DecodeBatch batch;
+  batch.num_qo_heads = s.h_qo;
+  batch.groups.push_back(kernels::PrefixGroup{kernels::PrefixRun{0, s.prefix}, 0, s.batch});
+  for (int r = 0; r < s.batch; ++r) {
+    std::vector<int32_t> own(pages.begin() + int64_t(r) * suffix_pages, pages.begin() + int64_t(r + 1) * suffix_pages);
+    batch.suffix.AddSeq(own, s.suffix == 0 ? 0 : (s.suffix - 1) % s.page_size + 1);
+  }
+  return batch;
+}
+
+// The non-cascade form: no shared prefix; each request's table lists the prefix pages, then its
+// own. Needs a whole-page prefix (a partial page cannot sit in the middle of a page table).
+DecodeBatch Flatten(const DecodeBatch& batch, const Shape& s) {
+  DecodeBatch flat;
+  flat.num_qo_heads = batch.num_qo_heads;
+  flat.groups.push_back(kernels::PrefixGroup{kernels::PrefixRun{0, 0}, 0, s.batch});
+  const int prefix_pages = s.prefix / s.page_size;
+  for (int r = 0; r < s.batch; ++r) {
+    std::vector<int32_t> pages(prefix_pages);
+    std::iota(pages.begin(), pages.end(), 0);
+    pages.insert(pages.end(), batch.suffix.indices.begin() + batch.suffix.indptr[r],
+                 batch.suffix.indices.begin() + batch.suffix.indptr[r + 1]);
+    flat.suffix.AddSeq(pages, batch.suffix.num_pages(r) > 0 ? batch.suffix.last_page_len[r] : s.page_size);
+  }
+  return flat;
+}
+
+// Requests whose outputs are checked: the first, the last, and random ones between (all when small).
+std::vector<int> SampleRequests(int batch, int count, std::mt19937_64& rng) {
+  std::vector<int> all(batch);
+  std::iota(all.begin(), all.end(), 0);
+  if (count >= batch) return all;
+  std::vector<int> sample = {0, batch - 1};
+  std::shuffle(all.begin() + 1, all.end() - 1, rng);
+  for (int i = 1; int(sample.size()) < count; ++i) sample.push_back(all[i]);
+  sample.resize(std::min<size_t>(sample.size(), size_t(count)));
+  std::sort(sample.begin(), sample.end());
+  sample.erase(std::unique(sample.begin(), sample.end()), sample.end());
+  return sample;
+}
+
+struct HostStates {
+  std::vector<float> v, s;  // [rows][D], [rows]
+};
+
+// The CPU backend's answer for the sampled requests (a sub-batch with the same prefix and pages).
+HostStates CpuReference(const KvPoolShape& pool, const std::vector<uint16_t>& k, const std::vector<uint16_t>& v,
+                        const DecodeBatch& batch, const std::vector<int>& sample, const std::vector<uint16_t>& q) {
+  const int h = batch.num_qo_heads, d = pool.head_dim;
+  DecodeBatch sub;
+  sub.num_qo_heads = h;
+  sub.groups.push_back(kernels::PrefixGroup{batch.groups[0].prefix, 0, int32_t(sample.size())});
+  std::vector<uint16_t> q_sub;
+  for (int r : sample) {
+    sub.suffix.AddSeq(std::vector<int32_t>(batch.suffix.indices.begin() + batch.suffix.indptr[r],
+                                           batch.suffix.indices.begin() + batch.suffix.indptr[r + 1]),
+                      batch.suffix.last_page_len[r]);
+    q_sub.insert(q_sub.end(), q.begin() + int64_t(r) * h * d, q.begin() + int64_t(r + 1) * h * d);
+  }
+  auto cpu = kernels::MakeCpuBackend();
+  cpu->LoadPlan(kernels::PlanCascade(sub, pool, cpu->DefaultPlanOptions()));
+  HostStates out{std::vector<float>(sample.size() * h * d), std::vector<float>(sample.size() * h)};
+  kernels::CascadeArgs args;
+  args.kv = kernels::KvPoolView{pool, const_cast<uint16_t*>(k.data()), const_cast<uint16_t*>(v.data())};
+  args.q = q_sub.data();
+  args.v_out = out.v.data();
+  args.s_out = out.s.data();
+  cpu->RunCascade(args);
+  return out;
+}
+
+// Compares the sampled rows of a full-batch result with the reference; records the worst errors.
+bool CheckRows(const HostStates& got_all, const HostStates& want, const std::vector<int>& sample, int h, int d,
+               DType dtype, Row* row) {
+  double num = 0, den = 0, s_err = 0;
+  bool finite = true;
+  for (size_t i = 0; i < sample.size(); ++i)
+    for (int head = 0; head < h; ++head) {
+      const int64_t got_row = int64_t(sample[i]) * h + head, want_row = int64_t(i) * h + head;
+      for (int e = 0; e < d; ++e) {
+        const double g = got_all.v[got_row * d + e], w = want.v[want_row * d + e];
+        finite &= std::isfinite(g);
+        num += (g - w) * (g - w);
+        den += w * w;
+      }
+      const double gs = got_all.s[got_row], ws = want.s[want_row];
+      if (std::isinf(ws)) finite &= std::isinf(gs) && gs < 0;
+      else {
+        finite &= std::isfinite(gs);
+        s_err = std::max(s_err, std::abs(gs - ws) / std::max(1.0, std::abs(ws)));
+      }
+    }
+  const double v_err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  row->check_v_err = std::max(row->check_v_err, std::isfinite(v_err) ? v_err : 1e30);
+  row->check_s_err = std::max(row->check_s_err, s_err);
+  const bool ok = finite && v_err <= Tolerance(dtype) && s_err <= kLseTol;
+  if (!ok) ++row->wrong;
+  return ok;
+}
+
+void ComputeDerived(const Ceilings& c, Row* r) {
+  const Shape& s = r->shape;
+  const double bytes = kernels::DTypeBytes(s.dtype);
+  const double prefix_flops = 4.0 * s.batch * s.h_qo * double(s.prefix) * s.head_dim;
+  const double suffix_flops = 4.0 * s.batch * s.h_qo * double(s.suffix) * s.head_dim;
+  const double prefix_bytes = 2.0 * s.prefix * s.h_kv * s.head_dim * bytes;
+  const double suffix_bytes = 2.0 * s.batch * double(s.suffix) * s.h_kv * s.head_dim * bytes;
+  r->prefix_floor_us = std::max(prefix_flops / c.gemm, prefix_bytes / c.copy_bw) * 1e6;
+  r->suffix_floor_us = std::max(suffix_flops / c.gemm, suffix_bytes / c.copy_bw) * 1e6;
+  const double floor_us = r->prefix_floor_us + r->suffix_floor_us;
+  r->tflops = (prefix_flops + suffix_flops) / (r->total_us * 1e-6) / 1e12;
+  r->gbs = (prefix_bytes + suffix_bytes) / (r->total_us * 1e-6) / 1e9;
+  r->suffix_gbs = suffix_bytes / (r->suffix_us * 1e-6) / 1e9;
+  r->suffix_pct_copy = 100.0 * r->suffix_gbs * 1e9 / c.copy_bw;
+  r->ratio = r->total_us / floor_us;
+  r->base_ratio = r->base_us / floor_us;
+  r->speedup = r->base_us / r->total_us;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU runs.
+
+#ifdef PREFIXD_HAVE_CUDA
+Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& cfg, uint64_t seed) {
+  Row row;
+  row.shape = s;
+  std::mt19937_64 rng(seed);
+  int num_pages = 0;
+  const DecodeBatch batch = MakeBatch(s, rng, &num_pages);
+  const KvPoolShape pool{1, num_pages, s.page_size, s.h_kv, s.head_dim, s.dtype};
+  pool.Validate();
+  void* stream = gpu.stream();
+  const int64_t kv_elems = pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
+  std::vector<void*> owned;
+  auto alloc = [&](size_t bytes) {
+    owned.push_back(gpu.Alloc(bytes));
+    return owned.back();
+  };
+  kernels::CascadeArgs args;
+  args.kv = kernels::KvPoolView{pool, alloc(kv_elems * 2), alloc(kv_elems * 2)};
+  args.q = alloc(n * 2);
+  args.o = alloc(n * 2);
+  args.v_out = static_cast<float*>(alloc(n * 4));
+  args.s_out = static_cast<float*>(alloc(rows * 4));
+  FillRandom(args.kv.k, kv_elems, s.dtype, 1.f, seed + 1, stream);
+  FillRandom(args.kv.v, kv_elems, s.dtype, 1.f, seed + 2, stream);
+  FillRandom(const_cast<void*>(args.q), n, s.dtype, 1.f, seed + 3, stream);
+
+  const CascadePlan plan = kernels::PlanCascade(batch, pool, gpu.DefaultPlanOptions());
+  row.prefix_items = int(plan.prefix_items.size());
+  row.decode_items = int(plan.decode_items.size());
+  row.slots = plan.num_slots();
+  gpu.LoadPlan(plan);
+
+  TimingOptions t;
+  t.warmups = cfg.warmups;
+  t.iters = cfg.iters;
+  t.flush_l2 = cfg.flush;
+  using CB = kernels::cuda::CudaBackend;
+  auto time_us = [&](const std::function<void()>& fn) { return Median(TimeOnStream(stream, fn, t)) * 1e3; };
+  if (row.prefix_items > 0) row.prefix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kPrefixPart); });
+  else row.prefix_us = 0;
+  if (row.decode_items > 0) row.suffix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kDecodePart); });
+  else row.suffix_us = 0;
+  row.merge_us = time_us([&] { gpu.RunCascadeParts(args, CB::kMergePart); });
+  row.total_us = time_us([&] { gpu.RunCascade(args); });
+  std::unique_ptr<CapturedGraph> graph;
+  if (cfg.graph) {
+    graph = std::make_unique<CapturedGraph>(stream, [&] { gpu.RunCascade(args); });
+    row.graph_us = time_us([&] { graph->Launch(); });
+  }
+
+  // Check: outputs poisoned, one step (and one graph replay), sampled rows vs the CPU backend.
+  std::vector<int> sample;
+  HostStates want;
+  std::vector<uint16_t> k_host, v_host, q_host;
+  auto run_and_download = [&](const std::function<void()>& step) {
+    gpu.Fill(args.v_out, 0xFF, n * 4);
+    gpu.Fill(args.s_out, 0xFF, rows * 4);
+    step();
+    gpu.Synchronize();
+    HostStates got{std::vector<float>(n), std::vector<float>(rows)};
+    gpu.CopyToHost(got.v.data(), args.v_out, n * 4);
+    gpu.CopyToHost(got.s.data(), args.s_out, rows * 4);
+    return got;
+  };
+  if (cfg.check > 0) {
+    sample = SampleRequests(s.batch, cfg.check, rng);
+    k_host.resize(kv_elems);
+    v_host.resize(kv_elems);
+    q_host.resize(n);
+    gpu.CopyToHost(k_host.data(), args.kv.k, kv_elems * 2);
+    gpu.CopyToHost(v_host.data(), args.kv.v, kv_elems * 2);
+    gpu.CopyToHost(q_host.data(), args.q, n * 2);
+    want = CpuReference(pool, k_host, v_host, batch, sample, q_host);
+    row.checked_requests = int(sample.size());
+    if (!CheckRows(run_and_download([&] { gpu.RunCascade(args); }), want, sample, s.h_qo, s.head_dim, s.dtype, &row))
+      row.note += " cascade-wrong";
+    if (graph && !CheckRows(run_and_download([&] { graph->Launch(); }), want, sample, s.h_qo, s.head_dim, s.dtype, &row))
+      row.note += " graph-wrong";
+  }
+  graph.reset();
+
+  if (cfg.baseline && s.prefix % s.page_size == 0) {
+    const CascadePlan flat = kernels::PlanCascade(Flatten(batch, s), pool, gpu.DefaultPlanOptions());
+    gpu.LoadPlan(flat);
+    row.base_us = time_us([&] { gpu.RunCascade(args); });
+    if (cfg.check > 0 &&
+        !CheckRows(run_and_download([&] { gpu.RunCascade(args); }), want, sample, s.h_qo, s.head_dim, s.dtype, &row))
+      row.note += " baseline-wrong";
+  } else if (cfg.baseline) {
+    row.note += " no-baseline(prefix-not-whole-pages)";
+  }
+  gpu.Synchronize();
+  for (void* p : owned) gpu.Free(p);
+  return row;
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// CPU runs (no GPU): the reference backend, host clock, total step only.
+
+Row RunCpuShape(Backend& cpu, const Shape& s, const Config& cfg, uint64_t seed) {
+  Row row;
+  row.shape = s;
+  std::mt19937_64 rng(seed);
+  int num_pages = 0;
+  const DecodeBatch batch = MakeBatch(s, rng, &num_pages);
+  const KvPoolShape pool{1, num_pages, s.page_size, s.h_kv, s.head_dim, s.dtype};
+  pool.Validate();
+  const int64_t kv_elems = pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  auto random_bits = [&](int64_t count) {
+    std::vector<uint16_t> x(count);
+    for (auto& e : x) e = kernels::FromFloat(s.dtype, dist(rng));
+    return x;
+  };
+  std::vector<uint16_t> k = random_bits(kv_elems), v = random_bits(kv_elems), q = random_bits(n);
+  HostStates out{std::vector<float>(n), std::vector<float>(rows)};
+  kernels::CascadeArgs args;
+  args.kv = kernels::KvPoolView{pool, k.data(), v.data()};
+  args.q = q.data();
+  args.v_out = out.v.data();
+  args.s_out = out.s.data();
+  auto time_us = [&](const std::function<void()>& fn) {
+    for (int i = 0; i < cfg.warmups; ++i) fn();
+    std::vector<float> us(cfg.iters);
+    for (auto& u : us) {
+      const auto t0 = std::chrono::steady_clock::now();
+      fn();
+      u = float(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return Median(us);
+  };
+  const CascadePlan plan = kernels::PlanCascade(batch, pool, cpu.DefaultPlanOptions());
+  row.prefix_items = int(plan.prefix_items.size());
+  row.decode_items = int(plan.decode_items.size());
+  row.slots = plan.num_slots();
+  cpu.LoadPlan(plan);
+  row.total_us = time_us([&] { cpu.RunCascade(args); });
+  const HostStates cascade = out;
+  if (cfg.baseline && s.prefix % s.page_size == 0) {
+    cpu.LoadPlan(kernels::PlanCascade(Flatten(batch, s), pool, cpu.DefaultPlanOptions()));
+    row.base_us = time_us([&] { cpu.RunCascade(args); });
+    if (cfg.check > 0) {  // the non-cascade answer must equal the cascade one (all requests)
+      std::vector<int> all(s.batch);
+      std::iota(all.begin(), all.end(), 0);
+      row.checked_requests = s.batch;
+      if (!CheckRows(out, cascade, all, s.h_qo, s.head_dim, s.dtype, &row)) row.note += " baseline-wrong";
+    }
+  }
+  return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output.
+
+std::string Fmt(const char* fmt, double x) {
+  if (std::isnan(x)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, x);
+  return buf;
+}
+
+void PrintHeader() {
+  std::printf("#\n# %5s %4s %7s %4s %5s %6s %5s | %9s %9s %8s %9s %9s | %7s %7s %7s %6s | %9s %9s %6s | %10s %6s %6s | %s\n",
+              "dtype", "page", "Hqo/Hkv", "D", "B", "P", "S", "prefix_us", "suffix_us", "merge_us", "total_us",
+              "graph_us", "TFLOP/s", "GB/s", "sfxGB/s", "%copy", "pfx_flr", "sfx_flr", "ratio", "base_us", "b_rat",
+              "speedup", "check");
+}
+
+void PrintRow(const Row& r) {
+  const Shape& s = r.shape;
+  std::string heads = std::to_string(s.h_qo) + "/" + std::to_string(s.h_kv);
+  std::string check = r.checked_requests == 0 ? "skipped"
+                      : r.wrong == 0          ? "OK"
+                                              : "WRONG";
+  if (r.checked_requests > 0) check += Fmt(" (%.1e", r.check_v_err) + Fmt(", %.1e)", r.check_s_err);
+  check += r.note;
+  std::printf("  %5s %4d %7s %4d %5d %6d %5d | %9s %9s %8s %9s %9s | %7s %7s %7s %6s | %9s %9s %6s | %10s %6s %6s | %s\n",
+              kernels::DTypeName(s.dtype), s.page_size, heads.c_str(), s.head_dim, s.batch, s.prefix, s.suffix,
+              Fmt("%.1f", r.prefix_us).c_str(), Fmt("%.1f", r.suffix_us).c_str(), Fmt("%.1f", r.merge_us).c_str(),
+              Fmt("%.1f", r.total_us).c_str(), Fmt("%.1f", r.graph_us).c_str(), Fmt("%.1f", r.tflops).c_str(),
+              Fmt("%.0f", r.gbs).c_str(), Fmt("%.0f", r.suffix_gbs).c_str(), Fmt("%.1f", r.suffix_pct_copy).c_str(),
+              Fmt("%.1f", r.prefix_floor_us).c_str(), Fmt("%.1f", r.suffix_floor_us).c_str(),
+              Fmt("%.2f", r.ratio).c_str(), Fmt("%.1f", r.base_us).c_str(), Fmt("%.2f", r.base_ratio).c_str(),
+              Fmt("%.2f", r.speedup).c_str(), check.c_str());
+  std::fflush(stdout);
+}
+
+const char* kCsvFields =
+    "dtype,page_size,h_qo,h_kv,head_dim,batch,prefix,suffix,prefix_items,decode_items,slots,prefix_us,suffix_us,"
+    "merge_us,total_us,graph_us,tflops,gbs,suffix_gbs,suffix_pct_copy,prefix_floor_us,suffix_floor_us,ratio,base_us,"
+    "base_ratio,speedup,checked_requests,check_v_err,check_s_err,wrong";
+
+std::vector<double> Numbers(const Row& r) {
+  const Shape& s = r.shape;
+  return {double(s.page_size), double(s.h_qo), double(s.h_kv), double(s.head_dim), double(s.batch), double(s.prefix),
+          double(s.suffix), double(r.prefix_items), double(r.decode_items), double(r.slots), r.prefix_us, r.suffix_us,
+          r.merge_us, r.total_us, r.graph_us, r.tflops, r.gbs, r.suffix_gbs, r.suffix_pct_copy, r.prefix_floor_us,
+          r.suffix_floor_us, r.ratio, r.base_us, r.base_ratio, r.speedup, double(r.checked_requests), r.check_v_err,
+          r.check_s_err, double(r.wrong)};
+}
+
+std::string Num(double x) {
+  if (std::isnan(x)) return "null";
+  std::ostringstream o;
+  o.precision(6);
+  o << x;
+  return o.str();
+}
+
+void WriteCsv(const std::string& path, const std::vector<Row>& rows) {
+  std::ofstream f(path);
+  PREFIXD_CHECK_ARG(f.good(), "cannot write " << path);
+  f << kCsvFields << "\n";
+  for (const Row& r : rows) {
+    f << kernels::DTypeName(r.shape.dtype);
+    for (double x : Numbers(r)) f << "," << (std::isnan(x) ? "" : Num(x));
+    f << "\n";
+  }
+}
+
+void WriteJson(const std::string& path, const std::vector<Row>& rows, const std::string& device, const Ceilings& c,
+               const Config& cfg) {
+  std::ofstream f(path);
+  PREFIXD_CHECK_ARG(f.good(), "cannot write " << path);
+  f << "{\n  \"device\": \"" << device << "\",\n  \"copy_bw_bytes_per_s\": " << Num(c.copy_bw)
+    << ",\n  \"gemm_flops_per_s\": " << Num(c.gemm) << ",\n  \"warmups\": " << cfg.warmups
+    << ",\n  \"iters\": " << cfg.iters << ",\n  \"l2_flush\": " << (cfg.flush ? "true" : "false")
+    << ",\n  \"rows\": [\n";
+  std::vector<std::string> names;
+  std::stringstream fields(kCsvFields);
+  for (std::string name; std::getline(fields, name, ',');) names.push_back(name);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::vector<double> x = Numbers(rows[i]);
+    f << "    {\"dtype\": \"" << kernels::DTypeName(rows[i].shape.dtype) << "\"";
+    for (size_t j = 0; j < x.size(); ++j) f << ", \"" << names[j + 1] << "\": " << Num(x[j]);
+    f << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+  }
+  f << "  ]\n}\n";
+}
+
+std::pair<int, int> ParseHeads(const std::string& text) {
+  const size_t slash = text.find('/');
+  PREFIXD_CHECK_ARG(slash != std::string::npos, "--heads wants QO/KV pairs such as 32/8, got '" << text << "'");
+  return {std::stoi(text.substr(0, slash)), std::stoi(text.substr(slash + 1))};
+}
+
+int Main(int argc, char** argv) {
+  cxxopts::Options options("prefixd_kernel_bench",
+                           "Times one cascade decode step (prefix kernel, suffix decode kernel, merge) per shape "
+                           "against the device's measured copy bandwidth and GEMM rate.");
+  // clang-format off
+  options.add_options()
+    ("heads", "query/KV head pairs, e.g. 32/32,32/8", cxxopts::value<std::vector<std::string>>()->default_value("32/32,32/8"))
+    ("b,batch", "batch sizes B", cxxopts::value<std::vector<int>>()->default_value("64,256"))
+    ("p,prefix", "shared prefix lengths P (tokens)", cxxopts::value<std::vector<int>>()->default_value("8192,32768"))
+    ("s,suffix", "suffix lengths S (tokens per request)", cxxopts::value<std::vector<int>>()->default_value("256"))
+    ("d,head-dim", "head dims (64, 128, 256)", cxxopts::value<std::vector<int>>()->default_value("128"))
+    ("dtype", "fp16 or bf16 (list allowed)", cxxopts::value<std::vector<std::string>>()->default_value("fp16"))
+    ("page-size", "tokens per KV page", cxxopts::value<int>()->default_value("16"))
+    ("n,iters", "timed iterations (median reported; at least 30 recommended)", cxxopts::value<int>()->default_value("30"))
+    ("w,warmup", "warm-up iterations", cxxopts::value<int>()->default_value("5"))
+    ("no-flush", "do not flush L2 (256 MiB write) before each timed iteration")
+    ("c,check", "requests checked against the CPU backend per shape (0: no check)", cxxopts::value<int>()->default_value("2"))
+    ("no-baseline", "skip the non-cascade baseline")
+    ("no-graph", "skip the CUDA-graph replay")
+    ("cpu", "run the CPU backend even when a GPU is present")
+    ("device", "CUDA device ordinal", cxxopts::value<int>()->default_value("0"))
+    ("copy-gib", "size of the copy that measures bandwidth (GiB)", cxxopts::value<int>()->default_value("4"))
+    ("gemm-n", "size n of the n^3 GEMM that measures the tensor-core rate", cxxopts::value<int>()->default_value("8192"))
+    ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("12345"))
+    ("csv", "write the rows as CSV to this file", cxxopts::value<std::string>())
+    ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
+    ("h,help", "print usage");
+  // clang-format on
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "prefixd_kernel_bench: " << e.what() << "\n" << options.help() << "\n";
+    return 2;
+  }
+  if (args.count("help")) {
+    std::cout << options.help() << "\n";
+    return 0;
+  }
+
+  const bool use_gpu = kernels::CudaAvailable() && !args.count("cpu");
+  Config cfg;
+  cfg.iters = args["iters"].as<int>();
+  cfg.warmups = args["warmup"].as<int>();
+  cfg.check = args["check"].as<int>();
+  cfg.flush = !args.count("no-flush");
+  cfg.baseline = !args.count("no-baseline");
+  cfg.graph = !args.count("no-graph");
+  cfg.copy_bytes = int64_t(args["copy-gib"].as<int>()) << 30;
+  cfg.gemm_n = args["gemm-n"].as<int>();
+  PREFIXD_CHECK_ARG(cfg.iters >= 1 && cfg.warmups >= 0, "--iters must be ≥ 1 and --warmup ≥ 0");
+
+  // Without a GPU, and unless the user named shapes, a small shape the CPU reference runs quickly.
+  const bool user_shape = args.count("heads") || args.count("batch") || args.count("prefix") ||
+                          args.count("suffix") || args.count("head-dim");
+  std::vector<std::string> heads = args["heads"].as<std::vector<std::string>>();
+  std::vector<int> batches = args["batch"].as<std::vector<int>>(), prefixes = args["prefix"].as<std::vector<int>>(),
+                   suffixes = args["suffix"].as<std::vector<int>>(), dims = args["head-dim"].as<std::vector<int>>();
+  if (!use_gpu && !user_shape) {
+    heads = {"8/2"};
+    batches = {4};
+    prefixes = {512};
+    suffixes = {32};
+    dims = {64};
+    cfg.iters = std::min(cfg.iters, 10);
+    cfg.warmups = std::min(cfg.warmups, 2);
+  }
+  for (const std::string& dt : args["dtype"].as<std::vector<std::string>>())
+    for (const std::string& hh : heads)
+      for (int d : dims)
+        for (int b : batches)
+          for (int p : prefixes)
+            for (int s : suffixes) {
+              Shape shape;
+              shape.dtype = kernels::ParseDType(dt);
+              shape.page_size = args["page-size"].as<int>();
+              std::tie(shape.h_qo, shape.h_kv) = ParseHeads(hh);
+              shape.head_dim = d;
+              shape.batch = b;
+              shape.prefix = p;
+              shape.suffix = s;
+              cfg.shapes.push_back(shape);
+            }
+
+  std::unique_ptr<Backend> backend;
+  kernels::BackendOptions backend_options;
+  backend_options.device = args["device"].as<int>();
+  Ceilings ceilings;
+  std::printf("# prefixd_kernel_bench: one cascade decode step (one layer) per shape: prefix part (multi-query\n"
+              "#   kernel over the shared prefix), suffix part (paged decode kernel), merge (⊕), whole step\n");
+  if (use_gpu) {
+#ifdef PREFIXD_HAVE_CUDA
+    backend = kernels::MakeCudaBackend(backend_options);
+    std::printf("# backend: %s\n", backend->Describe().c_str());
+    ceilings.copy_bw = MeasureCopyBandwidth(cfg.copy_bytes, 10);
+    ceilings.gemm = MeasureGemmRate(cfg.gemm_n, 10);
+    std::printf("# method: CUDA events; stream held by a spin kernel until all timed work is queued; %s;\n"
+                "#   %d warm-ups; median of %d iterations\n",
+                cfg.flush ? "L2 flushed (256 MiB write) before each iteration" : "L2 NOT flushed (--no-flush)",
+                cfg.warmups, cfg.iters);
+    std::printf("# ceilings measured now: copy BW %.2f TB/s = (read+written bytes)/time of a %d GiB D2D copy;\n"
+                "#   GEMM %.0f TFLOP/s = cuBLAS fp16 %d^3 (fp32 accumulation) on random data\n",
+                ceilings.copy_bw / 1e12, int(cfg.copy_bytes >> 30), ceilings.gemm / 1e12, cfg.gemm_n);
+#endif
+  } else {
+    backend = kernels::MakeCpuBackend(backend_options);
+    std::printf("# backend: %s -- NO GPU: these are the CPU reference backend's timings (host clock, whole step\n"
+                "#   only), not a GPU's; no ceilings, floors or ratios. %d warm-ups, median of %d.\n",
+                backend->Describe().c_str(), cfg.warmups, cfg.iters);
+  }
+  if (!use_gpu)
+    std::printf("# check: the non-cascade baseline's outputs vs the cascade's, all requests (CPU backend)\n");
+  std::printf("# floors: prefix = max(4*B*Hqo*P*D / GEMM, 2*P*Hkv*D*bytes / BW); suffix = max(4*B*Hqo*S*D / GEMM,\n"
+              "#   2*B*S*Hkv*D*bytes / BW); ratio = total / (prefix floor + suffix floor); b_rat = baseline / floors;\n"
+              "#   speedup = baseline / total; GB/s counts each K/V byte once; sfxGB/s, %%copy: suffix part alone\n"
+              "# check: sampled requests vs the CPU backend (rel. L2 error of v, max LSE error), tolerance %.0e fp16 / %.0e bf16\n",
+              Tolerance(DType::kFloat16), Tolerance(DType::kBFloat16));
+  PrintHeader();
+
+  std::vector<Row> rows;
+  int wrong = 0;
+  for (size_t i = 0; i < cfg.shapes.size(); ++i) {
+    const uint64_t seed = args["seed"].as<uint64_t>() + 1000 * i;
+    Row row;
+#ifdef PREFIXD_HAVE_CUDA
+    if (use_gpu) row = RunGpuShape(static_cast<kernels::cuda::CudaBackend&>(*backend), cfg.shapes[i], cfg, seed);
+#endif
+    if (!use_gpu) row = RunCpuShape(*backend, cfg.shapes[i], cfg, seed);
+    if (use_gpu) ComputeDerived(ceilings, &row);
+    else row.speedup = row.base_us / row.total_us;
+    PrintRow(row);
+    wrong += row.wrong;
+    rows.push_back(row);
+  }
+  if (args.count("csv")) WriteCsv(args["csv"].as<std::string>(), rows);
+  if (args.count("json")) WriteJson(args["json"].as<std::string>(), rows, backend->Describe(), ceilings, cfg);
+  std::printf("# wrong results: %d %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace prefixd::bench
+
+int main(int argc, char** argv) {
+  try {
+    return prefixd::bench::Main(argc, argv);
+  } catch (const prefixd::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prefixd_kernel_bench: %s\n", e.what());
+    return 3;
+  }
+}

@@ -123,7 +123,10 @@ double GemmTflops(const Options& opt, cudaStream_t stream, void* flush, size_t f
 struct Shape {
   int h_qo, h_kv, batch, prefix, head_dim;
   DType dtype;
-  const char* variant;  // "default": PrefixAttention; "m64": 16 rows per warp, 64-row tiles
+  // "default": PrefixAttention, items of PrefixAttentionTileRows rows (what a planner does);
+  // "small": items of ≤ 64 rows with max_item_rows set (the small-tile kernel);
+  // "n32": experiment, the default tile with 32-token KV tiles (fewer registers, twice the barriers).
+  const char* variant;
 };
 
 // Host value of one dtype element.
@@ -135,20 +138,18 @@ struct Result {
   bool ok = false;
 };
 
-template <typename CFG>
-void LaunchVariant(const PrefixAttentionParams& p, cudaStream_t stream) {
-  LaunchPrefixAttentionConfig<CFG>(p, stream);
-}
-
-using M64Config = PrefixTileConfig<__half, 128, 1, 4, 64>;
+using N32Config = PrefixTileConfig<__half, 128, 2, 4, 32>;
 
 Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* flush,
                 size_t flush_bytes, int num_sms) {
   Result res;
-  const bool m64 = std::string(sh.variant) == "m64";
+  const std::string variant = sh.variant;
+  const bool n32 = variant == "n32";
   const int d = sh.head_dim, g = sh.h_qo / sh.h_kv;
-  res.tile_rows = m64 ? M64Config::TILE_ROWS : PrefixAttentionTileRows(d);
-  res.ctas_per_sm = m64 ? PrefixAttentionConfigCtasPerSm<M64Config>() : PrefixAttentionCtasPerSm(d, sh.dtype);
+  res.tile_rows = variant == "small" ? PrefixAttentionSmallTileRows() : PrefixAttentionTileRows(d);
+  const int row_hint = variant == "small" ? res.tile_rows : 0;
+  res.ctas_per_sm = n32 ? PrefixAttentionConfigCtasPerSm<N32Config>()
+                        : PrefixAttentionCtasPerSm(d, sh.dtype, row_hint);
 
   // KV split: at least one full wave, then the chunk count whose last wave is fullest.
   const int rows = sh.batch * g;
@@ -218,9 +219,10 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   p.state_indptr = static_cast<const int32_t*>(indptr_d.ptr);
   p.partial_v = static_cast<float*>(out_v.ptr);
   p.partial_s = static_cast<float*>(out_s.ptr);
+  p.max_item_rows = row_hint;
 
   auto launch = [&] {
-    if (m64) LaunchVariant<M64Config>(p, stream);
+    if (n32) LaunchPrefixAttentionConfig<N32Config>(p, stream);
     else PrefixAttention(p, stream);
   };
   const double ms = MedianMs(opt, stream, flush, flush_bytes, launch);
@@ -318,7 +320,9 @@ int Main(int argc, char** argv) {
   for (int d : {64, 256})
     for (int h_kv : {32, 8}) shapes.push_back({32, h_kv, 256, 32768, d, f16, "default"});
   for (int h_kv : {32, 8}) shapes.push_back({32, h_kv, 256, 32768, 128, b16, "default"});
-  for (int h_kv : {32, 8}) shapes.push_back({32, h_kv, 256, 32768, 128, f16, "m64"});
+  for (int p : {8192, 32768}) shapes.push_back({32, 32, 64, p, 128, f16, "small"});
+  shapes.push_back({32, 32, 256, 32768, 128, f16, "small"});
+  for (int h_kv : {32, 8}) shapes.push_back({32, h_kv, 256, 32768, 128, f16, "n32"});
   if (opt.quick) shapes.resize(2);
 
   FILE* csv = opt.csv.empty() ? nullptr : std::fopen(opt.csv.c_str(), "w");

@@ -17,12 +17,12 @@ extern template void RunPrefixAttention<__half, 256>(const PrefixAttentionParams
 extern template void RunPrefixAttention<__nv_bfloat16, 64>(const PrefixAttentionParams&, cudaStream_t);
 extern template void RunPrefixAttention<__nv_bfloat16, 128>(const PrefixAttentionParams&, cudaStream_t);
 extern template void RunPrefixAttention<__nv_bfloat16, 256>(const PrefixAttentionParams&, cudaStream_t);
-extern template int RunPrefixAttentionCtasPerSm<__half, 64>();
-extern template int RunPrefixAttentionCtasPerSm<__half, 128>();
-extern template int RunPrefixAttentionCtasPerSm<__half, 256>();
-extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 64>();
-extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 128>();
-extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 256>();
+extern template int RunPrefixAttentionCtasPerSm<__half, 64>(int);
+extern template int RunPrefixAttentionCtasPerSm<__half, 128>(int);
+extern template int RunPrefixAttentionCtasPerSm<__half, 256>(int);
+extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 64>(int);
+extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 128>(int);
+extern template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 256>(int);
 
 namespace {
 
@@ -40,6 +40,7 @@ void CheckParams(const PrefixAttentionParams& p) {
   // The kernel finds the row max on raw scores, which is only the max of scaled ones for c > 0.
   PREFIXD_CHECK_ARG(p.sm_scale_log2 > 0.f,
                     "PrefixAttention: sm_scale_log2 " << p.sm_scale_log2 << " must be > 0");
+  PREFIXD_CHECK_ARG(p.max_item_rows >= 0, "PrefixAttention: max_item_rows " << p.max_item_rows << " < 0");
   PREFIXD_CHECK_ARG(!p.causal || p.q_offset >= 0, "PrefixAttention: q_offset " << p.q_offset << " < 0");
   if (p.num_items == 0) return;
   PREFIXD_CHECK_ARG(p.k && p.v && p.q && p.items && p.groups && p.state_indptr && p.partial_v &&
@@ -62,12 +63,21 @@ int PrefixAttentionTileRows(int head_dim) {
                                              << " has no kernel (64, 128, 256)");
 }
 
-int PrefixAttentionCtasPerSm(int head_dim, DType dtype) {
+int PrefixAttentionSmallTileRows() { return SMALL_TILE_ROWS; }
+
+int PrefixAttentionCtasPerSm(int head_dim, DType dtype, int max_item_rows) {
   const bool fp16 = dtype == DType::kFloat16;
+  const int r = max_item_rows;
   switch (head_dim) {
-    case 64: return fp16 ? RunPrefixAttentionCtasPerSm<__half, 64>() : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 64>();
-    case 128: return fp16 ? RunPrefixAttentionCtasPerSm<__half, 128>() : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 128>();
-    case 256: return fp16 ? RunPrefixAttentionCtasPerSm<__half, 256>() : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 256>();
+    case 64:
+      return fp16 ? RunPrefixAttentionCtasPerSm<__half, 64>(r)
+                  : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 64>(r);
+    case 128:
+      return fp16 ? RunPrefixAttentionCtasPerSm<__half, 128>(r)
+                  : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 128>(r);
+    case 256:
+      return fp16 ? RunPrefixAttentionCtasPerSm<__half, 256>(r)
+                  : RunPrefixAttentionCtasPerSm<__nv_bfloat16, 256>(r);
   }
   PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: head_dim " << head_dim
                                              << " has no kernel (64, 128, 256)");

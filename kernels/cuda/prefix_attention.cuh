@@ -71,6 +71,21 @@ struct DefaultPrefixConfig<T, 128> { using Type = PrefixTileConfig<T, 128, 2, 4,
 template <typename T>
 struct DefaultPrefixConfig<T, 256> { using Type = PrefixTileConfig<T, 256, 1, 4, 32>; };
 
+// The configuration for items of at most 64 rows (PrefixAttentionParams::max_item_rows): 16 rows
+// per warp, so that a 64-row group fills all four warps (at 32 rows per warp it would leave two
+// idle). Slower than the default on full tiles (shared-memory traffic per FLOP doubles).
+constexpr int SMALL_TILE_ROWS = 64;
+template <typename T, int HEAD_DIM>
+struct SmallPrefixConfig {
+  using Type = PrefixTileConfig<T, HEAD_DIM, 1, 4, HEAD_DIM == 256 ? 32 : 64>;
+  static_assert(Type::TILE_ROWS == SMALL_TILE_ROWS, "small tile rows");
+};
+
+// Whether a launch takes the small-tile kernel (for head_dim 256 the default already is one).
+inline bool UseSmallTile(int head_dim, int max_item_rows) {
+  return head_dim <= 128 && max_item_rows > 0 && max_item_rows <= SMALL_TILE_ROWS;
+}
+
 // Where a group-local query row comes from and where its state goes.
 struct RowTarget {
   int request;  // batch request index
@@ -350,10 +365,18 @@ int PrefixAttentionConfigCtasPerSm() {
 // The entry points instantiated once per (dtype, head_dim) in kernels/cuda/inst/.
 template <typename T, int HEAD_DIM>
 void RunPrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
+  if constexpr (HEAD_DIM <= 128) {
+    if (UseSmallTile(HEAD_DIM, params.max_item_rows))
+      return LaunchPrefixAttentionConfig<typename SmallPrefixConfig<T, HEAD_DIM>::Type>(params, stream);
+  }
   LaunchPrefixAttentionConfig<typename DefaultPrefixConfig<T, HEAD_DIM>::Type>(params, stream);
 }
 template <typename T, int HEAD_DIM>
-int RunPrefixAttentionCtasPerSm() {
+int RunPrefixAttentionCtasPerSm(int max_item_rows) {
+  if constexpr (HEAD_DIM <= 128) {
+    if (UseSmallTile(HEAD_DIM, max_item_rows))
+      return PrefixAttentionConfigCtasPerSm<typename SmallPrefixConfig<T, HEAD_DIM>::Type>();
+  }
   return PrefixAttentionConfigCtasPerSm<typename DefaultPrefixConfig<T, HEAD_DIM>::Type>();
 }
 

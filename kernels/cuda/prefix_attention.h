@@ -42,6 +42,11 @@ struct PrefixAttentionParams {
   int num_items = 0;
   const PrefixGroup* groups = nullptr;
   const int32_t* state_indptr = nullptr;
+  // Host-side hint: the largest row_end − row_begin among the items (0: unknown). When it is at
+  // most PrefixAttentionSmallTileRows(), a kernel with a smaller M tile runs, so that small groups
+  // (e.g. 64 requests without GQA) keep all its warps busy. Only speed depends on it: items with
+  // more rows than the hint are still computed correctly.
+  int max_item_rows = 0;
 
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
@@ -51,11 +56,14 @@ struct PrefixAttentionParams {
 // equal it (items with fewer rows are fine; an item with more rows is still computed correctly,
 // its row tiles one after the other in one CTA, but that wastes the parallelism of the launch).
 int PrefixAttentionTileRows(int head_dim);
+// The M tile of the kernel chosen when 0 < max_item_rows ≤ this (64; for head_dim 256 the default
+// tile is already 64 rows).
+int PrefixAttentionSmallTileRows();
 
 // CTAs of the kernel for (head_dim, dtype) that fit on one SM of the current device at once, so
 // that a planner can size target_items = SMs · CTAs per SM (a multiple of it avoids a partial
 // last wave). Throws kUnsupported like PrefixAttention, kLibrary on a CUDA error.
-int PrefixAttentionCtasPerSm(int head_dim, DType dtype);
+int PrefixAttentionCtasPerSm(int head_dim, DType dtype, int max_item_rows = 0);
 
 // Asynchronous on `stream`; no allocation, no host synchronisation. Throws kUnsupported for a
 // head_dim/dtype without an instantiation.

@@ -79,6 +79,7 @@ struct Scenario {
   float q_scale = 1.f;     // q uniform in [-q_scale, q_scale] ...
   float plant_gain = 0.f;  // ... or, when > 0, a copy of one visible key times this gain
   int item_rows = 0;       // rows per item; 0: the kernel's tile rows
+  int row_hint = 0;        // params.max_item_rows; -1: the true largest item (small-tile kernel)
 };
 
 std::ostream& operator<<(std::ostream& os, const Scenario& s) { return os << s.name; }
@@ -272,6 +273,11 @@ TEST_P(PrefixAttentionTest, MatchesFloat64Oracle) {
   p.state_indptr = indptr.as<int32_t>();
   p.partial_v = out_v.as<float>();
   p.partial_s = out_s.as<float>();
+  p.max_item_rows = sc.row_hint;
+  if (sc.row_hint < 0) {
+    p.max_item_rows = 0;
+    for (const PrefixWorkItem& it : pr.items) p.max_item_rows = std::max(p.max_item_rows, it.row_end - it.row_begin);
+  }
 
   cudaStream_t stream;
   PREFIXD_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -397,9 +403,42 @@ std::vector<Scenario> Scenarios() {
     s.item_rows = 300;
     s.groups = {{333, 40, {0, 333}}};
     out.push_back(s);
+    // The small-tile kernel (max_item_rows ≤ 64): items of ≤ 64 rows, flat and peaky.
+    for (int d : {64, 128}) {
+      s = Scenario();
+      s.dtype = dt;
+      s.name = "SmallTile_d" + std::to_string(d) + suffix;
+      s.head_dim = d;
+      s.gqa = 2;
+      s.item_rows = 64;
+      s.row_hint = -1;
+      s.groups = {{700, 20, {0, 256, 333, 700}}};
+      out.push_back(s);
+      s.name = "SmallTilePeaky_d" + std::to_string(d) + suffix;
+      s.plant_gain = 40.f;
+      s.groups = {{1000, 50, {0, 448, 1000}}};  // 100 rows: items of 64 and 36
+      out.push_back(s);
+    }
+    s.name = "SmallTileCausal" + suffix;
+    s.plant_gain = 0.f;
+    s.head_dim = 128;
+    s.causal = true;
+    s.q_offset = 50;
+    s.groups = {{200, 40, {0, 64, 70, 100, 200}}};
+    out.push_back(s);
+    // A hint smaller than the items: the small-tile CTA walks 64-row tiles, still correct.
+    s.name = "SmallTileUnderHint" + suffix;
+    s.causal = false;
+    s.q_offset = 0;
+    s.item_rows = 150;
+    s.row_hint = 64;
+    s.gqa = 4;
+    s.groups = {{333, 40, {0, 100, 333}}};
+    out.push_back(s);
     // A long chunk: many KV tiles through the double buffer.
+    s = Scenario();
+    s.dtype = dt;
     s.name = "LongChunk" + suffix;
-    s.item_rows = 0;
     s.gqa = 4;
     s.num_kv_heads = 2;
     s.plant_gain = 40.f;
@@ -417,6 +456,7 @@ TEST(PrefixAttentionLauncher, TileRowsPerHeadDim) {
   EXPECT_EQ(PrefixAttentionTileRows(64), 128);
   EXPECT_EQ(PrefixAttentionTileRows(128), 128);
   EXPECT_EQ(PrefixAttentionTileRows(256), 64);
+  EXPECT_EQ(PrefixAttentionSmallTileRows(), 64);
   try {
     PrefixAttentionTileRows(96);
     ADD_FAILURE() << "head_dim 96 accepted";

@@ -3,5 +3,5 @@
 
 namespace prefixd::kernels::cuda {
 template void RunPrefixAttention<__nv_bfloat16, 128>(const PrefixAttentionParams&, cudaStream_t);
-template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 128>();
+template int RunPrefixAttentionCtasPerSm<__nv_bfloat16, 128>(int);
 }  // namespace prefixd::kernels::cuda

@@ -3,5 +3,5 @@
 
 namespace prefixd::kernels::cuda {
 template void RunPrefixAttention<__half, 256>(const PrefixAttentionParams&, cudaStream_t);
-template int RunPrefixAttentionCtasPerSm<__half, 256>();
+template int RunPrefixAttentionCtasPerSm<__half, 256>(int);
 }  // namespace prefixd::kernels::cuda

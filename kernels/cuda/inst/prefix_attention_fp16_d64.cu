@@ -3,5 +3,5 @@
 
 namespace prefixd::kernels::cuda {
 template void RunPrefixAttention<__half, 64>(const PrefixAttentionParams&, cudaStream_t);
-template int RunPrefixAttentionCtasPerSm<__half, 64>();
+template int RunPrefixAttentionCtasPerSm<__half, 64>(int);
 }  // namespace prefixd::kernels::cuda

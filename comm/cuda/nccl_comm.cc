@@ -4,6 +4,7 @@
 #include <nccl.h>
 #include <sched.h>
 
+#include <exception>
 #include <string>
 
 #include "../src/internal.h"
@@ -75,8 +76,16 @@ class NcclComm final : public Comm {
 
   ~NcclComm() override {
     UnregisterForAbort(this);
-    // Destroy (not abort) on the normal path: it flushes pending work. Errors cannot be thrown here.
-    if (nccl_ != nullptr) ncclCommDestroy(nccl_);
+    if (nccl_ == nullptr) return;
+    // Destroyed while an exception unwinds (an error on this rank, its peers possibly waiting in a
+    // collective with it): abort. ncclCommDestroy would wait for the unfinished collective, which
+    // the failed rank never completes, and the job would hang before RunRankMain could abort it.
+    // On the normal path destroy, which lets pending work finish. Errors cannot be thrown here.
+    if (std::uncaught_exceptions() > 0) {
+      ncclCommAbort(nccl_);
+    } else {
+      ncclCommDestroy(nccl_);
+    }
   }
 
   int rank() const override { return rank_; }

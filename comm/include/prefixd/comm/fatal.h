@@ -15,6 +15,13 @@
 // when the job succeeded, and throw (or return non-zero) when it did not.
 // A rank that dies without reaching this code (SIGKILL, segfault) is detected by mpirun, which
 // kills the remaining ranks and names the dead one.
+//
+// Unwinding comes first: the body's locals are destroyed before RunRankMain sees the exception.
+// A NcclComm destroyed while an exception is in flight therefore aborts itself (ncclCommAbort)
+// instead of ncclCommDestroy, which would wait for a collective the peers never finish. Destructors
+// that wait on the GPU (cudaStreamSynchronize, cudaFree of buffers an unfinished NCCL collective
+// still uses) can hang the same way: make the NcclComm AFTER the buffers and streams it works on,
+// so that it is destroyed (aborted) before them, and do not synchronise in destructors.
 #pragma once
 
 #include <functional>

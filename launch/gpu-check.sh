@@ -10,7 +10,8 @@
 # then prints a short table last. Logs go to ${OUT:-/tmp/prefixd-gpu-check}. Exit status: 0 when
 # every step passed, 1 otherwise.
 #
-# Knobs (environment): PREFIXD_BIN_DIR, PREFIXD_GPU_FILTER (gtest filter of the GPU tests, default
+# Knobs (environment): PREFIXD_TIMEOUT_TESTS / _MEMCHECK / _RACECHECK / _BENCH (seconds per step,
+# defaults 900/600/600/1200; a step that runs out is reported as failed), PREFIXD_BIN_DIR, PREFIXD_GPU_FILTER (gtest filter of the GPU tests, default
 # all), PREFIXD_MEMCHECK_FILTER, PREFIXD_RACECHECK_FILTER, PREFIXD_BENCH_ARGS (extra benchmark
 # flags), PREFIXD_SKIP_CPU_TESTS=1, PREFIXD_SKIP_SANITIZER=1, PREFIXD_SKIP_BENCH=1.
 set -uo pipefail
@@ -68,7 +69,7 @@ gtest_counts() {
 run_tests() {  # label binary ctest-label
   local label=$1 bin=$2 ctest_label=$3 log="$out/$1.log"
   if [ -n "$build_dir" ] && [ -f "$build_dir/CTestTestfile.cmake" ]; then
-    ctest --test-dir "$build_dir" -L "$ctest_label" --output-on-failure -j 8 >"$log" 2>&1
+    timeout "${PREFIXD_TIMEOUT_TESTS:-900}" ctest --test-dir "$build_dir" -L "$ctest_label" --output-on-failure -j 8 >"$log" 2>&1
     local rc=$?
     local line
     line=$(grep -E 'tests passed|tests failed' "$log" | tail -1)
@@ -77,7 +78,7 @@ run_tests() {  # label binary ctest-label
     note "$label" "${line:-no summary} ; skipped $skipped (ctest)"
     [ $rc -eq 0 ] || status=1
   elif [ -n "$bin" ]; then
-    "$bin" ${PREFIXD_GPU_FILTER:+--gtest_filter="$PREFIXD_GPU_FILTER"} --gtest_output="xml:$out/$label.xml" >"$log" 2>&1
+    timeout "${PREFIXD_TIMEOUT_TESTS:-900}" "$bin" ${PREFIXD_GPU_FILTER:+--gtest_filter="$PREFIXD_GPU_FILTER"} >"$log" 2>&1
     local rc=$?
     note "$label" "$(gtest_counts "$log") (rc $rc)"
     [ $rc -eq 0 ] || status=1
@@ -100,13 +101,13 @@ memcheck_filter=${PREFIXD_MEMCHECK_FILTER:-'*CudaCascadeTest*b1_suffix1*:*CudaCa
 racecheck_filter=${PREFIXD_RACECHECK_FILTER:-'*CudaCascadeTest*mixed_groups*:*CudaCascadeTest*peaky_fp16_h8kv2_d256*:*CudaMergeStates*n3_*'}
 if [ "${PREFIXD_SKIP_SANITIZER:-0}" != 1 ] && [ -n "$gpu_tests" ] && [ -x "$sanitizer" ]; then
   echo "== compute-sanitizer"
-  "$sanitizer" --tool memcheck --leak-check no --error-exitcode 9 "$gpu_tests" --gtest_filter="$memcheck_filter" \
+  timeout "${PREFIXD_TIMEOUT_MEMCHECK:-600}" "$sanitizer" --tool memcheck --leak-check no --error-exitcode 9 "$gpu_tests" --gtest_filter="$memcheck_filter" \
     >"$out/memcheck.log" 2>&1
   rc=$?
   errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$out/memcheck.log" | grep -Eo '[0-9]+' | tail -1)
   note "memcheck" "${errors:-?} errors; tests $(gtest_counts "$out/memcheck.log") (rc $rc)"
   [ $rc -eq 0 ] || status=1
-  "$sanitizer" --tool racecheck --error-exitcode 9 "$gpu_tests" --gtest_filter="$racecheck_filter" \
+  timeout "${PREFIXD_TIMEOUT_RACECHECK:-600}" "$sanitizer" --tool racecheck --error-exitcode 9 "$gpu_tests" --gtest_filter="$racecheck_filter" \
     >"$out/racecheck.log" 2>&1
   rc=$?
   hazards=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$out/racecheck.log" | grep -Eo '[0-9]+' | tail -1)
@@ -120,7 +121,7 @@ fi
 if [ "${PREFIXD_SKIP_BENCH:-0}" != 1 ] && [ -n "$bench" ]; then
   echo "== kernel benchmark"
   # shellcheck disable=SC2086
-  "$bench" --csv "$out/bench.csv" --json "$out/bench.json" ${PREFIXD_BENCH_ARGS:-} >"$out/bench.log" 2>&1
+  timeout "${PREFIXD_TIMEOUT_BENCH:-1200}" "$bench" --csv "$out/bench.csv" --json "$out/bench.json" ${PREFIXD_BENCH_ARGS:-} >"$out/bench.log" 2>&1
   rc=$?
   note "kernel bench" "$(grep -E '^# wrong results' "$out/bench.log" | tail -1) (rc $rc)"
   [ $rc -eq 0 ] || status=1

@@ -116,12 +116,15 @@ __global__ void __launch_bounds__(kThreads, GQA == 1 ? 6 : GQA == 2 ? 5 : GQA ==
 
   // Token offsets of the next step are looked up while this step's K/V loads are in flight.
   int64_t offset[kUnroll];
-  int t0 = item.kv_begin + group * kUnroll;
+  const int first = item.kv_begin + group * kUnroll;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u)
-    offset[u] = t0 + u < item.kv_end ? TokenOffset(p, page_base, t0 + u) : 0;
+    offset[u] = first + u < item.kv_end ? TokenOffset(p, page_base, first + u) : 0;
 
-  for (; t0 < item.kv_end; t0 += STEP) {
+  // The trip count is the same for the whole CTA (row groups of one warp shuffle together, so
+  // none may leave the loop early); tokens past kv_end are masked.
+  for (int step_begin = item.kv_begin; step_begin < item.kv_end; step_begin += STEP) {
+    const int t0 = step_begin + group * kUnroll;
     uint4 k_raw[kUnroll], v_raw[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {

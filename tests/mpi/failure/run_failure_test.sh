@@ -4,6 +4,7 @@
 #
 #   run_failure_test.sh --expect zero|nonzero [--pattern REGEX]... -- MPIRUN_COMMAND...
 #
+# Exits 77 (skipped) when the program skips itself (status 77 and a "SKIP: reason" line).
 # Fails (exit 1) if the job runs 30 s or longer (it is killed after 60 s), if the exit status is
 # not the expected one, or if a pattern is missing. Prints the job's output either way.
 set -u
@@ -30,6 +31,12 @@ elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 echo "---- job output ----"
 cat "$log"
 echo "---- exit status $rc after ${elapsed} s ----"
+
+# The program's own skip (77, "SKIP: reason"), e.g. NCCL scenarios without GPUs.
+if [[ $rc -eq 77 ]] && grep -q '^SKIP: ' "$log"; then
+  echo "SKIPPED"
+  exit 77
+fi
 
 fail=0
 if awk -v e="$elapsed" 'BEGIN { exit !(e >= 30) }'; then

@@ -22,8 +22,10 @@ using kernels::KvPoolShape;
 using kernels::PlanOptions;
 
 // The CPU backend computes in float32 from exact inputs: far tighter than the GPU tolerances.
+// The LSE's absolute error follows the scores' magnitude (float dot products), not |s|: peaky
+// inputs (scores up to ~150) get a larger bound where s itself lands near 0.
 constexpr double kStateTol = 2e-5;
-constexpr double kLseTol = 2e-6;
+constexpr double kLseTol = 2e-6, kPeakyLseTol = 3e-5;
 
 enum class Split { kBackendDefault, kGpuDefault, kFinest, kNone };
 
@@ -97,17 +99,21 @@ CascadeResult RunCascadeOn(Backend& backend, const HostKvPool& pool, int layer, 
 }
 
 // Random queries; peaky ones have score std ≥ 10 and every third row aims at a planted key.
+// Rows planted with a key: (request r, head h) with h % 3 == r % 3.
+bool Planted(int request, int head) { return head % 3 == request % 3; }
+
 std::vector<uint16_t> MakeQueries(std::mt19937_64& rng, const HostKvPool& pool, int layer, const DecodeBatch& batch,
                                   bool peaky) {
   const KvPoolShape& s = pool.shape;
   const int h = batch.num_qo_heads, g = h / s.num_kv_heads, b = batch.num_requests();
   // Uniform q in [-a, a] and k in [-1, 1]: score std = a/3 under sm_scale = 1/sqrt(D).
-  std::vector<uint16_t> q = RandomBits(rng, int64_t(b) * h * s.head_dim, s.dtype, peaky ? 33.f : 1.f);
+  std::vector<uint16_t> q = RandomBits(rng, int64_t(b) * h * s.head_dim, s.dtype, peaky ? 45.f : 1.f);
   if (!peaky) return q;
   for (int r = 0; r < b; ++r) {
     const std::vector<int64_t> slots = RequestSlots(batch, r, s.page_size);
     if (slots.empty()) continue;
-    for (int head = r % 3; head < h; head += 3) {
+    for (int head = 0; head < h; ++head) {
+      if (!Planted(r, head)) continue;
       const int64_t slot = slots[std::uniform_int_distribution<size_t>(0, slots.size() - 1)(rng)];
       PlantKey(pool, layer, slot, head / g, 33.f, &q[(int64_t(r) * h + head) * s.head_dim]);
     }
@@ -115,28 +121,33 @@ std::vector<uint16_t> MakeQueries(std::mt19937_64& rng, const HostKvPool& pool, 
   return q;
 }
 
-// Standard deviation of the (natural-unit) scores of query row 0 of a request over its slots.
-double ScoreStd(const HostKvPool& pool, int layer, const DecodeBatch& batch, const std::vector<uint16_t>& q,
-                int request, int head) {
+// Standard deviation of the (natural-unit) scores of all unplanted rows over their requests' slots.
+double ScoreStd(const HostKvPool& pool, int layer, const DecodeBatch& batch, const std::vector<uint16_t>& q) {
   const KvPoolShape& s = pool.shape;
-  const int g = batch.num_qo_heads / s.num_kv_heads;
-  const uint16_t* row = &q[(int64_t(request) * batch.num_qo_heads + head) * s.head_dim];
-  double sum = 0, sum2 = 0;
-  const auto slots = RequestSlots(batch, request, s.page_size);
-  for (int64_t slot : slots) {
-    double dot = 0;
-    for (int d = 0; d < s.head_dim; ++d) dot += kernels::ToFloat(s.dtype, row[d]) * pool.K(layer, slot, head / g, d);
-    dot /= std::sqrt(double(s.head_dim));
-    sum += dot;
-    sum2 += dot * dot;
+  const int h = batch.num_qo_heads, g = h / s.num_kv_heads;
+  double n = 0, sum = 0, sum2 = 0;
+  for (int r = 0; r < batch.num_requests(); ++r) {
+    const auto slots = RequestSlots(batch, r, s.page_size);
+    for (int head = 0; head < h; ++head) {
+      if (Planted(r, head)) continue;
+      const uint16_t* row = &q[(int64_t(r) * h + head) * s.head_dim];
+      for (int64_t slot : slots) {
+        double dot = 0;
+        for (int d = 0; d < s.head_dim; ++d) dot += kernels::ToFloat(s.dtype, row[d]) * pool.K(layer, slot, head / g, d);
+        dot /= std::sqrt(double(s.head_dim));
+        n += 1;
+        sum += dot;
+        sum2 += dot * dot;
+      }
+    }
   }
-  const double n = double(slots.size());
-  return std::sqrt(std::max(0.0, sum2 / n - (sum / n) * (sum / n)));
+  return n == 0 ? 0 : std::sqrt(std::max(0.0, sum2 / n - (sum / n) * (sum / n)));
 }
 
-void ExpectMatchesOracle(const CascadeResult& got, const RefOutput& want, DType dtype, const std::string& what) {
+void ExpectMatchesOracle(const CascadeResult& got, const RefOutput& want, DType dtype, bool peaky,
+                         const std::string& what) {
   ExpectAllClose(got.v.data(), want.v.data(), int64_t(want.v.size()), kStateTol, what + " v_out");
-  ExpectLseClose(got.s.data(), want.s.data(), int64_t(want.s.size()), kLseTol, what + " s_out");
+  ExpectLseClose(got.s.data(), want.s.data(), int64_t(want.s.size()), peaky ? kPeakyLseTol : kLseTol, what + " s_out");
   ExpectAllClose(got.o.data(), want.v.data(), int64_t(want.v.size()), OutputTolerance(dtype), what + " o");
 }
 
@@ -174,11 +185,7 @@ TEST_P(CpuCascadeTest, MatchesFloat64Oracle) {
   const HostKvPool pool = RandomKvPool(rng, shape);
   const std::vector<uint16_t> q = MakeQueries(rng, pool, c.layer, batch, c.peaky);
   if (c.peaky) {
-    for (int r = 0; r < batch.num_requests(); ++r)
-      if (!RequestSlots(batch, r, c.page_size).empty()) {
-        EXPECT_GE(ScoreStd(pool, c.layer, batch, q, r, 1), 10.0) << "peaky case is not peaky (request " << r << ")";
-        break;
-      }
+    EXPECT_GE(ScoreStd(pool, c.layer, batch, q), 10.0) << "the peaky case is not peaky";
   }
 
   const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split, *backend));
@@ -188,12 +195,13 @@ TEST_P(CpuCascadeTest, MatchesFloat64Oracle) {
       found |= plan.group_num_chunks[gi] > (plan.groups[gi].prefix.num_tokens + c.page_size - 1) / c.page_size;
     EXPECT_TRUE(found) << "no prefix was split into more chunks than pages";
   }
-  if (c.expect_split_kv)
+  if (c.expect_split_kv) {
     EXPECT_GT(plan.decode_items.size(), size_t(batch.num_requests()) * c.num_kv_heads) << "no split-KV";
+  }
 
   const CascadeResult got = RunCascadeOn(*backend, pool, c.layer, plan, q);
   const RefOutput want = NaiveCascade(pool, c.layer, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
-  ExpectMatchesOracle(got, want, c.dtype, c.name);
+  ExpectMatchesOracle(got, want, c.dtype, c.peaky, c.name);
 }
 
 const DType kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
@@ -220,7 +228,7 @@ INSTANTIATE_TEST_SUITE_P(
         CascadeCase{"empty_requests_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{0, {0, 5}}, {30, {0}}, {0, {0}}}},
         CascadeCase{"random_groups_fp16_h4kv1_d128", kF16, 4, 1, 128, 16, {}, false, Split::kBackendDefault},
         CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest}),
-    [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<CascadeCase>& p) { return p.param.name; });
 
 // A request with neither prefix nor suffix gets the empty state: o = 0, v = 0, s = −inf, no NaN.
 TEST(CpuCascade, EmptyRequestGetsEmptyState) {
@@ -274,8 +282,8 @@ TEST_P(CpuBaselineTest, NonCascadeEqualsCascade) {
   const CascadeResult cascade = RunCascadeOn(*backend, pool, 0, kernels::PlanCascade(batch, shape, options), q);
   const CascadeResult plain = RunCascadeOn(*backend, pool, 0, flat_plan, q);
   const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
-  ExpectMatchesOracle(cascade, want, c.dtype, "cascade");
-  ExpectMatchesOracle(plain, want, c.dtype, "non-cascade");
+  ExpectMatchesOracle(cascade, want, c.dtype, c.peaky, "cascade");
+  ExpectMatchesOracle(plain, want, c.dtype, c.peaky, "non-cascade");
   std::vector<double> cascade_v(cascade.v.begin(), cascade.v.end());
   ExpectAllClose(plain.v.data(), cascade_v.data(), int64_t(cascade_v.size()), kStateTol, "non-cascade vs cascade");
 }
@@ -285,7 +293,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BaselineCase{"fp16_h4kv2_d128_p16", kF16, 4, 2, 128, 16, {{256, {3, 40, 1}}, {0, {7}}}, false},
                       BaselineCase{"peaky_bf16_h8kv1_d64_p16", kBF16, 8, 1, 64, 16, {{320, {2, 0}}, {32, {9}}}, true},
                       BaselineCase{"fp16_h8kv8_d256_p5", kF16, 8, 8, 256, 5, {{45, {1, 6}}}, false}),
-    [](const ::testing::TestParamInfo<BaselineCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<BaselineCase>& p) { return p.param.name; });
 
 // ---------------------------------------------------------------------------------------------
 // RunPrefixAttention (prefill / append): causal with q_offset, and non-causal.
@@ -312,7 +320,7 @@ TEST_P(CpuPrefixAttentionTest, MatchesFloat64Oracle) {
   const KvPoolShape shape{2, first_page + pages + 1, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
   const HostKvPool pool = RandomKvPool(rng, shape);
   const int layer = 1, h = c.num_qo_heads, g = h / c.num_kv_heads, dim = c.head_dim;
-  std::vector<uint16_t> q = RandomBits(rng, int64_t(c.num_queries) * h * dim, c.dtype, c.peaky ? 33.f : 1.f);
+  std::vector<uint16_t> q = RandomBits(rng, int64_t(c.num_queries) * h * dim, c.dtype, c.peaky ? 45.f : 1.f);
   if (c.peaky)
     for (int i = 0; i < c.num_queries; ++i) {
       const int visible = std::min(c.prefix_tokens, c.causal ? c.q_offset + i + 1 : c.prefix_tokens);
@@ -352,7 +360,7 @@ TEST_P(CpuPrefixAttentionTest, MatchesFloat64Oracle) {
     }
   }
   ExpectAllClose(v.data(), want.v.data(), rows * dim, kStateTol, c.name + " v_out");
-  ExpectLseClose(s.data(), want.s.data(), rows, kLseTol, c.name + " s_out");
+  ExpectLseClose(s.data(), want.s.data(), rows, c.peaky ? kPeakyLseTol : kLseTol, c.name + " s_out");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -362,7 +370,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PrefixCase{"causal_append_fp16_h8kv2_d256_p16", kF16, 8, 2, 256, 16, 100, 40, 60, true, false},
                       PrefixCase{"noncausal_bf16_h4kv4_d128_p16", kBF16, 4, 4, 128, 16, 130, 9, 0, false, true},
                       PrefixCase{"empty_prefix_fp16_h4kv2_d64_p16", kF16, 4, 2, 64, 16, 0, 5, 0, false, false}),
-    [](const ::testing::TestParamInfo<PrefixCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<PrefixCase>& p) { return p.param.name; });
 
 }  // namespace
 }  // namespace prefixd::test

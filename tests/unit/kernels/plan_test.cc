@@ -103,7 +103,9 @@ void ExpectGoodChunks(const std::vector<int32_t>& bounds, int align, int min_chu
     const int size = bounds[c + 1] - bounds[c];
     smallest = std::min(smallest, size);
     largest = std::max(largest, size);
-    if (c > 0) EXPECT_EQ(bounds[c] % align, 0) << what << ": boundary " << bounds[c] << " not a multiple of " << align;
+    if (c > 0) {
+      EXPECT_EQ(bounds[c] % align, 0) << what << ": boundary " << bounds[c] << " not a multiple of " << align;
+    }
   }
   EXPECT_GE(smallest, std::min(min_chunk, len) - align) << what << ": chunk of " << smallest << " tokens";
   EXPECT_LE(largest - smallest, 2 * align) << what << ": chunks not near-equal";
@@ -168,7 +170,9 @@ TEST(PlanCascade, RandomBatchesCoverEveryTokenOnceWithGoodChunks) {
       ExpectGoodChunks(bounds, o.prefix_chunk_align, o.min_prefix_chunk, "group " + std::to_string(gi));
       any_prefix_split |= plan.group_num_chunks[gi] > 1;
     }
-    if (any_prefix_split) EXPECT_LE(int(plan.prefix_items.size()), o.target_items) << "split beyond the target";
+    if (any_prefix_split) {
+      EXPECT_LE(int(plan.prefix_items.size()), o.target_items) << "split beyond the target";
+    }
     split_prefix += any_prefix_split;
     bool any_decode_split = false;
     for (int r = 0; r < s.batch.num_requests(); ++r) {
@@ -176,7 +180,9 @@ TEST(PlanCascade, RandomBatchesCoverEveryTokenOnceWithGoodChunks) {
       ExpectGoodChunks(bounds, o.decode_chunk_align, o.min_decode_chunk, "request " + std::to_string(r));
       any_decode_split |= bounds.size() > 2;
     }
-    if (any_decode_split) EXPECT_LE(int(plan.decode_items.size()), o.target_items) << "split beyond the target";
+    if (any_decode_split) {
+      EXPECT_LE(int(plan.decode_items.size()), o.target_items) << "split beyond the target";
+    }
     split_decode += any_decode_split;
     ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
   }

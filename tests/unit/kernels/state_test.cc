@@ -224,7 +224,7 @@ TEST(MergeState, FuzzMillionMergesFloat32AgainstFloat64) {
     }
     const double es = std::abs(so - so64) / std::max(1.0, std::abs(so64));
     worst_s = std::max(worst_s, es);
-    bad_lse += es > 2e-7;
+    bad_lse += es > 1e-6;  // s and log2(Σw) each round once in float: a few ulps
     for (int d = 0; d < kDim; ++d) {
       const double e = std::abs(vo[d] - vo64[d]);  // |v| ≤ 1: absolute error is relative to the scale
       worst_v = std::max(worst_v, e);
@@ -244,8 +244,8 @@ TEST(MergeStates, NaryEqualsChainOfBinaryMerges) {
     std::vector<State<double>> parts(n);
     for (auto& p : parts) {
       p.v.resize(8);
-      for (double& x : p.v) x = u(rng);
       p.s = rng() % 4 == 0 ? -kInf : lse(rng);
+      for (double& x : p.v) x = std::isinf(p.s) ? 0.0 : u(rng);  // an empty state is (0, −inf)
     }
     State<double> chain = parts[0];
     for (int i = 1; i < n; ++i) chain = Merge(chain, parts[i]);

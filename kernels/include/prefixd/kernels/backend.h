@@ -90,6 +90,7 @@ class Backend {
   virtual void RunPrefixAttention(const PrefixAttentionArgs& args) = 0;
 
   // n-ary ⊕: v_in [n][rows][D], s_in [n][rows] (fp32, base 2) → v_out [rows][D], s_out [rows].
+  // The outputs must not overlap the inputs (the CPU backend rejects that; use MergeStateInPlace).
   virtual void MergeStates(const float* v_in, const float* s_in, int n, int rows, int head_dim,
                            float* v_out, float* s_out) = 0;
   // In place: (v, s) ← (v, s) ⊕ (v_other, s_other), rows × head_dim.

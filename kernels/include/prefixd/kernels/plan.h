@@ -80,6 +80,9 @@ struct CascadePlan {
 // Validates the batch against the pool (shapes, GQA divisibility, supported head_dim, page indices
 // in range, groups covering requests in order, prefix runs inside the pool) and throws
 // kInvalidArgument with a message naming the offending request/group; then builds the plan.
+// Splitting: all groups' prefixes (and, separately, all requests' suffixes) share one chunk
+// length, the smallest that keeps the item count ≤ target_items; a range is cut into at most
+// min(ceil(len / align), len / min_chunk) near-equal chunks (≥ 1), interior boundaries aligned.
 CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options);
 
 }  // namespace prefixd::kernels

@@ -91,6 +91,8 @@ class Worker {
   int rank() const { return comm_->rank(); }
   int num_ranks() const { return comm_->size(); }
   const WorkerOptions& options() const { return options_; }
+  // Benchmark switch (see WorkerOptions::null_collectives); same value on every rank.
+  void set_null_collectives(bool on) { options_.null_collectives = on; }
   kernels::Backend& backend() { return *backend_; }
   comm::Comm& comm() { return *comm_; }
   kernels::KvPoolView kv() const { return kv_; }

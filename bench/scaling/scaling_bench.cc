@@ -1,0 +1,373 @@
+// prefixd_scaling_bench: strong and weak scaling of the distributed decode step.
+//
+//   mpirun -np N prefixd_scaling_bench --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1
+//   mpirun -np N prefixd_scaling_bench --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512
+//
+// For each GPU count g in --gpus (default 1, 2, 4, ... up to N, and N), the first g ranks form a
+// sub-communicator and serve one document (the prefix, sharded evenly over the g ranks) and
+// --batch requests with --suffix tokens of their own (owners spread evenly). Strong scaling keeps
+// the prefix fixed; weak scaling grows it with g (--prefix-per-gpu · g). Per row:
+//   step_ms      median time of a decode step (all layers), over -n steps after -w warm-up steps
+//   compute_ms   the same step with every collective replaced by a no-op (results then wrong)
+//   exposed_ms   step_ms − compute_ms: the communication that overlap did not hide
+//   efficiency   strong: T(1) / (g · T(g));  weak: T(1) / T(g)   (empty without a g = 1 row)
+//   prefix_tflops  4 · B · H_qo · P · D · layers / step time, whole job
+//   mem_gib      KV bytes in use on the fullest GPU (prefix shard + suffixes)
+// Output: '#' metadata lines, a fixed-width table, and CSV (--csv FILE, appended with a header
+// when the file is new). After the timed steps, --check requests are compared at the first and
+// last layer with the single-rank unshared computation; a mismatch exits non-zero.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "prefixd/comm/bootstrap.h"
+#include "prefixd/comm/fatal.h"
+#include "prefixd/comm/mpi_check.h"
+#include "prefixd/common/error.h"
+#include "prefixd/coordinator/engine.h"
+#include "prefixd/coordinator/placement.h"
+#include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/synthetic_kv.h"
+#include "prefixd/worker/reference.h"
+
+namespace {
+
+using namespace prefixd;
+
+struct Config {
+  std::string mode;  // strong | weak
+  int gpus = 1;
+  int64_t prefix = 0;
+  int batch = 0;
+  int suffix = 0;
+  int layers = 1;
+  int qo_heads = 32, kv_heads = 8, head_dim = 128, page_size = 16;
+  kernels::DType dtype = kernels::DType::kBFloat16;
+  worker::StateReduction reduction = worker::StateReduction::kAllToAll;
+  int warmup = 3, iters = 10, checks = 2;
+};
+
+struct Row {
+  Config c;
+  double step_ms = 0, compute_ms = 0;
+  double efficiency = NAN;
+  double mem_gib = 0;
+  double check_err = 0;
+  bool check_ok = true;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::vector<int> ParseList(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    PREFIXD_CHECK_ARG(!item.empty() && item.find_first_not_of("0123456789") == std::string::npos,
+                      "--gpus: '" << item << "' is not a positive integer (expected e.g. 1,2,4)");
+    out.push_back(std::stoi(item));
+  }
+  return out;
+}
+
+// Times `iters` steps after `warmup` ones; collective over the engine's ranks.
+double TimeSteps(coordinator::Engine& engine, MPI_Comm comm, int warmup, int iters) {
+  for (int i = 0; i < warmup; ++i) engine.Step();
+  std::vector<double> t;
+  for (int i = 0; i < iters; ++i) {
+    PREFIXD_MPI_CHECK(MPI_Barrier(comm));
+    const double t0 = MPI_Wtime();
+    engine.Step();
+    PREFIXD_MPI_CHECK(MPI_Barrier(comm));
+    t.push_back(MPI_Wtime() - t0);
+  }
+  return Median(t) * 1e3;
+}
+
+// One configuration on the first c.gpus ranks of `world` (the others just wait).
+Row RunConfig(const Config& c, int device, bool use_cuda, double tol) {
+  int world_rank = 0;
+  PREFIXD_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  MPI_Comm sub = MPI_COMM_NULL;
+  PREFIXD_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, world_rank < c.gpus ? 0 : MPI_UNDEFINED, world_rank, &sub));
+  Row row;
+  row.c = c;
+  if (sub == MPI_COMM_NULL) return row;
+
+  const int steps = 1 + 2 * (c.warmup + c.iters);
+  const int64_t per_gpu_prefix = (c.prefix + c.gpus - 1) / c.gpus;
+  const int64_t suffix_pages = (c.suffix + steps + c.page_size - 1) / c.page_size;
+  const int64_t owned = (c.batch + c.gpus - 1) / c.gpus;
+  coordinator::EngineOptions eo;
+  eo.worker.pool.num_layers = c.layers;
+  eo.worker.pool.num_kv_heads = c.kv_heads;
+  eo.worker.pool.head_dim = c.head_dim;
+  eo.worker.pool.dtype = c.dtype;
+  eo.worker.pool.page_size = c.page_size;
+  eo.worker.pool.num_pages = int((per_gpu_prefix + c.page_size - 1) / c.page_size + 2 + owned * suffix_pages + 4);
+  eo.worker.num_qo_heads = c.qo_heads;
+  eo.worker.reduction = c.reduction;
+  eo.worker.keep_layer_outputs = true;
+  std::unique_ptr<kernels::Backend> backend;
+  std::unique_ptr<comm::Comm> data;
+  if (use_cuda) {
+    kernels::BackendOptions bo;
+    bo.device = device;
+    backend = kernels::MakeCudaBackend(bo);
+    comm::CommOptions co;
+    co.check_sizes = false;
+    data = comm::MakeNcclComm(sub, device, backend->stream(), co);
+  } else {
+    backend = kernels::MakeCpuBackend();
+    data = comm::MakeMpiComm(sub);
+  }
+  {
+    coordinator::Engine engine(eo, sub, std::move(backend), std::move(data));
+    if (engine.is_coordinator()) {
+      coordinator::Coordinator& coord = engine.coordinator();
+      coordinator::PrefixHint hint;
+      hint.shard_tokens = coordinator::SplitTokens(int32_t(c.prefix), c.gpus, c.page_size);
+      const int32_t p = coord.AddPrefix(kernels::SyntheticTokens(0x5ca1e, c.prefix), &hint);
+      for (int b = 0; b < c.batch; ++b)
+        coord.AddRequest(coordinator::RequestSpec{p, kernels::SyntheticTokens(1000 + b, c.suffix), steps, b % c.gpus});
+    }
+    engine.Step();  // prefill (synthetic KV straight into the pools) and a first decode
+    engine.worker().set_null_collectives(true);
+    row.compute_ms = TimeSteps(engine, sub, c.warmup, c.iters);
+    engine.worker().set_null_collectives(false);
+    row.step_ms = TimeSteps(engine, sub, c.warmup, c.iters);
+
+    const std::vector<worker::WorkerMemory> mem = engine.GatherMemory();
+    const double page_bytes = 2.0 * c.layers * c.page_size * c.kv_heads * c.head_dim * kernels::DTypeBytes(c.dtype);
+    for (const auto& m : mem) row.mem_gib = std::max(row.mem_gib, page_bytes * (m.pages_prefix + m.pages_suffix) / double(1 << 30));
+
+    // Check a few requests of the last (real) step against the single-rank computation.
+    std::vector<int32_t> ids;
+    for (int i = 0; i < std::min(c.checks, c.batch); ++i)
+      ids.push_back(int32_t(c.checks == 1 ? 0 : int64_t(i) * (c.batch - 1) / std::max(1, c.checks - 1)));
+    const int hq = c.qo_heads, d = c.head_dim;
+    for (int layer : {0, c.layers - 1}) {
+      if (ids.empty()) break;
+      std::vector<float> v, s;
+      engine.GatherOutputs(ids, layer, &v, &s);
+      if (!engine.is_coordinator()) continue;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        std::vector<int32_t> prefix, suffix;
+        engine.coordinator().RequestTokens(ids[i], &prefix, &suffix);
+        std::vector<float> rv, rs;
+        worker::ReferenceDecode(engine.worker().backend(),
+                                worker::ReferenceShape{hq, c.kv_heads, d, c.page_size, c.dtype, 0.f}, prefix, suffix,
+                                layer, &rv, &rs);
+        double num = 0, den = 0;
+        bool finite = true;
+        for (size_t k = 0; k < rv.size(); ++k) {
+          const double g = v[i * hq * d + k];
+          finite &= std::isfinite(g);
+          num += (g - rv[k]) * (g - rv[k]);
+          den += double(rv[k]) * rv[k];
+        }
+        for (int h = 0; h < hq; ++h)
+          finite &= std::isfinite(s[i * hq + h]) && std::abs(s[i * hq + h] - rs[h]) <= tol * std::max(1.f, std::abs(rs[h]));
+        const double err = std::sqrt(num / std::max(den, 1e-30));
+        row.check_err = std::max(row.check_err, finite ? err : INFINITY);
+        row.check_ok &= finite && err <= tol;
+      }
+    }
+  }
+  MPI_Comm_free(&sub);
+  return row;
+}
+
+std::string CsvHeader() {
+  return "mode,gpus,prefix,batch,suffix,layers,qo_heads,kv_heads,head_dim,dtype,reduction,step_ms,compute_ms,"
+         "exposed_ms,exposed_pct,efficiency,tokens_per_s,prefix_tflops,mem_gib_per_gpu,check_rel_err";
+}
+
+std::string CsvRow(const Row& r) {
+  const Config& c = r.c;
+  const double exposed = r.step_ms - r.compute_ms;
+  const double flops = 4.0 * c.batch * c.qo_heads * double(c.prefix) * c.head_dim * c.layers;
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%s,%d,%lld,%d,%d,%d,%d,%d,%d,%s,%s,%.4f,%.4f,%.4f,%.2f,%s,%.1f,%.2f,%.3f,%.3g",
+                c.mode.c_str(), c.gpus, (long long)c.prefix, c.batch, c.suffix, c.layers, c.qo_heads, c.kv_heads,
+                c.head_dim, kernels::DTypeName(c.dtype), worker::StateReductionName(c.reduction), r.step_ms,
+                r.compute_ms, exposed, r.step_ms > 0 ? 100.0 * exposed / r.step_ms : 0.0,
+                std::isnan(r.efficiency) ? "" : std::to_string(r.efficiency).c_str(),
+                r.step_ms > 0 ? c.batch / (r.step_ms * 1e-3) : 0.0, r.step_ms > 0 ? flops / (r.step_ms * 1e-3) / 1e12 : 0.0,
+                r.mem_gib, r.check_err);
+  return buf;
+}
+
+int Main(comm::MpiSession& session, int argc, char** argv) {
+  cxxopts::Options options("prefixd_scaling_bench",
+                           "Strong and weak scaling of prefixd's distributed decode step (one rank per GPU):\n"
+                           "  mpirun -np N prefixd_scaling_bench --mode strong --prefix 262144 --batch 128 "
+                           "--suffix 512 --layers 1\n"
+                           "  mpirun -np N prefixd_scaling_bench --mode weak --prefix-per-gpu 131072 --batch 128 "
+                           "--suffix 512\n"
+                           "Without a GPU the CPU backend runs, with small default sizes.\n");
+  options.add_options()
+      ("mode", "strong, weak or both", cxxopts::value<std::string>()->default_value("strong"))
+      ("gpus", "GPU counts to run, e.g. 1,2,4 (default: 1, 2, 4, ... up to the rank count, and the rank count)",
+       cxxopts::value<std::string>())
+      ("prefix", "strong scaling: prefix tokens (default 262144 on GPU, 4096 on CPU)", cxxopts::value<int64_t>())
+      ("prefix-per-gpu", "weak scaling: prefix tokens per GPU (default 131072 on GPU, 2048 on CPU)",
+       cxxopts::value<int64_t>())
+      ("batch", "requests decoding together (default 128 on GPU, 8 on CPU)", cxxopts::value<int>())
+      ("suffix", "own tokens of each request before decoding (default 512 on GPU, 32 on CPU)", cxxopts::value<int>())
+      ("layers", "layers per step", cxxopts::value<int>()->default_value("1"))
+      ("qo-heads", "query heads (default 32 on GPU, 8 on CPU)", cxxopts::value<int>())
+      ("kv-heads", "KV heads (default 8 on GPU, 2 on CPU)", cxxopts::value<int>())
+      ("head-dim", "head dimension (default 128 on GPU, 64 on CPU)", cxxopts::value<int>())
+      ("dtype", "bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))
+      ("page-size", "tokens per KV page", cxxopts::value<int>()->default_value("16"))
+      ("reduction", "a2a, tree or both", cxxopts::value<std::string>()->default_value("a2a"))
+      ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
+      ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
+      ("n,iters", "timed steps per measurement (the median is reported)", cxxopts::value<int>()->default_value("10"))
+      ("check", "requests checked against the single-rank computation per row (0: none)",
+       cxxopts::value<int>()->default_value("2"))
+      ("csv", "append rows to this CSV file (header written when new)", cxxopts::value<std::string>())
+      ("h,help", "print this help");
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    PREFIXD_THROW(ErrorKind::kInvalidArgument, "prefixd_scaling_bench: " << e.what() << " (see --help)");
+  }
+  const int rank = session.rank(), ranks = session.size();
+  if (args.count("help")) {
+    if (rank == 0) std::printf("%s\n", options.help().c_str());
+    return 0;
+  }
+  const std::string backend_flag = args["backend"].as<std::string>();
+  PREFIXD_CHECK_ARG(backend_flag == "auto" || backend_flag == "cuda" || backend_flag == "cpu",
+                    "--backend must be auto, cuda or cpu");
+  const int device = backend_flag == "cpu" ? -1 : comm::SelectLocalDevice(session);
+  int all_gpu = device >= 0;
+  PREFIXD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (backend_flag == "cuda") PREFIXD_CHECK_ARG(all_gpu, "--backend cuda: rank " << rank << " has no usable GPU");
+  const bool use_cuda = all_gpu == 1;
+  auto opt = [&](const char* name, int64_t gpu_default, int64_t cpu_default) {
+    return args.count(name) ? args[name].as<int64_t>() : (use_cuda ? gpu_default : cpu_default);
+  };
+  auto opt_int = [&](const char* name, int gpu_default, int cpu_default) {
+    return args.count(name) ? args[name].as<int>() : (use_cuda ? gpu_default : cpu_default);
+  };
+
+  Config base;
+  base.batch = opt_int("batch", 128, 8);
+  base.suffix = opt_int("suffix", 512, 32);
+  base.layers = args["layers"].as<int>();
+  base.qo_heads = opt_int("qo-heads", 32, 8);
+  base.kv_heads = opt_int("kv-heads", 8, 2);
+  base.head_dim = opt_int("head-dim", 128, 64);
+  base.page_size = args["page-size"].as<int>();
+  base.dtype = kernels::ParseDType(args["dtype"].as<std::string>());
+  base.warmup = args["warmup"].as<int>();
+  base.iters = args["iters"].as<int>();
+  base.checks = args["check"].as<int>();
+  PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,
+                    "batch, layers and iters must be ≥ 1; suffix and warmup ≥ 0");
+  const int64_t strong_prefix = opt("prefix", 262144, 4096);
+  const int64_t weak_prefix = opt("prefix-per-gpu", 131072, 2048);
+  const double tol = !use_cuda ? 1e-3 : base.dtype == kernels::DType::kFloat16 ? 2e-3 : 1e-2;
+
+  std::vector<int> gpus;
+  if (args.count("gpus")) {
+    gpus = ParseList(args["gpus"].as<std::string>());
+  } else {
+    for (int g = 1; g < ranks; g *= 2) gpus.push_back(g);
+    gpus.push_back(ranks);
+  }
+  for (int g : gpus) PREFIXD_CHECK_ARG(g >= 1 && g <= ranks, "--gpus: " << g << " is outside 1.." << ranks << " ranks");
+  const std::string mode = args["mode"].as<std::string>();
+  PREFIXD_CHECK_ARG(mode == "strong" || mode == "weak" || mode == "both", "--mode must be strong, weak or both");
+  const std::string red = args["reduction"].as<std::string>();
+  std::vector<worker::StateReduction> reductions;
+  if (red == "both") reductions = {worker::StateReduction::kAllToAll, worker::StateReduction::kTree};
+  else reductions = {worker::ParseStateReduction(red)};
+
+  if (rank == 0) {
+    std::printf("# prefixd_scaling_bench: %d rank(s), backend %s%s\n", ranks, use_cuda ? "cuda" : "cpu",
+                use_cuda ? "" : " (no GPU: small default sizes)");
+    std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d; warm-up %d, median of %d steps\n",
+                base.batch, base.suffix, base.layers, base.qo_heads, base.kv_heads, base.head_dim,
+                kernels::DTypeName(base.dtype), base.page_size, base.warmup, base.iters);
+    std::printf("%6s %4s %8s %5s %5s %6s %5s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",
+                "suffix", "layers", "red", "step_ms", "compute_ms", "exposed_ms", "exp_%", "eff", "tflops", "mem_gib",
+                "check");
+    std::fflush(stdout);
+  }
+  std::vector<Row> rows;
+  int failures = 0;
+  for (const std::string m : {std::string("strong"), std::string("weak")}) {
+    if (mode != "both" && mode != m) continue;
+    for (worker::StateReduction r : reductions) {
+      double t1 = NAN;
+      for (int g : gpus) {
+        Config c = base;
+        c.mode = m;
+        c.gpus = g;
+        c.reduction = r;
+        c.prefix = m == "strong" ? strong_prefix : weak_prefix * g;
+        Row row = RunConfig(c, device, use_cuda, tol);
+        PREFIXD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (rank != 0) continue;
+        if (g == 1) t1 = row.step_ms;
+        if (!std::isnan(t1)) row.efficiency = m == "strong" ? t1 / (g * row.step_ms) : t1 / row.step_ms;
+        const double exposed = row.step_ms - row.compute_ms;
+        const double flops = 4.0 * c.batch * c.qo_heads * double(c.prefix) * c.head_dim * c.layers;
+        std::printf("%6s %4d %8lld %5d %5d %6d %5s %10.3f %10.3f %10.3f %7.1f %6s %8.1f %8.3f %9s\n", m.c_str(), g,
+                    (long long)c.prefix, c.batch, c.suffix, c.layers, worker::StateReductionName(r), row.step_ms,
+                    row.compute_ms, exposed, 100.0 * exposed / row.step_ms,
+                    std::isnan(row.efficiency) ? "-" : std::to_string(row.efficiency).substr(0, 5).c_str(),
+                    flops / (row.step_ms * 1e-3) / 1e12, row.mem_gib,
+                    c.checks == 0 ? "skipped" : row.check_ok ? "ok" : "FAILED");
+        std::fflush(stdout);
+        failures += row.check_ok ? 0 : 1;
+        rows.push_back(row);
+      }
+    }
+  }
+  if (rank == 0) {
+    if (args.count("csv")) {
+      const std::string path = args["csv"].as<std::string>();
+      const bool fresh = !std::ifstream(path).good();
+      std::ofstream out(path, std::ios::app);
+      PREFIXD_CHECK_ARG(out.good(), "cannot write CSV file '" << path << "'");
+      if (fresh) out << CsvHeader() << "\n";
+      for (const Row& r : rows) out << CsvRow(r) << "\n";
+      std::printf("# csv: %zu row(s) appended to %s\n", rows.size(), path.c_str());
+    }
+    double worst = 0;
+    for (const Row& r : rows) worst = std::max(worst, r.check_err);
+    std::printf("# check: %zu row(s), worst relative error %.3g (tolerance %.0e): %s\n", rows.size(), worst, tol,
+                failures ? "FAILED" : "OK");
+    std::fflush(stdout);
+    if (failures) PREFIXD_THROW(ErrorKind::kInternal, failures << " row(s) differ from the single-rank computation");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return prefixd::comm::RunRankMain(argc, argv, [&](prefixd::comm::MpiSession& session) {
+    return Main(session, argc, argv);
+  });
+}

@@ -64,32 +64,52 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
     stride = p.rows;
   }
 
-  // Pass 1: the largest LSE of the run, so every weight 2^(s_i − m) is ≤ 1 (no overflow).
-  float m = -INFINITY;
-  for (int i = lane; i < n; i += kWarpSize) m = fmaxf(m, p.s_in[first + i * stride]);
-  m = WarpMax(m);
-
-  float sum_w = 0.f;
-  if (m != -INFINITY) {
-    for (int i = lane; i < n; i += kWarpSize) sum_w += exp2f(p.s_in[first + i * stride] - m);
-    sum_w = WarpSum(sum_w);
+  // Passes 1-2: the largest LSE of the run m (so every weight 2^(s_i − m) is ≤ 1, no overflow),
+  // then the sum of the weights. Runs of up to 32 states (the usual case) keep s_i in a register.
+  float m = -INFINITY, sum_w = 0.f;
+  if (n <= kWarpSize) {
+    const float s_i = lane < n ? p.s_in[first + lane * stride] : -INFINITY;
+    m = WarpMax(s_i);
+    if (m != -INFINITY) sum_w = WarpSum(exp2f(s_i - m));
+  } else {
+    for (int i = lane; i < n; i += kWarpSize) m = fmaxf(m, p.s_in[first + i * stride]);
+    m = WarpMax(m);
+    if (m != -INFINITY) {
+      for (int i = lane; i < n; i += kWarpSize) sum_w += exp2f(p.s_in[first + i * stride] - m);
+      sum_w = WarpSum(sum_w);
+    }
   }
   // An empty run (or one of empty states only) is the empty state: v = 0, s = −inf.
   const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;
 
+  // Pass 3: the weighted sum of v. Loads go out kBatch states at a time, all independent of each
+  // other (a state's v is loaded whatever its weight and dropped by a select, so no load waits on
+  // an exp2): a row of n states costs ceil(n / kBatch) memory latencies, not n.
+  constexpr int kBatch = 8;
   const int d4_count = p.head_dim / 4;
   for (int d4 = lane; d4 < d4_count; d4 += kWarpSize) {
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (m != -INFINITY) {
-      for (int i = 0; i < n; ++i) {
-        const int64_t state = first + i * stride;
-        const float w = exp2f(p.s_in[state] - m);
-        if (w == 0.f) continue;  // empty or negligible: never read its v (may be poison)
-        const float4 x = reinterpret_cast<const float4*>(p.v_in + state * p.head_dim)[d4];
-        acc.x += w * x.x;
-        acc.y += w * x.y;
-        acc.z += w * x.z;
-        acc.w += w * x.w;
+      for (int i0 = 0; i0 < n; i0 += kBatch) {
+        float w[kBatch];
+        float4 x[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int64_t state = first + (i0 + k) * stride;
+          const bool in_run = i0 + k < n;
+          w[k] = in_run ? p.s_in[state] : -INFINITY;
+          x[k] = in_run ? reinterpret_cast<const float4*>(p.v_in + state * p.head_dim)[d4]
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const float wk = exp2f(w[k] - m);  // 0 for an empty state (s = −inf)
+          if (wk == 0.f) continue;           // its v may be poison: never multiply it in
+          acc.x += wk * x[k].x;
+          acc.y += wk * x[k].y;
+          acc.z += wk * x[k].z;
+          acc.w += wk * x[k].w;
+        }
       }
     }
     acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);

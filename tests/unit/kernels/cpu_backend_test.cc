@@ -27,7 +27,7 @@ using kernels::PlanOptions;
 constexpr double kStateTol = 2e-5;
 constexpr double kLseTol = 2e-6, kPeakyLseTol = 3e-5;
 
-enum class Split { kBackendDefault, kGpuDefault, kFinest, kNone };
+enum class Split { kBackendDefault, kGpuDefault, kFinest, kNone, kWideTiles };
 
 PlanOptions OptionsFor(Split split, const Backend& backend) {
   PlanOptions o = backend.DefaultPlanOptions();
@@ -41,6 +41,9 @@ PlanOptions OptionsFor(Split split, const Backend& backend) {
       o.decode_chunk_align = o.min_decode_chunk = 1;
       break;
     case Split::kNone: o.target_items = 1; break;
+    case Split::kWideTiles:  // items with more rows than the CPU kernel's 64-row tile
+      o.prefix_tile_rows = 200;
+      break;
   }
   return o;
 }
@@ -227,6 +230,8 @@ INSTANTIATE_TEST_SUITE_P(
                     {{48, {1}}, {0, {2, 0}}, {130, {17, 16, 15}}, {16, {64}}}, true, Split::kBackendDefault, 2, 1},
         CascadeCase{"empty_requests_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{0, {0, 5}}, {30, {0}}, {0, {0}}}},
         CascadeCase{"random_groups_fp16_h4kv1_d128", kF16, 4, 1, 128, 16, {}, false, Split::kBackendDefault},
+        CascadeCase{"wide_gqa96_bf16_h96kv1_d64_p16", kBF16, 96, 1, 64, 16, {{40, {3, 9, 1}}, {0, {20}}}, true,
+                    Split::kWideTiles},
         CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest}),
     [](const ::testing::TestParamInfo<CascadeCase>& p) { return p.param.name; });
 
@@ -246,6 +251,48 @@ TEST(CpuCascade, EmptyRequestGetsEmptyState) {
   }
   for (int h = 0; h < 4; ++h) EXPECT_EQ(got.s[h], -std::numeric_limits<float>::infinity());
   for (int h = 4; h < 8; ++h) EXPECT_TRUE(std::isfinite(got.s[h]));
+}
+
+// Each output is optional, and whichever are asked for are the same bits; a backend reused across
+// plans (a large one, then a small one) gives the bits of a fresh backend.
+TEST(CpuCascade, OutputsAreOptionalAndWorkspaceIsReusable) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<GroupSpec> big = {{300, {5, 7, 9}}, {0, {40, 2}}}, small = {{33, {1}}};
+  const KvPoolShape shape{1, PagesNeeded(big, 16) + PagesNeeded(small, 16), 16, 2, 128, kBF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch big_batch = BuildBatch(big, 8, 16, alloc, rng), small_batch = BuildBatch(small, 8, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q_big = MakeQueries(rng, pool, 0, big_batch, false), q_small = MakeQueries(rng, pool, 0, small_batch, false);
+  auto fresh = kernels::MakeCpuBackend(), reused = kernels::MakeCpuBackend();
+  const PlanOptions o = OptionsFor(Split::kFinest, *fresh);
+  RunCascadeOn(*reused, pool, 0, kernels::PlanCascade(big_batch, shape, o), q_big);
+  const CascadePlan plan = kernels::PlanCascade(small_batch, shape, o);
+  const CascadeResult want = RunCascadeOn(*fresh, pool, 0, plan, q_small);
+  const CascadeResult got = RunCascadeOn(*reused, pool, 0, plan, q_small);
+  EXPECT_EQ(got.v, want.v);
+  EXPECT_EQ(got.s, want.s);
+  EXPECT_EQ(got.o, want.o);
+
+  // One output at a time, into poisoned buffers.
+  const int64_t n = int64_t(8) * 128;
+  std::vector<uint16_t> o_bits(n, 0xFFFF);
+  std::vector<float> v(n, std::nanf("")), s(8, std::nanf(""));
+  kernels::CascadeArgs args;
+  args.kv = {shape, const_cast<uint16_t*>(pool.k.data()), const_cast<uint16_t*>(pool.v.data())};
+  args.q = q_small.data();
+  args.o = o_bits.data();
+  fresh->RunCascade(args);
+  args.o = nullptr;
+  args.v_out = v.data();
+  fresh->RunCascade(args);
+  args.v_out = nullptr;
+  args.s_out = s.data();
+  fresh->RunCascade(args);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(kernels::ToFloat(kBF16, o_bits[i]), want.o[i]) << i;
+  EXPECT_EQ(v, want.v);
+  EXPECT_EQ(s, want.s);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -122,6 +122,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("pages-per-rank", "KV pool pages on each rank (0: sized from the workload)", cxxopts::value<int>()->default_value("0"))
       ("reduction", "state reduction: a2a (all-to-all + n-ary merge) or tree (max, rescale, reduce-scatter)",
        cxxopts::value<std::string>()->default_value("a2a"))
+      ("chunks", "pipeline chunks per step: the requests are cut into N chunks whose state exchange overlaps "
+                 "the next chunk's compute (one extra backend and stream per chunk)",
+       cxxopts::value<int>()->default_value("1"))
       ("backend", "auto (CUDA when every rank has a GPU, else CPU), cuda or cpu",
        cxxopts::value<std::string>()->default_value("auto"))
       ("shard-min-tokens", "documents shorter than twice this stay whole on one rank", cxxopts::value<int32_t>())
@@ -206,15 +209,22 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   const std::string backend_desc = backend->Describe();
   const std::string comm_name = data_comm->name();
   Engine engine(eo, MPI_COMM_WORLD, std::move(backend), std::move(data_comm));
+  const int chunks = args["chunks"].as<int>();
+  PREFIXD_CHECK_ARG(chunks >= 1 && chunks <= 16, "--chunks must be in [1, 16], got " << chunks);
+  for (int c = 1; c < chunks; ++c) {
+    kernels::BackendOptions bo;
+    bo.device = device;
+    engine.worker().AddPipelineBackend(use_cuda ? kernels::MakeCudaBackend(bo) : kernels::MakeCpuBackend());
+  }
   const kernels::KvPoolShape& pool = eo.worker.pool;
   const double page_bytes = 2.0 * pool.num_layers * pool.page_size * pool.num_kv_heads * pool.head_dim * 2;
 
   if (rank == 0) {
     const char* why_cpu = backend_flag == "cpu" ? " (--backend cpu: SMALL default sizes)"
                                                 : " (no GPU on some rank: CPU backend, SMALL default sizes: seconds, not minutes)";
-    std::printf("# prefixd: %d rank(s), backend %s%s, comm %s, reduction %s\n", ranks, backend_desc.c_str(),
-                use_cuda ? "" : why_cpu,
-                comm_name.c_str(), worker::StateReductionName(eo.worker.reduction));
+    std::printf("# prefixd: %d rank(s), backend %s%s, comm %s, reduction %s, %d pipeline chunk(s)\n", ranks,
+                backend_desc.c_str(), use_cuda ? "" : why_cpu, comm_name.c_str(),
+                worker::StateReductionName(eo.worker.reduction), chunks);
     std::printf("# model: %d layers, %d/%d heads, head_dim %d, %s, page %d; KV pool %d pages/rank (%s/rank)\n",
                 pool.num_layers, eo.worker.num_qo_heads, pool.num_kv_heads, pool.head_dim,
                 kernels::DTypeName(pool.dtype), pool.page_size, pool.num_pages, Gib(page_bytes * pool.num_pages).c_str());

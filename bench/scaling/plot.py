@@ -39,7 +39,7 @@ def groups(rows, mode):
             continue
         size = r["prefix"] if mode == "strong" else r["prefix"] // r["gpus"]
         label = (f"{'P' if mode == 'strong' else 'P/GPU'}={size} B={r['batch']} S={r['suffix']} "
-                 f"L={r['layers']} {r['reduction']}")
+                 f"L={r['layers']} {r['reduction']}" + (f" x{r['chunks']}" if r.get("chunks", "1") != "1" else ""))
         out[label].append(r)
     for label in out:
         out[label].sort(key=lambda r: r["gpus"])

@@ -56,6 +56,7 @@ struct Config {
   kernels::DType dtype = kernels::DType::kBFloat16;
   worker::StateReduction reduction = worker::StateReduction::kAllToAll;
   int warmup = 3, iters = 10, checks = 2;
+  int chunks = 1;
 };
 
 struct Row {
@@ -137,6 +138,11 @@ Row RunConfig(const Config& c, int device, bool use_cuda, double tol) {
   }
   {
     coordinator::Engine engine(eo, sub, std::move(backend), std::move(data));
+    for (int i = 1; i < c.chunks; ++i) {
+      kernels::BackendOptions bo;
+      bo.device = device;
+      engine.worker().AddPipelineBackend(use_cuda ? kernels::MakeCudaBackend(bo) : kernels::MakeCpuBackend());
+    }
     if (engine.is_coordinator()) {
       coordinator::Coordinator& coord = engine.coordinator();
       coordinator::PrefixHint hint;
@@ -193,7 +199,7 @@ Row RunConfig(const Config& c, int device, bool use_cuda, double tol) {
 }
 
 std::string CsvHeader() {
-  return "mode,gpus,prefix,batch,suffix,layers,qo_heads,kv_heads,head_dim,dtype,reduction,step_ms,compute_ms,"
+  return "mode,gpus,prefix,batch,suffix,layers,qo_heads,kv_heads,head_dim,dtype,reduction,chunks,step_ms,compute_ms,"
          "exposed_ms,exposed_pct,efficiency,tokens_per_s,prefix_tflops,mem_gib_per_gpu,check_rel_err";
 }
 
@@ -202,9 +208,9 @@ std::string CsvRow(const Row& r) {
   const double exposed = r.step_ms - r.compute_ms;
   const double flops = 4.0 * c.batch * c.qo_heads * double(c.prefix) * c.head_dim * c.layers;
   char buf[512];
-  std::snprintf(buf, sizeof(buf), "%s,%d,%lld,%d,%d,%d,%d,%d,%d,%s,%s,%.4f,%.4f,%.4f,%.2f,%s,%.1f,%.2f,%.3f,%.3g",
+  std::snprintf(buf, sizeof(buf), "%s,%d,%lld,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.4f,%.4f,%.4f,%.2f,%s,%.1f,%.2f,%.3f,%.3g",
                 c.mode.c_str(), c.gpus, (long long)c.prefix, c.batch, c.suffix, c.layers, c.qo_heads, c.kv_heads,
-                c.head_dim, kernels::DTypeName(c.dtype), worker::StateReductionName(c.reduction), r.step_ms,
+                c.head_dim, kernels::DTypeName(c.dtype), worker::StateReductionName(c.reduction), c.chunks, r.step_ms,
                 r.compute_ms, exposed, r.step_ms > 0 ? 100.0 * exposed / r.step_ms : 0.0,
                 std::isnan(r.efficiency) ? "" : std::to_string(r.efficiency).c_str(),
                 r.step_ms > 0 ? c.batch / (r.step_ms * 1e-3) : 0.0, r.step_ms > 0 ? flops / (r.step_ms * 1e-3) / 1e12 : 0.0,
@@ -236,6 +242,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("dtype", "bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))
       ("page-size", "tokens per KV page", cxxopts::value<int>()->default_value("16"))
       ("reduction", "a2a, tree or both", cxxopts::value<std::string>()->default_value("a2a"))
+      ("chunks", "pipeline chunks per step (state exchange of one overlaps the next one's compute)",
+       cxxopts::value<int>()->default_value("1"))
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
       ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
       ("n,iters", "timed steps per measurement (the median is reported)", cxxopts::value<int>()->default_value("10"))
@@ -281,6 +289,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.warmup = args["warmup"].as<int>();
   base.iters = args["iters"].as<int>();
   base.checks = args["check"].as<int>();
+  base.chunks = args["chunks"].as<int>();
+  PREFIXD_CHECK_ARG(base.chunks >= 1 && base.chunks <= 16, "--chunks must be in [1, 16]");
   PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,
                     "batch, layers and iters must be ≥ 1; suffix and warmup ≥ 0");
   const int64_t strong_prefix = opt("prefix", 262144, 4096);
@@ -305,9 +315,10 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   if (rank == 0) {
     std::printf("# prefixd_scaling_bench: %d rank(s), backend %s%s\n", ranks, use_cuda ? "cuda" : "cpu",
                 use_cuda ? "" : " (no GPU: small default sizes)");
-    std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d; warm-up %d, median of %d steps\n",
+    std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d, %d pipeline chunk(s); "
+                "warm-up %d, median of %d steps\n",
                 base.batch, base.suffix, base.layers, base.qo_heads, base.kv_heads, base.head_dim,
-                kernels::DTypeName(base.dtype), base.page_size, base.warmup, base.iters);
+                kernels::DTypeName(base.dtype), base.page_size, base.chunks, base.warmup, base.iters);
     std::printf("%6s %4s %8s %5s %5s %6s %5s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",
                 "suffix", "layers", "red", "step_ms", "compute_ms", "exposed_ms", "exp_%", "eff", "tflops", "mem_gib",
                 "check");

@@ -18,6 +18,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "prefixd/comm/bootstrap.h"
@@ -76,7 +77,7 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
 
 class Harness {
  public:
-  Harness(const Shape& s, StateReduction reduction, int32_t shard_min_tokens) : shape_(s) {
+  Harness(const Shape& s, StateReduction reduction, int chunks, int32_t shard_min_tokens) : shape_(s) {
     EngineOptions o;
     o.worker.pool.num_layers = s.layers;
     o.worker.pool.num_pages = s.pages;
@@ -89,6 +90,7 @@ class Harness {
     o.placement.shard_min_tokens = shard_min_tokens;
     o.seed = 977;
     engine_ = std::make_unique<Engine>(o, MPI_COMM_WORLD, kernels::MakeCpuBackend(), comm::MakeMpiComm(MPI_COMM_WORLD));
+    for (int c = 1; c < chunks; ++c) engine_->worker().AddPipelineBackend(kernels::MakeCpuBackend());
     ref_backend_ = kernels::MakeCpuBackend();
   }
 
@@ -131,12 +133,15 @@ class Harness {
   int checked_ = 0;
 };
 
-class EngineTest : public testing::TestWithParam<StateReduction> {
+// Parameters: the state reduction, and the number of pipeline chunks the step is cut into.
+class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, int>> {
  protected:
   void SetUp() override {
     seed_ = SharedSeed();
     rng_.seed(seed_);
   }
+  StateReduction reduction() const { return std::get<0>(GetParam()); }
+  int chunks() const { return std::get<1>(GetParam()); }
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
 };
@@ -152,7 +157,7 @@ TEST_P(EngineTest, EvenSplit) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, GetParam(), 1);
+  Harness h(shape, reduction(), chunks(), 1);
   if (h.root()) {
     const int len = shape.page * n * (2 + int(rng_() % 4));  // whole pages on every rank
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, len));
@@ -169,7 +174,7 @@ TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, GetParam(), 1 << 30);
+  Harness h(shape, reduction(), chunks(), 1 << 30);
   if (h.root()) {
     PrefixHint hint;
     int total = 0;
@@ -192,7 +197,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, GetParam(), 1);
+  Harness h(shape, reduction(), chunks(), 1);
   if (h.root()) {
     const int32_t a = h.coord().AddPrefix(RandomTokens(rng_, shape.page + 1));  // 2 pages
     EXPECT_EQ(int(h.coord().prefixes().at(a).holders.size()), std::min(n, 2));
@@ -212,7 +217,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
 TEST_P(EngineTest, SeveralPrefixes) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, GetParam(), 48);
+  Harness h(shape, reduction(), chunks(), 48);
   if (h.root()) {
     const int32_t big = h.coord().AddPrefix(RandomTokens(rng_, 150 + int(rng_() % 100)));   // sharded
     const int32_t small = h.coord().AddPrefix(RandomTokens(rng_, 10 + int(rng_() % 30)));   // whole
@@ -231,7 +236,7 @@ TEST_P(EngineTest, SeveralPrefixes) {
 TEST_P(EngineTest, JoinLeaveAndFree) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, GetParam(), 24);
+  Harness h(shape, reduction(), chunks(), 24);
   int32_t doc = -1;
   if (h.root()) {
     doc = h.coord().AddPrefix(RandomTokens(rng_, 60 + int(rng_() % 60)));
@@ -275,7 +280,7 @@ TEST_P(EngineTest, JoinLeaveAndFree) {
 TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
   Shape shape;
   shape.pages = 40;
-  Harness h(shape, GetParam(), 8);
+  Harness h(shape, reduction(), chunks(), 8);
   if (h.root()) {
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, 30));
     h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 3), 3, -1});
@@ -290,9 +295,12 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
   if (h.root()) EXPECT_EQ(h.checked(), 3 * shape.layers);
 }
 
-INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest, testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
-                         [](const testing::TestParamInfo<StateReduction>& info) {
-                           return std::string(worker::StateReductionName(info.param));
+INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
+                         testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
+                                          testing::Values(1, 3)),
+                         [](const testing::TestParamInfo<std::tuple<StateReduction, int>>& info) {
+                           return std::string(worker::StateReductionName(std::get<0>(info.param))) + "_chunks" +
+                                  std::to_string(std::get<1>(info.param));
                          });
 
 }  // namespace

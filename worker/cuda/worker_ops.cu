@@ -136,4 +136,31 @@ void TreeFinishStates(void* stream, const float* sums, const float* s_max, const
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
+void* CreateStream() {
+  cudaStream_t s = nullptr;
+  PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+void DestroyStream(void* stream) noexcept {
+  cudaStreamSynchronize(S(stream));
+  cudaStreamDestroy(S(stream));
+}
+
+void* CreateEvent() {
+  cudaEvent_t e = nullptr;
+  PREFIXD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+void DestroyEvent(void* event) noexcept { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+
+void RecordWait(void* event, void* producer, void* waiter) {
+  auto e = static_cast<cudaEvent_t>(event);
+  PREFIXD_CUDA_CHECK(cudaEventRecord(e, S(producer)));
+  PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(S(waiter), e, 0));
+}
+
+void SynchronizeStream(void* stream) { PREFIXD_CUDA_CHECK(cudaStreamSynchronize(S(stream))); }
+
 }  // namespace prefixd::worker::cuda

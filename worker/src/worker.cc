@@ -25,23 +25,21 @@ StateReduction ParseStateReduction(const std::string& name) {
   PREFIXD_THROW(ErrorKind::kInvalidArgument, "unknown state reduction '" << name << "' (expected a2a or tree)");
 }
 
-// Everything a step needs in backend memory, reserved before the first layer.
+// Everything one chunk of a step needs in its backend's memory, reserved before the first layer.
 struct Worker::Buffers {
   explicit Buffers(Backend* b)
       : upload(b), q_own(b), q_send(b), q_recv(b), q_local(b), v_loc(b), s_loc(b), st_send(b), st_recv(b), v_in(b),
-        s_in(b), out_v(b), out_s(b), s_max(b), slab(b), slab_recv(b) {}
+        s_in(b), s_max(b), slab(b), slab_recv(b) {}
   BackendBuffer upload;                   // per-step host arrays, one copy (layout below)
   BackendBuffer q_own, q_send, q_recv, q_local;
   BackendBuffer v_loc, s_loc;             // this rank's partial states, [B_loc][H][D] / [B_loc][H]
   BackendBuffer st_send, st_recv;         // packed state rows
   BackendBuffer v_in, s_in;               // [merge_n][B_own][H][D] / [merge_n][B_own][H]
-  BackendBuffer out_v, out_s;             // [layers kept][B_own][H][D] / [..][B_own][H]
   BackendBuffer s_max, slab, slab_recv;   // tree reduction
 
   // Pointers into `upload` for the current step.
   const uint64_t* own_hash = nullptr;     // [B_own]: sequence hash of the token decoded
   const int64_t* own_pos = nullptr;       // [B_own]: its position
-  const int64_t* own_slot = nullptr;      // [B_own]: its pool slot
   const int32_t* q_pack = nullptr;
   const int32_t* q_unpack = nullptr;
   const int32_t* st_pack = nullptr;
@@ -54,6 +52,14 @@ struct Worker::Buffers {
   // Per-peer byte counts and offsets of this step's exchanges.
   std::vector<size_t> q_send_bytes, q_send_off, q_recv_bytes, q_recv_off;
   std::vector<size_t> st_send_bytes, st_send_off, st_recv_bytes, st_recv_off;
+
+  int64_t bytes() const {
+    const BackendBuffer* all[] = {&upload, &q_own, &q_send, &q_recv, &q_local, &v_loc, &s_loc,
+                                  &st_send, &st_recv, &v_in, &s_in, &s_max, &slab, &slab_recv};
+    int64_t n = 0;
+    for (const BackendBuffer* b : all) n += int64_t(b->bytes());
+    return n;
+  }
 };
 
 namespace {
@@ -90,39 +96,72 @@ size_t Append(std::vector<uint8_t>* bytes, const std::vector<T>& v) {
 }  // namespace
 
 Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, std::unique_ptr<comm::Comm> comm)
-    : options_(options), backend_(std::move(backend)), comm_(std::move(comm)) {
-  PREFIXD_CHECK_ARG(backend_ != nullptr && comm_ != nullptr, "Worker: backend and comm are required");
+    : options_(options), comm_(std::move(comm)) {
+  PREFIXD_CHECK_ARG(backend != nullptr && comm_ != nullptr, "Worker: backend and comm are required");
   options_.pool.Validate();
   const kernels::KvPoolShape& pool = options_.pool;
   PREFIXD_CHECK_ARG(options_.num_qo_heads > 0 && options_.num_qo_heads % pool.num_kv_heads == 0,
                     "Worker: num_qo_heads " << options_.num_qo_heads << " is not a positive multiple of num_kv_heads "
                                             << pool.num_kv_heads);
-  const bool device = backend_->kind() == BackendKind::kCuda;
+  const bool device = backend->kind() == BackendKind::kCuda;
   PREFIXD_CHECK_ARG(device == (comm_->memory() == comm::MemoryKind::kDevice),
                     "Worker: comm '" << comm_->name() << "' works on " << (device ? "host" : "device")
-                                     << " buffers but backend " << backend_->Describe() << " keeps "
+                                     << " buffers but backend " << backend->Describe() << " keeps "
                                      << (device ? "device" : "host") << " memory");
+  backends_.push_back(std::move(backend));
+  Backend& main = *backends_[0];
+  sync_ = std::make_unique<StreamSync>(main);
+  out_v_ = BackendBuffer(&main);
+  out_s_ = BackendBuffer(&main);
+  append_ = BackendBuffer(&main);
   kv_.shape = pool;
-  kv_.k = backend_->Alloc(size_t(pool.BytesPerArray()));
-  kv_.v = backend_->Alloc(size_t(pool.BytesPerArray()));
-  backend_->Fill(kv_.k, 0, size_t(pool.BytesPerArray()));
-  backend_->Fill(kv_.v, 0, size_t(pool.BytesPerArray()));
+  kv_.k = main.Alloc(size_t(pool.BytesPerArray()));
+  kv_.v = main.Alloc(size_t(pool.BytesPerArray()));
+  main.Fill(kv_.k, 0, size_t(pool.BytesPerArray()));
+  main.Fill(kv_.v, 0, size_t(pool.BytesPerArray()));
+  main.Synchronize();
   page_used_.assign(pool.num_pages, 0);
-  buf_ = std::make_unique<Buffers>(backend_.get());
+  chunks_.resize(1);
+  chunks_[0].backend = &main;
+  chunks_[0].buf = std::make_unique<Buffers>(&main);
 }
 
 Worker::~Worker() {
-  buf_.reset();
-  if (backend_) {
-    if (kv_.k) backend_->Free(kv_.k);
-    if (kv_.v) backend_->Free(kv_.v);
+  try {
+    SynchronizeAll();
+  } catch (...) {
+    // Tearing down after an error: nothing more to report.
   }
+  chunks_.clear();
+  out_v_.Reset();
+  out_s_.Reset();
+  append_.Reset();
+  sync_.reset();
+  if (!backends_.empty()) {
+    if (kv_.k) backends_[0]->Free(kv_.k);
+    if (kv_.v) backends_[0]->Free(kv_.v);
+  }
+}
+
+void Worker::AddPipelineBackend(std::unique_ptr<Backend> backend) {
+  PREFIXD_CHECK_ARG(backend != nullptr && backend->kind() == backends_[0]->kind(),
+                    "AddPipelineBackend: needs a backend of the same kind as " << backends_[0]->Describe());
+  backends_.push_back(std::move(backend));
+  Chunk ch;
+  ch.backend = backends_.back().get();
+  ch.buf = std::make_unique<Buffers>(ch.backend);
+  chunks_.push_back(std::move(ch));
+}
+
+void Worker::SynchronizeAll() {
+  for (auto& b : backends_) b->Synchronize();
+  if (sync_) sync_->Synchronize();
 }
 
 void Worker::Execute(const StepPlan& plan) {
   for (const PlanEvent& e : plan.events) ApplyEvent(e);
   Decode(plan);
-  backend_->Synchronize();
+  SynchronizeAll();
 }
 
 // ---- lifecycle ----
@@ -190,7 +229,7 @@ void Worker::AddPrefix(const PrefixAdd& add) {
     const ShardPlacement& s = add.shards[info.my_shard];
     const int32_t pages = int32_t(CeilDiv(s.num_tokens, options_.pool.page_size));
     ClaimPages(s.first_page, std::vector<int32_t>(pages), "prefix", add.prefix_id);
-    kernels::FillSyntheticKvFromHost(*backend_, kv_, hashes.data() + s.pos_begin, nullptr, nullptr, s.num_tokens,
+    kernels::FillSyntheticKvFromHost(*backends_[0], kv_, hashes.data() + s.pos_begin, nullptr, nullptr, s.num_tokens,
                                      s.pos_begin, int64_t(s.first_page) * options_.pool.page_size);
   }
   prefixes_.emplace(info.id, std::move(info));
@@ -225,7 +264,7 @@ void Worker::AddRequest(const RequestAdd& add) {
       positions[i] = info.prefix_len + i;
       slots[i] = int64_t(add.pages[i / ps]) * ps + i % ps;
     }
-    kernels::FillSyntheticKvFromHost(*backend_, kv_, hashes.data(), positions.data(), slots.data(), n);
+    kernels::FillSyntheticKvFromHost(*backends_[0], kv_, hashes.data(), positions.data(), slots.data(), n);
   }
   if (n > 0) info.hash = hashes.back();
   info.length = int32_t(n);
@@ -262,27 +301,20 @@ WorkerMemory Worker::Memory() const {
     if (p.my_shard >= 0) m.pages_prefix += int32_t(CeilDiv(p.shards[p.my_shard].num_tokens, options_.pool.page_size));
   for (const auto& [id, r] : requests_)
     if (r.owner == rank()) m.pages_suffix += int32_t(r.pages.size());
-  const BackendBuffer* all[] = {&buf_->upload, &buf_->q_own,   &buf_->q_send, &buf_->q_recv, &buf_->q_local,
-                                &buf_->v_loc,  &buf_->s_loc,   &buf_->st_send, &buf_->st_recv, &buf_->v_in,
-                                &buf_->s_in,   &buf_->out_v,   &buf_->out_s,  &buf_->s_max,  &buf_->slab,
-                                &buf_->slab_recv};
-  for (const BackendBuffer* b : all) m.workspace_bytes += int64_t(b->bytes());
+  m.workspace_bytes = int64_t(out_v_.bytes() + out_s_.bytes() + append_.bytes());
+  for (const Chunk& ch : chunks_) m.workspace_bytes += ch.buf->bytes();
   return m;
 }
 
 // ---- decode ----
 
 void Worker::Decode(const StepPlan& plan) {
-  const kernels::KvPoolShape& pool = options_.pool;
-  const int ps = pool.page_size, hq = options_.num_qo_heads, d = pool.head_dim;
-  const int n = int(plan.decode.size());
-
-  // Append this step's token to every decoding request (all ranks track lengths and hashes; the
-  // owner also writes the K/V).
-  LayoutInput in;
-  in.rank = rank();
-  in.num_ranks = num_ranks();
+  const int ps = options_.pool.page_size;
+  // Append this step's token to every decoding request: every rank tracks lengths and hashes,
+  // the owner also writes the token's K/V.
   std::set<int32_t> seen;
+  std::vector<uint64_t> app_hash;
+  std::vector<int64_t> app_pos, app_slot;
   for (const DecodeEntry& e : plan.decode) {
     auto it = requests_.find(e.request_id);
     PREFIXD_CHECK_INTERNAL(it != requests_.end(), "step " << plan.step << " decodes request " << e.request_id
@@ -294,25 +326,87 @@ void Worker::Decode(const StepPlan& plan) {
                            "request " << r.id << " decodes past its " << r.pages.size() << " reserved pages");
     r.hash = kernels::ChainHash(r.hash, e.token);
     ++r.length;
+    if (r.owner != rank()) continue;
+    const int32_t t = r.length - 1;  // suffix index of the token decoded now
+    app_hash.push_back(r.hash);
+    app_pos.push_back(int64_t(r.prefix_len) + t);
+    app_slot.push_back(int64_t(r.pages[t / ps]) * ps + t % ps);
+  }
+  for (Chunk& ch : chunks_) ch.active = false;
+  owned_output_ids_.clear();
+  const int n = int(plan.decode.size());
+  if (n == 0) return;
+
+  // The decoded tokens' K/V, every layer at once (synthetic; a model would write layer by layer),
+  // on the main stream; every chunk's stream waits for it below.
+  Backend& main = *backends_[0];
+  if (!app_hash.empty()) {
+    kernels::SyntheticKvTokens append;
+    append.n = int64_t(app_hash.size());
+    if (main.kind() == BackendKind::kCpu) {  // host arrays: FillSyntheticKv also checks them
+      append.hashes = app_hash.data();
+      append.positions = app_pos.data();
+      append.slots = app_slot.data();
+    } else {
+      std::vector<uint8_t> up;
+      const size_t o_h = Append(&up, app_hash), o_p = Append(&up, app_pos), o_s = Append(&up, app_slot);
+      append_.Reserve(up.size());
+      main.CopyToDevice(append_.get(), up.data(), up.size());
+      append.hashes = reinterpret_cast<const uint64_t*>(append_.get<uint8_t>() + o_h);
+      append.positions = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_p);
+      append.slots = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_s);
+    }
+    kernels::FillSyntheticKv(main, kv_, append);
+  }
+
+  // Chunks: contiguous pieces of the decode list (sizes differ by at most one), the same on
+  // every rank.
+  const int num_chunks = std::min<int>(int(chunks_.size()), n);
+  for (int c = 0; c < num_chunks; ++c) {
+    std::vector<int> entries;
+    for (int e = int(int64_t(c) * n / num_chunks); e < int(int64_t(c + 1) * n / num_chunks); ++e) entries.push_back(e);
+    chunks_[c].own_offset = int(owned_output_ids_.size());
+    PrepareChunk(chunks_[c], plan, entries);
+  }
+
+  const kernels::KvPoolShape& pool = options_.pool;
+  const size_t own_total = std::max<size_t>(owned_output_ids_.size(), 1);
+  num_output_layers_ = options_.keep_layer_outputs ? pool.num_layers : 1;
+  out_v_.Reserve(size_t(num_output_layers_) * own_total * options_.num_qo_heads * pool.head_dim * 4);
+  out_s_.Reserve(size_t(num_output_layers_) * own_total * options_.num_qo_heads * 4);
+  for (Chunk& ch : chunks_)
+    if (ch.active) sync_->Wait(ch.backend->stream(), main.stream());
+  for (int layer = 0; layer < pool.num_layers; ++layer) RunLayer(layer);
+}
+
+void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int>& entries) {
+  const kernels::KvPoolShape& pool = options_.pool;
+  const int ps = pool.page_size, hq = options_.num_qo_heads, d = pool.head_dim;
+  LayoutInput in;
+  in.rank = rank();
+  in.num_ranks = num_ranks();
+  for (int e : entries) {
+    const RequestInfo& r = requests_.at(plan.decode[e].request_id);
     in.prefix_of.push_back(r.prefix_id);
     in.owner_of.push_back(r.owner);
     if (r.prefix_id >= 0 && !in.holders.count(r.prefix_id)) in.holders[r.prefix_id] = prefixes_.at(r.prefix_id).holders;
   }
-  layout_ = MakeStepLayout(in);
-  const StepLayout& L = layout_;
-  const int b_loc = L.num_local(), b_own = L.num_own(), b_all = L.num_decode(), nr = num_ranks();
-  owned_output_ids_.clear();
+  ch.layout = MakeStepLayout(in);
+  ch.active = true;
+  const StepLayout& L = ch.layout;
+  auto request_at = [&](int canonical) -> const RequestInfo& {
+    return requests_.at(plan.decode[entries[L.order[canonical]]].request_id);
+  };
+  const int b_loc = L.num_local(), b_own = L.num_own(), nr = num_ranks();
+
   std::vector<uint64_t> own_hash(b_own);
-  std::vector<int64_t> own_pos(b_own), own_slot(b_own);
+  std::vector<int64_t> own_pos(b_own);
   for (int j = 0; j < b_own; ++j) {
-    const RequestInfo& r = requests_.at(plan.decode[L.order[L.own_rows[j]]].request_id);
+    const RequestInfo& r = request_at(L.own_rows[j]);
     owned_output_ids_.push_back(r.id);
-    const int32_t t = r.length - 1;  // suffix index of the token decoded now
     own_hash[j] = r.hash;
-    own_pos[j] = int64_t(r.prefix_len) + t;
-    own_slot[j] = int64_t(r.pages[t / ps]) * ps + t % ps;
+    own_pos[j] = int64_t(r.prefix_len) + r.length - 1;
   }
-  if (n == 0) return;
 
   // The local cascade: one group per held prefix (its shard here), then the suffix-only group.
   kernels::DecodeBatch batch;
@@ -333,25 +427,25 @@ void Worker::Decode(const StepPlan& plan) {
       batch.suffix.AddSeq({}, 0);
       continue;
     }
-    const RequestInfo& r = requests_.at(plan.decode[L.order[L.local_rows[i]]].request_id);
+    const RequestInfo& r = request_at(L.local_rows[i]);
     const int32_t pages = int32_t(CeilDiv(r.length, ps));
     batch.suffix.AddSeq(std::vector<int32_t>(r.pages.begin(), r.pages.begin() + pages), r.length - (pages - 1) * ps);
   }
-  if (b_loc > 0) backend_->LoadPlan(kernels::PlanCascade(batch, pool, backend_->DefaultPlanOptions()));
+  Backend& be = *ch.backend;
+  if (b_loc > 0) be.LoadPlan(kernels::PlanCascade(batch, pool, be.DefaultPlanOptions()));
 
-  // One upload of every per-step array.
+  // One upload of every per-step array of the chunk.
   std::vector<uint8_t> up;
-  const size_t o_hash = Append(&up, own_hash), o_pos = Append(&up, own_pos), o_slot = Append(&up, own_slot);
+  const size_t o_hash = Append(&up, own_hash), o_pos = Append(&up, own_pos);
   const size_t o_qp = Append(&up, L.q_pack), o_qu = Append(&up, L.q_unpack), o_sp = Append(&up, L.st_pack);
   const size_t o_ms = Append(&up, L.merge_src), o_tm = Append(&up, L.tree_max_src);
   const size_t o_tl = Append(&up, L.tree_local_pos), o_td = Append(&up, L.tree_dst), o_to = Append(&up, L.tree_own_pos);
-  Buffers& B = *buf_;
+  Buffers& B = *ch.buf;
   B.upload.Reserve(std::max<size_t>(up.size(), 8));
-  backend_->CopyToDevice(B.upload.get(), up.data(), up.size());
+  be.CopyToDevice(B.upload.get(), up.data(), up.size());
   auto* base = B.upload.get<uint8_t>();
   B.own_hash = reinterpret_cast<const uint64_t*>(base + o_hash);
   B.own_pos = reinterpret_cast<const int64_t*>(base + o_pos);
-  B.own_slot = reinterpret_cast<const int64_t*>(base + o_slot);
   B.q_pack = reinterpret_cast<const int32_t*>(base + o_qp);
   B.q_unpack = reinterpret_cast<const int32_t*>(base + o_qu);
   B.st_pack = reinterpret_cast<const int32_t*>(base + o_sp);
@@ -364,24 +458,19 @@ void Worker::Decode(const StepPlan& plan) {
   // Buffers for this step's shapes (no allocation inside the layer loop).
   const size_t q_row = size_t(hq) * d * kernels::DTypeBytes(pool.dtype);
   const size_t v_row = size_t(hq) * d * 4, s_row = size_t(hq) * 4, st_row = v_row + s_row;
-  const int64_t q_send_rows = Sum(L.q_send_count), q_recv_rows = Sum(L.q_recv_count);
-  const int64_t st_send_rows = Sum(L.st_send_count), st_recv_rows = Sum(L.st_recv_count);
   auto rows = [](int64_t r) { return size_t(std::max<int64_t>(r, 1)); };
   B.q_own.Reserve(rows(b_own) * q_row);
-  B.q_send.Reserve(rows(q_send_rows) * q_row);
-  B.q_recv.Reserve(rows(q_recv_rows) * q_row);
+  B.q_send.Reserve(rows(Sum(L.q_send_count)) * q_row);
+  B.q_recv.Reserve(rows(Sum(L.q_recv_count)) * q_row);
   B.q_local.Reserve(rows(b_loc) * q_row);
   B.v_loc.Reserve(rows(b_loc) * v_row);
   B.s_loc.Reserve(rows(b_loc) * s_row);
-  B.st_send.Reserve(rows(st_send_rows) * st_row);
-  B.st_recv.Reserve(rows(st_recv_rows) * st_row);
+  B.st_send.Reserve(rows(Sum(L.st_send_count)) * st_row);
+  B.st_recv.Reserve(rows(Sum(L.st_recv_count)) * st_row);
   B.v_in.Reserve(rows(int64_t(L.merge_n) * b_own) * v_row);
   B.s_in.Reserve(rows(int64_t(L.merge_n) * b_own) * s_row);
-  num_output_layers_ = options_.keep_layer_outputs ? pool.num_layers : 1;
-  B.out_v.Reserve(rows(int64_t(num_output_layers_) * b_own) * v_row);
-  B.out_s.Reserve(rows(int64_t(num_output_layers_) * b_own) * s_row);
   if (options_.reduction == StateReduction::kTree) {
-    B.s_max.Reserve(rows(b_all) * s_row);
+    B.s_max.Reserve(rows(L.num_decode()) * s_row);
     B.slab.Reserve(rows(int64_t(nr) * L.max_own) * st_row);
     B.slab_recv.Reserve(rows(L.max_own) * st_row);
   }
@@ -389,115 +478,131 @@ void Worker::Decode(const StepPlan& plan) {
   CountsToBytes(L.q_recv_count, q_row, &B.q_recv_bytes, &B.q_recv_off);
   CountsToBytes(L.st_send_count, st_row, &B.st_send_bytes, &B.st_send_off);
   CountsToBytes(L.st_recv_count, st_row, &B.st_recv_bytes, &B.st_recv_off);
-
-  // The decoded tokens' K/V, every layer at once (synthetic: a model would write layer by layer).
-  kernels::SyntheticKvTokens append;
-  append.hashes = B.own_hash;
-  append.positions = B.own_pos;
-  append.slots = B.own_slot;
-  append.n = b_own;
-  if (b_own > 0) {
-    if (backend_->kind() == BackendKind::kCpu) {  // host arrays: let FillSyntheticKv check them
-      append.hashes = own_hash.data();
-      append.positions = own_pos.data();
-      append.slots = own_slot.data();
-    }
-    kernels::FillSyntheticKv(*backend_, kv_, append);
-  }
-
-  for (int layer = 0; layer < pool.num_layers; ++layer) RunLayer(layer);
 }
 
-void Worker::ExchangeQueries(int layer) {
-  const StepLayout& L = layout_;
-  Buffers& B = *buf_;
-  const kernels::KvPoolShape& pool = options_.pool;
-  const int hq = options_.num_qo_heads;
-  kernels::SyntheticQueries q;
-  q.hashes = B.own_hash;
-  q.positions = B.own_pos;
-  q.n = L.num_own();
-  q.num_heads = hq;
-  q.head_dim = pool.head_dim;
-  q.dtype = pool.dtype;
-  q.layer = layer;
-  q.q = B.q_own.get();
-  kernels::FillSyntheticQueries(*backend_, q);
+float* Worker::OutV(int layer, const Chunk& ch) {
+  const int64_t l = options_.keep_layer_outputs ? layer : 0;
+  const int64_t row = int64_t(options_.num_qo_heads) * options_.pool.head_dim;
+  return out_v_.get<float>() + (l * int64_t(owned_output_ids_.size()) + ch.own_offset) * row;
+}
 
-  const int row_words = hq * pool.head_dim * kernels::DTypeBytes(pool.dtype) / 4;
-  if (L.needs_query_exchange) {
-    GatherRows(*backend_, B.q_send.get(), B.q_own.get(), nullptr, B.q_pack, int(L.q_pack.size()), row_words, 0);
-    if (!options_.null_collectives)
-      comm_->AllToAllV(B.q_send.get(), B.q_send_bytes, B.q_send_off, B.q_recv.get(), B.q_recv_bytes, B.q_recv_off,
-                       backend_->stream());
-  }
-  if (!L.own_is_local)
-    GatherRows(*backend_, B.q_local.get(), B.q_recv.get(), B.q_own.get(), B.q_unpack, L.num_local(), row_words, 0);
+float* Worker::OutS(int layer, const Chunk& ch) {
+  const int64_t l = options_.keep_layer_outputs ? layer : 0;
+  return out_s_.get<float>() + (l * int64_t(owned_output_ids_.size()) + ch.own_offset) * options_.num_qo_heads;
 }
 
 void Worker::RunLayer(int layer) {
-  const StepLayout& L = layout_;
-  Buffers& B = *buf_;
-  const int hq = options_.num_qo_heads, d = options_.pool.head_dim, b_own = L.num_own();
-  const int out_layer = options_.keep_layer_outputs ? layer : 0;
-  float* v_out = B.out_v.get<float>() + int64_t(out_layer) * b_own * hq * d;
-  float* s_out = B.out_s.get<float>() + int64_t(out_layer) * b_own * hq;
+  const kernels::KvPoolShape& pool = options_.pool;
+  const int hq = options_.num_qo_heads;
+  const int row_words = hq * pool.head_dim * kernels::DTypeBytes(pool.dtype) / 4;
+  void* comm_stream = sync_->comm_stream();
 
-  ExchangeQueries(layer);
-  // Without any state exchange every local row is owned: the cascade writes the outputs directly.
-  const bool direct = !L.needs_state_exchange;
-  if (L.num_local() > 0) {
-    kernels::CascadeArgs args;
-    args.kv = kv_;
-    args.layer = layer;
-    args.q = L.own_is_local ? B.q_own.get() : B.q_local.get();
-    args.sm_scale = options_.sm_scale;
-    args.v_out = direct ? v_out : B.v_loc.get<float>();
-    args.s_out = direct ? s_out : B.s_loc.get<float>();
-    backend_->RunCascade(args);
+  // 1. Every chunk's queries (made on their owners), and the rows other holders need.
+  for (Chunk& ch : chunks_) {
+    if (!ch.active) continue;
+    const StepLayout& L = ch.layout;
+    Buffers& B = *ch.buf;
+    kernels::SyntheticQueries q;
+    q.hashes = B.own_hash;
+    q.positions = B.own_pos;
+    q.n = L.num_own();
+    q.num_heads = hq;
+    q.head_dim = pool.head_dim;
+    q.dtype = pool.dtype;
+    q.layer = layer;
+    q.q = B.q_own.get();
+    kernels::FillSyntheticQueries(*ch.backend, q);
+    if (L.needs_query_exchange)
+      GatherRows(*ch.backend, B.q_send.get(), B.q_own.get(), nullptr, B.q_pack, int(L.q_pack.size()), row_words, 0);
   }
-  if (direct) return;
-  if (options_.reduction == StateReduction::kAllToAll) ReduceAllToAll(v_out, s_out);
-  else ReduceTree(v_out, s_out);
+  // 2. All chunks' queries go out first, so that later chunks' queries travel while earlier
+  //    chunks compute.
+  for (Chunk& ch : chunks_) {
+    if (!ch.active || !ch.layout.needs_query_exchange) continue;
+    Buffers& B = *ch.buf;
+    sync_->Wait(comm_stream, ch.backend->stream());
+    if (!options_.null_collectives)
+      comm_->AllToAllV(B.q_send.get(), B.q_send_bytes, B.q_send_off, B.q_recv.get(), B.q_recv_bytes, B.q_recv_off,
+                       comm_stream);
+  }
+  // 3. Per chunk: partial states, then their reduction to the owners on the comm stream while
+  //    the next chunk computes.
+  for (Chunk& ch : chunks_) {
+    if (!ch.active) continue;
+    const StepLayout& L = ch.layout;
+    Buffers& B = *ch.buf;
+    Backend& be = *ch.backend;
+    if (L.needs_query_exchange) sync_->Wait(be.stream(), comm_stream);
+    if (!L.own_is_local)
+      GatherRows(be, B.q_local.get(), B.q_recv.get(), B.q_own.get(), B.q_unpack, L.num_local(), row_words, 0);
+    // Without any state exchange every local row is owned: the cascade writes the outputs.
+    const bool direct = !L.needs_state_exchange;
+    if (L.num_local() > 0) {
+      kernels::CascadeArgs args;
+      args.kv = kv_;
+      args.layer = layer;
+      args.q = L.own_is_local ? B.q_own.get() : B.q_local.get();
+      args.sm_scale = options_.sm_scale;
+      args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
+      args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
+      be.RunCascade(args);
+    }
+    if (direct) continue;
+    if (options_.reduction == StateReduction::kAllToAll) ReduceAllToAll(ch, layer);
+    else ReduceTree(ch, layer);
+  }
 }
 
-void Worker::ReduceAllToAll(float* v_out, float* s_out) {
-  const StepLayout& L = layout_;
-  Buffers& B = *buf_;
+void Worker::ReduceAllToAll(Chunk& ch, int layer) {
+  const StepLayout& L = ch.layout;
+  Buffers& B = *ch.buf;
+  Backend& be = *ch.backend;
   const int hq = options_.num_qo_heads, d = options_.pool.head_dim, b_own = L.num_own();
-  PackStates(*backend_, B.v_loc.get<float>(), B.s_loc.get<float>(), B.st_pack, int(L.st_pack.size()), hq, d,
+  void* comm_stream = sync_->comm_stream();
+  PackStates(be, B.v_loc.get<float>(), B.s_loc.get<float>(), B.st_pack, int(L.st_pack.size()), hq, d,
              B.st_send.get<float>());
+  sync_->Wait(comm_stream, be.stream());
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_send_bytes, B.st_send_off, B.st_recv.get(), B.st_recv_bytes,
-                     B.st_recv_off, backend_->stream());
+                     B.st_recv_off, comm_stream);
+  sync_->Wait(be.stream(), comm_stream);
   if (b_own == 0) return;
+  float* v_out = OutV(layer, ch);
+  float* s_out = OutS(layer, ch);
   if (L.merge_n == 1) {  // nothing arrives for any own row: just its local row
-    UnpackStates(*backend_, B.st_recv.get<float>(), B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, 1, b_own,
-                 hq, d, v_out, s_out);
+    UnpackStates(be, B.st_recv.get<float>(), B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, 1, b_own, hq,
+                 d, v_out, s_out);
     return;
   }
-  UnpackStates(*backend_, B.st_recv.get<float>(), B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, L.merge_n,
-               b_own, hq, d, B.v_in.get<float>(), B.s_in.get<float>());
-  backend_->MergeStates(B.v_in.get<float>(), B.s_in.get<float>(), L.merge_n, b_own * hq, d, v_out, s_out);
+  UnpackStates(be, B.st_recv.get<float>(), B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, L.merge_n, b_own,
+               hq, d, B.v_in.get<float>(), B.s_in.get<float>());
+  be.MergeStates(B.v_in.get<float>(), B.s_in.get<float>(), L.merge_n, b_own * hq, d, v_out, s_out);
 }
 
-void Worker::ReduceTree(float* v_out, float* s_out) {
-  const StepLayout& L = layout_;
-  Buffers& B = *buf_;
+void Worker::ReduceTree(Chunk& ch, int layer) {
+  const StepLayout& L = ch.layout;
+  Buffers& B = *ch.buf;
+  Backend& be = *ch.backend;
   const int hq = options_.num_qo_heads, d = options_.pool.head_dim;
+  void* comm_stream = sync_->comm_stream();
   const int64_t st_row_floats = int64_t(hq) * (d + 1);
   const uint32_t neg_inf = kernels::FloatBits(-std::numeric_limits<float>::infinity());
-  GatherRows(*backend_, B.s_max.get(), nullptr, B.s_loc.get(), B.tree_max_src, L.num_decode(), hq, neg_inf);
-  if (!options_.null_collectives) comm_->AllReduceMax(B.s_max.get<float>(), size_t(L.num_decode()) * hq, backend_->stream());
+  GatherRows(be, B.s_max.get(), nullptr, B.s_loc.get(), B.tree_max_src, L.num_decode(), hq, neg_inf);
+  sync_->Wait(comm_stream, be.stream());
+  if (!options_.null_collectives)
+    comm_->AllReduceMax(B.s_max.get<float>(), size_t(L.num_decode()) * hq, comm_stream);
+  sync_->Wait(be.stream(), comm_stream);
   const size_t slab_floats = size_t(num_ranks()) * L.max_own * st_row_floats;
-  backend_->Fill(B.slab.get(), 0, slab_floats * 4);
-  TreeScaleStates(*backend_, B.v_loc.get<float>(), B.s_loc.get<float>(), B.s_max.get<float>(), B.tree_local_pos,
-                  B.tree_dst, L.num_local(), hq, d, B.slab.get<float>());
+  be.Fill(B.slab.get(), 0, slab_floats * 4);
+  TreeScaleStates(be, B.v_loc.get<float>(), B.s_loc.get<float>(), B.s_max.get<float>(), B.tree_local_pos, B.tree_dst,
+                  L.num_local(), hq, d, B.slab.get<float>());
+  sync_->Wait(comm_stream, be.stream());
   if (!options_.null_collectives)
     comm_->ReduceScatterSum(B.slab.get<float>(), B.slab_recv.get<float>(), size_t(L.max_own) * st_row_floats,
-                            backend_->stream());
-  TreeFinishStates(*backend_, B.slab_recv.get<float>(), B.s_max.get<float>(), B.tree_own_pos, L.num_own(), hq, d,
-                   v_out, s_out);
+                            comm_stream);
+  sync_->Wait(be.stream(), comm_stream);
+  TreeFinishStates(be, B.slab_recv.get<float>(), B.s_max.get<float>(), B.tree_own_pos, L.num_own(), hq, d,
+                   OutV(layer, ch), OutS(layer, ch));
 }
 
 void Worker::CopyOutputs(int layer, std::vector<float>* v, std::vector<float>* s) {
@@ -511,9 +616,9 @@ void Worker::CopyOutputs(int layer, std::vector<float>* v, std::vector<float>* s
   v->assign(size_t(b_own * hq * d), 0.f);
   s->assign(size_t(b_own * hq), 0.f);
   if (b_own == 0) return;
-  backend_->Synchronize();
-  backend_->CopyToHost(v->data(), buf_->out_v.get<float>() + idx * b_own * hq * d, v->size() * 4);
-  backend_->CopyToHost(s->data(), buf_->out_s.get<float>() + idx * b_own * hq, s->size() * 4);
+  SynchronizeAll();
+  backends_[0]->CopyToHost(v->data(), out_v_.get<float>() + idx * b_own * hq * d, v->size() * 4);
+  backends_[0]->CopyToHost(s->data(), out_s_.get<float>() + idx * b_own * hq, s->size() * 4);
 }
 
 }  // namespace prefixd::worker

@@ -127,3 +127,60 @@ void TreeFinishStates(kernels::Backend& backend, const float* sums, const float*
 }
 
 }  // namespace prefixd::worker
+
+namespace prefixd::worker {
+
+#if defined(PREFIXD_HAVE_CUDA)
+namespace cuda {
+void* CreateStream();
+void DestroyStream(void* stream) noexcept;
+void* CreateEvent();
+void DestroyEvent(void* event) noexcept;
+void RecordWait(void* event, void* producer, void* waiter);
+void SynchronizeStream(void* stream);
+}  // namespace cuda
+#endif
+
+namespace {
+constexpr size_t kEvents = 16;
+}  // namespace
+
+StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kernels::BackendKind::kCuda) {
+#if defined(PREFIXD_HAVE_CUDA)
+  if (!cuda_) return;
+  comm_stream_ = cuda::CreateStream();
+  try {
+    for (size_t i = 0; i < kEvents; ++i) events_.push_back(cuda::CreateEvent());
+  } catch (...) {
+    for (void* e : events_) cuda::DestroyEvent(e);
+    cuda::DestroyStream(comm_stream_);
+    throw;
+  }
+#endif
+}
+
+StreamSync::~StreamSync() {
+#if defined(PREFIXD_HAVE_CUDA)
+  for (void* e : events_) cuda::DestroyEvent(e);
+  if (comm_stream_) cuda::DestroyStream(comm_stream_);
+#endif
+}
+
+void StreamSync::Wait(void* waiter, void* producer) {
+#if defined(PREFIXD_HAVE_CUDA)
+  if (!cuda_ || waiter == producer) return;
+  cuda::RecordWait(events_[next_event_], producer, waiter);
+  next_event_ = (next_event_ + 1) % events_.size();
+#else
+  (void)waiter;
+  (void)producer;
+#endif
+}
+
+void StreamSync::Synchronize() {
+#if defined(PREFIXD_HAVE_CUDA)
+  if (comm_stream_) cuda::SynchronizeStream(comm_stream_);
+#endif
+}
+
+}  // namespace prefixd::worker

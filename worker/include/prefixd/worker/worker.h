@@ -13,6 +13,13 @@
 //  and once per step, before the layers, the token each owned request decodes is appended to its
 //  suffix pages (synthetic K/V for every layer, straight into the pool).
 //
+// Overlap within a layer (a real model's layer l+1 needs layer l's output, so layers never run
+// ahead): with P pipeline backends (AddPipelineBackend), the step's decode list is cut into P
+// chunks of requests, each with its own layout, plan, backend and stream. Per layer, all chunks'
+// queries are sent first; then chunk c computes while chunk c−1's states travel on the comm
+// stream, so only about 1/P of the exchange stays exposed. On the CPU backend the same code runs
+// in issue order (what the MPI tests check); on CUDA the streams overlap.
+//
 // Every Execute() is collective over the Comm's ranks. Page bookkeeping: the coordinator owns the
 // page allocators (it must know exactly what fits to admit or refuse); the worker only checks
 // that each page it is told to fill is free here and each page it is told to free is in use, so
@@ -31,6 +38,7 @@
 #include "prefixd/worker/backend_buffer.h"
 #include "prefixd/worker/step_layout.h"
 #include "prefixd/worker/step_plan.h"
+#include "prefixd/worker/worker_ops.h"
 
 namespace prefixd::worker {
 
@@ -93,9 +101,14 @@ class Worker {
   const WorkerOptions& options() const { return options_; }
   // Benchmark switch (see WorkerOptions::null_collectives); same value on every rank.
   void set_null_collectives(bool on) { options_.null_collectives = on; }
-  kernels::Backend& backend() { return *backend_; }
+  kernels::Backend& backend() { return *backends_[0]; }
   comm::Comm& comm() { return *comm_; }
   kernels::KvPoolView kv() const { return kv_; }
+
+  // One more chunk of the pipeline (see above): a backend of the same kind on the same device,
+  // sharing this worker's pool. Same number on every rank.
+  void AddPipelineBackend(std::unique_ptr<kernels::Backend> backend);
+  int num_pipeline_chunks() const { return int(backends_.size()); }
 
   // Applies the plan's events, then decodes its decode list through every layer. Collective.
   // Returns when the step's work is enqueued AND finished (synchronises the backend).
@@ -110,10 +123,20 @@ class Worker {
   const std::map<int32_t, PrefixInfo>& prefixes() const { return prefixes_; }
   const std::map<int32_t, RequestInfo>& requests() const { return requests_; }
   WorkerMemory Memory() const;
-  const StepLayout& last_layout() const { return layout_; }
+  // Layout of chunk c of the last step (chunk 0 holds the whole step without pipelining).
+  const StepLayout& last_layout(int chunk = 0) const { return chunks_.at(chunk).layout; }
 
  private:
   struct Buffers;
+  // One chunk of a step's requests: its layout, the backend (and stream) that computes it, and
+  // its buffers. Its own rows are rows [own_offset, own_offset + num_own) of the step's outputs.
+  struct Chunk {
+    kernels::Backend* backend = nullptr;
+    StepLayout layout;
+    std::unique_ptr<Buffers> buf;
+    int own_offset = 0;
+    bool active = false;  // has decode entries this step
+  };
 
   void ApplyEvent(const PlanEvent& event);
   void AddPrefix(const PrefixAdd& add);
@@ -124,23 +147,28 @@ class Worker {
   void ReleasePages(const std::vector<int32_t>& pages, const char* what, int32_t id);
 
   void Decode(const StepPlan& plan);
+  void PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int>& entries);
   void RunLayer(int layer);
-  void ExchangeQueries(int layer);
-  void ReduceAllToAll(float* v_out, float* s_out);
-  void ReduceTree(float* v_out, float* s_out);
+  float* OutV(int layer, const Chunk& ch);
+  float* OutS(int layer, const Chunk& ch);
+  void ReduceAllToAll(Chunk& ch, int layer);
+  void ReduceTree(Chunk& ch, int layer);
+  void SynchronizeAll();
 
   WorkerOptions options_;
-  std::unique_ptr<kernels::Backend> backend_;
+  std::vector<std::unique_ptr<kernels::Backend>> backends_;  // [0]: the main one, which owns the pool
   std::unique_ptr<comm::Comm> comm_;
+  std::unique_ptr<StreamSync> sync_;
   kernels::KvPoolView kv_;
   std::vector<uint8_t> page_used_;       // consistency check against the coordinator's allocator
   std::map<int32_t, PrefixInfo> prefixes_;
   std::map<int32_t, RequestInfo> requests_;
 
-  StepLayout layout_;
+  std::vector<Chunk> chunks_;
   std::vector<int32_t> owned_output_ids_;
   int num_output_layers_ = 0;            // layers whose outputs the buffers hold
-  std::unique_ptr<Buffers> buf_;
+  BackendBuffer out_v_, out_s_;          // [layers kept][B_own][H][D] / [..][B_own][H]
+  BackendBuffer append_;                 // this step's appended tokens: hash, position, slot
 };
 
 }  // namespace prefixd::worker

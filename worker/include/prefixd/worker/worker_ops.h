@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "prefixd/kernels/backend.h"
 
@@ -38,5 +39,34 @@ void TreeScaleStates(kernels::Backend& backend, const float* v, const float* s, 
 // s_out[r] = s_max[m_pos[r]] + log2(Σ w); Σ w = 0 gives the empty state (0, −inf).
 void TreeFinishStates(kernels::Backend& backend, const float* sums, const float* s_max, const int32_t* m_pos,
                       int rows, int heads, int head_dim, float* v_out, float* s_out);
+
+}  // namespace prefixd::worker
+
+namespace prefixd::worker {
+
+// Orders work between a worker's streams: the compute streams of its backends and one stream of
+// its own for communication, so that the state exchange of one chunk of requests runs while the
+// next chunk computes. CUDA: a non-blocking stream and events (cudaStreamWaitEvent captures the
+// event's state when called, so events are reused freely). CPU backend: everything already runs
+// in issue order; these are no-ops and the comm stream is null.
+class StreamSync {
+ public:
+  explicit StreamSync(kernels::Backend& backend);
+  ~StreamSync();
+  StreamSync(const StreamSync&) = delete;
+  StreamSync& operator=(const StreamSync&) = delete;
+
+  void* comm_stream() const { return comm_stream_; }
+  // Work enqueued on `waiter` from now on starts after the work enqueued on `producer` so far.
+  void Wait(void* waiter, void* producer);
+  // Blocks until the comm stream is idle.
+  void Synchronize();
+
+ private:
+  bool cuda_ = false;
+  void* comm_stream_ = nullptr;
+  std::vector<void*> events_;
+  size_t next_event_ = 0;
+};
 
 }  // namespace prefixd::worker

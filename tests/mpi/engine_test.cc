@@ -77,7 +77,8 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
 
 class Harness {
  public:
-  Harness(const Shape& s, StateReduction reduction, int chunks, int32_t shard_min_tokens) : shape_(s) {
+  Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens)
+      : shape_(s), cuda_(cuda) {
     EngineOptions o;
     o.worker.pool.num_layers = s.layers;
     o.worker.pool.num_pages = s.pages;
@@ -89,9 +90,19 @@ class Harness {
     o.worker.reduction = reduction;
     o.placement.shard_min_tokens = shard_min_tokens;
     o.seed = 977;
-    engine_ = std::make_unique<Engine>(o, MPI_COMM_WORLD, kernels::MakeCpuBackend(), comm::MakeMpiComm(MPI_COMM_WORLD));
-    for (int c = 1; c < chunks; ++c) engine_->worker().AddPipelineBackend(kernels::MakeCpuBackend());
-    ref_backend_ = kernels::MakeCpuBackend();
+    if (cuda) {
+      kernels::BackendOptions bo;
+      bo.device = comm::DeviceForLocalRank(comm::NodeLocalRank(MPI_COMM_WORLD).rank, comm::CudaDeviceCount());
+      auto backend = kernels::MakeCudaBackend(bo);
+      auto data = comm::MakeNcclComm(MPI_COMM_WORLD, bo.device, backend->stream());
+      engine_ = std::make_unique<Engine>(o, MPI_COMM_WORLD, std::move(backend), std::move(data));
+      for (int c = 1; c < chunks; ++c) engine_->worker().AddPipelineBackend(kernels::MakeCudaBackend(bo));
+      ref_backend_ = kernels::MakeCudaBackend(bo);
+    } else {
+      engine_ = std::make_unique<Engine>(o, MPI_COMM_WORLD, kernels::MakeCpuBackend(), comm::MakeMpiComm(MPI_COMM_WORLD));
+      for (int c = 1; c < chunks; ++c) engine_->worker().AddPipelineBackend(kernels::MakeCpuBackend());
+      ref_backend_ = kernels::MakeCpuBackend();
+    }
   }
 
   bool root() const { return engine_->is_coordinator(); }
@@ -117,7 +128,10 @@ class Harness {
         const std::vector<double> want_v(rv.begin(), rv.end()), want_s(rsum.begin(), rsum.end());
         const std::string where = what + ", step " + std::to_string(plan.step) + ", request " +
                                   std::to_string(ids[i]) + ", layer " + std::to_string(layer);
-        test::ExpectAllClose(v.data() + i * hq * d, want_v.data(), int64_t(hq) * d, 1e-3, where + " (v)");
+        // CPU: both sides are fp32 loops. GPU: the reference runs other kernels (one long
+        // suffix, no prefix kernel), which round P to the input dtype differently.
+        const double tol = cuda_ ? test::OutputTolerance(shape_.dtype) : 1e-3;
+        test::ExpectAllClose(v.data() + i * hq * d, want_v.data(), int64_t(hq) * d, tol, where + " (v)");
         test::ExpectLseClose(s.data() + i * hq, want_s.data(), hq, 1e-3, where + " (s)");
         ++checked_;
       }
@@ -128,20 +142,33 @@ class Harness {
 
  private:
   Shape shape_;
+  bool cuda_ = false;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<kernels::Backend> ref_backend_;
   int checked_ = 0;
 };
 
-// Parameters: the state reduction, and the number of pipeline chunks the step is cut into.
-class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, int>> {
+// Every rank has its own GPU (decided on all ranks together, so that all skip or none does).
+bool AllRanksHaveGpu() {
+  const int devices = comm::CudaDeviceCount();
+  int ok = comm::NcclBuilt() && kernels::CudaAvailable() && devices >= comm::NodeLocalRank(MPI_COMM_WORLD).size;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return ok != 0;
+}
+
+// Parameters: the state reduction, the number of pipeline chunks the step is cut into, and the
+// backend: "cpu" (CPU backend + MpiComm, what CI runs) or "cuda" (CUDA backend + NcclComm, one GPU
+// per rank; skipped elsewhere).
+class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, int, std::string>> {
  protected:
   void SetUp() override {
+    if (cuda() && !AllRanksHaveGpu()) GTEST_SKIP() << "needs one CUDA GPU per rank (and NCCL) on every rank";
     seed_ = SharedSeed();
     rng_.seed(seed_);
   }
   StateReduction reduction() const { return std::get<0>(GetParam()); }
   int chunks() const { return std::get<1>(GetParam()); }
+  bool cuda() const { return std::get<2>(GetParam()) == "cuda"; }
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
 };
@@ -157,7 +184,7 @@ TEST_P(EngineTest, EvenSplit) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), 1);
+  Harness h(shape, reduction(), chunks(), cuda(), 1);
   if (h.root()) {
     const int len = shape.page * n * (2 + int(rng_() % 4));  // whole pages on every rank
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, len));
@@ -174,7 +201,7 @@ TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), 1 << 30);
+  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30);
   if (h.root()) {
     PrefixHint hint;
     int total = 0;
@@ -197,7 +224,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), 1);
+  Harness h(shape, reduction(), chunks(), cuda(), 1);
   if (h.root()) {
     const int32_t a = h.coord().AddPrefix(RandomTokens(rng_, shape.page + 1));  // 2 pages
     EXPECT_EQ(int(h.coord().prefixes().at(a).holders.size()), std::min(n, 2));
@@ -217,7 +244,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
 TEST_P(EngineTest, SeveralPrefixes) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), 48);
+  Harness h(shape, reduction(), chunks(), cuda(), 48);
   if (h.root()) {
     const int32_t big = h.coord().AddPrefix(RandomTokens(rng_, 150 + int(rng_() % 100)));   // sharded
     const int32_t small = h.coord().AddPrefix(RandomTokens(rng_, 10 + int(rng_() % 30)));   // whole
@@ -236,7 +263,7 @@ TEST_P(EngineTest, SeveralPrefixes) {
 TEST_P(EngineTest, JoinLeaveAndFree) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), 24);
+  Harness h(shape, reduction(), chunks(), cuda(), 24);
   int32_t doc = -1;
   if (h.root()) {
     doc = h.coord().AddPrefix(RandomTokens(rng_, 60 + int(rng_() % 60)));
@@ -280,7 +307,7 @@ TEST_P(EngineTest, JoinLeaveAndFree) {
 TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
   Shape shape;
   shape.pages = 40;
-  Harness h(shape, reduction(), chunks(), 8);
+  Harness h(shape, reduction(), chunks(), cuda(), 8);
   if (h.root()) {
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, 30));
     h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 3), 3, -1});
@@ -297,10 +324,10 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
-                                          testing::Values(1, 3)),
-                         [](const testing::TestParamInfo<std::tuple<StateReduction, int>>& info) {
-                           return std::string(worker::StateReductionName(std::get<0>(info.param))) + "_chunks" +
-                                  std::to_string(std::get<1>(info.param));
+                                          testing::Values(1, 3), testing::Values("cpu", "cuda")),
+                         [](const testing::TestParamInfo<std::tuple<StateReduction, int, std::string>>& info) {
+                           return std::get<2>(info.param) + "_" + worker::StateReductionName(std::get<0>(info.param)) +
+                                  "_chunks" + std::to_string(std::get<1>(info.param));
                          });
 
 }  // namespace

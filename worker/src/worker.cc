@@ -116,7 +116,12 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   append_ = BackendBuffer(&main);
   kv_.shape = pool;
   kv_.k = main.Alloc(size_t(pool.BytesPerArray()));
-  kv_.v = main.Alloc(size_t(pool.BytesPerArray()));
+  try {
+    kv_.v = main.Alloc(size_t(pool.BytesPerArray()));
+  } catch (...) {  // a throwing constructor runs no destructor
+    main.Free(kv_.k);
+    throw;
+  }
   main.Fill(kv_.k, 0, size_t(pool.BytesPerArray()));
   main.Fill(kv_.v, 0, size_t(pool.BytesPerArray()));
   main.Synchronize();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -55,12 +56,22 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   PREFIXD_CHECK_ARG(l.max_requests > 0 && l.max_qo_heads > 0 && l.max_head_dim > 0 && l.max_slots > 0 &&
                         l.max_plan_ints > 0 && l.max_state_floats > 0,
                     "MakeCudaBackend: workspace limits must be positive");
+  if (const char* env = std::getenv("PREFIXD_DECODE_KERNEL")) {
+    const std::string choice = env;
+    PREFIXD_CHECK_ARG(choice == "auto" || choice == "simt" || choice == "mma",
+                      "PREFIXD_DECODE_KERNEL must be auto, simt or mma, got '" << choice << "'");
+    decode_kernel_ = choice == "simt" ? DecodeKernel::kCudaCores
+                     : choice == "mma" ? DecodeKernel::kTensorCores
+                                       : DecodeKernel::kAuto;
+  }
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   num_sms_ = prop.multiProcessorCount;
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
+  if (decode_kernel_ != DecodeKernel::kAuto)
+    d << " [decode kernel forced: " << (decode_kernel_ == DecodeKernel::kCudaCores ? "simt" : "mma") << "]";
   description_ = d.str();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
@@ -262,6 +273,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   }
   if ((parts & kDecodePart) && plan_.num_decode_items > 0) {
     DecodeAttentionParams p;
+    p.kernel = decode_kernel_;
     p.k = k;
     p.v = v;
     p.token_stride = shape.TokenStride();

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/cuda/decode_attention.h"
 #include "prefixd/kernels/backend.h"
 
 namespace prefixd::kernels::cuda {
@@ -97,6 +98,9 @@ class CudaBackend final : public Backend {
   StagedBuffer plan_buffer_, prefix_plan_buffer_;
   float* partial_v_ = nullptr;
   float* partial_s_ = nullptr;
+  // PREFIXD_DECODE_KERNEL=auto|simt|mma at construction: which decode kernel runs for GQA groups
+  // that have both (for comparisons; auto is the fast choice).
+  DecodeKernel decode_kernel_ = DecodeKernel::kAuto;
   bool plan_loaded_ = false;
   LoadedPlan plan_;
 };

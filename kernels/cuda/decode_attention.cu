@@ -11,17 +11,31 @@ namespace prefixd::kernels::cuda {
 namespace decode {
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream);
+template <typename T, int HEAD_DIM, int GQA>
+void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t stream);
 }  // namespace decode
 
 namespace {
+
+// The tensor-core kernel exists for GQA groups 4 and 8 at head_dim 64 and 128 (its O accumulators
+// at 256 would not fit in registers). It is the default there: with g query heads per K/V byte the
+// CUDA-core kernel becomes arithmetic-bound (bench/RESULTS.md).
+template <int HEAD_DIM>
+bool UseTensorCores(const DecodeAttentionParams& p) {
+  return HEAD_DIM <= 128 && p.kernel != DecodeKernel::kCudaCores;
+}
 
 template <typename T, int HEAD_DIM>
 void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
   switch (p.num_qo_heads / p.num_kv_heads) {
     case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
     case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
-    case 4: return decode::LaunchDecodeAttention<T, HEAD_DIM, 4>(p, stream);
-    case 8: return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
+    case 4:
+      if (UseTensorCores<HEAD_DIM>(p)) return decode::LaunchDecodeAttentionMma<T, HEAD_DIM, 4>(p, stream);
+      return decode::LaunchDecodeAttention<T, HEAD_DIM, 4>(p, stream);
+    case 8:
+      if (UseTensorCores<HEAD_DIM>(p)) return decode::LaunchDecodeAttentionMma<T, HEAD_DIM, 8>(p, stream);
+      return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
   }
   PREFIXD_THROW(ErrorKind::kUnsupported, "DecodeAttention: GQA group size "
                                              << p.num_qo_heads / p.num_kv_heads

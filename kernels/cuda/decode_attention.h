@@ -16,7 +16,14 @@
 
 namespace prefixd::kernels::cuda {
 
+// Which decode kernel runs: kAuto takes the tensor-core kernel where it exists (GQA group 4 or 8,
+// head_dim 64 or 128) and the CUDA-core kernel elsewhere; the others force one (kTensorCores
+// falls back to CUDA cores where no tensor-core instantiation exists). For comparisons.
+enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
+
 struct DecodeAttentionParams {
+  DecodeKernel kernel = DecodeKernel::kAuto;
+
   // K/V of ONE layer: element (slot, kv_head, d) at k[slot · token_stride + kv_head · head_dim + d].
   const void* k = nullptr;
   const void* v = nullptr;

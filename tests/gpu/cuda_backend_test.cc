@@ -338,6 +338,37 @@ INSTANTIATE_TEST_SUITE_P(
         CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest}),
     [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
+// The CUDA-core decode kernel where the tensor-core one is the default (GQA 4 and 8, head_dim
+// 64/128): both stay correct, so either can be chosen (PREFIXD_DECODE_KERNEL=simt|mma).
+class CudaCoresDecodeTest : public ::testing::TestWithParam<CascadeCase> {};
+
+TEST_P(CudaCoresDecodeTest, MatchesFloat64Oracle) {
+  PREFIXD_REQUIRE_GPU();
+  const CascadeCase& c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  setenv("PREFIXD_DECODE_KERNEL", "simt", 1);
+  std::unique_ptr<Backend> simt = MakeDeviceBackend();
+  unsetenv("PREFIXD_DECODE_KERNEL");
+  EXPECT_NE(simt->Describe().find("simt"), std::string::npos) << simt->Describe();
+  const KvPoolShape shape{1, PagesNeeded(c.groups, c.page_size) + 3, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, c.peaky);
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split));
+  const StepResult got = RunStep(*simt, pool, 0, plan, q);
+  ExpectMatchesOracle(got, NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim))), c.dtype, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaCoresDecodeTest,
+    ::testing::Values(CascadeCase{"peaky_fp16_h32kv8_d128_p16", kF16, 32, 8, 128, 16, {{70, {300, 1, 17}}}, true},
+                      CascadeCase{"flat_bf16_h16kv2_d64_p16", kBF16, 16, 2, 64, 16, {{0, {45, 250}}}},
+                      CascadeCase{"finest_bf16_h8kv1_d128_p5", kBF16, 8, 1, 128, 5, {{23, {4, 11}}}, true, Split::kFinest}),
+    [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+
 // A request with neither prefix nor suffix gets the empty state: o = 0, v = 0, s = −inf, no NaN.
 TEST(CudaCascade, EmptyRequestGetsEmptyState) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();

@@ -1,0 +1,245 @@
+// The tensor-core variant of the batch decode kernel, for GQA groups of 4 and 8 query heads (head_dim
+// 64 and 128), included only by the instantiation files kernels/cuda/inst/decode_attention_*.cu.
+//
+// Why: with g query heads per KV head the CUDA-core kernel (decode_attention.cuh) does g dot
+// products and g weighted sums per K/V byte, plus shuffle reductions; at g = 4 it streamed at only
+// ~56% of copy bandwidth and at g = 8 at ~33% (measured on an H200, bench/RESULTS.md). Here the g
+// query rows are the M dimension of mma.sync m16n8k16 (padded to 16 rows with zeros), so the
+// arithmetic per byte costs tensor-core instructions only and the kernel is bound by memory again.
+//
+// Layout: one CTA (4 warps) per work item. Each warp owns its own token stream — tokens
+// [16·warp + 64·i, +16) of the item — and copies, computes and keeps an online-softmax state for it
+// alone: its K/V tiles go through its own region of shared memory with cp.async, STAGES deep, and
+// since a warp reads only what its own lanes copied, a __syncwarp orders the copies and the reads
+// (no block barrier until the end). The four warps' states are ⊕-merged through shared memory.
+//
+// Per 16-token tile: S = Q·Kᵀ (16×16, fp32) → mask → online softmax (base 2) → O += P·V, with P
+// rounded to the input dtype for the mma (as in the prefix kernel). Only the first g rows are real.
+#pragma once
+
+#include <atomic>
+
+#include "kernels/cuda/attention_state.cuh"
+#include "kernels/cuda/decode_attention.cuh"
+#include "kernels/cuda/mma_sm80.cuh"
+
+namespace prefixd::kernels::cuda {
+namespace decode {
+
+constexpr int kMmaWarps = 4;
+constexpr int kMmaThreads = 32 * kMmaWarps;
+constexpr int kMmaWarpTokens = 16;  // tokens per warp per step (the k of the P·V mma)
+constexpr int kMmaStages = 3;       // tiles per warp in shared memory (kMmaStages − 1 in flight)
+
+template <int HEAD_DIM>
+constexpr int MmaTileBytes() { return kMmaWarpTokens * HEAD_DIM * 2; }  // one K (or V) tile
+
+template <int HEAD_DIM, int GQA>
+constexpr int DecodeMmaSmemBytes() {
+  constexpr int stage_bytes = kMmaWarps * kMmaStages * 2 * MmaTileBytes<HEAD_DIM>();
+  constexpr int state_bytes = kMmaWarps * GQA * (HEAD_DIM + 2) * 4;
+  return stage_bytes > state_bytes ? stage_bytes : state_bytes;
+}
+
+template <typename T, int HEAD_DIM, int GQA>
+__global__ void __launch_bounds__(kMmaThreads)
+    DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
+  static_assert(GQA <= 8, "the g query rows sit in the upper 8 rows of the m16 tile");
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "O accumulators of head_dim 256 would not fit");
+  using Mma = MmaOp<T>;
+  constexpr int ROW_BYTES = HEAD_DIM * 2;
+  constexpr int ROW_CHUNKS = HEAD_DIM / 8;                 // 16-byte chunks per token row
+  constexpr int COPIES = kMmaWarpTokens * ROW_CHUNKS / 32;  // chunks per lane per tile
+  constexpr int D_STEPS = HEAD_DIM / 16;                   // k-steps of Q·Kᵀ, d-pairs of P·V
+  constexpr int D_TILES = HEAD_DIM / 8;                    // n-tiles of O
+  constexpr int TILE = MmaTileBytes<HEAD_DIM>();
+  constexpr int STEP = kMmaWarps * kMmaWarpTokens;         // tokens per CTA step
+
+  extern __shared__ __align__(128) uint8_t decode_mma_smem[];
+  uint8_t* smem = decode_mma_smem;
+  const DecodeWorkItem item = p.items[blockIdx.x];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int quad_row = lane / 4, quad_col = 2 * (lane % 4);  // C/A fragment coordinates
+  const int page_base = p.page_indptr[item.request];
+  const int first_head = item.kv_head * GQA;
+
+  // Q as the A operand, straight from global memory: row quad_row (< g) at columns quad_col and
+  // quad_col + 8 of each k-step; the padding rows (8..15, and g..7) are zeros.
+  uint32_t q_frag[D_STEPS][2];
+  {
+    const T* q_row = static_cast<const T*>(p.q) +
+                     (int64_t(item.request) * p.num_qo_heads + first_head + quad_row) * HEAD_DIM;
+#pragma unroll
+    for (int ks = 0; ks < D_STEPS; ++ks) {
+      q_frag[ks][0] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
+      q_frag[ks][1] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
+    }
+  }
+
+  // This warp's tiles: [kMmaStages][K, V][16 rows][ROW_BYTES], rows XOR-swizzled.
+  const uint32_t warp_smem = SmemAddress(smem) + warp * kMmaStages * 2 * TILE;
+  const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM;
+  const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM;
+  const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;
+
+  // Lane r (mod 16) looks up the pool offset of token r of a tile, one step ahead of its copy;
+  // the copying lanes get it by shuffle (a tile is 16 tokens, a page table entry serves many).
+  auto lookup = [&](int step) -> int64_t {
+    const int t = item.kv_begin + step * STEP + warp * kMmaWarpTokens + lane % 16;
+    return t < item.kv_end ? TokenOffset(p, page_base, t) : int64_t(-1);
+  };
+  int64_t next_offset = lookup(0);
+  auto issue = [&](int step) {
+    if (step < num_steps) {
+      const int64_t my_offset = next_offset;
+      const uint32_t k_tile = warp_smem + (step % kMmaStages) * 2 * TILE, v_tile = k_tile + TILE;
+#pragma unroll
+      for (int i = 0; i < COPIES; ++i) {
+        const int c = lane + 32 * i, row = c / ROW_CHUNKS, chunk = c % ROW_CHUNKS;
+        const int64_t offset = __shfl_sync(0xffffffffu, my_offset, row);
+        const bool valid = offset >= 0;
+        const int64_t src = valid ? offset + chunk * 8 : 0;
+        CpAsync16(k_tile + SwizzledOffset<ROW_BYTES>(row, chunk), k_head + src, valid);
+        CpAsync16(v_tile + SwizzledOffset<ROW_BYTES>(row, chunk), v_head + src, valid);
+      }
+      next_offset = lookup(step + 1);
+    }
+    CpAsyncCommit();  // empty groups past the end keep the wait count uniform
+  };
+#pragma unroll
+  for (int s = 0; s < kMmaStages - 1; ++s) issue(s);
+
+  float o[D_TILES][4];
+#pragma unroll
+  for (int dt = 0; dt < D_TILES; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[dt][e] = 0.f;
+  float row_max = -INFINITY, row_sum = 0.f;  // of row quad_row (scaled, base 2); sum is per lane
+  const float scale = p.sm_scale_log2;
+
+  for (int step = 0; step < num_steps; ++step) {
+    issue(step + kMmaStages - 1);
+    CpAsyncWait<kMmaStages - 1>();
+    __syncwarp();  // every lane's copies of this tile are visible to the whole warp
+    const uint32_t k_tile = warp_smem + (step % kMmaStages) * 2 * TILE, v_tile = k_tile + TILE;
+
+    // S = Q·Kᵀ over 16 tokens: two n-tiles of 8. K rows are tokens (the col-major B operand).
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    const LaneTileAddress<ROW_BYTES> k_lane(k_tile, (lane & 7) + 8 * (lane / 16), (lane / 8) % 2);
+#pragma unroll
+    for (int ks = 0; ks < D_STEPS; ++ks) {
+      uint32_t b[4];
+      LdMatrixX4(b, k_lane.At(ks, 0));
+      const uint32_t a[4] = {q_frag[ks][0], 0u, q_frag[ks][1], 0u};
+      Mma::Run(s[0], a, b[0], b[1]);
+      Mma::Run(s[1], a, b[2], b[3]);
+    }
+
+    // Mask tokens past the item; then the online softmax of row quad_row (elements 0, 1 of each
+    // n-tile; elements 2, 3 belong to the zero padding rows 8..15 and are ignored).
+    const int tile_first = item.kv_begin + step * STEP + warp * kMmaWarpTokens;
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (tile_first + 8 * nt + quad_col + e >= item.kv_end) s[nt][e] = -INFINITY;
+        tile_max = fmaxf(tile_max, s[nt][e]);
+      }
+    const float new_max = fmaxf(row_max, QuadMax(tile_max) * scale);
+    const float subtract = SafeMax(new_max);
+    const float rescale = FastExp2(row_max - subtract);
+    row_max = new_max;
+    row_sum *= rescale;
+#pragma unroll
+    for (int dt = 0; dt < D_TILES; ++dt) {
+      o[dt][0] *= rescale;
+      o[dt][1] *= rescale;
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        s[nt][e] = FastExp2(fmaf(s[nt][e], scale, -subtract));
+        row_sum += s[nt][e];
+      }
+
+    // O += P·V: S's C fragments are P's A fragment (k = the 16 tokens); V via ldmatrix.trans.
+    const uint32_t a[4] = {Mma::Pack(s[0][0], s[0][1]), 0u, Mma::Pack(s[1][0], s[1][1]), 0u};
+    const LaneTileAddress<ROW_BYTES> v_lane(v_tile, lane & 15, lane / 16);
+#pragma unroll
+    for (int dp = 0; dp < D_STEPS; ++dp) {
+      uint32_t b[4];
+      LdMatrixX4Trans(b, v_lane.At(dp, 0));
+      Mma::Run(o[2 * dp], a, b[0], b[1]);
+      Mma::Run(o[2 * dp + 1], a, b[2], b[3]);
+    }
+    __syncwarp();  // all reads of this stage are done before a later issue refills it
+  }
+  CpAsyncWait<0>();
+  __syncthreads();  // every warp is done with its tiles: the region becomes the exchange area
+
+  // ⊕ of the four warps' states: unnormalised O and sum relative to row_max, per warp and head.
+  auto& smem_o = *reinterpret_cast<float(*)[kMmaWarps][GQA][HEAD_DIM]>(smem);
+  auto& smem_m = *reinterpret_cast<float(*)[kMmaWarps][GQA]>(smem + kMmaWarps * GQA * HEAD_DIM * 4);
+  auto& smem_l = *reinterpret_cast<float(*)[kMmaWarps][GQA]>(smem + kMmaWarps * GQA * (HEAD_DIM + 1) * 4);
+  const float sum = QuadSum(row_sum);
+  if (quad_row < GQA) {
+#pragma unroll
+    for (int dt = 0; dt < D_TILES; ++dt) {
+      smem_o[warp][quad_row][8 * dt + quad_col] = o[dt][0];
+      smem_o[warp][quad_row][8 * dt + quad_col + 1] = o[dt][1];
+    }
+    if (lane % 4 == 0) {
+      smem_m[warp][quad_row] = row_max;
+      smem_l[warp][quad_row] = sum;
+    }
+  }
+  __syncthreads();
+
+  const int slot = p.state_indptr[item.request] + item.slot_offset;
+  for (int idx = threadIdx.x; idx < GQA * HEAD_DIM; idx += kMmaThreads) {
+    const int j = idx / HEAD_DIM, d = idx % HEAD_DIM;
+    float m_all = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kMmaWarps; ++w) m_all = fmaxf(m_all, smem_m[w][j]);
+    float l_all = 0.f, v_all = 0.f;
+    if (m_all != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kMmaWarps; ++w) {
+        const float wt = exp2f(smem_m[w][j] - m_all);  // 0 for a warp that saw no token
+        l_all = fmaf(wt, smem_l[w][j], l_all);
+        v_all = fmaf(wt, smem_o[w][j][d], v_all);
+      }
+    }
+    const int64_t state = int64_t(slot) * p.num_qo_heads + first_head + j;
+    p.partial_v[state * HEAD_DIM + d] = l_all > 0.f ? v_all / l_all : 0.f;
+    if (d == 0) p.partial_s[state] = FinalLse(m_all, l_all);
+  }
+}
+
+template <typename T, int HEAD_DIM, int GQA>
+void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t stream) {
+  constexpr int smem_bytes = DecodeMmaSmemBytes<HEAD_DIM, GQA>();
+  // Above 48 KiB the dynamic shared-memory limit must be raised, once per device.
+  static std::atomic<uint64_t> raised_on_device{0};
+  int device = 0;
+  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
+  if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
+    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(DecodeAttentionMmaKernel<T, HEAD_DIM, GQA>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    raised_on_device.fetch_or(bit, std::memory_order_release);
+  }
+  DecodeAttentionMmaKernel<T, HEAD_DIM, GQA><<<params.num_items, kMmaThreads, smem_bytes, stream>>>(params);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace decode
+}  // namespace prefixd::kernels::cuda
+
+#define PREFIXD_INSTANTIATE_DECODE_ATTENTION_MMA(T, HEAD_DIM)                                         \
+  namespace prefixd::kernels::cuda::decode {                                                          \
+  template void LaunchDecodeAttentionMma<T, HEAD_DIM, 4>(const DecodeAttentionParams&, cudaStream_t); \
+  template void LaunchDecodeAttentionMma<T, HEAD_DIM, 8>(const DecodeAttentionParams&, cudaStream_t); \
+  }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "prefixd/comm/state_reduction.h"
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/synthetic_kv.h"
@@ -50,8 +51,7 @@ struct Worker::Buffers {
   const int32_t* tree_own_pos = nullptr;
 
   // Per-peer byte counts and offsets of this step's exchanges.
-  std::vector<size_t> q_send_bytes, q_send_off, q_recv_bytes, q_recv_off;
-  std::vector<size_t> st_send_bytes, st_send_off, st_recv_bytes, st_recv_off;
+  comm::ExchangeBytes q_bytes, st_bytes;
 
   int64_t bytes() const {
     const BackendBuffer* all[] = {&upload, &q_own, &q_send, &q_recv, &q_local, &v_loc, &s_loc,
@@ -65,18 +65,6 @@ struct Worker::Buffers {
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-void CountsToBytes(const std::vector<int64_t>& counts, size_t row_bytes, std::vector<size_t>* bytes,
-                   std::vector<size_t>* offsets) {
-  bytes->resize(counts.size());
-  offsets->resize(counts.size());
-  size_t off = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    (*bytes)[i] = size_t(counts[i]) * row_bytes;
-    (*offsets)[i] = off;
-    off += (*bytes)[i];
-  }
-}
 
 int64_t Sum(const std::vector<int64_t>& v) {
   int64_t s = 0;
@@ -479,10 +467,8 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     B.slab.Reserve(rows(int64_t(nr) * L.max_own) * st_row);
     B.slab_recv.Reserve(rows(L.max_own) * st_row);
   }
-  CountsToBytes(L.q_send_count, q_row, &B.q_send_bytes, &B.q_send_off);
-  CountsToBytes(L.q_recv_count, q_row, &B.q_recv_bytes, &B.q_recv_off);
-  CountsToBytes(L.st_send_count, st_row, &B.st_send_bytes, &B.st_send_off);
-  CountsToBytes(L.st_recv_count, st_row, &B.st_recv_bytes, &B.st_recv_off);
+  B.q_bytes = comm::PeerMajorBytes(L.q_send_count, L.q_recv_count, q_row);
+  B.st_bytes = comm::PeerMajorBytes(L.st_send_count, L.st_recv_count, st_row);
 }
 
 float* Worker::OutV(int layer, const Chunk& ch) {
@@ -527,8 +513,8 @@ void Worker::RunLayer(int layer) {
     Buffers& B = *ch.buf;
     sync_->Wait(comm_stream, ch.backend->stream());
     if (!options_.null_collectives)
-      comm_->AllToAllV(B.q_send.get(), B.q_send_bytes, B.q_send_off, B.q_recv.get(), B.q_recv_bytes, B.q_recv_off,
-                       comm_stream);
+      comm_->AllToAllV(B.q_send.get(), B.q_bytes.send_bytes, B.q_bytes.send_offsets, B.q_recv.get(),
+                       B.q_bytes.recv_bytes, B.q_bytes.recv_offsets, comm_stream);
   }
   // 3. Per chunk: partial states, then their reduction to the owners on the comm stream while
   //    the next chunk computes.
@@ -568,8 +554,8 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer) {
              B.st_send.get<float>());
   sync_->Wait(comm_stream, be.stream());
   if (!options_.null_collectives)
-    comm_->AllToAllV(B.st_send.get(), B.st_send_bytes, B.st_send_off, B.st_recv.get(), B.st_recv_bytes,
-                     B.st_recv_off, comm_stream);
+    comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),
+                     B.st_bytes.recv_bytes, B.st_bytes.recv_offsets, comm_stream);
   sync_->Wait(be.stream(), comm_stream);
   if (b_own == 0) return;
   float* v_out = OutV(layer, ch);

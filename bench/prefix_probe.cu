@@ -1,7 +1,14 @@
-// Timing probe of the multi-query prefix attention kernel alone, against cuBLAS's fp16 GEMM rate
+// Timing probe of the multi-query prefix attention kernels alone, against cuBLAS's fp16 GEMM rate
 // measured in the same run.
 //
 //   prefixd_prefix_probe [--iters 30] [--warmup 5] [--csv FILE] [--quick]
+//                        [--kernel mma,wgmma,wgmma-plain,wgmma-s3]   (default: all, one row each)
+//
+// Kernels (PrefixAttention's selection, kernels/cuda/sm90a/prefix_attention_sm90a.h): "mma" the
+// mma.sync kernel; "wgmma" the sm_90a wgmma + TMA kernel as launched by default; "wgmma-plain" its
+// simple schedule (PREFIXD_SM90A_SCHEDULE=plain: no ping-pong, no S/P·V overlap); "wgmma-s3" the
+// default with the deeper K/V ring (PREFIXD_SM90A_STAGES=3). The "kernel" column names the kernel
+// that actually ran (a wgmma request on a shape or GPU it does not apply to runs mma.sync).
 //
 // Per shape (H_qo/H_kv, batch B, prefix P, head_dim D, dtype): one group of B requests sharing a
 // P-token prefix; work items = KV heads × row tiles × KV chunks, the KV split chosen so that there
@@ -18,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -26,6 +34,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/prefix_attention.cuh"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/state.h"
 
@@ -77,7 +86,21 @@ struct Options {
   int iters = 30, warmup = 5;
   std::string csv;
   bool quick = false;
+  std::vector<std::string> kernels = {"mma", "wgmma", "wgmma-plain", "wgmma-s3"};
 };
+
+bool KnownKernel(const std::string& k) {
+  return k == "mma" || k == "wgmma" || k == "wgmma-plain" || k == "wgmma-s3";
+}
+
+// Points PrefixAttention's selection at one kernel (environment knobs of the launcher).
+void SelectKernel(const std::string& kernel) {
+  setenv("PREFIXD_PREFIX_KERNEL", kernel == "mma" ? "mma" : "wgmma", 1);
+  if (kernel == "wgmma-s3") setenv("PREFIXD_SM90A_STAGES", "3", 1);
+  else unsetenv("PREFIXD_SM90A_STAGES");
+  if (kernel == "wgmma-plain") setenv("PREFIXD_SM90A_SCHEDULE", "plain", 1);
+  else unsetenv("PREFIXD_SM90A_SCHEDULE");
+}
 
 // Median time (ms) of fn, each run after an L2 flush.
 double MedianMs(const Options& opt, cudaStream_t stream, void* flush, size_t flush_bytes,
@@ -135,6 +158,7 @@ double ToDouble(uint16_t bits, DType dtype) { return ToFloat(dtype, bits); }
 struct Result {
   double us = 0, tflops = 0, max_rel_err = 0, max_lse_err = 0;
   int items = 0, chunk = 0, tile_rows = 0, ctas_per_sm = 0;
+  std::string ran;  // the kernel PrefixAttention ran
   bool ok = false;
 };
 
@@ -221,6 +245,7 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   p.partial_s = static_cast<float*>(out_s.ptr);
   p.max_item_rows = row_hint;
 
+  res.ran = n32 ? "mma" : PrefixKernelPathName(SelectPrefixKernel(p));
   auto launch = [&] {
     if (n32) LaunchPrefixAttentionConfig<N32Config>(p, stream);
     else PrefixAttention(p, stream);
@@ -291,8 +316,22 @@ int Main(int argc, char** argv) {
     else if (a == "--warmup" && i + 1 < argc) opt.warmup = std::atoi(argv[++i]);
     else if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
     else if (a == "--quick") opt.quick = true;
-    else {
-      std::fprintf(stderr, "usage: %s [--iters N] [--warmup N] [--csv FILE] [--quick]\n", argv[0]);
+    else if (a == "--kernel" && i + 1 < argc) {
+      opt.kernels.clear();
+      std::string list = argv[++i];
+      for (size_t pos = 0; pos <= list.size();) {
+        const size_t comma = std::min(list.find(',', pos), list.size());
+        const std::string k = list.substr(pos, comma - pos);
+        if (!KnownKernel(k)) {
+          std::fprintf(stderr, "unknown kernel '%s' (mma, wgmma, wgmma-plain, wgmma-s3)\n", k.c_str());
+          return 2;
+        }
+        opt.kernels.push_back(k);
+        pos = comma + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: %s [--iters N] [--warmup N] [--csv FILE] [--quick] [--kernel LIST]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -327,26 +366,40 @@ int Main(int argc, char** argv) {
 
   FILE* csv = opt.csv.empty() ? nullptr : std::fopen(opt.csv.c_str(), "w");
   if (csv)
-    std::fprintf(csv, "variant,dtype,head_dim,h_qo,h_kv,batch,prefix,tile_rows,ctas_per_sm,items,chunk,"
-                      "us,tflops,pct_gemm,max_rel_err,max_lse_err,ok\n");
-  std::printf("%-8s %-5s %4s %7s %5s %6s %5s %4s %6s %6s %10s %8s %7s %9s %5s\n", "variant", "dtype",
-              "D", "Hqo/Hkv", "B", "P", "rows", "c/SM", "items", "chunk", "us", "TFLOP/s",
-              "%GEMM", "rel_err", "check");
+    std::fprintf(csv, "kernel,ran,variant,dtype,head_dim,h_qo,h_kv,batch,prefix,tile_rows,ctas_per_sm,items,"
+                      "chunk,us,tflops,pct_gemm,max_rel_err,max_lse_err,ok\n");
+  std::printf("%-11s %-8s %-5s %4s %7s %5s %6s %5s %4s %6s %6s %10s %8s %7s %9s %5s\n", "kernel", "variant",
+              "dtype", "D", "Hqo/Hkv", "B", "P", "rows", "c/SM", "items", "chunk", "us", "TFLOP/s", "%GEMM",
+              "rel_err", "check");
   int failures = 0;
   for (const Shape& sh : shapes) {
-    const Result r = RunShape(sh, opt, stream, flush.ptr, flush_bytes, prop.multiProcessorCount);
-    failures += r.ok ? 0 : 1;
-    const std::string heads = std::to_string(sh.h_qo) + "/" + std::to_string(sh.h_kv);
-    std::printf("%-8s %-5s %4d %7s %5d %6d %5d %4d %6d %6d %10.1f %8.1f %6.1f%% %9.2e %5s\n",
-                sh.variant, DTypeName(sh.dtype), sh.head_dim, heads.c_str(), sh.batch, sh.prefix,
-                r.tile_rows, r.ctas_per_sm, r.items, r.chunk, r.us, r.tflops,
-                100.0 * r.tflops / gemm, r.max_rel_err, r.ok ? "OK" : "FAIL");
-    std::fflush(stdout);
-    if (csv)
-      std::fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.2f,%.2f,%.2f,%.3e,%.3e,%d\n", sh.variant,
-                   DTypeName(sh.dtype), sh.head_dim, sh.h_qo, sh.h_kv, sh.batch, sh.prefix,
-                   r.tile_rows, r.ctas_per_sm, r.items, r.chunk, r.us, r.tflops,
-                   100.0 * r.tflops / gemm, r.max_rel_err, r.max_lse_err, r.ok ? 1 : 0);
+    for (const std::string& kernel : opt.kernels) {
+      if (std::string(sh.variant) == "n32" && kernel != "mma") continue;  // an mma.sync experiment
+      SelectKernel(kernel);
+      Result r;
+      try {
+        r = RunShape(sh, opt, stream, flush.ptr, flush_bytes, prop.multiProcessorCount);
+      } catch (const Error& e) {  // one kernel failing (not a CUDA fault) must not hide the others
+        std::printf("# %s on %s D=%d B=%d P=%d: %s\n", kernel.c_str(), sh.variant, sh.head_dim, sh.batch,
+                    sh.prefix, e.what());
+        r.ran = kernel;
+        r.ok = false;
+      }
+      failures += r.ok ? 0 : 1;
+      // The variant asked for when a wgmma kernel ran; "mma" when the launcher fell back.
+      const std::string ran = r.ran == "wgmma" ? kernel : r.ran;
+      const std::string heads = std::to_string(sh.h_qo) + "/" + std::to_string(sh.h_kv);
+      std::printf("%-11s %-8s %-5s %4d %7s %5d %6d %5d %4d %6d %6d %10.1f %8.1f %6.1f%% %9.2e %5s\n",
+                  ran.c_str(), sh.variant, DTypeName(sh.dtype), sh.head_dim, heads.c_str(), sh.batch, sh.prefix,
+                  r.tile_rows, r.ctas_per_sm, r.items, r.chunk, r.us, r.tflops, 100.0 * r.tflops / gemm,
+                  r.max_rel_err, r.ok ? "OK" : "FAIL");
+      std::fflush(stdout);
+      if (csv)
+        std::fprintf(csv, "%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.2f,%.2f,%.2f,%.3e,%.3e,%d\n", kernel.c_str(),
+                     ran.c_str(), sh.variant, DTypeName(sh.dtype), sh.head_dim, sh.h_qo, sh.h_kv, sh.batch,
+                     sh.prefix, r.tile_rows, r.ctas_per_sm, r.items, r.chunk, r.us, r.tflops,
+                     100.0 * r.tflops / gemm, r.max_rel_err, r.max_lse_err, r.ok ? 1 : 0);
+    }
   }
   if (csv) std::fclose(csv);
   PREFIXD_CUDA_CHECK(cudaStreamDestroy(stream));

@@ -1,11 +1,17 @@
-// PrefixAttention: argument checks and the one place where (dtype, head_dim) become template
-// constants. The kernels themselves are instantiated in kernels/cuda/inst/, one file each.
+// PrefixAttention: argument checks, the choice between the mma.sync kernel and the sm_90a wgmma
+// kernel (kernels/cuda/sm90a/prefix_attention_sm90a.h says when which runs), and the one place
+// where (dtype, head_dim) become template constants of the mma.sync kernel, instantiated in
+// kernels/cuda/inst/, one file each.
 #include "kernels/cuda/prefix_attention.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/cuda/prefix_attention.cuh"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
 
 namespace prefixd::kernels::cuda {
@@ -51,7 +57,47 @@ void CheckParams(const PrefixAttentionParams& p) {
                     "PrefixAttention: k, v and q must be 16-byte aligned");
 }
 
+enum class KernelRequest { kAuto, kMma, kWgmma };
+
+KernelRequest RequestedKernel() {
+  const char* value = std::getenv("PREFIXD_PREFIX_KERNEL");
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "auto") == 0) return KernelRequest::kAuto;
+  if (std::strcmp(value, "mma") == 0) return KernelRequest::kMma;
+  if (std::strcmp(value, "wgmma") == 0) return KernelRequest::kWgmma;
+  PREFIXD_THROW(ErrorKind::kInvalidArgument,
+                "PREFIXD_PREFIX_KERNEL=" << value << ": expected mma, wgmma or auto");
+}
+
 }  // namespace
+
+#if !PREFIXD_HAVE_SM90A
+// Built without the sm_90a objects (CMake PREFIXD_WITH_SM90A=OFF or an old nvcc): the wgmma path
+// never applies.
+namespace sm90a {
+bool Built() { return false; }
+bool Supports(const PrefixAttentionParams&) { return false; }
+bool DeviceReady() { return false; }
+int TileRows() { return 128; }
+void PrefixAttention(const PrefixAttentionParams&, cudaStream_t) {
+  PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: this build has no sm_90a kernels");
+}
+}  // namespace sm90a
+#endif
+
+const char* PrefixKernelPathName(PrefixKernelPath path) {
+  return path == PrefixKernelPath::kWgmma ? "wgmma" : "mma";
+}
+
+// Whether "auto" takes the wgmma kernel where it applies (see prefix_attention_sm90a.h).
+constexpr bool kWgmmaByDefault = false;
+
+PrefixKernelPath SelectPrefixKernel(const PrefixAttentionParams& params) {
+  const KernelRequest request = RequestedKernel();
+  if (request == KernelRequest::kMma || (request == KernelRequest::kAuto && !kWgmmaByDefault))
+    return PrefixKernelPath::kMmaSync;
+  if (sm90a::Built() && sm90a::Supports(params) && sm90a::DeviceReady()) return PrefixKernelPath::kWgmma;
+  return PrefixKernelPath::kMmaSync;
+}
 
 int PrefixAttentionTileRows(int head_dim) {
   switch (head_dim) {
@@ -66,6 +112,13 @@ int PrefixAttentionTileRows(int head_dim) {
 int PrefixAttentionSmallTileRows() { return SMALL_TILE_ROWS; }
 
 int PrefixAttentionCtasPerSm(int head_dim, DType dtype, int max_item_rows) {
+  PrefixAttentionParams probe;  // a non-causal launch of this shape: which kernel would run?
+  probe.head_dim = head_dim;
+  probe.dtype = dtype;
+  probe.num_qo_heads = probe.num_kv_heads = 1;
+  probe.token_stride = head_dim;
+  probe.max_item_rows = max_item_rows;
+  if (SelectPrefixKernel(probe) == PrefixKernelPath::kWgmma) return 1;  // persistent, 1 CTA per SM
   const bool fp16 = dtype == DType::kFloat16;
   const int r = max_item_rows;
   switch (head_dim) {
@@ -85,6 +138,8 @@ int PrefixAttentionCtasPerSm(int head_dim, DType dtype, int max_item_rows) {
 
 void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   CheckParams(params);
+  if (params.num_items > 0 && SelectPrefixKernel(params) == PrefixKernelPath::kWgmma)
+    return sm90a::PrefixAttention(params, stream);
   const bool fp16 = params.dtype == DType::kFloat16;
   switch (params.head_dim) {
     case 64:

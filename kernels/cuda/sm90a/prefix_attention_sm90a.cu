@@ -1,0 +1,199 @@
+// Host side of the sm_90a prefix attention path: TMA tensor maps (encoded through the driver entry
+// point, never by linking libcuda), their cache, the device check, and the (dtype, head_dim)
+// dispatch to the kernels instantiated in inst/.
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.cuh"
+#include "prefixd/common/error.h"
+
+namespace prefixd::kernels::cuda::sm90a {
+
+extern template void RunWgmmaPrefixAttention<__half, 64>(const WgmmaLaunch&, cudaStream_t);
+extern template void RunWgmmaPrefixAttention<__half, 128>(const WgmmaLaunch&, cudaStream_t);
+extern template void RunWgmmaPrefixAttention<__nv_bfloat16, 64>(const WgmmaLaunch&, cudaStream_t);
+extern template void RunWgmmaPrefixAttention<__nv_bfloat16, 128>(const WgmmaLaunch&, cudaStream_t);
+extern template bool WgmmaPrefixAttentionLoads<__half, 64>();
+extern template bool WgmmaPrefixAttentionLoads<__half, 128>();
+extern template bool WgmmaPrefixAttentionLoads<__nv_bfloat16, 64>();
+extern template bool WgmmaPrefixAttentionLoads<__nv_bfloat16, 128>();
+
+namespace {
+
+// cuTensorMapEncodeTiled's signature (cuda.h), reached through cudaGetDriverEntryPointByVersion.
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiledFn EncodeTiled() {
+  static const EncodeTiledFn fn = [] {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
+    const cudaError_t err =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &status);
+    if (err != cudaSuccess || status != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return EncodeTiledFn(nullptr);
+    }
+    return reinterpret_cast<EncodeTiledFn>(ptr);
+  }();
+  return fn;
+}
+
+// Rows (token slots) the tensor maps claim. The kernel never addresses a box past the end of the
+// group's prefix run (see prefix_attention_sm90a.cuh), so the true pool size is not needed; this
+// is the largest extent a signed 32-bit TMA coordinate can reach.
+constexpr cuuint64_t kMapSlots = (cuuint64_t(1) << 31) - 1;
+constexpr int kBoxRows = 128;  // = WgmmaPrefixConfig::BLOCK_N
+
+// A 2D map over one layer's K or V: dim 0 = the H_kv · D elements of a slot, dim 1 = slots
+// (stride token_stride elements), box 64 × 128 with the 128-byte swizzle.
+CUtensorMap EncodeKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype) {
+  const EncodeTiledFn encode = EncodeTiled();
+  if (encode == nullptr)
+    PREFIXD_THROW(ErrorKind::kUnsupported, "sm_90a prefix attention: the driver has no cuTensorMapEncodeTiled");
+  CUtensorMap map;
+  std::memset(&map, 0, sizeof(map));
+  const cuuint64_t dims[2] = {cuuint64_t(row_elems), kMapSlots};
+  const cuuint64_t strides[1] = {cuuint64_t(token_stride) * 2};
+  const cuuint32_t box[2] = {64, kBoxRows};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult res = encode(&map,
+                              dtype == DType::kFloat16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                              2, const_cast<void*>(base), dims, strides, box, element_strides,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (res != CUDA_SUCCESS)
+    PREFIXD_THROW(ErrorKind::kLibrary, "sm_90a prefix attention: cuTensorMapEncodeTiled failed (CUresult "
+                                           << int(res) << ") for base " << base << ", " << row_elems
+                                           << " elements per slot, token stride " << token_stride);
+  return map;
+}
+
+// Encoded maps by (base pointer, shape): one entry per layer's K and V in steady state.
+struct MapKey {
+  const void* base;
+  int64_t row_elems, token_stride;
+  DType dtype;
+  bool operator==(const MapKey& o) const {
+    return base == o.base && row_elems == o.row_elems && token_stride == o.token_stride && dtype == o.dtype;
+  }
+};
+struct MapEntry {
+  MapKey key;
+  CUtensorMap map;
+};
+
+CUtensorMap CachedKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype) {
+  static std::mutex mutex;
+  static std::vector<MapEntry> cache;
+  constexpr size_t kMaxEntries = 1024;  // 2 maps × layers × pools; cleared when full
+  const MapKey key{base, row_elems, token_stride, dtype};
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const MapEntry& e : cache)
+    if (e.key == key) return e.map;
+  if (cache.size() >= kMaxEntries) cache.clear();
+  cache.push_back({key, EncodeKvMap(base, row_elems, token_stride, dtype)});
+  return cache.back().map;
+}
+
+// Per-device facts, looked up once: 0 unknown, 1 no, 2 yes.
+constexpr int kMaxDevices = 64;
+std::atomic<int> g_device_ready[kMaxDevices];
+std::atomic<int> g_device_sms[kMaxDevices];
+
+int CurrentDevice() {
+  int device = 0;
+  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+int EnvInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(value, &end, 10);
+  PREFIXD_CHECK_ARG(end != value && *end == '\0' && v >= 0 && v <= (1 << 20),
+                    name << "=" << value << " is not a small non-negative integer");
+  return int(v);
+}
+
+}  // namespace
+
+bool Built() { return true; }
+
+bool Supports(const PrefixAttentionParams& p) {
+  return (p.head_dim == 64 || p.head_dim == 128) && !p.causal &&
+         (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) && p.num_kv_heads > 0 &&
+         int64_t(p.num_kv_heads) * p.head_dim <= p.token_stride && p.token_stride % 8 == 0;
+}
+
+bool DeviceReady() {
+  // Never throws: no device, no driver or another architecture all mean "not here".
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (device >= kMaxDevices) return false;
+  int state = g_device_ready[device].load(std::memory_order_acquire);
+  if (state == 0) {
+    int major = 0, minor = 0;
+    bool ready = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                 cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
+    (void)cudaGetLastError();
+    ready = ready && major == 9 && minor == 0 && EncodeTiled() != nullptr;
+    ready = ready && WgmmaPrefixAttentionLoads<__half, 64>() && WgmmaPrefixAttentionLoads<__half, 128>() &&
+            WgmmaPrefixAttentionLoads<__nv_bfloat16, 64>() && WgmmaPrefixAttentionLoads<__nv_bfloat16, 128>();
+    state = ready ? 2 : 1;
+    g_device_ready[device].store(state, std::memory_order_release);
+  }
+  return state == 2;
+}
+
+int TileRows() { return WgmmaPrefixConfig<__half, 128, 2, true>::TILE_ROWS; }
+
+void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
+  PREFIXD_CHECK_ARG(Supports(params), "sm_90a prefix attention: unsupported shape (head_dim "
+                                          << params.head_dim << ", causal " << params.causal << ")");
+  if (params.num_items == 0) return;
+  const int device = CurrentDevice();
+  int sms = device < kMaxDevices ? g_device_sms[device].load(std::memory_order_relaxed) : 0;
+  if (sms == 0) {
+    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (device < kMaxDevices) g_device_sms[device].store(sms, std::memory_order_relaxed);
+  }
+  WgmmaLaunch l;
+  l.params = params;
+  const int64_t row_elems = int64_t(params.num_kv_heads) * params.head_dim;
+  l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype);
+  l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype);
+  const int max_ctas = EnvInt("PREFIXD_SM90A_MAX_CTAS", 0);
+  l.grid = std::min(params.num_items, max_ctas > 0 ? max_ctas : sms);  // one CTA per SM, persistent
+  l.stages = EnvInt("PREFIXD_SM90A_STAGES", 2);
+  const char* schedule = std::getenv("PREFIXD_SM90A_SCHEDULE");
+  if (schedule != nullptr && *schedule != '\0') {
+    PREFIXD_CHECK_ARG(std::strcmp(schedule, "overlap") == 0 || std::strcmp(schedule, "plain") == 0,
+                      "PREFIXD_SM90A_SCHEDULE=" << schedule << ": expected overlap or plain");
+    l.overlap = std::strcmp(schedule, "overlap") == 0;
+  }
+  const bool fp16 = params.dtype == DType::kFloat16;
+  if (params.head_dim == 64)
+    return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);
+  return fp16 ? RunWgmmaPrefixAttention<__half, 128>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 128>(l, stream);
+}
+
+}  // namespace prefixd::kernels::cuda::sm90a

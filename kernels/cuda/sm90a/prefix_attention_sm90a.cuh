@@ -1,0 +1,554 @@
+// The sm_90a prefix attention kernel: the launcher contract of kernels/cuda/prefix_attention.h
+// (same work items, same partial states), computed FlashAttention-3 style with wgmma and TMA.
+//
+// CTA = 3 warpgroups, persistent over the work items (item = blockIdx.x + k · gridDim.x):
+//   warpgroup 0, one thread: the producer. Per KV tile of BLOCK_N tokens it waits until a stage of
+//     the shared-memory ring is free (empty barrier), then has TMA copy the K tile and the V tile
+//     (two 64-column panels each for head_dim 128) into it; the copies complete on the stage's
+//     full barriers. It runs ahead across tiles, row tiles and items, bounded by STAGES.
+//   warpgroups 1, 2: consumers, 64 query rows each (128 rows = one row tile of an item). Per tile:
+//     S = Q·Kᵀ (wgmma, Q and K from shared memory) → release K → mask, base-2 online softmax in
+//     registers → P (fp16/bf16 registers) → O += P·V (wgmma, A = P from registers, V MN-major
+//     from shared memory) → release V. At the end v = O / l, s = m + log2(l).
+// Q rows are gathered through the GQA mapping (row r of a group → request first_request + r / g,
+// head kv_head · g + r % g) with cp.async into the swizzled layout, then fence.proxy.async.
+//
+// K/V tile placement. The TMA box of tile t covers item tokens [b, b + BLOCK_N) with
+//   b = min(kv_begin + t · BLOCK_N, prefix_tokens − BLOCK_N),
+// i.e. the last tile is shifted back so that no box reaches past the group's prefix run: a read
+// never leaves the pool, whatever its size (the tensor map's slot extent is not known here).
+// Columns of the tile outside [kv_begin + t · BLOCK_N, kv_end) (a shifted tail re-reads tokens of
+// the previous tile; a chunk may end before the prefix does) get score −inf. Only a prefix shorter
+// than BLOCK_N makes b < 0: those rows come from before the run (other pages, possibly garbage or
+// NaN; negative slots are zero-filled by TMA), so their V rows are zeroed in shared memory before
+// P·V — P = 0 there, but 0 · NaN would still be NaN.
+//
+// Non-causal only (decode); the launcher keeps causal launches on the mma.sync kernel.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "kernels/cuda/attention_state.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/prefix_attention.h"
+#include "kernels/cuda/sm90a/sm90a_primitives.cuh"
+
+namespace prefixd::kernels::cuda::sm90a {
+
+template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_>
+struct WgmmaPrefixConfig {
+  using Element = T;
+  static constexpr int HEAD_DIM = HEAD_DIM_;
+  static constexpr int STAGES = STAGES_;    // K (and V) tiles in the ring
+  static constexpr bool OVERLAP = OVERLAP_;  // FA3 schedule (Consumer::RowTileOverlapped)
+  static constexpr int BLOCK_N = 128;       // tokens per K/V tile (the N of S = Q·Kᵀ)
+  static constexpr int WG_ROWS = 64;        // query rows per consumer warpgroup (wgmma M)
+  static constexpr int CONSUMER_WGS = 2;
+  static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
+  static constexpr int THREADS = 128 * (1 + CONSUMER_WGS);
+  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;  // 128·24 + 256·240 ≤ 64 K
+
+  static constexpr int PANELS = HEAD_DIM / 64;         // 128-byte column panels per row
+  static constexpr int Q_PANEL_BYTES = WG_ROWS * 128;
+  static constexpr int Q_WG_BYTES = PANELS * Q_PANEL_BYTES;
+  static constexpr int KV_PANEL_BYTES = BLOCK_N * 128;
+  static constexpr int KV_TILE_BYTES = PANELS * KV_PANEL_BYTES;
+  // Shared memory, from a 1024-byte aligned base: Q of each consumer, K ring, V ring, barriers.
+  static constexpr int K_OFFSET = CONSUMER_WGS * Q_WG_BYTES;
+  static constexpr int V_OFFSET = K_OFFSET + STAGES * KV_TILE_BYTES;
+  static constexpr int BAR_OFFSET = V_OFFSET + STAGES * KV_TILE_BYTES;
+  static constexpr int SMEM_BYTES = 1024 + BAR_OFFSET + 4 * STAGES * 8;
+
+  static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)
+  static constexpr int O_REGS = HEAD_DIM / 2;  // O accumulators per thread
+  static constexpr int D_STEPS = HEAD_DIM / 16;
+  static constexpr int N_STEPS = BLOCK_N / 16;
+
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "wgmma N of O·V is head_dim: 64 or 128");
+  static_assert(SMEM_BYTES <= 227 * 1024, "shared memory of one CTA on sm_90");
+};
+
+// The barriers of the ring: full = "the tile has landed" (1 arrival + TMA bytes), empty = "every
+// consumer warp is done with the stage" (one arrival per consumer warp).
+template <typename CFG>
+struct Ring {
+  uint32_t bars;
+  __device__ uint32_t FullK(int s) const { return bars + 8 * s; }
+  __device__ uint32_t FullV(int s) const { return bars + 8 * (CFG::STAGES + s); }
+  __device__ uint32_t EmptyK(int s) const { return bars + 8 * (2 * CFG::STAGES + s); }
+  __device__ uint32_t EmptyV(int s) const { return bars + 8 * (3 * CFG::STAGES + s); }
+};
+
+// Stage and phase parity of the ring position, advanced identically by producer and consumers.
+template <int STAGES>
+struct RingPosition {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ void Advance() {
+    if (++stage == STAGES) stage = 0, phase ^= 1;
+  }
+};
+
+// The KV tiles of one item (token indices relative to the group's prefix run).
+template <int BLOCK_N>
+struct KvWalk {
+  int kv_begin, kv_end, prefix_tokens, num_tiles;
+  __device__ KvWalk(const PrefixWorkItem& item, const PrefixGroup& group)
+      : kv_begin(item.kv_begin), kv_end(item.kv_end), prefix_tokens(group.prefix.num_tokens) {
+    num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + BLOCK_N - 1) / BLOCK_N : 0;
+  }
+  // First token of tile t's box (see the header comment); negative only for short prefixes.
+  __device__ int BoxBegin(int t) const { return min(kv_begin + t * BLOCK_N, prefix_tokens - BLOCK_N); }
+};
+
+struct RowTarget {
+  int request, qo_head;
+};
+__device__ __forceinline__ RowTarget MapGroupRow(int group_row, int first_request, int kv_head, int gqa) {
+  return {first_request + group_row / gqa, kv_head * gqa + group_row % gqa};
+}
+
+// ---- producer ----------------------------------------------------------------------------------
+
+template <typename CFG>
+__device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
+                                             const CUtensorMap* tmap_v, uint32_t smem, Ring<CFG> ring) {
+  PrefetchTensorMap(tmap_k);
+  PrefetchTensorMap(tmap_v);
+  RingPosition<CFG::STAGES> pos;
+  for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
+    const PrefixWorkItem item = p.items[i];
+    const PrefixGroup group = p.groups[item.group];
+    const KvWalk<CFG::BLOCK_N> walk(item, group);
+    const int slot0 = group.prefix.first_page * p.page_size;
+    const int x0 = item.kv_head * CFG::HEAD_DIM;
+    for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
+      for (int t = 0; t < walk.num_tiles; ++t, pos.Advance()) {
+        const int y = slot0 + walk.BoxBegin(t);
+        const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
+        const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
+        MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
+        MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
+#pragma unroll
+        for (int h = 0; h < CFG::PANELS; ++h)
+          TmaLoad2d(k_dst + h * CFG::KV_PANEL_BYTES, tmap_k, x0 + 64 * h, y, ring.FullK(pos.stage));
+        MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
+        MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
+#pragma unroll
+        for (int h = 0; h < CFG::PANELS; ++h)
+          TmaLoad2d(v_dst + h * CFG::KV_PANEL_BYTES, tmap_v, x0 + 64 * h, y, ring.FullV(pos.stage));
+      }
+    }
+  }
+}
+
+// ---- consumers ---------------------------------------------------------------------------------
+
+// The 64 Q rows of one consumer warpgroup (rows ≥ num_rows are zeros), gathered with cp.async
+// into its swizzled panels; visible to wgmma when this returns.
+template <typename CFG>
+__device__ __forceinline__ void LoadQ(const PrefixAttentionParams& p, uint32_t q_smem, int tid, int barrier_id,
+                                      int group_row0, int num_rows, int first_request, int kv_head, int gqa) {
+  using T = typename CFG::Element;
+  constexpr int CHUNKS = CFG::HEAD_DIM / 8;  // 16-byte chunks per row
+  NamedBarrierSync(barrier_id, 128);         // the previous row tile's S = Q·Kᵀ is done everywhere
+#pragma unroll
+  for (int it = 0; it < CFG::WG_ROWS * CHUNKS / 128; ++it) {
+    const int i = it * 128 + tid;
+    const int r = i / CHUNKS, c = i % CHUNKS;
+    const bool valid = r < num_rows;
+    const T* src = static_cast<const T*>(p.q);  // mapped; not read for padding rows
+    if (valid) {
+      const RowTarget t = MapGroupRow(group_row0 + r, first_request, kv_head, gqa);
+      src += (int64_t(t.request) * p.num_qo_heads + t.qo_head) * CFG::HEAD_DIM + c * 8;
+    }
+    CpAsync16(q_smem + (c / 8) * CFG::Q_PANEL_BYTES + r * 128 + (((c % 8) ^ (r % 8)) << 4), src, valid);
+  }
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  FenceProxyAsync();
+  NamedBarrierSync(barrier_id, 128);
+}
+
+// One consumer warpgroup: 64 rows of each row tile, its registers and the steps of a KV tile.
+// Every step that computes is skipped by an idle warpgroup (an item with ≤ 64 rows left for it),
+// which still waits for and releases every stage in the same order, so that the ring's empty
+// barriers see all 8 consumer warps on every tile.
+template <typename CFG>
+struct Consumer {
+  using T = typename CFG::Element;
+  using MmaS = Wgmma<T, CFG::BLOCK_N>;
+  using MmaO = Wgmma<T, CFG::HEAD_DIM>;
+  static constexpr int BLOCK_N = CFG::BLOCK_N;
+
+  const PrefixAttentionParams& p;
+  const Ring<CFG> ring;
+  const uint32_t smem, q_smem;
+  const int wg, tid, lane, barrier_id;
+  const int row_in_wg;  // this thread's rows in the warpgroup: row_in_wg and row_in_wg + 8
+  const int col0;       // this thread's first column in an n8 block
+  float s[CFG::S_REGS];         // S of the current tile, then P in fp32
+  float o[CFG::O_REGS];         // O, unnormalised, at the scale of row_max
+  uint32_t pa[CFG::N_STEPS][4];  // P as the A fragments of P·V
+  float row_max[2], row_sum[2];  // running max (scaled, base 2) and this lane's partial sum
+
+  __device__ Consumer(const PrefixAttentionParams& params, Ring<CFG> r, uint32_t smem_base, int warpgroup)
+      : p(params),
+        ring(r),
+        smem(smem_base),
+        q_smem(smem_base + warpgroup * CFG::Q_WG_BYTES),
+        wg(warpgroup),
+        tid(int(threadIdx.x) - 128 * (1 + warpgroup)),
+        lane(int(threadIdx.x) % 32),
+        barrier_id(1 + warpgroup),
+        row_in_wg((tid / 32) * 16 + lane / 4),
+        col0(2 * (lane % 4)) {
+#pragma unroll
+    for (int i = 0; i < CFG::S_REGS; ++i) s[i] = 0.f;
+  }
+
+  __device__ uint32_t KTile(int stage) const { return smem + CFG::K_OFFSET + stage * CFG::KV_TILE_BYTES; }
+  __device__ uint32_t VTile(int stage) const { return smem + CFG::V_OFFSET + stage * CFG::KV_TILE_BYTES; }
+
+  // Issues S = Q·Kᵀ for the K tile of `stage` (one wgmma group).
+  __device__ void IssueS(int stage) {
+    WgmmaFence();
+#pragma unroll
+    for (int ks = 0; ks < CFG::D_STEPS; ++ks)
+      MmaS::SS(s, KMajorDescriptor(q_smem, ks, CFG::Q_PANEL_BYTES), KMajorDescriptor(KTile(stage), ks, CFG::KV_PANEL_BYTES),
+               ks > 0);
+    WgmmaCommit();
+  }
+  // Issues O += P·V for the V tile of `stage` (one wgmma group).
+  __device__ void IssuePV(int stage) {
+    WgmmaFence();
+#pragma unroll
+    for (int ks = 0; ks < CFG::N_STEPS; ++ks)
+      MmaO::RS(o, pa[ks], MnMajorDescriptor(VTile(stage), ks, CFG::KV_PANEL_BYTES), 1);
+    WgmmaCommit();
+  }
+  // Rows [0, −box) of a V tile whose box starts before the prefix run hold whatever precedes the
+  // run: zero them before P·V reads the tile (every active warpgroup writes the same zeros, so
+  // the two need no ordering between them).
+  __device__ void ZeroRowsBeforeRun(int stage, int box) {
+    if (box >= 0) return;
+    const uint32_t v_tile = VTile(stage);
+    for (int z = tid; z < -box * CFG::PANELS * 8; z += 128) {
+      const int r = z / (CFG::PANELS * 8), c = z % (CFG::PANELS * 8);
+      const uint32_t addr = v_tile + (c / 8) * CFG::KV_PANEL_BYTES + r * 128 + (((c % 8) ^ (r % 8)) << 4);
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
+    }
+    FenceProxyAsync();
+    NamedBarrierSync(barrier_id, 128);
+  }
+  // Masks columns outside [lo, hi), then the base-2 online softmax of S in place: row_max and
+  // row_sum move to the new max, s becomes P = 2^(S·c − max). Returns in `rescale` the factor O
+  // must be multiplied by before P·V of this tile is added.
+  __device__ void Softmax(int lo, int hi, float (&rescale)[2]) {
+    const float scale = p.sm_scale_log2;
+    if (lo > 0 || hi < BLOCK_N) {
+#pragma unroll
+      for (int j = 0; j < CFG::S_REGS; ++j) {
+        const int col = 8 * (j / 4) + col0 + (j % 2);
+        if (col < lo || col >= hi) s[j] = -INFINITY;
+      }
+    }
+    // scale > 0, so the max of raw scores gives the max of scaled ones.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < CFG::S_REGS / 4; ++j) tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      const float new_max = fmaxf(row_max[h], QuadMax(tile_max) * scale);
+      const float subtract = SafeMax(new_max);
+      rescale[h] = FastExp2(row_max[h] - subtract);
+      row_max[h] = new_max;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < CFG::S_REGS / 4; ++j)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+          s[4 * j + e] = FastExp2(fmaf(s[4 * j + e], scale, -subtract));
+          sum += s[4 * j + e];
+        }
+      row_sum[h] = row_sum[h] * rescale[h] + sum;
+    }
+  }
+  __device__ void RescaleO(const float (&rescale)[2]) {
+#pragma unroll
+    for (int j = 0; j < CFG::O_REGS / 4; ++j) {
+      o[4 * j + 0] *= rescale[0];
+      o[4 * j + 1] *= rescale[0];
+      o[4 * j + 2] *= rescale[1];
+      o[4 * j + 3] *= rescale[1];
+    }
+  }
+  // P as the A fragments of the k16 steps of P·V: n8 blocks 2ks and 2ks + 1 of S.
+  __device__ void PackP() {
+#pragma unroll
+    for (int ks = 0; ks < CFG::N_STEPS; ++ks) {
+      pa[ks][0] = MmaOp<T>::Pack(s[8 * ks + 0], s[8 * ks + 1]);
+      pa[ks][1] = MmaOp<T>::Pack(s[8 * ks + 2], s[8 * ks + 3]);
+      pa[ks][2] = MmaOp<T>::Pack(s[8 * ks + 4], s[8 * ks + 5]);
+      pa[ks][3] = MmaOp<T>::Pack(s[8 * ks + 6], s[8 * ks + 7]);
+    }
+  }
+  __device__ void Release(uint32_t bar) {
+    __syncwarp();
+    if (lane == 0) MbarrierArrive(bar);
+  }
+
+  // Ping-pong between the two consumer warpgroups (FA3's "warp scheduler barriers"): each issue
+  // block of one warpgroup starts after the other's previous one was issued, so that one's
+  // softmax runs while the other's wgmma keeps the tensor cores busy. Warpgroup 1 arrives once
+  // up front (warpgroup 0 goes first) and warpgroup 0 consumes that extra arrival at the very end.
+  __device__ void TurnBegin() const { NamedBarrierSync(3 + wg, 256); }
+  __device__ void TurnEnd() const { asm volatile("bar.arrive %0, 256;\n" ::"r"(3 + (1 - wg)) : "memory"); }
+
+  // The simple schedule: per tile S, wait, softmax, P·V, wait. ACTIVE = false: an idle
+  // warpgroup's walk (waits and releases only). ACTIVE is a template constant so that no wgmma is
+  // issued or waited in a branch the compiler must treat as divergent (that serialises wgmma).
+  template <bool ACTIVE>
+  __device__ void RowTilePlain(const KvWalk<BLOCK_N>& walk, RingPosition<CFG::STAGES>& pos) {
+    for (int t = 0; t < walk.num_tiles; ++t, pos.Advance()) {
+      const int box = walk.BoxBegin(t);
+      MbarrierWait(ring.FullK(pos.stage), pos.phase);
+      if constexpr (ACTIVE) {
+        IssueS(pos.stage);
+        WgmmaWait<0>();
+        FenceRegisters(s);
+      }
+      Release(ring.EmptyK(pos.stage));
+      if constexpr (ACTIVE) {
+        float rescale[2];
+        Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), rescale);
+        RescaleO(rescale);
+        PackP();
+      }
+      MbarrierWait(ring.FullV(pos.stage), pos.phase);
+      if constexpr (ACTIVE) {
+        ZeroRowsBeforeRun(pos.stage, box);
+        IssuePV(pos.stage);
+        WgmmaWait<0>();
+        FenceRegisters(o);
+        FenceRegisters(pa);
+      }
+      Release(ring.EmptyV(pos.stage));
+    }
+  }
+
+  // FA3's schedule: S of tile t is issued together with P·V of tile t − 1, and the softmax of
+  // tile t runs while that P·V is still in flight; issue blocks alternate between the two
+  // warpgroups (TurnBegin / TurnEnd). Per row tile: n + 1 issue blocks for n ≥ 1 tiles.
+  template <bool ACTIVE>
+  __device__ void RowTileOverlapped(const KvWalk<BLOCK_N>& walk, RingPosition<CFG::STAGES>& pos) {
+    if (walk.num_tiles == 0) return;
+    float rescale[2];
+    // Tile 0: S only.
+    int prev_box = walk.BoxBegin(0), prev_stage = pos.stage;
+    uint32_t prev_phase = pos.phase;
+    MbarrierWait(ring.FullK(pos.stage), pos.phase);
+    TurnBegin();
+    if constexpr (ACTIVE) IssueS(pos.stage);
+    TurnEnd();
+    if constexpr (ACTIVE) {
+      WgmmaWait<0>();
+      FenceRegisters(s);
+    }
+    Release(ring.EmptyK(pos.stage));
+    if constexpr (ACTIVE) {
+      Softmax(walk.kv_begin - prev_box, min(BLOCK_N, walk.kv_end - prev_box), rescale);
+      PackP();
+    }
+    pos.Advance();
+    // Tiles 1..n−1: S of this tile with P·V of the previous one.
+    for (int t = 1; t < walk.num_tiles; ++t, pos.Advance()) {
+      const int box = walk.BoxBegin(t);
+      MbarrierWait(ring.FullK(pos.stage), pos.phase);
+      MbarrierWait(ring.FullV(prev_stage), prev_phase);
+      TurnBegin();
+      if constexpr (ACTIVE) {
+        IssueS(pos.stage);
+        RescaleO(rescale);
+        ZeroRowsBeforeRun(prev_stage, prev_box);
+        IssuePV(prev_stage);
+      }
+      TurnEnd();
+      if constexpr (ACTIVE) {
+        WgmmaWait<1>();  // S done, P·V may still run
+        FenceRegisters(s);
+      }
+      Release(ring.EmptyK(pos.stage));
+      if constexpr (ACTIVE) {
+        Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), rescale);
+        WgmmaWait<0>();
+        FenceRegisters(o);
+        FenceRegisters(pa);
+      }
+      Release(ring.EmptyV(prev_stage));
+      if constexpr (ACTIVE) PackP();
+      prev_stage = pos.stage;
+      prev_phase = pos.phase;
+      prev_box = box;
+    }
+    // The last tile's P·V.
+    MbarrierWait(ring.FullV(prev_stage), prev_phase);
+    TurnBegin();
+    if constexpr (ACTIVE) {
+      RescaleO(rescale);
+      ZeroRowsBeforeRun(prev_stage, prev_box);
+      IssuePV(prev_stage);
+    }
+    TurnEnd();
+    if constexpr (ACTIVE) {
+      WgmmaWait<0>();
+      FenceRegisters(o);
+      FenceRegisters(pa);
+    }
+    Release(ring.EmptyV(prev_stage));
+  }
+
+  // Normalises and writes each valid row's state (v fp32, s base 2).
+  __device__ void Epilogue(const PrefixWorkItem& item, const PrefixGroup& group, int wg_row0, int wg_rows, int gqa) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float sum = QuadSum(row_sum[h]);  // all lanes: shuffles before any branch
+      const int r = row_in_wg + 8 * h;
+      if (r >= wg_rows) continue;
+      const RowTarget tg = MapGroupRow(wg_row0 + r, group.first_request, item.kv_head, gqa);
+      const int64_t state = int64_t(p.state_indptr[tg.request] + item.chunk) * p.num_qo_heads + tg.qo_head;
+      float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+      for (int j = 0; j < CFG::O_REGS / 4; ++j)
+        *reinterpret_cast<float2*>(v_out + 8 * j) = make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+      if (lane % 4 == 0) p.partial_s[state] = FinalLse(row_max[h], sum);
+    }
+  }
+
+  template <bool OVERLAP>
+  __device__ void Run() {
+    const int gqa = p.num_qo_heads / p.num_kv_heads;
+    RingPosition<CFG::STAGES> pos;
+    if constexpr (OVERLAP) {
+      if (wg == 1) TurnEnd();
+    }  // warpgroup 0 takes the first turn
+    for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
+      const PrefixWorkItem item = p.items[i];
+      const PrefixGroup group = p.groups[item.group];
+      const KvWalk<BLOCK_N> walk(item, group);
+      for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
+        const int wg_row0 = row + wg * CFG::WG_ROWS;  // group-local row of this warpgroup's row 0
+        const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);
+        const bool active = wg_rows > 0;  // warpgroup-uniform
+        if (active && walk.num_tiles > 0)
+          LoadQ<CFG>(p, q_smem, tid, barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
+        row_max[0] = row_max[1] = -INFINITY;
+        row_sum[0] = row_sum[1] = 0.f;
+#pragma unroll
+        for (int j = 0; j < CFG::O_REGS; ++j) o[j] = 0.f;
+        if constexpr (OVERLAP) {
+          if (active) RowTileOverlapped<true>(walk, pos);
+          else RowTileOverlapped<false>(walk, pos);
+        } else {
+          if (active) RowTilePlain<true>(walk, pos);
+          else RowTilePlain<false>(walk, pos);
+        }
+        if (active) Epilogue(item, group, wg_row0, wg_rows, gqa);
+      }
+    }
+    if constexpr (OVERLAP) {
+      if (wg == 0) TurnBegin();  // consumes warpgroup 1's up-front arrival
+    }
+  }
+};
+
+template <typename CFG>
+__global__ void __launch_bounds__(CFG::THREADS, 1)
+    PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
+                               const __grid_constant__ CUtensorMap tmap_v) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
+  const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < CFG::STAGES; ++s) {
+      MbarrierInit(ring.FullK(s), 1);
+      MbarrierInit(ring.FullV(s), 1);
+      MbarrierInit(ring.EmptyK(s), 4 * CFG::CONSUMER_WGS);
+      MbarrierInit(ring.EmptyV(s), 4 * CFG::CONSUMER_WGS);
+    }
+    FenceBarrierInit();
+  }
+  __syncthreads();
+  const int wg = int(threadIdx.x) / 128;
+  if (wg == 0) {
+    WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
+    if (threadIdx.x == 0) ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring);
+  } else {
+    WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
+    Consumer<CFG>(params, ring, smem, wg - 1).template Run<CFG::OVERLAP>();
+  }
+}
+
+// What the host side hands to one (dtype, head_dim) instantiation.
+struct WgmmaLaunch {
+  PrefixAttentionParams params;
+  CUtensorMap tmap_k, tmap_v;
+  int grid = 0;         // persistent CTAs (≤ items)
+  int stages = 2;       // ring depth: 2, or > 2 for the deeper ring (3 at head_dim 128, 4 at 64)
+  bool overlap = true;  // FA3 schedule (ping-pong + S/P·V overlap) or the plain one
+};
+
+template <typename CFG>
+void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
+  static std::atomic<uint64_t> raised_on_device{0};
+  int device = 0;
+  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
+  if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
+    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(PrefixAttentionWgmmaKernel<CFG>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, CFG::SMEM_BYTES));
+    raised_on_device.fetch_or(bit, std::memory_order_acq_rel);
+  }
+  PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(l.params, l.tmap_k, l.tmap_v);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+}
+
+// Whether this (dtype, head_dim)'s kernel has an image for the current device (sm_90a code only
+// loads on compute capability 9.0).
+template <typename CFG>
+bool WgmmaConfigLoads() {
+  cudaFuncAttributes attr;
+  const cudaError_t err = cudaFuncGetAttributes(&attr, PrefixAttentionWgmmaKernel<CFG>);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the non-sticky error
+    return false;
+  }
+  return true;
+}
+
+// Entry points instantiated once per (dtype, head_dim) in kernels/cuda/sm90a/inst/.
+// Deeper rings: 3 stages for head_dim 128 (Q + K/V: 224 KiB), 4 for head_dim 64.
+template <typename T, int HEAD_DIM>
+constexpr int kDeepStages = HEAD_DIM == 128 ? 3 : 4;
+
+template <typename T, int HEAD_DIM>
+void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
+  constexpr int DEEP = kDeepStages<T, HEAD_DIM>;
+  if (l.stages > 2) {
+    if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
+    return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
+  }
+  if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true>>(l, stream);
+  LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false>>(l, stream);
+}
+template <typename T, int HEAD_DIM>
+bool WgmmaPrefixAttentionLoads() {
+  return WgmmaConfigLoads<WgmmaPrefixConfig<T, HEAD_DIM, 2, true>>();
+}
+
+}  // namespace prefixd::kernels::cuda::sm90a

@@ -1,0 +1,47 @@
+// The two implementations behind PrefixAttention (kernels/cuda/prefix_attention.h) and how the
+// launcher chooses between them. Internal to kernels/ (CUDA runtime types allowed).
+//
+//   mma.sync (kernels/cuda/prefix_attention.cuh): every head_dim, causal or not, any sm_80+ GPU.
+//   wgmma    (kernels/cuda/sm90a/): FlashAttention-3 style (TMA + wgmma, warp-specialised,
+//            persistent); head_dim 64 and 128, fp16/bf16, non-causal; compiled only for sm_90a,
+//            so it runs only on compute capability 9.0 (H100, H200).
+//
+// Selection (SelectPrefixKernel), per launch:
+//   PREFIXD_PREFIX_KERNEL=mma    always mma.sync;
+//   PREFIXD_PREFIX_KERNEL=wgmma  wgmma wherever it applies (shape supported, device 9.0, built);
+//   unset or "auto"              the default: mma.sync until the wgmma kernel has passed its tests
+//                                on an H200 (kWgmmaByDefault in prefix_attention.cu).
+// Any other value is rejected (kInvalidArgument), so a typo cannot silently time the wrong kernel.
+// Knobs of the wgmma path, for tests and benchmarks: PREFIXD_SM90A_MAX_CTAS=n caps the persistent
+// grid (many items per CTA), PREFIXD_SM90A_STAGES=2|3 the K/V ring depth (3 means 4 at head_dim 64).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/prefix_attention.h"
+
+namespace prefixd::kernels::cuda {
+
+enum class PrefixKernelPath { kMmaSync, kWgmma };
+const char* PrefixKernelPathName(PrefixKernelPath path);  // "mma" / "wgmma"
+
+// Defined in prefix_attention.cu (always built with CUDA).
+PrefixKernelPath SelectPrefixKernel(const PrefixAttentionParams& params);
+
+namespace sm90a {
+
+// Whether this build contains the sm_90a kernels (CMake: PREFIXD_HAVE_SM90A).
+bool Built();
+// Shapes the wgmma kernel computes: head_dim 64/128, fp16/bf16, non-causal, token_stride and the
+// item rows any (tile rows 128, items with more rows walk their row tiles).
+bool Supports(const PrefixAttentionParams& params);
+// The current device is compute capability 9.0 and the kernels load on it (cached per device).
+bool DeviceReady();
+// Rows of one row tile (the planner's prefix_tile_rows for this path).
+int TileRows();
+// Asynchronous on `stream`, no allocation (tensor maps are encoded on the host once per K/V base
+// pointer and shape, then cached). Requires Supports(params) && DeviceReady().
+void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream);
+
+}  // namespace sm90a
+}  // namespace prefixd::kernels::cuda

@@ -1,0 +1,214 @@
+// Both prefix attention kernels against the float64 oracle, each forced through
+// PREFIXD_PREFIX_KERNEL: the mma.sync kernel and the sm_90a wgmma + TMA kernel
+// (kernels/cuda/sm90a/). The wgmma cases skip where that path cannot run (not built, or the GPU is
+// not compute capability 9.0) and where it does not apply (causal, head_dim 256): the launcher then
+// runs mma.sync, which the mma cases already cover. Extra cases aim at the wgmma kernel's own
+// machinery: many items per persistent CTA (ring phases across items and row tiles, also with the
+// grid capped at 3 CTAs and with the deeper ring), tail tiles shifted back to the end of the prefix,
+// prefixes shorter than a KV tile, and NaN bits in the pool slots next to the prefix runs.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/prefix_attention.h"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
+#include "prefix_test_cases.h"
+#include "prefixd/common/error.h"
+#include "support/test_support.h"
+
+namespace prefixd::kernels::cuda {
+namespace {
+
+using namespace prefix_test;
+
+// Sets environment variables for one scope and restores what was there before.
+class ScopedEnv {
+ public:
+  void Set(const char* name, const std::string& value) {
+    const char* old = std::getenv(name);
+    saved_.push_back({name, old != nullptr, old != nullptr ? old : ""});
+    setenv(name, value.c_str(), 1);
+  }
+  void Unset(const char* name) {
+    const char* old = std::getenv(name);
+    saved_.push_back({name, old != nullptr, old != nullptr ? old : ""});
+    unsetenv(name);
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->had) setenv(it->name, it->value.c_str(), 1);
+      else unsetenv(it->name);
+    }
+  }
+
+ private:
+  struct Saved {
+    const char* name;
+    bool had;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+};
+
+struct KernelCase {
+  std::string kernel;    // "mma" or "wgmma"
+  std::string schedule;  // PREFIXD_SM90A_SCHEDULE ("": default, "plain", "overlap")
+  int stages = 0;        // PREFIXD_SM90A_STAGES (0: default)
+  int max_ctas = 0;      // PREFIXD_SM90A_MAX_CTAS (0: one CTA per SM)
+  Scenario sc;
+  std::string Name() const {
+    std::string n = kernel;
+    if (!schedule.empty()) n += "_" + schedule;
+    if (stages > 0) n += "_s" + std::to_string(stages);
+    if (max_ctas > 0) n += "_ctas" + std::to_string(max_ctas);
+    return n + "_" + sc.name;
+  }
+};
+
+bool WgmmaApplies(const Scenario& sc) { return (sc.head_dim == 64 || sc.head_dim == 128) && !sc.causal; }
+
+class PrefixAttentionKernelTest : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
+  PREFIXD_REQUIRE_GPU();
+  const KernelCase& kc = GetParam();
+  const bool wgmma = kc.kernel == "wgmma";
+  if (wgmma && !(sm90a::Built() && sm90a::DeviceReady()))
+    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()
+                 << "; it needs a compute capability 9.0 GPU)";
+  if (wgmma && !WgmmaApplies(kc.sc))
+    GTEST_SKIP() << "the wgmma kernel does not apply (causal or head_dim " << kc.sc.head_dim
+                 << "): the launcher runs mma.sync, covered by the mma cases";
+  ScopedEnv env;
+  env.Set("PREFIXD_PREFIX_KERNEL", kc.kernel);
+  if (kc.stages > 0) env.Set("PREFIXD_SM90A_STAGES", std::to_string(kc.stages));
+  else env.Unset("PREFIXD_SM90A_STAGES");
+  if (kc.max_ctas > 0) env.Set("PREFIXD_SM90A_MAX_CTAS", std::to_string(kc.max_ctas));
+  else env.Unset("PREFIXD_SM90A_MAX_CTAS");
+  if (!kc.schedule.empty()) env.Set("PREFIXD_SM90A_SCHEDULE", kc.schedule);
+  else env.Unset("PREFIXD_SM90A_SCHEDULE");
+
+  PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
+  CheckPrefixAttention(kc.sc, &ran);
+  EXPECT_EQ(PrefixKernelPathName(ran), std::string(wgmma ? "wgmma" : "mma")) << "the launcher ran another kernel";
+}
+
+// Cases aimed at the wgmma kernel (run on both kernels).
+std::vector<Scenario> WgmmaScenarios() {
+  std::vector<Scenario> out;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const std::string suffix = std::string("_") + DTypeName(dt);
+    for (int d : {64, 128}) {
+      // 8 KV heads × 10 chunks (one empty, lengths 1..1024, none a multiple of 128 but one)
+      // × 2 row tiles (160 rows: 128 + 32) = 160 items, more than one per CTA on any GPU.
+      Scenario s;
+      s.dtype = dt;
+      s.head_dim = d;
+      s.name = "ManyItems_d" + std::to_string(d) + suffix;
+      s.num_kv_heads = 8;
+      s.gqa = 4;
+      s.groups = {{3000, 40, {0, 128, 200, 200, 777, 1024, 1500, 1501, 2048, 2900, 3000}}};
+      out.push_back(s);
+    }
+    // NaN bits in every slot outside the prefix runs: unused page 0, the tails of partly filled
+    // last pages, the spare page at the end. Short prefixes (45, 90 tokens < one KV tile) read
+    // slots before their run; chunks ending inside a run read the run's later tokens.
+    Scenario s;
+    s.dtype = dt;
+    s.poison_outside_prefix = true;
+    s.name = "PoisonGroups_page7" + suffix;
+    s.page_size = 7;
+    s.num_kv_heads = 4;
+    s.gqa = 2;
+    s.groups = {{150, 3, {0, 150}}, {0, 2, {}}, {515, 6, {0, 64, 129, 515}}, {90, 1, {0, 45, 90}}};
+    out.push_back(s);
+    s.name = "PoisonGroups_page1" + suffix;
+    s.page_size = 1;
+    out.push_back(s);
+    s = Scenario();
+    s.dtype = dt;
+    s.poison_outside_prefix = true;
+    s.name = "PoisonShortPrefix" + suffix;
+    s.num_kv_heads = 2;
+    s.gqa = 8;
+    s.groups = {{90, 20, {0, 30, 31, 90}}};  // 160 rows: two row tiles per item
+    out.push_back(s);
+    s.name = "PoisonSingleRow" + suffix;
+    s.num_kv_heads = 1;
+    s.gqa = 1;
+    s.groups = {{37, 1, {0, 37}}};
+    out.push_back(s);
+    s = Scenario();
+    s.dtype = dt;
+    s.poison_outside_prefix = true;
+    s.name = "PoisonLongChunkPeaky" + suffix;
+    s.gqa = 4;
+    s.num_kv_heads = 2;
+    s.plant_gain = 40.f;
+    s.groups = {{4100, 12, {0, 4100}}};
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<KernelCase> Cases() {
+  std::vector<KernelCase> out;
+  // Each kernel as the launcher runs it by default, then the wgmma kernel's other schedule.
+  for (const char* kernel : {"mma", "wgmma"}) {
+    for (const Scenario& s : Scenarios()) out.push_back({kernel, "", 0, 0, s});
+    for (const Scenario& s : WgmmaScenarios()) out.push_back({kernel, "", 0, 0, s});
+  }
+  for (const Scenario& s : Scenarios()) out.push_back({"wgmma", "plain", 0, 0, s});
+  for (const Scenario& s : WgmmaScenarios()) out.push_back({"wgmma", "plain", 0, 0, s});
+  // The wgmma kernel's knobs, both schedules: the deeper ring, and a grid of 3 (or 1) persistent
+  // CTAs, so that every CTA walks many items of different lengths.
+  for (const char* schedule : {"overlap", "plain"})
+    for (const Scenario& s : WgmmaScenarios()) {
+      out.push_back({"wgmma", schedule, 3, 0, s});
+      if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("PoisonGroups", 0) == 0) {
+        out.push_back({"wgmma", schedule, 0, 3, s});
+        out.push_back({"wgmma", schedule, 3, 1, s});
+      }
+    }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PrefixAttentionKernelTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<KernelCase>& info) { return info.param.Name(); });
+
+// Selection rules; no GPU needed (without one, wgmma never applies).
+TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
+  PrefixAttentionParams p;
+  p.num_qo_heads = 8;
+  p.num_kv_heads = 2;
+  p.head_dim = 128;
+  p.token_stride = 256;
+  p.sm_scale_log2 = 0.1f;
+  ScopedEnv env;
+  env.Set("PREFIXD_PREFIX_KERNEL", "mma");
+  EXPECT_EQ(SelectPrefixKernel(p), PrefixKernelPath::kMmaSync);
+  env.Set("PREFIXD_PREFIX_KERNEL", "wgmma");
+  const bool wgmma_here = sm90a::Built() && sm90a::DeviceReady();
+  EXPECT_EQ(SelectPrefixKernel(p), wgmma_here ? PrefixKernelPath::kWgmma : PrefixKernelPath::kMmaSync);
+  env.Set("PREFIXD_PREFIX_KERNEL", "auto");  // the default: wgmma or mma.sync, never anything else
+  const PrefixKernelPath by_default = SelectPrefixKernel(p);
+  EXPECT_TRUE(by_default == PrefixKernelPath::kMmaSync || (wgmma_here && by_default == PrefixKernelPath::kWgmma));
+  p.causal = true;  // causal and head_dim 256 always take mma.sync
+  EXPECT_EQ(SelectPrefixKernel(p), PrefixKernelPath::kMmaSync);
+  p.causal = false;
+  p.head_dim = 256;
+  p.token_stride = 512;
+  EXPECT_EQ(SelectPrefixKernel(p), PrefixKernelPath::kMmaSync);
+  env.Set("PREFIXD_PREFIX_KERNEL", "tensorcore");  // a typo must not silently pick a kernel
+  try {
+    SelectPrefixKernel(p);
+    ADD_FAILURE() << "PREFIXD_PREFIX_KERNEL=tensorcore accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace prefixd::kernels::cuda

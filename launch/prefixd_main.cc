@@ -25,6 +25,7 @@
 #include "prefixd/comm/mpi_check.h"
 #include "prefixd/common/error.h"
 #include "prefixd/coordinator/engine.h"
+#include "prefixd/coordinator/rank_setup.h"
 #include "prefixd/coordinator/workload.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/worker/reference.h"
@@ -149,14 +150,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
 
   // Backend: the same choice on every rank.
   const std::string backend_flag = args["backend"].as<std::string>();
-  PREFIXD_CHECK_ARG(backend_flag == "auto" || backend_flag == "cuda" || backend_flag == "cpu",
-                    "--backend must be auto, cuda or cpu, got '" << backend_flag << "'");
-  int device = backend_flag == "cpu" ? -1 : comm::SelectLocalDevice(session);
-  int all_have_gpu = device >= 0 ? 1 : 0;
-  PREFIXD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (backend_flag == "cuda")
-    PREFIXD_CHECK_ARG(all_have_gpu, "--backend cuda: rank " << rank << " has no usable GPU");
-  const bool use_cuda = all_have_gpu == 1;
+  const coordinator::RankDevice rank_device = coordinator::ChooseRankDevice(session, backend_flag);
+  const bool use_cuda = rank_device.cuda;
   const Defaults& def = use_cuda ? kGpuDefaults : kCpuDefaults;
 
   const int page_size = args["page-size"].as<int>();
@@ -193,29 +188,11 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.vocab = kVocab;
   eo.worker.pool.Validate();
 
-  std::unique_ptr<kernels::Backend> backend;
-  std::unique_ptr<comm::Comm> data_comm;
-  if (use_cuda) {
-    kernels::BackendOptions bo;
-    bo.device = device;
-    backend = kernels::MakeCudaBackend(bo);
-    comm::CommOptions co;
-    co.check_sizes = false;  // the layouts agree by construction (tested); keep the hot path lean
-    data_comm = comm::MakeNcclComm(MPI_COMM_WORLD, device, backend->stream(), co);
-  } else {
-    backend = kernels::MakeCpuBackend();
-    data_comm = comm::MakeMpiComm(MPI_COMM_WORLD);
-  }
-  const std::string backend_desc = backend->Describe();
-  const std::string comm_name = data_comm->name();
-  Engine engine(eo, MPI_COMM_WORLD, std::move(backend), std::move(data_comm));
   const int chunks = args["chunks"].as<int>();
-  PREFIXD_CHECK_ARG(chunks >= 1 && chunks <= 16, "--chunks must be in [1, 16], got " << chunks);
-  for (int c = 1; c < chunks; ++c) {
-    kernels::BackendOptions bo;
-    bo.device = device;
-    engine.worker().AddPipelineBackend(use_cuda ? kernels::MakeCudaBackend(bo) : kernels::MakeCpuBackend());
-  }
+  std::unique_ptr<Engine> engine_ptr = coordinator::MakeEngine(eo, rank_device, MPI_COMM_WORLD, chunks);
+  Engine& engine = *engine_ptr;
+  const std::string backend_desc = engine.worker().backend().Describe();
+  const std::string comm_name = engine.worker().comm().name();
   const kernels::KvPoolShape& pool = eo.worker.pool;
   const double page_bytes = 2.0 * pool.num_layers * pool.page_size * pool.num_kv_heads * pool.head_dim * 2;
 

@@ -37,6 +37,7 @@
 #include "prefixd/common/error.h"
 #include "prefixd/coordinator/engine.h"
 #include "prefixd/coordinator/placement.h"
+#include "prefixd/coordinator/rank_setup.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/synthetic_kv.h"
 #include "prefixd/worker/reference.h"
@@ -100,7 +101,7 @@ double TimeSteps(coordinator::Engine& engine, MPI_Comm comm, int warmup, int ite
 }
 
 // One configuration on the first c.gpus ranks of `world` (the others just wait).
-Row RunConfig(const Config& c, int device, bool use_cuda, double tol) {
+Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol) {
   int world_rank = 0;
   PREFIXD_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
   MPI_Comm sub = MPI_COMM_NULL;
@@ -123,26 +124,9 @@ Row RunConfig(const Config& c, int device, bool use_cuda, double tol) {
   eo.worker.num_qo_heads = c.qo_heads;
   eo.worker.reduction = c.reduction;
   eo.worker.keep_layer_outputs = true;
-  std::unique_ptr<kernels::Backend> backend;
-  std::unique_ptr<comm::Comm> data;
-  if (use_cuda) {
-    kernels::BackendOptions bo;
-    bo.device = device;
-    backend = kernels::MakeCudaBackend(bo);
-    comm::CommOptions co;
-    co.check_sizes = false;
-    data = comm::MakeNcclComm(sub, device, backend->stream(), co);
-  } else {
-    backend = kernels::MakeCpuBackend();
-    data = comm::MakeMpiComm(sub);
-  }
   {
-    coordinator::Engine engine(eo, sub, std::move(backend), std::move(data));
-    for (int i = 1; i < c.chunks; ++i) {
-      kernels::BackendOptions bo;
-      bo.device = device;
-      engine.worker().AddPipelineBackend(use_cuda ? kernels::MakeCudaBackend(bo) : kernels::MakeCpuBackend());
-    }
+    std::unique_ptr<coordinator::Engine> engine_ptr = coordinator::MakeEngine(eo, device, sub, c.chunks);
+    coordinator::Engine& engine = *engine_ptr;
     if (engine.is_coordinator()) {
       coordinator::Coordinator& coord = engine.coordinator();
       coordinator::PrefixHint hint;
@@ -262,14 +246,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
     if (rank == 0) std::printf("%s\n", options.help().c_str());
     return 0;
   }
-  const std::string backend_flag = args["backend"].as<std::string>();
-  PREFIXD_CHECK_ARG(backend_flag == "auto" || backend_flag == "cuda" || backend_flag == "cpu",
-                    "--backend must be auto, cuda or cpu");
-  const int device = backend_flag == "cpu" ? -1 : comm::SelectLocalDevice(session);
-  int all_gpu = device >= 0;
-  PREFIXD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (backend_flag == "cuda") PREFIXD_CHECK_ARG(all_gpu, "--backend cuda: rank " << rank << " has no usable GPU");
-  const bool use_cuda = all_gpu == 1;
+  const coordinator::RankDevice rank_device = coordinator::ChooseRankDevice(session, args["backend"].as<std::string>());
+  const bool use_cuda = rank_device.cuda;
   auto opt = [&](const char* name, int64_t gpu_default, int64_t cpu_default) {
     return args.count(name) ? args[name].as<int64_t>() : (use_cuda ? gpu_default : cpu_default);
   };
@@ -336,7 +314,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
         c.gpus = g;
         c.reduction = r;
         c.prefix = m == "strong" ? strong_prefix : weak_prefix * g;
-        Row row = RunConfig(c, device, use_cuda, tol);
+        Row row = RunConfig(c, rank_device, tol);
         PREFIXD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         if (rank != 0) continue;
         if (g == 1) t1 = row.step_ms;

@@ -528,6 +528,7 @@ void Worker::RunLayer(int layer) {
       GatherRows(be, B.q_local.get(), B.q_recv.get(), B.q_own.get(), B.q_unpack, L.num_local(), row_words, 0);
     // Without any state exchange every local row is owned: the cascade writes the outputs.
     const bool direct = !L.needs_state_exchange;
+    PREFIXD_CHECK_INTERNAL(!direct || L.own_is_local, "chunk without state exchange has rows it does not own");
     if (L.num_local() > 0) {
       kernels::CascadeArgs args;
       args.kv = kv_;

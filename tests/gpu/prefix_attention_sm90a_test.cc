@@ -101,15 +101,15 @@ std::vector<Scenario> WgmmaScenarios() {
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
     const std::string suffix = std::string("_") + DTypeName(dt);
     for (int d : {64, 128}) {
-      // 8 KV heads × 10 chunks (one empty, lengths 1..1024, none a multiple of 128 but one)
-      // × 2 row tiles (160 rows: 128 + 32) = 160 items, more than one per CTA on any GPU.
+      // 8 KV heads × 10 chunks (one empty, lengths 1..323, two multiples of 128) × 2 row tiles
+      // (144 rows: 128 + 16) = 160 items, more than one per CTA on any GPU.
       Scenario s;
       s.dtype = dt;
       s.head_dim = d;
       s.name = "ManyItems_d" + std::to_string(d) + suffix;
       s.num_kv_heads = 8;
       s.gqa = 4;
-      s.groups = {{3000, 40, {0, 128, 200, 200, 777, 1024, 1500, 1501, 2048, 2900, 3000}}};
+      s.groups = {{1500, 36, {0, 128, 200, 200, 377, 505, 700, 701, 1024, 1400, 1500}}};
       out.push_back(s);
     }
     // NaN bits in every slot outside the prefix runs: unused page 0, the tails of partly filled

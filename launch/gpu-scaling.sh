@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The multi-GPU check of the distributed engine, run from the repository root on a machine with
+# several GPUs (one call on the lent nvidia-h200-x4 machine does all of it):
+#   1. the MPI test binary with NCCL + CUDA on 2, 3 and 4 GPUs (one rank per GPU), and the NCCL
+#      failure tests (a throwing / killed rank ends the job non-zero within 30 s);
+#   2. the scaling benchmark: strong (P = 262144), weak (131072 tokens per GPU), exposed
+#      communication at P = 65536 with 32 layers (pipeline chunks 1, 2, 4), and a 1M-token document
+#      with Llama-3-70B-shaped KV (80 layers, 64/8 heads × 128, bf16: 320 GiB) on 4 GPUs;
+#   3. the main job's embedded default on every GPU; a plot of the CSV;
+# then prints a short table last. Binaries: PREFIXD_BIN_DIR (default .carry/lead, as carried),
+# else build/. Logs and CSV: ${OUT:-/tmp/prefixd-gpu-scaling}.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/prefixd-gpu-scaling}
+mkdir -p "$out"
+bin=${PREFIXD_BIN_DIR:-.carry/lead}
+[ -x "$bin/prefixd" ] || bin=build
+find_exe() { for p in "$bin/$1" "$bin/launch/$1" "$bin/bench/$1" "$bin/tests/$1" "$bin/tests/mpi/failure/$1"; do [ -x "$p" ] && { echo "$p"; return; }; done; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+mpi() { local np=$1; shift; mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" -x NCCL_NVLS_ENABLE=0 "$@"; }
+summary=()
+note() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
+status=0
+
+mpi_tests=$(find_exe prefixd_mpi_tests)
+for np in 2 3 4; do
+  [ "$np" -le "$gpus" ] || continue
+  timeout ${PREFIXD_TIMEOUT_MPI_TESTS:-240} bash -c "$(declare -f mpi); mpi $np $mpi_tests" >"$out/mpi_np$np.log" 2>&1
+  rc=$?
+  note "mpi tests np$np (NCCL)" "rc $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$out/mpi_np$np.log" | tr '\n' ' ' | head -c 160)"
+  [ $rc -eq 0 ] || status=1
+done
+
+failure_rank=$(find_exe prefixd_failure_rank)
+driver=tests/mpi/failure/run_failure_test.sh
+if [ -n "$failure_rank" ] && [ "$gpus" -ge 2 ]; then
+  for scenario in "throw:nonzero:throw --rank 1 --at 20 --backend nccl" "kill:nonzero:kill --rank 1 --at 20 --backend nccl"; do
+    IFS=: read -r name expect args <<<"$scenario"
+    # shellcheck disable=SC2086
+    timeout 90 bash "$driver" --expect "$expect" --pattern "rank 1" -- \
+      mpirun --allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE=0 -np 2 "$failure_rank" $args \
+      >"$out/failure_$name.log" 2>&1
+    rc=$?
+    note "nccl failure: $name" "rc $rc ($(tail -1 "$out/failure_$name.log" | head -c 100))"
+    [ $rc -eq 0 ] || status=1
+  done
+fi
+
+scaling=$(find_exe prefixd_scaling_bench)
+csv="$out/scaling.csv"
+run_scaling() {  # label, timeout, args...
+  local label=$1 limit=$2; shift 2
+  timeout "$limit" bash -c "$(declare -f mpi); mpi $gpus $scaling --csv $csv $*" >"$out/scaling_$label.log" 2>&1
+  local rc=$?
+  note "scaling $label" "rc $rc"
+  [ $rc -eq 0 ] || status=1
+}
+run_scaling strong 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both
+run_scaling weak 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1
+for c in 1 2 4; do
+  run_scaling "exposed_c$c" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks $c
+done
+run_scaling doc1m 240 --mode strong --prefix 1048576 --batch 16 --suffix 128 --layers 80 --qo-heads 64 --kv-heads 8 --gpus "$gpus" -n 3 -w 1
+
+main=$(find_exe prefixd)
+timeout 240 bash -c "$(declare -f mpi); mpi $gpus $main" >"$out/main_default.log" 2>&1
+rc=$?
+note "main job (default, $gpus GPUs)" "rc $rc; $(grep -E '^# done' "$out/main_default.log" | head -c 150)"
+[ $rc -eq 0 ] || status=1
+
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || python3 -c 'import matplotlib' 2>/dev/null; then
+  py=/usr/bin/python3; $py -c 'import matplotlib' 2>/dev/null || py=python3
+  $py bench/scaling/plot.py "$csv" -o "$out/scaling.png" --title "prefixd on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x$gpus" >"$out/plot.log" 2>&1 || true
+fi
+
+echo
+echo "================ prefixd gpu-scaling summary ($gpus GPUs; logs in $out) ================"
+for line in "${summary[@]}"; do echo "$line"; done
+echo "---- scaling rows ----"
+[ -f "$csv" ] && column -s, -t <"$csv" | cut -c1-220
+echo "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status

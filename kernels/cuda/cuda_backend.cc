@@ -20,12 +20,12 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Shapes of plan.cc's serialised form (Serialize): a 12-int header, then the arrays in order.
-constexpr int64_t kHeaderInts = 12;
+// Shapes of plan.cc's serialised form (Serialize): a 13-int header, then the arrays in order.
+constexpr int64_t kHeaderInts = 13;
 constexpr int64_t kPrefixItemInts = sizeof(PrefixWorkItem) / sizeof(int32_t);
 constexpr int64_t kDecodeItemInts = sizeof(DecodeWorkItem) / sizeof(int32_t);
 constexpr int64_t kGroupInts = sizeof(PrefixGroup) / sizeof(int32_t);
-static_assert(kPrefixItemInts == 7 && kDecodeItemInts == 5 && kGroupInts == 4,
+static_assert(kPrefixItemInts == 7 && kDecodeItemInts == 6 && kGroupInts == 4,
               "work items are read on the device straight from the serialised int32 array");
 
 // RunPrefixAttention splits the prefix along the KV axis (for enough CTAs) only into chunks of at
@@ -64,6 +64,17 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                      : choice == "mma" ? DecodeKernel::kTensorCores
                                        : DecodeKernel::kAuto;
   }
+  if (const char* env = std::getenv("PREFIXD_DECODE_WARPS")) {
+    const std::string choice = env;
+    PREFIXD_CHECK_ARG(choice == "1" || choice == "2" || choice == "4",
+                      "PREFIXD_DECODE_WARPS must be 1, 2 or 4, got '" << choice << "'");
+    decode_mma_warps_ = std::stoi(choice);
+  }
+  if (const char* env = std::getenv("PREFIXD_DECODE_PDL")) {
+    const std::string choice = env;
+    PREFIXD_CHECK_ARG(choice == "0" || choice == "1", "PREFIXD_DECODE_PDL must be 0 or 1, got '" << choice << "'");
+    decode_pdl_ = choice == "1";
+  }
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -72,6 +83,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
   if (decode_kernel_ != DecodeKernel::kAuto)
     d << " [decode kernel forced: " << (decode_kernel_ == DecodeKernel::kCudaCores ? "simt" : "mma") << "]";
+  if (decode_mma_warps_ != 0) d << " [decode warps forced: " << decode_mma_warps_ << "]";
+  if (!decode_pdl_) d << " [decode PDL off]";
   description_ = d.str();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
@@ -204,12 +217,13 @@ void CudaBackend::LoadPlan(const CascadePlan& plan) {
   CheckPlanFitsWorkspace(plan, flat.size(), limits_);
 
   const int64_t b = plan.num_requests, np = int64_t(plan.prefix_items.size()), nd = int64_t(plan.decode_items.size()),
-                ng = int64_t(plan.groups.size()), nnz = int64_t(plan.suffix.indices.size());
+                ng = int64_t(plan.groups.size()), nnz = int64_t(plan.suffix.indices.size()),
+                nm = int64_t(plan.merge_requests.size());
   const int64_t o_prefix = kHeaderInts, o_decode = o_prefix + np * kPrefixItemInts,
                 o_state = o_decode + nd * kDecodeItemInts, o_request_group = o_state + b + 1,
                 o_groups = o_request_group + b, o_group_chunks = o_groups + ng * kGroupInts,
                 o_suffix_indptr = o_group_chunks + ng, o_suffix_indices = o_suffix_indptr + b + 1,
-                o_end = o_suffix_indices + nnz + b;
+                o_merge = o_suffix_indices + nnz + b, o_end = o_merge + nm;
   PREFIXD_CHECK_INTERNAL(int64_t(flat.size()) == o_end,
                          "plan.cc's serialised layout changed: " << flat.size() << " ints, expected " << o_end);
 
@@ -234,6 +248,10 @@ void CudaBackend::LoadPlan(const CascadePlan& plan) {
   loaded.groups = reinterpret_cast<const PrefixGroup*>(d + o_groups);
   loaded.suffix_indptr = d + o_suffix_indptr;
   loaded.suffix_indices = d + o_suffix_indices;
+  loaded.merge_requests = d + o_merge;
+  loaded.num_merge_requests = int(nm);
+  for (const PrefixWorkItem& it : plan.prefix_items)
+    loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
   plan_ = loaded;
   plan_loaded_ = true;
 }
@@ -267,6 +285,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.num_items = plan_.num_prefix_items;
     p.groups = plan_.groups;
     p.state_indptr = plan_.state_indptr;
+    p.max_item_rows = plan_.max_prefix_item_rows;
     p.partial_v = partial_v_;
     p.partial_s = partial_s_;
     PrefixAttention(p, stream_);
@@ -291,14 +310,24 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.state_indptr = plan_.state_indptr;
     p.partial_v = partial_v_;
     p.partial_s = partial_s_;
+    p.o = args.o;
+    p.v_out = args.v_out;
+    p.s_out = args.s_out;
+    // The prefix kernel was the previous launch on the stream (and a normal one): the decode grid
+    // may start while it drains (decode_attention.h).
+    p.overlap_prefix = decode_pdl_ && (parts & kPrefixPart) && plan_.num_prefix_items > 0;
+    p.mma_warps = decode_mma_warps_;
     DecodeAttention(p, stream_);
   }
-  if (!(parts & kMergePart) || (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr)) return;
+  if (!(parts & kMergePart) || plan_.num_merge_requests == 0 ||
+      (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr))
+    return;
   MergeStatesParams m;
   m.v_in = partial_v_;
   m.s_in = partial_s_;
   m.run_indptr = plan_.state_indptr;
-  m.rows = h.num_requests * h.num_qo_heads;
+  m.requests = plan_.merge_requests;
+  m.rows = plan_.num_merge_requests * h.num_qo_heads;
   m.num_heads = h.num_qo_heads;
   m.head_dim = h.head_dim;
   m.out_dtype = shape.dtype;

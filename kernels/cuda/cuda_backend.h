@@ -12,6 +12,14 @@
 //                    [num_slots][H_qo][head_dim] and [num_slots][H_qo] by the loaded plan.
 // Run methods only launch kernels on the stream: no allocation, no host synchronisation, so a
 // whole RunCascade can be captured in a CUDA graph (with the plan loaded before capture).
+//
+// RunCascade = prefix kernel → decode kernel (which finishes the plan's finishing requests itself:
+// plan.h, fused merge) → merge kernel over plan.merge_requests (skipped when there are none). The
+// decode kernel is a programmatic dependent launch of the prefix kernel (decode_attention.h).
+// Environment knobs, read at construction, for comparisons (Describe() names forced ones):
+//   PREFIXD_DECODE_KERNEL=auto|simt|mma   decode kernel for GQA groups that have both
+//   PREFIXD_DECODE_WARPS=1|2|4            warps per CTA of the tensor-core decode kernel
+//   PREFIXD_DECODE_PDL=0|1                programmatic dependent launch of the decode kernel (1)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -58,7 +66,8 @@ class CudaBackend final : public Backend {
   int num_sms() const { return num_sms_; }
 
   // RunCascade in parts, for the kernel benchmark (prefix kernel, decode kernel, merge): each part
-  // alone reads/writes exactly what it does inside RunCascade. RunCascade = all three parts.
+  // alone reads/writes exactly what it does inside RunCascade (the decode part includes the fused
+  // merge of finishing requests; the merge part only merge_requests). RunCascade = all three.
   enum CascadePart : unsigned { kPrefixPart = 1u, kDecodePart = 2u, kMergePart = 4u, kAllParts = 7u };
   void RunCascadeParts(const CascadeArgs& args, unsigned parts);
 
@@ -88,6 +97,9 @@ class CudaBackend final : public Backend {
     const PrefixGroup* groups = nullptr;
     const int32_t* suffix_indptr = nullptr;
     const int32_t* suffix_indices = nullptr;
+    const int32_t* merge_requests = nullptr;
+    int num_merge_requests = 0;
+    int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
   };
 
   int device_ = 0;
@@ -101,6 +113,8 @@ class CudaBackend final : public Backend {
   // PREFIXD_DECODE_KERNEL=auto|simt|mma at construction: which decode kernel runs for GQA groups
   // that have both (for comparisons; auto is the fast choice).
   DecodeKernel decode_kernel_ = DecodeKernel::kAuto;
+  int decode_mma_warps_ = 0;   // PREFIXD_DECODE_WARPS (0: the launcher's default)
+  bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool plan_loaded_ = false;
   LoadedPlan plan_;
 };

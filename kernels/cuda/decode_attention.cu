@@ -57,6 +57,9 @@ void DispatchHeadDim(const DecodeAttentionParams& p, cudaStream_t stream) {
 
 bool DecodeAttentionSupportsGroupSize(int g) { return g == 1 || g == 2 || g == 4 || g == 8; }
 
+// The default is 2 warps (4 CTAs per SM at head_dim 128): bench/RESULTS.md has the comparison.
+int DecodeMmaWarps(int requested) { return requested == 1 || requested == 2 || requested == 4 ? requested : 2; }
+
 void DecodeAttention(const DecodeAttentionParams& p, cudaStream_t stream) {
   PREFIXD_CHECK_ARG(p.num_kv_heads > 0 && p.num_qo_heads % p.num_kv_heads == 0,
                     "DecodeAttention: num_qo_heads " << p.num_qo_heads

@@ -16,7 +16,8 @@
 //
 // Each row group keeps its own online-softmax state for the g query heads of the GQA group (every
 // K/V byte is loaded once and used by all g heads); the row groups' states are ⊕-merged through
-// shared memory at the end.
+// shared memory at the end (decode_attention_epilogue.cuh, which also finishes the request when the
+// item is a finishing one).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -27,6 +28,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/decode_attention_epilogue.cuh"
 
 namespace prefixd::kernels::cuda {
 namespace decode {
@@ -36,13 +38,11 @@ constexpr int kVec = 8;     // dtype elements per 16-byte load
 constexpr int kUnroll = 2;  // tokens per row group per step
 constexpr int kStages = 4;  // steps of K/V in shared memory (kStages − 1 in flight)
 
-// Shared memory of one CTA: the K/V stages, reused for the row groups' states at the end.
+// Shared memory of one CTA: the K/V stages, reused by the epilogue at the end.
 template <int HEAD_DIM, int GQA>
 constexpr int DecodeSmemBytes() {
   constexpr int groups = kThreads / (HEAD_DIM / kVec);
-  constexpr int stage_bytes = kStages * 2 * groups * kUnroll * HEAD_DIM * 2;
-  constexpr int state_bytes = groups * GQA * (HEAD_DIM + 2) * 4;
-  return stage_bytes > state_bytes ? stage_bytes : state_bytes;
+  return EpilogueSmemBytes<HEAD_DIM, GQA, groups>(kStages * 2 * groups * kUnroll * HEAD_DIM * 2);
 }
 
 // 16-byte asynchronous copy global → shared, bypassing L1 (suffix K/V is read once per step);
@@ -233,34 +233,14 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
     }
   }
   __syncthreads();
-
-  const int slot = p.state_indptr[item.request] + item.slot_offset;
-  for (int idx = threadIdx.x; idx < GQA * HEAD_DIM; idx += kThreads) {
-    const int j = idx / HEAD_DIM, d = idx % HEAD_DIM;
-    float m_all = -INFINITY;
-#pragma unroll
-    for (int g = 0; g < GROUPS; ++g) m_all = fmaxf(m_all, smem_m[g][j]);
-    float l_all = 0.f, v_all = 0.f;
-    if (m_all != -INFINITY) {
-#pragma unroll
-      for (int g = 0; g < GROUPS; ++g) {
-        const float w = exp2f(smem_m[g][j] - m_all);  // 0 for a group that saw no token
-        l_all = fmaf(w, smem_l[g][j], l_all);
-        v_all = fmaf(w, smem_acc[g][j][d], v_all);
-      }
-    }
-    const int64_t state = int64_t(slot) * p.num_qo_heads + first_head + j;
-    p.partial_v[state * HEAD_DIM + d] = m_all == -INFINITY ? 0.f : v_all / l_all;
-    if (d == 0) p.partial_s[state] = m_all == -INFINITY ? -INFINITY : m_all + log2f(l_all);
-  }
+  FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, kThreads, DecodeSmemBytes<HEAD_DIM, GQA>()>(p, item, smem);
 }
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
   constexpr int smem_bytes = DecodeSmemBytes<HEAD_DIM, GQA>();
   static_assert(smem_bytes <= 48 * 1024, "within the default dynamic shared-memory limit");
-  DecodeAttentionKernel<T, HEAD_DIM, GQA><<<params.num_items, kThreads, smem_bytes, stream>>>(params);
-  PREFIXD_CUDA_CHECK_LAUNCH();
+  LaunchDecodeKernel(DecodeAttentionKernel<T, HEAD_DIM, GQA>, kThreads, smem_bytes, params, stream);
 }
 
 }  // namespace decode

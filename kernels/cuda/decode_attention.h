@@ -5,6 +5,11 @@
 // g = num_qo_heads / num_kv_heads query heads (the GQA group shares every K/V byte it loads) and
 // writes them (fp32, base-2 LSE) to slot state_indptr[request] + item.slot_offset of partial_v /
 // partial_s. An empty token range writes the empty state (0, −inf).
+//
+// A finishing item (item.finish = 1, plan.h) instead ⊕-merges its state with the request's prefix-
+// chunk states, slots [state_indptr[request], + slot_offset), which the prefix kernel wrote earlier
+// on the stream, and writes the final o / v_out / s_out rows of its g query heads (the fused merge:
+// no separate merge launch, and the suffix state never goes through device memory).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,6 +25,12 @@ namespace prefixd::kernels::cuda {
 // head_dim 64 or 128) and the CUDA-core kernel elsewhere; the others force one (kTensorCores
 // falls back to CUDA cores where no tensor-core instantiation exists). For comparisons.
 enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
+
+// Warps per CTA of the tensor-core kernel (1, 2 or 4; 0 = the launcher's choice). Each warp streams
+// its own 16-token tiles through 3 stages of shared memory (8 KiB per stage at head_dim 128), so
+// fewer warps per CTA means more, smaller CTAs per SM: a CTA's serial start (work item → page
+// table → first K/V tile) and end (cross-warp ⊕, state write) then overlap other CTAs' streaming.
+int DecodeMmaWarps(int requested);
 
 struct DecodeAttentionParams {
   DecodeKernel kernel = DecodeKernel::kAuto;
@@ -49,6 +60,21 @@ struct DecodeAttentionParams {
 
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
+
+  // Final outputs of finishing items, each optional (null: not written): o [num_requests]
+  // [num_qo_heads][head_dim] in dtype, v_out (same, fp32), s_out [num_requests][num_qo_heads] fp32.
+  void* o = nullptr;
+  float* v_out = nullptr;
+  float* s_out = nullptr;
+
+  // The launch directly follows the prefix kernel of the same step on the stream (which itself was
+  // launched normally): launch with programmatic dependent launch, so the decode grid can start
+  // while the prefix grid drains. Every CTA waits for the prefix grid (griddepcontrol.wait) before
+  // its epilogue reads prefix states, and before it exits, so the decode grid's completion still
+  // implies the prefix grid's: later work on the stream sees both. Nothing before the epilogue
+  // reads what the prefix kernel writes (q, page tables, K/V are inputs).
+  bool overlap_prefix = false;
+  int mma_warps = 0;  // tensor-core kernel: warps per CTA (DecodeMmaWarps)
 };
 
 // GQA group sizes (num_qo_heads / num_kv_heads) the kernel is compiled for.

@@ -7,11 +7,15 @@
 // query rows are the M dimension of mma.sync m16n8k16 (padded to 16 rows with zeros), so the
 // arithmetic per byte costs tensor-core instructions only and the kernel is bound by memory again.
 //
-// Layout: one CTA (4 warps) per work item. Each warp owns its own token stream — tokens
-// [16·warp + 64·i, +16) of the item — and copies, computes and keeps an online-softmax state for it
-// alone: its K/V tiles go through its own region of shared memory with cp.async, STAGES deep, and
-// since a warp reads only what its own lanes copied, a __syncwarp orders the copies and the reads
-// (no block barrier until the end). The four warps' states are ⊕-merged through shared memory.
+// Layout: one CTA of WARPS warps (1, 2 or 4) per work item. Each warp owns its own token stream —
+// tokens [16·warp + 16·WARPS·i, +16) of the item — and copies, computes and keeps an online-softmax
+// state for it alone: its K/V tiles go through its own region of shared memory with cp.async,
+// STAGES deep, and since a warp reads only what its own lanes copied, a __syncwarp orders the
+// copies and the reads (no block barrier until the end). The warps' states are ⊕-merged through
+// shared memory by FinishDecodeItem (decode_attention_epilogue.cuh), which also finishes the
+// request for a finishing item. WARPS trades CTA size for CTAs per SM (DecodeMmaWarps): with
+// 3 stages a warp needs 24 KiB of shared memory at head_dim 128, so 4 warps fit 2 CTAs per SM,
+// 2 warps 4, 1 warp 9.
 //
 // Per 16-token tile: S = Q·Kᵀ (16×16, fp32) → mask → online softmax (base 2) → O += P·V, with P
 // rounded to the input dtype for the mma (as in the prefix kernel). Only the first g rows are real.
@@ -26,26 +30,23 @@
 namespace prefixd::kernels::cuda {
 namespace decode {
 
-constexpr int kMmaWarps = 4;
-constexpr int kMmaThreads = 32 * kMmaWarps;
 constexpr int kMmaWarpTokens = 16;  // tokens per warp per step (the k of the P·V mma)
 constexpr int kMmaStages = 3;       // tiles per warp in shared memory (kMmaStages − 1 in flight)
 
 template <int HEAD_DIM>
 constexpr int MmaTileBytes() { return kMmaWarpTokens * HEAD_DIM * 2; }  // one K (or V) tile
 
-template <int HEAD_DIM, int GQA>
+template <int HEAD_DIM, int GQA, int WARPS>
 constexpr int DecodeMmaSmemBytes() {
-  constexpr int stage_bytes = kMmaWarps * kMmaStages * 2 * MmaTileBytes<HEAD_DIM>();
-  constexpr int state_bytes = kMmaWarps * GQA * (HEAD_DIM + 2) * 4;
-  return stage_bytes > state_bytes ? stage_bytes : state_bytes;
+  return EpilogueSmemBytes<HEAD_DIM, GQA, WARPS>(WARPS * kMmaStages * 2 * MmaTileBytes<HEAD_DIM>());
 }
 
-template <typename T, int HEAD_DIM, int GQA>
-__global__ void __launch_bounds__(kMmaThreads)
+template <typename T, int HEAD_DIM, int GQA, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS)
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
   static_assert(GQA <= 8, "the g query rows sit in the upper 8 rows of the m16 tile");
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "O accumulators of head_dim 256 would not fit");
+  static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4, "warps per CTA");
   using Mma = MmaOp<T>;
   constexpr int ROW_BYTES = HEAD_DIM * 2;
   constexpr int ROW_CHUNKS = HEAD_DIM / 8;                 // 16-byte chunks per token row
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(kMmaThreads)
   constexpr int D_STEPS = HEAD_DIM / 16;                   // k-steps of Q·Kᵀ, d-pairs of P·V
   constexpr int D_TILES = HEAD_DIM / 8;                    // n-tiles of O
   constexpr int TILE = MmaTileBytes<HEAD_DIM>();
-  constexpr int STEP = kMmaWarps * kMmaWarpTokens;         // tokens per CTA step
+  constexpr int STEP = WARPS * kMmaWarpTokens;             // tokens per CTA step
 
   extern __shared__ __align__(128) uint8_t decode_mma_smem[];
   uint8_t* smem = decode_mma_smem;
@@ -179,10 +180,10 @@ __global__ void __launch_bounds__(kMmaThreads)
   CpAsyncWait<0>();
   __syncthreads();  // every warp is done with its tiles: the region becomes the exchange area
 
-  // ⊕ of the four warps' states: unnormalised O and sum relative to row_max, per warp and head.
-  auto& smem_o = *reinterpret_cast<float(*)[kMmaWarps][GQA][HEAD_DIM]>(smem);
-  auto& smem_m = *reinterpret_cast<float(*)[kMmaWarps][GQA]>(smem + kMmaWarps * GQA * HEAD_DIM * 4);
-  auto& smem_l = *reinterpret_cast<float(*)[kMmaWarps][GQA]>(smem + kMmaWarps * GQA * (HEAD_DIM + 1) * 4);
+  // The warps' states for FinishDecodeItem: unnormalised O and sum relative to row_max.
+  auto& smem_o = *reinterpret_cast<float(*)[WARPS][GQA][HEAD_DIM]>(smem);
+  auto& smem_m = *reinterpret_cast<float(*)[WARPS][GQA]>(smem + WARPS * GQA * HEAD_DIM * 4);
+  auto& smem_l = *reinterpret_cast<float(*)[WARPS][GQA]>(smem + WARPS * GQA * (HEAD_DIM + 1) * 4);
   const float sum = QuadSum(row_sum);
   if (quad_row < GQA) {
 #pragma unroll
@@ -196,43 +197,34 @@ __global__ void __launch_bounds__(kMmaThreads)
     }
   }
   __syncthreads();
+  FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>()>(p, item, smem);
+}
 
-  const int slot = p.state_indptr[item.request] + item.slot_offset;
-  for (int idx = threadIdx.x; idx < GQA * HEAD_DIM; idx += kMmaThreads) {
-    const int j = idx / HEAD_DIM, d = idx % HEAD_DIM;
-    float m_all = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kMmaWarps; ++w) m_all = fmaxf(m_all, smem_m[w][j]);
-    float l_all = 0.f, v_all = 0.f;
-    if (m_all != -INFINITY) {
-#pragma unroll
-      for (int w = 0; w < kMmaWarps; ++w) {
-        const float wt = exp2f(smem_m[w][j] - m_all);  // 0 for a warp that saw no token
-        l_all = fmaf(wt, smem_l[w][j], l_all);
-        v_all = fmaf(wt, smem_o[w][j][d], v_all);
-      }
+template <typename T, int HEAD_DIM, int GQA, int WARPS>
+void LaunchMmaWarps(const DecodeAttentionParams& params, cudaStream_t stream) {
+  constexpr int smem_bytes = DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>();
+  // Above 48 KiB the dynamic shared-memory limit must be raised, once per device.
+  if constexpr (smem_bytes > 48 * 1024) {
+    static std::atomic<uint64_t> raised_on_device{0};
+    int device = 0;
+    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+    const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
+    if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
+      PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+      raised_on_device.fetch_or(bit, std::memory_order_release);
     }
-    const int64_t state = int64_t(slot) * p.num_qo_heads + first_head + j;
-    p.partial_v[state * HEAD_DIM + d] = l_all > 0.f ? v_all / l_all : 0.f;
-    if (d == 0) p.partial_s[state] = FinalLse(m_all, l_all);
   }
+  LaunchDecodeKernel(DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS>, 32 * WARPS, smem_bytes, params, stream);
 }
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t stream) {
-  constexpr int smem_bytes = DecodeMmaSmemBytes<HEAD_DIM, GQA>();
-  // Above 48 KiB the dynamic shared-memory limit must be raised, once per device.
-  static std::atomic<uint64_t> raised_on_device{0};
-  int device = 0;
-  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
-  if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
-    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(DecodeAttentionMmaKernel<T, HEAD_DIM, GQA>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-    raised_on_device.fetch_or(bit, std::memory_order_release);
+  switch (DecodeMmaWarps(params.mma_warps)) {
+    case 1: return LaunchMmaWarps<T, HEAD_DIM, GQA, 1>(params, stream);
+    case 2: return LaunchMmaWarps<T, HEAD_DIM, GQA, 2>(params, stream);
+    default: return LaunchMmaWarps<T, HEAD_DIM, GQA, 4>(params, stream);
   }
-  DecodeAttentionMmaKernel<T, HEAD_DIM, GQA><<<params.num_items, kMmaThreads, smem_bytes, stream>>>(params);
-  PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace decode

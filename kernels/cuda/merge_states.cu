@@ -44,25 +44,38 @@ __device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index
 }
 
 __global__ void MergeStatesKernel(MergeStatesParams p) {
+  constexpr int kBatch = 8;  // states whose v loads are in flight together
   const int lane = threadIdx.x % kWarpSize;
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (row >= p.rows) return;
 
   // Where the row's states are: first state's element offset (in rows of head_dim) and the
-  // distance between consecutive states.
+  // distance between consecutive states; and the output row.
   int n;
-  int64_t first, stride;
+  int64_t first, stride, out_row = row;
   if (p.run_indptr != nullptr) {
-    const int request = row / p.num_heads, head = row % p.num_heads;
+    const int head = row % p.num_heads;
+    const int request = p.requests != nullptr ? p.requests[row / p.num_heads] : row / p.num_heads;
     const int begin = p.run_indptr[request];
     n = p.run_indptr[request + 1] - begin;
     first = int64_t(begin) * p.num_heads + head;
     stride = p.num_heads;
+    out_row = int64_t(request) * p.num_heads + head;
   } else {
     n = p.num_states;
     first = row;
     stride = p.rows;
   }
+
+  // The v loads of the first batch (this lane's first float4 of each of the first kBatch states)
+  // go out before the LSE reduction below, so that a short run costs one memory latency for s and
+  // v together instead of one after the other.
+  const int d4_count = p.head_dim / 4;
+  float4 first_x[kBatch];
+#pragma unroll
+  for (int k = 0; k < kBatch; ++k)
+    first_x[k] = k < n && lane < d4_count ? reinterpret_cast<const float4*>(p.v_in + (first + k * stride) * p.head_dim)[lane]
+                                          : make_float4(0.f, 0.f, 0.f, 0.f);
 
   // Passes 1-2: the largest LSE of the run m (so every weight 2^(s_i − m) is ≤ 1, no overflow),
   // then the sum of the weights. Runs of up to 32 states (the usual case) keep s_i in a register.
@@ -85,8 +98,6 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
   // Pass 3: the weighted sum of v. Loads go out kBatch states at a time, all independent of each
   // other (a state's v is loaded whatever its weight and dropped by a select, so no load waits on
   // an exp2): a row of n states costs ceil(n / kBatch) memory latencies, not n.
-  constexpr int kBatch = 8;
-  const int d4_count = p.head_dim / 4;
   for (int d4 = lane; d4 < d4_count; d4 += kWarpSize) {
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (m != -INFINITY) {
@@ -98,8 +109,10 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
           const int64_t state = first + (i0 + k) * stride;
           const bool in_run = i0 + k < n;
           w[k] = in_run ? p.s_in[state] : -INFINITY;
-          x[k] = in_run ? reinterpret_cast<const float4*>(p.v_in + state * p.head_dim)[d4]
-                        : make_float4(0.f, 0.f, 0.f, 0.f);
+          if (i0 == 0 && d4 == lane) x[k] = first_x[k];  // loaded above
+          else
+            x[k] = in_run ? reinterpret_cast<const float4*>(p.v_in + state * p.head_dim)[d4]
+                          : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) {
@@ -113,11 +126,11 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
       }
     }
     acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-    const int64_t out_index = int64_t(row) * p.head_dim + d4 * 4;
+    const int64_t out_index = out_row * p.head_dim + d4 * 4;
     if (p.v_out != nullptr) reinterpret_cast<float4*>(p.v_out + out_index)[0] = acc;
     if (p.o != nullptr) StoreCast4(p.out_dtype, p.o, out_index, acc);
   }
-  if (p.s_out != nullptr && lane == 0) p.s_out[row] = m == -INFINITY ? m : m + log2f(sum_w);
+  if (p.s_out != nullptr && lane == 0) p.s_out[out_row] = m == -INFINITY ? m : m + log2f(sum_w);
 }
 
 __global__ void MergeStateInPlaceKernel(float* v, float* s, const float* v_other,

@@ -18,6 +18,9 @@ namespace prefixd::kernels::cuda {
 //    request is slots [run_indptr[request], run_indptr[request + 1]) and state i of the run lives
 //    at v_in[((run_indptr[request] + i) · num_heads + head) · head_dim], s_in[... · num_heads + head]
 //    (the partial-state layout [num_slots][num_heads][head_dim]).
+//    With `requests` set, only some requests are merged (the cascade's merge_requests, plan.h):
+//    rows = count · num_heads, row r is (requests[r / num_heads], r % num_heads), and it reads and
+//    writes that request's run and output rows; other output rows are left untouched.
 //  - fixed n (MergeStates API): run_indptr == null; state i of row r at v_in[(i · rows + r) · head_dim],
 //    s_in[i · rows + r] (layout [n][rows][head_dim]).
 // Outputs, each optional (null = not written): o [rows][head_dim] in out_dtype, v_out
@@ -25,7 +28,8 @@ namespace prefixd::kernels::cuda {
 struct MergeStatesParams {
   const float* v_in = nullptr;
   const float* s_in = nullptr;
-  const int32_t* run_indptr = nullptr;  // device, [rows / num_heads + 1], or null
+  const int32_t* run_indptr = nullptr;  // device, [num_requests + 1], or null
+  const int32_t* requests = nullptr;    // device, [rows / num_heads], or null (run_indptr mode only)
   int num_states = 0;                   // n, when run_indptr is null
   int rows = 0;
   int num_heads = 1;                    // heads per request, when run_indptr is set

@@ -8,10 +8,10 @@ namespace prefixd::kernels {
 namespace {
 
 constexpr int32_t kPlanMagic = 0x50445043;  // "PDPC": prefixd plan, cascade
-constexpr int32_t kPlanVersion = 1;
-constexpr int kHeaderInts = 12;
+constexpr int32_t kPlanVersion = 2;  // 2: DecodeWorkItem::finish, merge_requests
+constexpr int kHeaderInts = 13;
 constexpr int kPrefixItemInts = 7;
-constexpr int kDecodeItemInts = 5;
+constexpr int kDecodeItemInts = 6;
 constexpr int kGroupInts = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -184,15 +184,18 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
   const std::vector<int64_t> decode_chunks = ChooseChunkCounts(
       suffix_len, suffix_weight, options.decode_chunk_align, options.min_decode_chunk, options.target_items);
 
+  // A one-chunk suffix's items finish their request (fuse_merge); the merge step finishes the rest.
   plan.state_indptr.assign(b + 1, 0);
   for (int r = 0; r < b; ++r) {
     const int32_t first = plan.group_num_chunks[plan.request_group[r]];
     plan.state_indptr[r + 1] = plan.state_indptr[r] + first + int32_t(decode_chunks[r]);
+    const int32_t finish = options.fuse_merge && decode_chunks[r] == 1 ? 1 : 0;
+    if (!finish) plan.merge_requests.push_back(r);
     if (decode_chunks[r] == 0) continue;
     const std::vector<int32_t> bounds = SplitRange(int32_t(suffix_len[r]), decode_chunks[r], options.decode_chunk_align);
     for (int32_t c = 0; c < decode_chunks[r]; ++c)
       for (int32_t h = 0; h < plan.num_kv_heads; ++h)
-        plan.decode_items.push_back(DecodeWorkItem{r, h, bounds[c], bounds[c + 1], first + c});
+        plan.decode_items.push_back(DecodeWorkItem{r, h, bounds[c], bounds[c + 1], first + c, finish});
   }
   return plan;
 }
@@ -237,32 +240,63 @@ void CascadePlan::Validate() const {
                                            << it.row_begin << ", " << it.row_end << "), tokens [" << it.kv_begin << ", "
                                            << it.kv_end << "), chunk " << it.chunk << ") is out of range");
   }
+  // Every request is finished exactly once: by the merge step (listed in merge_requests) or by its
+  // decode items, which then are one finishing item per KV head covering the whole suffix.
+  std::vector<uint8_t> merged(num_requests, 0);
+  for (size_t i = 0; i < merge_requests.size(); ++i) {
+    const int32_t r = merge_requests[i];
+    PREFIXD_CHECK_ARG(r >= 0 && r < num_requests && (i == 0 || r > merge_requests[i - 1]),
+                      "plan: merge_requests[" << i << "] = " << r << " is out of range or not ascending");
+    merged[r] = 1;
+  }
+  std::vector<int64_t> finishing;  // (request, KV head) of every finishing item
   for (size_t i = 0; i < decode_items.size(); ++i) {
     const DecodeWorkItem& it = decode_items[i];
     PREFIXD_CHECK_ARG(it.request >= 0 && it.request < num_requests, "plan: decode item " << i << " names request " << it.request);
     const int r = it.request;
+    const int32_t run = state_indptr[r + 1] - state_indptr[r], first = group_num_chunks[request_group[r]];
     PREFIXD_CHECK_ARG(it.kv_head >= 0 && it.kv_head < num_kv_heads && it.kv_begin >= 0 && it.kv_begin < it.kv_end &&
-                          it.kv_end <= suffix.SeqLen(r, page_size) &&
-                          it.slot_offset >= group_num_chunks[request_group[r]] &&
-                          it.slot_offset < state_indptr[r + 1] - state_indptr[r],
+                          it.kv_end <= suffix.SeqLen(r, page_size) && it.slot_offset >= first &&
+                          it.slot_offset < run && (it.finish == 0 || it.finish == 1),
                       "plan: decode item " << i << " (request " << r << ", kv head " << it.kv_head << ", tokens ["
                                            << it.kv_begin << ", " << it.kv_end << "), slot offset " << it.slot_offset
-                                           << ") is out of range");
+                                           << ", finish " << it.finish << ") is out of range");
+    PREFIXD_CHECK_ARG(it.finish == (merged[r] ? 0 : 1),
+                      "plan: decode item " << i << " has finish " << it.finish << " but request " << r << " is "
+                                           << (merged[r] ? "" : "not ") << "in merge_requests");
+    if (it.finish) {
+      PREFIXD_CHECK_ARG(it.kv_begin == 0 && it.kv_end == suffix.SeqLen(r, page_size) && it.slot_offset == first &&
+                            run == first + 1,
+                        "plan: decode item " << i << " finishes request " << r << " but is not its only suffix chunk");
+      finishing.push_back(int64_t(r) * num_kv_heads + it.kv_head);
+    }
   }
+  // Distinct (request, head) pairs of non-merged requests, as many as those requests have heads:
+  // then every such pair has exactly one finishing item.
+  std::sort(finishing.begin(), finishing.end());
+  for (size_t i = 1; i < finishing.size(); ++i)
+    PREFIXD_CHECK_ARG(finishing[i] != finishing[i - 1], "plan: request " << finishing[i] / num_kv_heads << ", KV head "
+                                                                         << finishing[i] % num_kv_heads
+                                                                         << " has several finishing decode items");
+  const int64_t finished = int64_t(num_requests) - int64_t(merge_requests.size());
+  PREFIXD_CHECK_ARG(int64_t(finishing.size()) == finished * num_kv_heads,
+                    "plan: " << finished << " requests are not in merge_requests but " << finishing.size()
+                             << " finishing decode items cover them (need one per KV head: "
+                             << finished * num_kv_heads << ")");
 }
 
 std::vector<int32_t> CascadePlan::Serialize() const {
   std::vector<int32_t> out;
   out.reserve(kHeaderInts + prefix_items.size() * kPrefixItemInts + decode_items.size() * kDecodeItemInts +
               groups.size() * (kGroupInts + 1) + state_indptr.size() + request_group.size() + suffix.indptr.size() +
-              suffix.indices.size() + suffix.last_page_len.size());
+              suffix.indices.size() + suffix.last_page_len.size() + merge_requests.size());
   out.insert(out.end(), {kPlanMagic, kPlanVersion, num_requests, num_qo_heads, num_kv_heads, head_dim, page_size,
                          num_pages, int32_t(prefix_items.size()), int32_t(decode_items.size()), int32_t(groups.size()),
-                         int32_t(suffix.indices.size())});
+                         int32_t(suffix.indices.size()), int32_t(merge_requests.size())});
   for (const auto& it : prefix_items)
     out.insert(out.end(), {it.group, it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end, it.chunk});
   for (const auto& it : decode_items)
-    out.insert(out.end(), {it.request, it.kv_head, it.kv_begin, it.kv_end, it.slot_offset});
+    out.insert(out.end(), {it.request, it.kv_head, it.kv_begin, it.kv_end, it.slot_offset, it.finish});
   auto append = [&out](const std::vector<int32_t>& v) { out.insert(out.end(), v.begin(), v.end()); };
   append(state_indptr);
   append(request_group);
@@ -271,6 +305,7 @@ std::vector<int32_t> CascadePlan::Serialize() const {
   append(suffix.indptr);
   append(suffix.indices);
   append(suffix.last_page_len);
+  append(merge_requests);
   return out;
 }
 
@@ -292,15 +327,18 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
   p.head_dim = in.Next();
   p.page_size = in.Next();
   p.num_pages = in.Next();
-  const int32_t n_prefix = in.Next(), n_decode = in.Next(), n_groups = in.Next(), n_indices = in.Next();
-  PREFIXD_CHECK_ARG(p.num_requests >= 0 && n_prefix >= 0 && n_decode >= 0 && n_groups >= 0 && n_indices >= 0,
+  const int32_t n_prefix = in.Next(), n_decode = in.Next(), n_groups = in.Next(), n_indices = in.Next(),
+                n_merge = in.Next();
+  PREFIXD_CHECK_ARG(p.num_requests >= 0 && n_prefix >= 0 && n_decode >= 0 && n_groups >= 0 && n_indices >= 0 &&
+                        n_merge >= 0,
                     "serialised plan: negative count in header (requests " << p.num_requests << ", prefix items "
                                                                            << n_prefix << ", decode items " << n_decode
                                                                            << ", groups " << n_groups << ", pages "
-                                                                           << n_indices << ")");
+                                                                           << n_indices << ", merged requests "
+                                                                           << n_merge << ")");
   const int64_t b = p.num_requests;
   const int64_t expected = kHeaderInts + int64_t(n_prefix) * kPrefixItemInts + int64_t(n_decode) * kDecodeItemInts +
-                           (b + 1) + b + int64_t(n_groups) * (kGroupInts + 1) + (b + 1) + n_indices + b;
+                           (b + 1) + b + int64_t(n_groups) * (kGroupInts + 1) + (b + 1) + n_indices + b + n_merge;
   PREFIXD_CHECK_ARG(int64_t(size) == expected,
                     "serialised plan: " << size << " ints, but its header implies " << expected);
   p.prefix_items.resize(n_prefix);
@@ -320,6 +358,7 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
     it.kv_begin = in.Next();
     it.kv_end = in.Next();
     it.slot_offset = in.Next();
+    it.finish = in.Next();
   }
   auto read = [&in](std::vector<int32_t>* v, int64_t n) {
     v->resize(n);
@@ -338,6 +377,7 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
   read(&p.suffix.indptr, b + 1);
   read(&p.suffix.indices, n_indices);
   read(&p.suffix.last_page_len, b);
+  read(&p.merge_requests, n_merge);
   PREFIXD_CHECK_INTERNAL(in.pos() == size, "read " << in.pos() << " of " << size << " ints");
   p.Validate();
   return p;

@@ -216,6 +216,7 @@ enum class Split {
   kFinest,        // 1-token chunks allowed, 3-row prefix tiles: as many items as possible
   kFineChunks,    // prefix/suffix chunks down to 1 token, device tile rows
   kNone,          // target_items = 1: no splitting at all
+  kFinePrefix,    // prefix chunks down to 1 token, suffixes split as on the device
 };
 
 PlanOptions OptionsFor(Split split) {
@@ -234,6 +235,10 @@ PlanOptions OptionsFor(Split split) {
       o.decode_chunk_align = o.min_decode_chunk = 1;
       break;
     case Split::kNone: o.target_items = 1; break;
+    case Split::kFinePrefix:
+      o.target_items = 1 << 12;
+      o.prefix_chunk_align = o.min_prefix_chunk = 1;
+      break;
   }
   return o;
 }
@@ -388,6 +393,198 @@ TEST(CudaCascade, EmptyRequestGetsEmptyState) {
   for (int h = 4; h < 8; ++h) EXPECT_TRUE(std::isfinite(got.s[h]));
   for (int i = 4 * 64; i < 8 * 64; ++i) ASSERT_TRUE(std::isfinite(got.v[i])) << i;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fused merge (plan.h: finishing decode items ⊕ the prefix-chunk states and write the outputs;
+// merge_requests go through the merge kernel): every mix of finishing and merged requests, prefix
+// chunks beyond one staging pass, each output alone, the same answer as the unfused plan.
+
+// Per (request, head) row: ‖got − want‖ / max(‖want‖, 1e-3) ≤ tol, so that a wrong or unwritten
+// row cannot hide in a global norm; reports the worst row.
+void ExpectRowsClose(const std::vector<float>& got, const std::vector<double>& want, int64_t rows, int dim, double tol,
+                     const std::string& what) {
+  double worst = 0;
+  int64_t worst_row = -1;
+  for (int64_t r = 0; r < rows; ++r) {
+    double num = 0, den = 0;
+    for (int d = 0; d < dim; ++d) {
+      const double g = got[r * dim + d], w = want[r * dim + d];
+      num += std::isfinite(g) ? (g - w) * (g - w) : 1e30;
+      den += w * w;
+    }
+    const double err = std::sqrt(num) / std::max(std::sqrt(den), 1e-3);
+    if (err > worst) worst = err, worst_row = r;
+  }
+  EXPECT_LE(worst, tol) << what << ": worst row " << worst_row << " (request · heads + head) has rel. error " << worst;
+}
+
+struct FusedCase {
+  std::string name;
+  DType dtype;
+  int num_qo_heads, num_kv_heads, head_dim;
+  std::vector<GroupSpec> groups;
+  Split split;
+  bool expect_merged;  // some request goes through the merge kernel
+  int min_prefix_chunks = 1;  // the most prefix chunks of a group is at least this
+};
+
+void PrintTo(const FusedCase& c, std::ostream* os) { *os << c.name; }
+
+class CudaFusedMergeTest : public ::testing::TestWithParam<FusedCase> {};
+
+TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const FusedCase& c = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int page_size = 16;
+  const KvPoolShape shape{1, PagesNeeded(c.groups, page_size) + 3, page_size, c.num_kv_heads, c.head_dim, c.dtype};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, page_size, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true);
+  const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
+  const int64_t rows = int64_t(batch.num_requests()) * c.num_qo_heads, n = rows * c.head_dim;
+  const double tol = OutputTolerance(c.dtype);
+
+  PlanOptions options = OptionsFor(c.split);
+  options.fuse_merge = true;
+  const CascadePlan fused = kernels::PlanCascade(batch, shape, options);
+  options.fuse_merge = false;
+  const CascadePlan unfused = kernels::PlanCascade(batch, shape, options);
+  size_t finishing = 0;
+  for (const auto& it : fused.decode_items) finishing += it.finish;
+  EXPECT_GT(finishing, 0u) << "no request is finished by its decode items";
+  EXPECT_EQ(!fused.merge_requests.empty(), c.expect_merged) << fused.merge_requests.size() << " merged requests";
+  int most_chunks = 0;
+  for (int32_t chunks : fused.group_num_chunks) most_chunks = std::max(most_chunks, chunks);
+  // (The CPU stand-in's own options split less: the counts are only promised on the GPU.)
+  if (c.split != Split::kDevice || kernels::CudaAvailable()) EXPECT_GE(most_chunks, c.min_prefix_chunks);
+  EXPECT_EQ(unfused.merge_requests.size(), size_t(batch.num_requests()));
+
+  const StepResult got = RunStep(Device(), pool, 0, fused, q);
+  ExpectMatchesOracle(got, want, c.dtype, c.name + " fused");
+  ExpectRowsClose(got.v, want.v, rows, c.head_dim, 4 * tol, c.name + " fused v_out rows");
+  ExpectRowsClose(got.o, want.v, rows, c.head_dim, 4 * tol, c.name + " fused o rows");
+  const StepResult plain = RunStep(Device(), pool, 0, unfused, q);
+  ExpectMatchesOracle(plain, want, c.dtype, c.name + " unfused");
+  const std::vector<double> plain_v = ToDouble(plain.v), plain_s = ToDouble(plain.s);
+  ExpectAllClose(got.v.data(), plain_v.data(), n, 1e-5, c.name + " fused vs unfused v");
+  ExpectLseClose(got.s.data(), plain_s.data(), rows, 1e-5, c.name + " fused vs unfused s");
+
+  // Each output alone (the others null): the requested one right, nothing else written.
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE("only output " + std::to_string(which) + " (0 o, 1 v_out, 2 s_out)");
+    Buffers mem(Device());
+    kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
+    void* o = args.o;
+    float *v_out = args.v_out, *s_out = args.s_out;
+    if (which != 0) args.o = nullptr;
+    if (which != 1) args.v_out = nullptr;
+    if (which != 2) args.s_out = nullptr;
+    Device().LoadPlan(fused);
+    Device().RunCascade(args);
+    const auto o_bits = mem.Download<uint16_t>(o, n);
+    const auto v = mem.Download<float>(v_out, n);
+    const auto s_got = mem.Download<float>(s_out, rows);
+    int64_t written_o = 0, written_v = 0, written_s = 0;
+    for (int64_t i = 0; i < n; ++i) written_o += o_bits[i] != 0xFFFF, written_v += !std::isnan(v[i]);
+    for (int64_t i = 0; i < rows; ++i) written_s += !std::isnan(s_got[i]);
+    EXPECT_EQ(written_o, which == 0 ? n : 0);
+    EXPECT_EQ(written_v, which == 1 ? n : 0);
+    EXPECT_EQ(written_s, which == 2 ? rows : 0);
+    if (which == 0) {
+      std::vector<float> o_f(n);
+      for (int64_t i = 0; i < n; ++i) o_f[i] = kernels::ToFloat(c.dtype, o_bits[i]);
+      ExpectRowsClose(o_f, want.v, rows, c.head_dim, 4 * tol, c.name + " o alone");
+    }
+    if (which == 1) ExpectRowsClose(v, want.v, rows, c.head_dim, 4 * tol, c.name + " v_out alone");
+    if (which == 2) ExpectLseClose(s_got.data(), want.s.data(), rows, kLseTol, c.name + " s_out alone");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaFusedMergeTest,
+    ::testing::Values(
+        // GQA 4 (tensor-core decode): a chunked prefix; one-chunk, empty and split suffixes; a group
+        // without prefix (finishing items with no prefix chunk to merge).
+        FusedCase{"g4_d128_fp16_mixed", kF16, 32, 8, 128, {{1500, {100, 0, 700, 33}}, {0, {250, 5}}, {64, {1, 0}}},
+                  Split::kDevice, true, 2},
+        // Every request finished in the decode kernel (one-chunk suffixes only): no merge launch.
+        FusedCase{"g4_d128_bf16_all_fused", kBF16, 16, 4, 128, {{700, {10, 64, 200}}, {0, {1, 17}}}, Split::kDevice,
+                  false, 1},
+        // Many prefix chunks (1-token chunks allowed): several staging passes per finishing item.
+        FusedCase{"g8_d128_fp16_many_chunks", kF16, 64, 8, 128, {{300, {9, 40}}, {45, {3}}}, Split::kFinePrefix,
+                  false, 40},
+        FusedCase{"g8_d64_bf16_many_chunks", kBF16, 16, 2, 64, {{500, {20, 0}}, {0, {5}}}, Split::kFinePrefix, true,
+                  40},
+        // Suffixes split too: finishing and merged requests side by side.
+        FusedCase{"g4_d64_fp16_split_suffixes", kF16, 16, 4, 64, {{400, {600, 3}}, {0, {2000, 30}}},
+                  Split::kFinePrefix, true, 40},
+        // CUDA-core decode kernel: GQA 1, 2 and 8 at head_dim 256 (one prefix chunk per pass).
+        FusedCase{"g1_d128_fp16", kF16, 8, 8, 128, {{900, {30, 1}}, {0, {0, 12}}}, Split::kFinePrefix, true, 20},
+        FusedCase{"g2_d64_bf16", kBF16, 8, 4, 64, {{260, {6, 2, 1}}}, Split::kDevice, false, 1},
+        FusedCase{"g8_d256_bf16", kBF16, 8, 1, 256, {{200, {17, 3}}, {33, {0, 8}}}, Split::kFinePrefix, true, 10},
+        FusedCase{"g4_d256_fp16", kF16, 8, 2, 256, {{90, {5, 60}}}, Split::kFinePrefix, false, 20}),
+    [](const ::testing::TestParamInfo<FusedCase>& info) { return info.param.name; });
+
+// The tensor-core decode kernel at every warps-per-CTA setting, with and without the programmatic
+// dependent launch after the prefix kernel (PREFIXD_DECODE_WARPS / PREFIXD_DECODE_PDL).
+struct DecodeVariant {
+  int warps;
+  bool pdl;
+};
+
+class CudaDecodeVariantTest : public ::testing::TestWithParam<DecodeVariant> {};
+
+TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
+  PREFIXD_REQUIRE_GPU();
+  const DecodeVariant variant = GetParam();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  setenv("PREFIXD_DECODE_WARPS", std::to_string(variant.warps).c_str(), 1);
+  setenv("PREFIXD_DECODE_PDL", variant.pdl ? "1" : "0", 1);
+  std::unique_ptr<Backend> backend = MakeDeviceBackend();
+  unsetenv("PREFIXD_DECODE_WARPS");
+  unsetenv("PREFIXD_DECODE_PDL");
+  EXPECT_NE(backend->Describe().find("warps forced: " + std::to_string(variant.warps)), std::string::npos)
+      << backend->Describe();
+  struct Shape {
+    DType dtype;
+    int h_qo, h_kv, dim;
+    std::vector<GroupSpec> groups;
+    Split split;
+  };
+  const Shape shapes[] = {
+      {kF16, 32, 8, 128, {{1100, {300, 0, 17, 64}}, {0, {129, 1}}}, Split::kDevice},
+      {kBF16, 64, 8, 128, {{200, {45, 1000}}, {70, {16}}}, Split::kFineChunks},
+      {kF16, 16, 4, 64, {{333, {5, 80}}, {0, {0}}}, Split::kFinest},
+      {kBF16, 16, 2, 64, {{2000, {255, 256, 257}}}, Split::kDevice},
+  };
+  for (const Shape& s : shapes) {
+    const KvPoolShape shape{1, PagesNeeded(s.groups, 16) + 3, 16, s.h_kv, s.dim, s.dtype};
+    kernels::PageAllocator alloc(shape.num_pages);
+    const DecodeBatch batch = BuildBatch(s.groups, s.h_qo, 16, alloc, rng);
+    const HostKvPool pool = RandomKvPool(rng, shape);
+    const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true);
+    const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(s.split));
+    const StepResult got = RunStep(*backend, pool, 0, plan, q);
+    const std::string what = "h" + std::to_string(s.h_qo) + "/" + std::to_string(s.h_kv) + " d" + std::to_string(s.dim);
+    const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(s.dim)));
+    ExpectMatchesOracle(got, want, s.dtype, what);
+    ExpectRowsClose(got.v, want.v, int64_t(batch.num_requests()) * s.h_qo, s.dim, 4 * OutputTolerance(s.dtype),
+                    what + " rows");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, CudaDecodeVariantTest,
+                         ::testing::Values(DecodeVariant{1, true}, DecodeVariant{2, true}, DecodeVariant{4, true},
+                                           DecodeVariant{1, false}, DecodeVariant{4, false}),
+                         [](const ::testing::TestParamInfo<DecodeVariant>& info) {
+                           return "warps" + std::to_string(info.param.warps) + (info.param.pdl ? "_pdl" : "_nopdl");
+                         });
 
 // ---------------------------------------------------------------------------------------------
 // Non-cascade baseline (every request's table lists the prefix pages, then its own) = cascade.

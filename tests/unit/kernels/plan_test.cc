@@ -22,7 +22,7 @@ static bool operator==(const PrefixWorkItem& a, const PrefixWorkItem& b) {
 }
 static bool operator==(const DecodeWorkItem& a, const DecodeWorkItem& b) {
   return a.request == b.request && a.kv_head == b.kv_head && a.kv_begin == b.kv_begin && a.kv_end == b.kv_end &&
-         a.slot_offset == b.slot_offset;
+         a.slot_offset == b.slot_offset && a.finish == b.finish;
 }
 static bool operator==(const PrefixGroup& a, const PrefixGroup& b) {
   return a.prefix.first_page == b.prefix.first_page && a.prefix.num_tokens == b.prefix.num_tokens &&
@@ -50,6 +50,33 @@ void ExpectSamePlan(const CascadePlan& a, const CascadePlan& b) {
   EXPECT_EQ(a.suffix.indptr, b.suffix.indptr);
   EXPECT_EQ(a.suffix.indices, b.suffix.indices);
   EXPECT_EQ(a.suffix.last_page_len, b.suffix.last_page_len);
+  EXPECT_EQ(a.merge_requests, b.merge_requests);
+}
+
+// Every request is finished exactly once: listed in merge_requests, or (not listed) by exactly one
+// finishing decode item per KV head that covers its whole suffix as the run's only suffix slot.
+void ExpectFinishedOnce(const DecodeBatch& batch, const CascadePlan& plan, bool fuse) {
+  const int b = batch.num_requests();
+  std::vector<int> merged(b, 0);
+  for (int32_t r : plan.merge_requests) ++merged[r];
+  std::vector<int> finishing(size_t(b) * plan.num_kv_heads, 0);
+  std::vector<int> chunks(b, 0);
+  for (const DecodeWorkItem& it : plan.decode_items) {
+    chunks[it.request] += it.kv_head == 0;
+    if (!it.finish) continue;
+    ++finishing[size_t(it.request) * plan.num_kv_heads + it.kv_head];
+    EXPECT_EQ(it.kv_begin, 0);
+    EXPECT_EQ(it.kv_end, batch.suffix.SeqLen(it.request, plan.page_size));
+    EXPECT_EQ(it.slot_offset, plan.group_num_chunks[plan.request_group[it.request]]);
+  }
+  for (int r = 0; r < b; ++r) {
+    ASSERT_LE(merged[r], 1) << "request " << r << " listed twice";
+    // With fuse_merge exactly the one-chunk suffixes are finished by their items.
+    EXPECT_EQ(merged[r] == 0, fuse && chunks[r] == 1) << "request " << r << " (" << chunks[r] << " suffix chunks)";
+    for (int h = 0; h < plan.num_kv_heads; ++h)
+      EXPECT_EQ(finishing[size_t(r) * plan.num_kv_heads + h], merged[r] ? 0 : 1) << "request " << r << " head " << h;
+  }
+  EXPECT_TRUE(std::is_sorted(plan.merge_requests.begin(), plan.merge_requests.end()));
 }
 
 // Every (request, qo head, token) is covered by exactly one item, and every (slot, qo head) of a
@@ -159,8 +186,10 @@ TEST(PlanCascade, RandomBatchesCoverEveryTokenOnceWithGoodChunks) {
     o.decode_chunk_align = aligns[rng() % 4];
     o.min_decode_chunk = mins[rng() % 4];
     SCOPED_TRACE("trial " + std::to_string(trial));
+    o.fuse_merge = rng() % 4 != 0;
     const CascadePlan plan = PlanCascade(s.batch, s.shape, o);
     ExpectExactCoverage(s.batch, plan);
+    ExpectFinishedOnce(s.batch, plan, o.fuse_merge);
     ASSERT_NO_THROW(plan.Validate());
 
     bool any_prefix_split = false;
@@ -254,6 +283,35 @@ TEST(PlanCascade, SplitsLongSuffixesOnlyWhenItemsAreFew) {
   EXPECT_EQ(plan.decode_items.size(), 4u);
 }
 
+TEST(PlanCascade, FusedMergeFinishesOneChunkSuffixesInTheirDecodeItems) {
+  std::mt19937_64 rng(test::TestSeed());
+  // Group 0: a chunked prefix; requests with a one-chunk suffix, no suffix, a split suffix.
+  // Group 1: no prefix, a one-chunk suffix. Group 2: a prefix, a one-chunk suffix.
+  const BatchSetup s = MakeSetup({{1000, {40, 0, 900}}, {0, {7}}, {64, {1}}}, 8, 2, 16, rng);
+  PlanOptions o;
+  o.target_items = 24;
+  o.prefix_chunk_align = 64;
+  o.min_prefix_chunk = 128;
+  o.decode_chunk_align = 16;
+  o.min_decode_chunk = 256;
+  const CascadePlan plan = PlanCascade(s.batch, s.shape, o);
+  EXPECT_GT(plan.group_num_chunks[0], 1);
+  EXPECT_EQ(plan.merge_requests, (std::vector<int32_t>{1, 2}));  // no suffix; 900 tokens → 3 chunks
+  ASSERT_EQ(DecodeBounds(plan, 2).size(), 4u);
+  for (const DecodeWorkItem& it : plan.decode_items)
+    EXPECT_EQ(it.finish, it.request == 2 ? 0 : 1) << "request " << it.request;
+  ExpectFinishedOnce(s.batch, plan, true);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+
+  o.fuse_merge = false;  // every request through the merge step, nothing else changes
+  const CascadePlan unfused = PlanCascade(s.batch, s.shape, o);
+  EXPECT_EQ(unfused.merge_requests, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(unfused.state_indptr, plan.state_indptr);
+  ASSERT_EQ(unfused.decode_items.size(), plan.decode_items.size());
+  for (const DecodeWorkItem& it : unfused.decode_items) EXPECT_EQ(it.finish, 0);
+  ExpectFinishedOnce(s.batch, unfused, false);
+}
+
 TEST(PlanCascade, EmptyBatchGivesAnEmptyPlan) {
   const KvPoolShape shape{1, 4, 16, 2, 128, DType::kFloat16};
   DecodeBatch batch;
@@ -335,6 +393,29 @@ TEST(PlanSerialization, InconsistentContentsAreRejected) {
   rejects([](CascadePlan& p) { p.group_num_chunks[1] = 1; }, "group 1");
   rejects([](CascadePlan& p) { p.head_dim = 96; }, "head_dim 96");
   rejects([](CascadePlan& p) { p.num_kv_heads = 3; }, "H_kv 3");
+  // Who finishes which request: SmallPlan merges requests 1 (no suffix) and 2 (split suffix);
+  // requests 0 and 3 are finished by their decode items (items 0-1 and the last two).
+  ASSERT_EQ(good.merge_requests, (std::vector<int32_t>{1, 2}));
+  ASSERT_EQ(good.decode_items[0].finish, 1);
+  ASSERT_EQ(good.decode_items[2].finish, 0);
+  rejects([](CascadePlan& p) { p.decode_items[0].finish = 0; }, "not in merge_requests");
+  rejects([](CascadePlan& p) { p.decode_items[1].finish = 2; }, "decode item 1");
+  rejects([](CascadePlan& p) { p.decode_items[2].finish = 1; }, "decode item 2");
+  rejects([](CascadePlan& p) { p.merge_requests = {1}; }, "decode item 2");
+  rejects([](CascadePlan& p) { p.merge_requests = {2, 1}; }, "not ascending");
+  rejects([](CascadePlan& p) { p.merge_requests = {1, 2, 9}; }, "out of range");
+  rejects([](CascadePlan& p) { p.merge_requests = {0, 1, 2}; }, "decode item 0");
+  rejects([](CascadePlan& p) { p.decode_items[1].kv_head = 0; }, "several finishing");
+}
+
+TEST(PlanSerialization, MergingAFusedRequestInsteadStaysValid) {
+  std::mt19937_64 rng(test::TestSeed());
+  BatchSetup s;
+  CascadePlan p = SmallPlan(rng, &s);
+  p.merge_requests = {1, 2, 3};
+  for (auto& it : p.decode_items)
+    if (it.request == 3) it.finish = 0;
+  EXPECT_NO_THROW(CascadePlan::Deserialize(p.Serialize()));
 }
 
 // Random corruption of a serialised plan: Deserialize either rejects it with kInvalidArgument or

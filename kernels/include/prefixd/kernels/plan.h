@@ -10,6 +10,14 @@
 // first one slot per prefix chunk of its group, then one per suffix chunk. The run step writes each
 // item's states to its slots and merges each run with ⊕ into the final output.
 //
+// Where that final ⊕ happens is part of the plan (PlanOptions::fuse_merge): a request whose suffix
+// is one chunk may be FINISHED by its decode items (DecodeWorkItem::finish = 1): prefix items run
+// first, so each such decode item ⊕-merges its own suffix state with the request's prefix-chunk
+// states and writes the final outputs of its g query heads; its suffix slot is then never written.
+// Every other request (no suffix, or a suffix split into several chunks) is listed in
+// merge_requests and merged by a separate step after all items. A backend may also merge every
+// request in that step (the CPU backend does; the result is the same ⊕ to float rounding).
+//
 // The plan is data: the same plan runs on the CPU backend and on the GPU, and serialises to one
 // int32 vector that the CUDA backend copies to a fixed-size device buffer in one async copy.
 #pragma once
@@ -35,6 +43,10 @@ struct DecodeWorkItem {
   int32_t kv_head;
   int32_t kv_begin, kv_end;  // suffix tokens
   int32_t slot_offset;       // slot = state_indptr[request] + slot_offset
+  // 1: the request's only suffix chunk, which finishes the request's g heads of this KV head:
+  // its state ⊕ the prefix-chunk slots [state_indptr[request], + slot_offset) → the final outputs.
+  // 0: writes its partial state to the slot; the merge step finishes the request.
+  int32_t finish = 0;
 };
 
 struct PlanOptions {
@@ -44,6 +56,7 @@ struct PlanOptions {
   int min_prefix_chunk = 512;       // never split a prefix finer than this many tokens
   int decode_chunk_align = 16;      // suffix chunk boundaries are multiples of this
   int min_decode_chunk = 256;       // never split a suffix finer than this many tokens
+  bool fuse_merge = true;           // finish single-chunk suffixes in their decode items (above)
 };
 
 struct CascadePlan {
@@ -62,6 +75,8 @@ struct CascadePlan {
   std::vector<PrefixGroup> groups;         // copied from the batch
   std::vector<int32_t> group_num_chunks;   // [groups]: prefix chunks of each group (0: no prefix)
   PageTable suffix;                        // copied from the batch: where decode items find tokens
+  std::vector<int32_t> merge_requests;     // ascending: requests the merge step finishes (the
+                                           // others are finished by their decode items)
 
   int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
   int gqa_group_size() const { return num_qo_heads / num_kv_heads; }
@@ -83,6 +98,8 @@ struct CascadePlan {
 // Splitting: all groups' prefixes (and, separately, all requests' suffixes) share one chunk
 // length, the smallest that keeps the item count ≤ target_items; a range is cut into at most
 // min(ceil(len / align), len / min_chunk) near-equal chunks (≥ 1), interior boundaries aligned.
+// With options.fuse_merge, every request whose suffix is one chunk is finished by its decode items;
+// merge_requests lists the rest (all requests without fuse_merge).
 CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options);
 
 }  // namespace prefixd::kernels

@@ -1,0 +1,230 @@
+// The end of a decode work item, shared by the CUDA-core and tensor-core decode kernels (included
+// only through decode_attention.cuh), and their common launch path.
+//
+// On entry the CTA's NPART partial online-softmax states per query head j of the GQA group sit in
+// shared memory, unnormalised: acc[part][j][d] = Σ 2^(x − m) v[d] and l[part][j] = Σ 2^(x − m),
+// relative to m[part][j] (base-2 logits; m = −inf and l = 0 for a part that saw no token).
+// FinishDecodeItem ⊕-merges the parts, then either
+//  - writes the item's partial state to its slot (item.finish = 0), or
+//  - ⊕-merges it with the request's prefix-chunk states (slots [state_indptr[r], + slot_offset))
+//    and writes the final o / v_out / s_out rows of the group's heads (item.finish = 1).
+// Work is split over the CTA's threads by float4 of the output (GQA · HEAD_DIM / 4 of them); the
+// prefix states are staged in shared memory (the drained K/V stages) by cp.async, as many chunks
+// at a time as fit, so a pass costs one memory latency and no registers.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/decode_attention.h"
+
+namespace prefixd::kernels::cuda {
+namespace decode {
+
+// Waits until the grid this one programmatically depends on (DecodeAttentionParams::overlap_prefix)
+// has completed and its writes are visible; returns at once for a normal launch.
+__device__ __forceinline__ void WaitForPrefixGrid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+template <typename T>
+__device__ __forceinline__ void StoreOut4(T* out, float4 x);
+
+template <>
+__device__ __forceinline__ void StoreOut4<__half>(__half* out, float4 x) {
+  __half2 h[2] = {__floats2half2_rn(x.x, x.y), __floats2half2_rn(x.z, x.w)};
+  *reinterpret_cast<uint2*>(out) = *reinterpret_cast<const uint2*>(h);
+}
+
+template <>
+__device__ __forceinline__ void StoreOut4<__nv_bfloat16>(__nv_bfloat16* out, float4 x) {
+  __nv_bfloat162 h[2] = {__floats2bfloat162_rn(x.x, x.y), __floats2bfloat162_rn(x.z, x.w)};
+  *reinterpret_cast<uint2*>(out) = *reinterpret_cast<const uint2*>(h);
+}
+
+__device__ __forceinline__ float4 Scale4(float4 a, float w) { return make_float4(a.x * w, a.y * w, a.z * w, a.w * w); }
+__device__ __forceinline__ float4 Fma4(float w, float4 x, float4 acc) {
+  return make_float4(fmaf(w, x.x, acc.x), fmaf(w, x.y, acc.y), fmaf(w, x.z, acc.z), fmaf(w, x.w, acc.w));
+}
+
+// Shared memory the epilogue needs: the parts' states, 16-byte aligned ...
+template <int HEAD_DIM, int GQA, int NPART>
+constexpr int PartStateBytes() { return (NPART * GQA * (HEAD_DIM + 2) * 4 + 15) / 16 * 16; }
+// ... and, after them, room for the v and s of at least one prefix chunk (GQA heads) at a time.
+template <int HEAD_DIM, int GQA>
+constexpr int PrefixChunkBytes() { return GQA * (HEAD_DIM + 1) * 4; }
+// The kernel's dynamic shared memory: its K/V stages, or the epilogue's minimum if larger.
+template <int HEAD_DIM, int GQA, int NPART>
+constexpr int EpilogueSmemBytes(int stage_bytes) {
+  constexpr int need = PartStateBytes<HEAD_DIM, GQA, NPART>() + PrefixChunkBytes<HEAD_DIM, GQA>();
+  return stage_bytes > need ? stage_bytes : need;
+}
+
+// 16- and 4-byte asynchronous copies global → shared (the prefix states are read once).
+__device__ __forceinline__ void StageAsync16(void* smem, const void* gmem) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
+}
+__device__ __forceinline__ void StageAsync4(void* smem, const void* gmem) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(gmem));
+}
+__device__ __forceinline__ void StageAsyncWaitAll() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
+// smem: the kernel's dynamic shared memory of SMEM_BYTES (EpilogueSmemBytes), starting with the
+// parts' states: acc [NPART][GQA][HEAD_DIM], m [NPART][GQA], l [NPART][GQA] (fp32). Everything
+// after PartStateBytes is free (the K/V stages are drained) and stages prefix chunks.
+template <typename T, int HEAD_DIM, int GQA, int NPART, int THREADS, int SMEM_BYTES>
+__device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p, const DecodeWorkItem& item,
+                                                 uint8_t* smem) {
+  constexpr int D4 = HEAD_DIM / 4;
+  constexpr int OUT4 = GQA * D4;  // float4s of the group's output
+  constexpr int PER_THREAD = (OUT4 + THREADS - 1) / THREADS;
+  constexpr int STAGE_OFFSET = PartStateBytes<HEAD_DIM, GQA, NPART>();
+  constexpr int CHUNKS_PER_PASS = (SMEM_BYTES - STAGE_OFFSET) / PrefixChunkBytes<HEAD_DIM, GQA>();
+  static_assert(HEAD_DIM % 4 == 0 && CHUNKS_PER_PASS >= 1, "room for one prefix chunk");
+  const float* part_acc = reinterpret_cast<const float*>(smem);
+  const float* part_m = part_acc + NPART * GQA * HEAD_DIM;
+  const float* part_l = part_m + NPART * GQA;
+  const int first_head = item.kv_head * GQA;
+
+  // The item's own state per float4 of the output: ⊕ of the parts, normalised.
+  float s_own[PER_THREAD];
+  float4 v_own[PER_THREAD];
+#pragma unroll
+  for (int i = 0; i < PER_THREAD; ++i) {
+    const int idx = threadIdx.x + i * THREADS;
+    s_own[i] = -INFINITY;
+    v_own[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+    const int j = idx / D4, d4 = idx % D4;
+    float m_all = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < NPART; ++w) m_all = fmaxf(m_all, part_m[w * GQA + j]);
+    if (m_all == -INFINITY) continue;  // no part saw a token: the empty state
+    float l_all = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < NPART; ++w) {
+      const float wt = exp2f(part_m[w * GQA + j] - m_all);  // 0 for a part that saw no token
+      l_all = fmaf(wt, part_l[w * GQA + j], l_all);
+      acc = Fma4(wt, reinterpret_cast<const float4*>(part_acc + (w * GQA + j) * HEAD_DIM)[d4], acc);
+    }
+    if (l_all > 0.f) {
+      s_own[i] = m_all + log2f(l_all);
+      v_own[i] = Scale4(acc, 1.f / l_all);
+    }
+  }
+
+  // With a programmatic launch the prefix grid may still be running: wait before reading its
+  // states, and in every CTA (finishing or not), so that this grid completes only after it.
+  WaitForPrefixGrid();
+
+  const int run_begin = p.state_indptr[item.request];
+  if (!item.finish) {
+    const int64_t slot_state = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + first_head;
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; ++i) {
+      const int idx = threadIdx.x + i * THREADS;
+      if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+      const int j = idx / D4, d4 = idx % D4;
+      reinterpret_cast<float4*>(p.partial_v + (slot_state + j) * HEAD_DIM)[d4] = v_own[i];
+      if (d4 == 0) p.partial_s[slot_state + j] = s_own[i];
+    }
+    return;
+  }
+
+  // Finishing (uniform over the CTA): online n-ary ⊕ of the own state and the prefix chunks'
+  // states, CHUNKS_PER_PASS chunks at a time staged in shared memory (all their copies in flight
+  // together: one memory latency per pass). (M, W, acc): the running max LSE, the weights' sum and
+  // the weighted v, both relative to 2^M. A state with s = −inf has weight 0 and its v (possibly
+  // poison) is never read into the sum.
+  float run_m[PER_THREAD], run_w[PER_THREAD];
+  float4 run_acc[PER_THREAD];
+#pragma unroll
+  for (int i = 0; i < PER_THREAD; ++i) {
+    run_m[i] = s_own[i];
+    run_w[i] = s_own[i] == -INFINITY ? 0.f : 1.f;
+    run_acc[i] = v_own[i];
+  }
+  float* stage_v = reinterpret_cast<float*>(smem + STAGE_OFFSET);  // [CHUNKS_PER_PASS][GQA][HEAD_DIM]
+  float* stage_s = stage_v + CHUNKS_PER_PASS * GQA * HEAD_DIM;     // [CHUNKS_PER_PASS][GQA]
+  const int num_prefix = item.slot_offset;
+  // The g heads of one slot are adjacent rows: chunk c's v is GQA · HEAD_DIM contiguous floats.
+  const int64_t prefix_state = int64_t(run_begin) * p.num_qo_heads + first_head;
+  for (int c0 = 0; c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
+    const int chunks = min(CHUNKS_PER_PASS, num_prefix - c0);
+    for (int idx = threadIdx.x; idx < chunks * OUT4; idx += THREADS) {
+      const int c = idx / OUT4, rest = idx % OUT4;
+      StageAsync16(stage_v + 4 * idx, p.partial_v + (prefix_state + int64_t(c0 + c) * p.num_qo_heads) * HEAD_DIM + 4 * rest);
+    }
+    for (int idx = threadIdx.x; idx < chunks * GQA; idx += THREADS) {
+      const int c = idx / GQA, j = idx % GQA;
+      StageAsync4(stage_s + idx, p.partial_s + prefix_state + int64_t(c0 + c) * p.num_qo_heads + j);
+    }
+    StageAsyncWaitAll();
+    __syncthreads();  // every thread's copies are visible to all
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; ++i) {
+      const int idx = threadIdx.x + i * THREADS;
+      if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+      const int j = idx / D4;
+      for (int c = 0; c < chunks; ++c) {
+        const float s = stage_s[c * GQA + j];
+        if (s == -INFINITY) continue;  // empty: weight 0
+        if (s > run_m[i]) {            // new max: rescale what was summed (2^−inf = 0 at the start)
+          const float rescale = exp2f(run_m[i] - s);
+          run_w[i] *= rescale;
+          run_acc[i] = Scale4(run_acc[i], rescale);
+          run_m[i] = s;
+        }
+        const float w = exp2f(s - run_m[i]);
+        run_w[i] += w;
+        run_acc[i] = Fma4(w, reinterpret_cast<const float4*>(stage_v)[c * OUT4 + idx], run_acc[i]);
+      }
+    }
+    __syncthreads();  // the stage is read before the next pass overwrites it
+  }
+
+  const int64_t out_row = int64_t(item.request) * p.num_qo_heads + first_head;
+#pragma unroll
+  for (int i = 0; i < PER_THREAD; ++i) {
+    const int idx = threadIdx.x + i * THREADS;
+    if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+    const int j = idx / D4, d4 = idx % D4;
+    const bool empty = run_w[i] == 0.f;  // every state empty: (0, −inf), never NaN
+    const float4 v = empty ? make_float4(0.f, 0.f, 0.f, 0.f) : Scale4(run_acc[i], 1.f / run_w[i]);
+    const int64_t out = (out_row + j) * HEAD_DIM + 4 * d4;
+    if (p.v_out != nullptr) *reinterpret_cast<float4*>(p.v_out + out) = v;
+    if (p.o != nullptr) StoreOut4<T>(static_cast<T*>(p.o) + out, v);
+    if (p.s_out != nullptr && d4 == 0) p.s_out[out_row + j] = empty ? -INFINITY : run_m[i] + log2f(run_w[i]);
+  }
+}
+
+// Launches kernel<<<num_items, threads, smem_bytes, stream>>>(p), as a programmatic dependent
+// launch when p.overlap_prefix (DecodeAttentionParams says why that is safe).
+template <typename Kernel>
+void LaunchDecodeKernel(Kernel kernel, int threads, int smem_bytes, const DecodeAttentionParams& p,
+                        cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(unsigned(p.num_items));
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = size_t(smem_bytes);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = p.overlap_prefix ? 1 : 0;
+  PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+}
+
+}  // namespace decode
+}  // namespace prefixd::kernels::cuda

@@ -11,8 +11,9 @@
 // that actually ran (a wgmma request on a shape or GPU it does not apply to runs mma.sync).
 //
 // Per shape (H_qo/H_kv, batch B, prefix P, head_dim D, dtype): one group of B requests sharing a
-// P-token prefix; work items = KV heads × row tiles × KV chunks, the KV split chosen so that there
-// are at least SMs × CTAs/SM items and the last wave is as full as possible. Each timed launch is
+// P-token prefix; work items = KV heads × row tiles × KV chunks, the KV split chosen per kernel as
+// a planner would (see RunShape: a full last wave for mma.sync, the shortest busiest CTA for the
+// persistent wgmma kernel; variant "planner": what the CUDA backend's planner does today). Each timed launch is
 // preceded by a 256 MiB memset that flushes L2; the median of --iters launches is reported with
 // TFLOP/s = 4·B·H_qo·P·D / t and its share of the GEMM rate. A few rows of every shape are checked
 // against a float64 host computation (the chunks' states merged with ⊕); the exit code is non-zero
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -175,19 +177,40 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   res.ctas_per_sm = n32 ? PrefixAttentionConfigCtasPerSm<N32Config>()
                         : PrefixAttentionCtasPerSm(d, sh.dtype, row_hint);
 
-  // KV split: at least one full wave, then the chunk count whose last wave is fullest.
+  // KV split (chunk boundaries multiples of 64):
+  //  - "planner": what PlanCascade does with the CUDA backend's target_items = 2 · SMs: the most
+  //    chunks that keep items ≤ target, chunks of ≥ 512 tokens (PlanOptions::min_prefix_chunk);
+  //  - several CTAs per SM (mma.sync): at least one full wave, then the fullest last wave;
+  //  - one persistent CTA per SM (wgmma): the fewest KV tiles on the busiest CTA, counting one
+  //    extra tile per item for its fixed cost (Q load, pipeline fill and drain, epilogue).
   const int rows = sh.batch * g;
   const int row_tiles = (rows + res.tile_rows - 1) / res.tile_rows;
   const int base = sh.h_kv * row_tiles;
   const int wave = num_sms * res.ctas_per_sm;
-  int best_chunks = 1;
-  double best_eff = -1;
-  for (int c = std::max(1, (wave + base - 1) / base); c <= std::max(1, 4 * ((wave + base - 1) / base)); ++c) {
+  auto chunks_for = [&](int c) {
     const int len = ((sh.prefix + c - 1) / c + 63) / 64 * 64;
-    const int chunks = (sh.prefix + len - 1) / len;
-    const int items = base * chunks;
-    const double eff = double(items) / (double((items + wave - 1) / wave) * wave);
-    if (eff > best_eff + 1e-9) best_eff = eff, best_chunks = chunks;
+    return (sh.prefix + len - 1) / len;
+  };
+  int best_chunks = 1;
+  if (variant == "planner") {
+    for (int c = 1; c <= sh.prefix / 512; ++c)
+      if (base * chunks_for(c) <= 2 * num_sms) best_chunks = chunks_for(c);
+  } else if (res.ctas_per_sm > 1 || n32) {
+    double best_eff = -1;
+    for (int c = std::max(1, (wave + base - 1) / base); c <= std::max(1, 4 * ((wave + base - 1) / base)); ++c) {
+      const int items = base * chunks_for(c);
+      const double eff = double(items) / (double((items + wave - 1) / wave) * wave);
+      if (eff > best_eff + 1e-9) best_eff = eff, best_chunks = chunks_for(c);
+    }
+  } else {
+    int64_t best_cost = INT64_MAX;
+    for (int c = 1; c <= std::max(1, 4 * ((wave + base - 1) / base)); ++c) {
+      const int chunks = chunks_for(c);
+      const int len = ((sh.prefix + chunks - 1) / chunks + 63) / 64 * 64;
+      const int64_t rounds = (int64_t(base) * chunks + wave - 1) / wave;
+      const int64_t cost = rounds * ((len + 127) / 128 + 1);
+      if (cost < best_cost) best_cost = cost, best_chunks = chunks;
+    }
   }
   const int chunk_len = ((sh.prefix + best_chunks - 1) / best_chunks + 63) / 64 * 64;
   const int num_chunks = (sh.prefix + chunk_len - 1) / chunk_len;
@@ -362,6 +385,12 @@ int Main(int argc, char** argv) {
   for (int p : {8192, 32768}) shapes.push_back({32, 32, 64, p, 128, f16, "small"});
   shapes.push_back({32, 32, 256, 32768, 128, f16, "small"});
   for (int h_kv : {32, 8}) shapes.push_back({32, h_kv, 256, 32768, 128, f16, "n32"});
+  // The foundation issue's GQA shape with the items today's CUDA backend plans (2 · SMs target),
+  // and shorter prefixes: time against KV tiles per item shows the fixed cost per launch/item.
+  for (int p : {8192, 32768}) shapes.push_back({32, 8, 64, p, 128, f16, "planner"});
+  for (int p : {1024, 2048, 4096}) shapes.push_back({32, 8, 64, p, 128, f16, "default"});
+  shapes.push_back({32, 8, 64, 8192, 128, b16, "default"});
+  for (int p : {8192, 32768}) shapes.push_back({32, 8, 64, p, 64, f16, "default"});
   if (opt.quick) shapes.resize(2);
 
   FILE* csv = opt.csv.empty() ? nullptr : std::fopen(opt.csv.c_str(), "w");

@@ -88,8 +88,9 @@ const char* PrefixKernelPathName(PrefixKernelPath path) {
   return path == PrefixKernelPath::kWgmma ? "wgmma" : "mma";
 }
 
-// Whether "auto" takes the wgmma kernel where it applies (see prefix_attention_sm90a.h).
-constexpr bool kWgmmaByDefault = false;
+// Whether "auto" takes the wgmma kernel where it applies (see prefix_attention_sm90a.h). On since
+// the kernel passed the oracle tests on an H200 (bench/NOTES-prefix.md, helper-hopper run 1).
+constexpr bool kWgmmaByDefault = true;
 
 PrefixKernelPath SelectPrefixKernel(const PrefixAttentionParams& params) {
   const KernelRequest request = RequestedKernel();

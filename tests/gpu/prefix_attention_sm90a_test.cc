@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,8 @@ struct KernelCase {
     return n + "_" + sc.name;
   }
 };
+
+std::ostream& operator<<(std::ostream& os, const KernelCase& kc) { return os << kc.Name(); }
 
 bool WgmmaApplies(const Scenario& sc) { return (sc.head_dim == 64 || sc.head_dim == 128) && !sc.causal; }
 

@@ -257,26 +257,46 @@ struct Consumer {
         if (col < lo || col >= hi) s[j] = -INFINITY;
       }
     }
-    // scale > 0, so the max of raw scores gives the max of scaled ones.
+    // scale > 0, so the max of raw scores gives the max of scaled ones. Both rows side by side
+    // and ACC independent partial maxima / sums per row: only two consumer warps share a
+    // scheduler, so serial dependency chains over 64 values would be exposed latency.
+    constexpr int ACC = 4;
+    float part[2][ACC];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int a = 0; a < ACC; ++a) part[h][a] = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < CFG::S_REGS / 4; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        part[h][j % ACC] = fmaxf(part[h][j % ACC], fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+    float subtract[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float tile_max = -INFINITY;
+      float tile_max = part[h][0];
 #pragma unroll
-      for (int j = 0; j < CFG::S_REGS / 4; ++j) tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      for (int a = 1; a < ACC; ++a) tile_max = fmaxf(tile_max, part[h][a]);
       const float new_max = fmaxf(row_max[h], QuadMax(tile_max) * scale);
-      const float subtract = SafeMax(new_max);
-      rescale[h] = FastExp2(row_max[h] - subtract);
+      subtract[h] = SafeMax(new_max);
+      rescale[h] = FastExp2(row_max[h] - subtract[h]);
       row_max[h] = new_max;
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < CFG::S_REGS / 4; ++j)
-#pragma unroll
-        for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          s[4 * j + e] = FastExp2(fmaf(s[4 * j + e], scale, -subtract));
-          sum += s[4 * j + e];
-        }
-      row_sum[h] = row_sum[h] * rescale[h] + sum;
     }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int a = 0; a < ACC; ++a) part[h][a] = 0.f;
+#pragma unroll
+    for (int j = 0; j < CFG::S_REGS / 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2;
+        s[4 * j + e] = FastExp2(fmaf(s[4 * j + e], scale, -subtract[h]));
+        part[h][j % ACC] += s[4 * j + e];
+      }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      row_sum[h] = row_sum[h] * rescale[h] + ((part[h][0] + part[h][1]) + (part[h][2] + part[h][3]));
   }
   __device__ void RescaleO(const float (&rescale)[2]) {
 #pragma unroll

@@ -9,8 +9,9 @@
 // Selection (SelectPrefixKernel), per launch:
 //   PREFIXD_PREFIX_KERNEL=mma    always mma.sync;
 //   PREFIXD_PREFIX_KERNEL=wgmma  wgmma wherever it applies (shape supported, device 9.0, built);
-//   unset or "auto"              the default: mma.sync until the wgmma kernel has passed its tests
-//                                on an H200 (kWgmmaByDefault in prefix_attention.cu).
+//   unset or "auto"              the default: wgmma wherever it applies (kWgmmaByDefault in
+//                                prefix_attention.cu; it measured faster than mma.sync on every
+//                                shape it applies to, bench/NOTES-prefix.md).
 // Any other value is rejected (kInvalidArgument), so a typo cannot silently time the wrong kernel.
 // Knobs of the wgmma path, for tests and benchmarks: PREFIXD_SM90A_MAX_CTAS=n caps the persistent
 // grid (many items per CTA), PREFIXD_SM90A_STAGES=2|3 the K/V ring depth (3 means 4 at head_dim 64).

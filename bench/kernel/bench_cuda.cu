@@ -39,6 +39,20 @@ __global__ void HoldKernel(const volatile int* flag, int* timed_out) {
   }
 }
 
+// Reads n 16-byte words (to pull them into L2 as clean lines); writes only if the impossible happens,
+// so the loads cannot be optimised away.
+__global__ void ReadKernel(const uint4* data, int64_t n, uint4* sink) {
+  uint32_t acc = 0;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint4 x = data[i];
+    acc ^= x.x ^ x.y ^ x.z ^ x.w;
+  }
+  if (acc == 0x9e3779b9u && sink != nullptr) sink[0] = make_uint4(acc, 0, 0, 0);
+}
+
+__global__ void EmptyKernel() {}
+
 __device__ __forceinline__ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -64,18 +78,42 @@ float Median(std::vector<float> v) {
 
 struct Flusher {
   void* buffer = nullptr;
-  Flusher() { PREFIXD_CUDA_CHECK(cudaMalloc(&buffer, kFlushBytes)); }
-  ~Flusher() { cudaFree(buffer); }
+  void* read_buffer = nullptr;  // kClean's read pass
+  Flusher() {
+    PREFIXD_CUDA_CHECK(cudaMalloc(&buffer, kFlushBytes));
+    PREFIXD_CUDA_CHECK(cudaMalloc(&read_buffer, kFlushBytes));
+    PREFIXD_CUDA_CHECK(cudaMemset(read_buffer, 0x5a, kFlushBytes));
+    PREFIXD_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  ~Flusher() {
+    cudaFree(buffer);
+    cudaFree(read_buffer);
+  }
 };
 
 }  // namespace
+
+const char* FlushModeName(FlushMode mode) {
+  switch (mode) {
+    case FlushMode::kNone: return "none";
+    case FlushMode::kWrite: return "write";
+    case FlushMode::kClean: return "clean";
+  }
+  return "?";
+}
 
 std::vector<float> TimeOnStream(void* stream_ptr, const std::function<void()>& fn, const TimingOptions& o) {
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   static Flusher flusher;  // one 256 MiB buffer for the process
   int iteration = 0;
   auto flush = [&] {
-    if (o.flush_l2) PREFIXD_CUDA_CHECK(cudaMemsetAsync(flusher.buffer, iteration++ & 0xff, kFlushBytes, stream));
+    if (!o.flush_l2 || o.flush == FlushMode::kNone) return;
+    PREFIXD_CUDA_CHECK(cudaMemsetAsync(flusher.buffer, iteration++ & 0xff, kFlushBytes, stream));
+    if (o.flush == FlushMode::kClean) {
+      ReadKernel<<<132 * 8, 256, 0, stream>>>(static_cast<const uint4*>(flusher.read_buffer), int64_t(kFlushBytes / 16),
+                                              static_cast<uint4*>(flusher.buffer));
+      PREFIXD_CUDA_CHECK_LAUNCH();
+    }
   };
   for (int i = 0; i < o.warmups; ++i) {
     flush();
@@ -116,6 +154,18 @@ std::vector<float> TimeOnStream(void* stream_ptr, const std::function<void()>& f
   if (hold_timed_out)
     PREFIXD_THROW(ErrorKind::kInternal, "the stream hold kernel timed out: queuing the timed work took > 20 s");
   return ms;
+}
+
+double EmptyRegionUs(void* stream, const TimingOptions& options) {
+  auto s = static_cast<cudaStream_t>(stream);
+  const std::vector<float> ms = TimeOnStream(
+      stream,
+      [&] {
+        EmptyKernel<<<1, 32, 0, s>>>();
+        PREFIXD_CUDA_CHECK_LAUNCH();
+      },
+      options);
+  return double(Median(ms)) * 1e3;
 }
 
 void FillRandom(void* ptr, int64_t count, kernels::DType dtype, float scale, uint64_t seed, void* stream) {

@@ -2,8 +2,13 @@
 // Built only with the CUDA backend; kernel_bench.cc calls it under PREFIXD_HAVE_CUDA.
 //
 // Method (the project's benchmark rule): CUDA events around each iteration; launch cost excluded
-// by holding the stream with a spin kernel until every timed iteration is queued; L2 flushed by a
-// 256 MiB write before each timed iteration unless disabled; warm-ups first; the median reported.
+// by holding the stream with a spin kernel until every timed iteration is queued; L2 flushed before
+// each timed iteration unless disabled; warm-ups first; the median reported.
+//
+// Two flushes: kWrite (the original) writes 256 MiB, which leaves L2 full of DIRTY lines, so the
+// timed work also pays for writing ~50 MB of the flush buffer back to HBM as its own reads evict
+// them (about 11 µs of HBM time on an H200); kClean writes the same 256 MiB, then reads another
+// 256 MiB, so the timed work starts from a cold L2 holding only clean lines.
 #pragma once
 
 #include <cstdint>
@@ -14,16 +19,23 @@
 
 namespace prefixd::bench {
 
+enum class FlushMode { kNone, kWrite, kClean };
+const char* FlushModeName(FlushMode mode);
+
 struct TimingOptions {
   int warmups = 5;
   int iters = 30;
   bool flush_l2 = true;
+  FlushMode flush = FlushMode::kWrite;  // when flush_l2
 };
 
 // Times fn (which only enqueues work on `stream`) iters times; returns each iteration's
 // milliseconds. Throws prefixd::Error when the stream hold times out (a hung GPU is reported,
 // not waited on forever).
 std::vector<float> TimeOnStream(void* stream, const std::function<void()>& fn, const TimingOptions& options);
+
+// Median time of an empty kernel under the same method (the floor of any timed region).
+double EmptyRegionUs(void* stream, const TimingOptions& options);
 
 // Uniform random values in [-scale, scale] written as dtype, on `stream` (asynchronous).
 void FillRandom(void* ptr, int64_t count, kernels::DType dtype, float scale, uint64_t seed, void* stream);

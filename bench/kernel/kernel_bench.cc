@@ -3,7 +3,9 @@
 // footer with the number of wrong results, exit status 1 when any result is wrong.
 //
 // Per shape (one prefix group of B requests sharing a P-token prefix, each with S suffix tokens):
-// time of the prefix part (multi-query kernel), the suffix part (paged decode kernel), the merge,
+// time of the prefix part (multi-query kernel), the suffix part (paged decode kernel, which also
+// finishes the requests the plan lets it: plan.h's fused merge), the merge (only for the plan's
+// merge_requests; 0 when there are none, as with S ≤ 256 here),
 // the whole RunCascade, its CUDA-graph replay, and the non-cascade baseline (every request decodes
 // prefix + suffix through its own page table); the floors from the measured copy bandwidth and GEMM
 // rate; and a check of the results against the CPU backend on a sample of requests.
@@ -55,7 +57,7 @@ struct Shape {
 
 struct Row {
   Shape shape;
-  int prefix_items = 0, decode_items = 0, slots = 0;
+  int prefix_items = 0, decode_items = 0, slots = 0, merged_requests = 0;
   double prefix_us = kNaN, suffix_us = kNaN, merge_us = kNaN, total_us = kNaN, graph_us = kNaN, base_us = kNaN;
   double prefix_floor_us = kNaN, suffix_floor_us = kNaN;
   double tflops = kNaN, gbs = kNaN, suffix_gbs = kNaN, suffix_pct_copy = kNaN, ratio = kNaN, base_ratio = kNaN,
@@ -74,7 +76,10 @@ struct Ceilings {
 struct Config {
   std::vector<Shape> shapes;
   int warmups = 5, iters = 30, check = 2;
-  bool flush = true, baseline = true, graph = true;
+  bool flush = true, baseline = true, graph = true, fuse = true;
+#ifdef PREFIXD_HAVE_CUDA
+  FlushMode flush_mode = FlushMode::kWrite;
+#endif
   int64_t copy_bytes = int64_t(4) << 30;
   int gemm_n = 8192;
 };
@@ -246,23 +251,28 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   FillRandom(args.kv.v, kv_elems, s.dtype, 1.f, seed + 2, stream);
   FillRandom(const_cast<void*>(args.q), n, s.dtype, 1.f, seed + 3, stream);
 
-  const CascadePlan plan = kernels::PlanCascade(batch, pool, gpu.DefaultPlanOptions());
+  kernels::PlanOptions plan_options = gpu.DefaultPlanOptions();
+  plan_options.fuse_merge = cfg.fuse;
+  const CascadePlan plan = kernels::PlanCascade(batch, pool, plan_options);
   row.prefix_items = int(plan.prefix_items.size());
   row.decode_items = int(plan.decode_items.size());
   row.slots = plan.num_slots();
+  row.merged_requests = int(plan.merge_requests.size());
   gpu.LoadPlan(plan);
 
   TimingOptions t;
   t.warmups = cfg.warmups;
   t.iters = cfg.iters;
   t.flush_l2 = cfg.flush;
+  t.flush = cfg.flush_mode;
   using CB = kernels::cuda::CudaBackend;
   auto time_us = [&](const std::function<void()>& fn) { return Median(TimeOnStream(stream, fn, t)) * 1e3; };
   if (row.prefix_items > 0) row.prefix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kPrefixPart); });
   else row.prefix_us = 0;
   if (row.decode_items > 0) row.suffix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kDecodePart); });
   else row.suffix_us = 0;
-  row.merge_us = time_us([&] { gpu.RunCascadeParts(args, CB::kMergePart); });
+  // No merge launch at all when the decode kernel finishes every request.
+  row.merge_us = plan.merge_requests.empty() ? 0 : time_us([&] { gpu.RunCascadeParts(args, CB::kMergePart); });
   row.total_us = time_us([&] { gpu.RunCascade(args); });
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
@@ -302,7 +312,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   graph.reset();
 
   if (cfg.baseline && s.prefix % s.page_size == 0) {
-    const CascadePlan flat = kernels::PlanCascade(Flatten(batch, s), pool, gpu.DefaultPlanOptions());
+    const CascadePlan flat = kernels::PlanCascade(Flatten(batch, s), pool, plan_options);
     gpu.LoadPlan(flat);
     row.base_us = time_us([&] { gpu.RunCascade(args); });
     if (cfg.check > 0 &&
@@ -409,14 +419,15 @@ void PrintRow(const Row& r) {
 }
 
 const char* kCsvFields =
-    "dtype,page_size,h_qo,h_kv,head_dim,batch,prefix,suffix,prefix_items,decode_items,slots,prefix_us,suffix_us,"
+    "dtype,page_size,h_qo,h_kv,head_dim,batch,prefix,suffix,prefix_items,decode_items,slots,merged_requests,prefix_us,suffix_us,"
     "merge_us,total_us,graph_us,tflops,gbs,suffix_gbs,suffix_pct_copy,prefix_floor_us,suffix_floor_us,ratio,base_us,"
     "base_ratio,speedup,checked_requests,check_v_err,check_s_err,wrong";
 
 std::vector<double> Numbers(const Row& r) {
   const Shape& s = r.shape;
   return {double(s.page_size), double(s.h_qo), double(s.h_kv), double(s.head_dim), double(s.batch), double(s.prefix),
-          double(s.suffix), double(r.prefix_items), double(r.decode_items), double(r.slots), r.prefix_us, r.suffix_us,
+          double(s.suffix), double(r.prefix_items), double(r.decode_items), double(r.slots), double(r.merged_requests),
+          r.prefix_us, r.suffix_us,
           r.merge_us, r.total_us, r.graph_us, r.tflops, r.gbs, r.suffix_gbs, r.suffix_pct_copy, r.prefix_floor_us,
           r.suffix_floor_us, r.ratio, r.base_us, r.base_ratio, r.speedup, double(r.checked_requests), r.check_v_err,
           r.check_s_err, double(r.wrong)};
@@ -482,7 +493,10 @@ int Main(int argc, char** argv) {
     ("page-size", "tokens per KV page", cxxopts::value<int>()->default_value("16"))
     ("n,iters", "timed iterations (median reported; at least 30 recommended)", cxxopts::value<int>()->default_value("30"))
     ("w,warmup", "warm-up iterations", cxxopts::value<int>()->default_value("5"))
-    ("no-flush", "do not flush L2 (256 MiB write) before each timed iteration")
+    ("no-flush", "do not flush L2 before each timed iteration (same as --flush none)")
+    ("flush", "L2 flush before each timed iteration: write (256 MiB memset, leaves dirty lines), clean (the memset, "
+              "then a 256 MiB read: clean lines only) or none", cxxopts::value<std::string>()->default_value("write"))
+    ("no-fuse", "plan without the fused merge (every request through the merge kernel)")
     ("c,check", "requests checked against the CPU backend per shape (0: no check)", cxxopts::value<int>()->default_value("2"))
     ("no-baseline", "skip the non-cascade baseline")
     ("no-graph", "skip the CUDA-graph replay")
@@ -512,7 +526,14 @@ int Main(int argc, char** argv) {
   cfg.iters = args["iters"].as<int>();
   cfg.warmups = args["warmup"].as<int>();
   cfg.check = args["check"].as<int>();
-  cfg.flush = !args.count("no-flush");
+  const std::string flush = args["flush"].as<std::string>();
+  PREFIXD_CHECK_ARG(flush == "write" || flush == "clean" || flush == "none",
+                    "--flush must be write, clean or none, got '" << flush << "'");
+  cfg.flush = !args.count("no-flush") && flush != "none";
+#ifdef PREFIXD_HAVE_CUDA
+  cfg.flush_mode = flush == "clean" ? FlushMode::kClean : FlushMode::kWrite;
+#endif
+  cfg.fuse = !args.count("no-fuse");
   cfg.baseline = !args.count("no-baseline");
   cfg.graph = !args.count("no-graph");
   cfg.copy_bytes = int64_t(args["copy-gib"].as<int>()) << 30;
@@ -565,8 +586,20 @@ int Main(int argc, char** argv) {
     ceilings.gemm = MeasureGemmRate(cfg.gemm_n, 10);
     std::printf("# method: CUDA events; stream held by a spin kernel until all timed work is queued; %s;\n"
                 "#   %d warm-ups; median of %d iterations\n",
-                cfg.flush ? "L2 flushed (256 MiB write) before each iteration" : "L2 NOT flushed (--no-flush)",
+                !cfg.flush                             ? "L2 NOT flushed (--flush none)"
+                : cfg.flush_mode == FlushMode::kClean ? "L2 flushed clean (256 MiB write, then 256 MiB read) before each iteration"
+                                                       : "L2 flushed (256 MiB write: dirty lines) before each iteration",
                 cfg.warmups, cfg.iters);
+    {
+      TimingOptions t;
+      t.warmups = cfg.warmups;
+      t.iters = cfg.iters;
+      t.flush_l2 = cfg.flush;
+      t.flush = cfg.flush_mode;
+      std::printf("# empty region (one empty kernel between the events, same method): %.1f us\n",
+                  EmptyRegionUs(backend->stream(), t));
+    }
+    std::printf("# plan: fused merge %s (--no-fuse turns it off)\n", cfg.fuse ? "on" : "off");
     std::printf("# ceilings measured now: copy BW %.2f TB/s = (read+written bytes)/time of a %d GiB D2D copy;\n"
                 "#   GEMM %.0f TFLOP/s = cuBLAS fp16 %d^3 (fp32 accumulation) on random data\n",
                 ceilings.copy_bw / 1e12, int(cfg.copy_bytes >> 30), ceilings.gemm / 1e12, cfg.gemm_n);

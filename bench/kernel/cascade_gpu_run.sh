@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# helper-cascade's one-call GPU check of the fused-merge / small-batch decode work, from the
+# repository root on the GPU machine, with binaries carried in .carry/cascade (built elsewhere):
+#   1. the CUDA backend tests (cascade, fused merge, decode variants, graph, merges, errors);
+#   2. prefixd_kernel_bench on the default grid (defaults: fused merge, 2-warp decode CTAs, PDL);
+#   3. variants on the 32/8 shapes: decode warps 1 and 4, PDL off, no fused merge, clean L2 flush;
+#   4. compute-sanitizer memcheck (and racecheck on two fused cases);
+#   5. the mma.sync prefix attention tests;
+# each under its own timeout, skipped when the overall budget (CASCADE_BUDGET_S, default 170 s)
+# would run out. Logs to $OUT; a short summary last.
+set -uo pipefail
+out=${OUT:-/tmp/cascade-gpu}
+mkdir -p "$out"
+bin=${CASCADE_BIN:-.carry/cascade}
+budget=${CASCADE_BUDGET_S:-170}
+summary="$out/summary.txt"
+: >"$summary"
+note() { printf '%-34s %s\n' "$1" "$2" | tee -a "$summary" >/dev/null; }
+left() { echo $((budget - SECONDS)); }
+# step label timeout_s min_left_s command...: runs when at least min_left_s remain.
+step() {
+  local label=$1 limit=$2 need=$3
+  shift 3
+  if [ "$(left)" -lt "$need" ]; then
+    note "$label" "SKIPPED (budget: $(left) s left)"
+    return 0
+  fi
+  local t0=$SECONDS
+  timeout "$limit" "$@"
+  local rc=$?
+  note "$label" "rc $rc, $((SECONDS - t0)) s"
+}
+counts() { grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$1" | tr '\n' ' '; }
+
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader >"$out/nvidia-smi.txt" 2>&1
+note "gpu" "$(head -1 "$out/nvidia-smi.txt")"
+
+# 1. backend tests.
+step "backend tests" 70 60 "$bin/prefixd_gpu_tests" --gtest_brief=1 \
+  --gtest_filter='Cuda*:Shapes/Cuda*:Variants/*' >"$out/tests.log" 2>&1
+note "  counts" "$(counts "$out/tests.log")"
+grep -E '^\[  FAILED  \] [A-Za-z]' "$out/tests.log" | head -20 >>"$summary"
+
+# 2. benchmark, default grid and settings.
+step "bench default grid" 60 45 "$bin/prefixd_kernel_bench" --csv "$out/bench.csv" >"$out/bench.log" 2>&1
+
+# 3. variants on the 32/8 shapes (no baseline, no graph, one checked request).
+variant() {  # label VAR=value (environment) extra-bench-args...
+  local label=$1 assignment=$2
+  shift 2
+  echo "### variant: $label" >>"$out/variants.log"
+  step "variant $label" 25 35 env "$assignment" "$bin/prefixd_kernel_bench" --heads 32/8 --no-baseline -c 1 "$@" \
+    >>"$out/variants.log" 2>&1
+}
+variant "warps1" PREFIXD_DECODE_WARPS=1
+variant "warps4" PREFIXD_DECODE_WARPS=4
+variant "pdl-off" PREFIXD_DECODE_PDL=0
+variant "no-fuse" CASCADE_VARIANT=1 --no-fuse
+variant "clean-flush" CASCADE_VARIANT=1 --flush clean
+variant "clean-flush-warps1" PREFIXD_DECODE_WARPS=1 --flush clean
+
+# 4. sanitizers on small subsets.
+mc_filter='Shapes/CudaFusedMergeTest.*g4_d128_fp16_mixed*:Shapes/CudaFusedMergeTest.*g8_d256*:Shapes/CudaFusedMergeTest.*split_suffixes*:Variants/CudaDecodeVariantTest.*warps1_pdl*:CudaGraph.*:Shapes/CudaMergeStatesTest.*n40*'
+step "memcheck" 50 40 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/prefixd_gpu_tests" --gtest_brief=1 \
+  --gtest_filter="$mc_filter" >"$out/sanitizer.log" 2>&1
+note "  memcheck" "$(grep -E 'ERROR SUMMARY' "$out/sanitizer.log" | tail -1) $(counts "$out/sanitizer.log")"
+rc_filter='Shapes/CudaFusedMergeTest.*g8_d128_fp16_many_chunks*:Shapes/CudaFusedMergeTest.*g1_d128*'
+echo "### racecheck" >>"$out/sanitizer.log"
+step "racecheck" 40 30 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/prefixd_gpu_tests" --gtest_brief=1 \
+  --gtest_filter="$rc_filter" >>"$out/sanitizer.log" 2>&1
+note "  racecheck" "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/sanitizer.log" | tail -1)"
+
+# 5. prefix attention tests (mma.sync path; the wgmma ones are helper-hopper's).
+step "prefix tests (mma)" 40 20 "$bin/prefixd_gpu_tests" --gtest_brief=1 \
+  --gtest_filter='PrefixAttention*:Shapes/PrefixAttentionTest.*:Kernels/PrefixAttentionKernelTest.*mma_*' >"$out/prefix_tests.log" 2>&1
+note "  counts" "$(counts "$out/prefix_tests.log")"
+
+# Summary: bench rows (Hqo/Hkv B P prefix suffix merge total graph ratio check), then the steps.
+echo "=== bench default grid (fp16 D128 S256): Hqo/Hkv B P | prefix suffix merge total graph | ratio | check"
+grep -E '^#.*(ceilings|copy BW|GEMM|empty region|backend)' "$out/bench.log" | cut -c1-150
+grep -E '^ +(fp16|bf16) ' "$out/bench.log" | awk -F'|' '{split($1,a," "); printf "%s B%s P%s |%s|%s|%s\n", a[3], a[5], a[6], $2, $4, $6}'
+echo "=== variants (32/8): prefix suffix merge total graph | floors ratio | check"
+awk '/^### variant/{v=$3} /^ +(fp16|bf16) /{split($0,f,"|"); split(f[1],a," "); printf "%-18s B%s P%s |%s|%s|%s\n", v, a[5], a[6], f[2], f[4], f[6]} /empty region/{print v, $0}' "$out/variants.log"
+echo "=== steps"
+cat "$summary"

@@ -64,7 +64,7 @@ mc_filter='Shapes/CudaFusedMergeTest.*g4_d128_fp16_mixed*:Shapes/CudaFusedMergeT
 step "memcheck" 50 40 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/prefixd_gpu_tests" --gtest_brief=1 \
   --gtest_filter="$mc_filter" >"$out/sanitizer.log" 2>&1
 note "  memcheck" "$(grep -E 'ERROR SUMMARY' "$out/sanitizer.log" | tail -1) $(counts "$out/sanitizer.log")"
-rc_filter='Shapes/CudaFusedMergeTest.*g8_d128_fp16_many_chunks*:Shapes/CudaFusedMergeTest.*g1_d128*'
+rc_filter='Shapes/CudaFusedMergeTest.*g8_d256*:Shapes/CudaFusedMergeTest.*g4_d128_fp16_mixed*'
 echo "### racecheck" >>"$out/sanitizer.log"
 step "racecheck" 40 30 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/prefixd_gpu_tests" --gtest_brief=1 \
   --gtest_filter="$rc_filter" >>"$out/sanitizer.log" 2>&1

@@ -3,6 +3,8 @@
 //
 //   prefixd_prefix_probe [--iters 30] [--warmup 5] [--csv FILE] [--quick]
 //                        [--kernel mma,wgmma,wgmma-plain,wgmma-s3]   (default: all, one row each)
+//                        [--flush memset|read|none]   (L2 state before each timed launch)
+//                        [--diag]   (only the fixed-cost diagnostics: three L2 states, short prefixes)
 //
 // Kernels (PrefixAttention's selection, kernels/cuda/sm90a/prefix_attention_sm90a.h): "mma" the
 // mma.sync kernel; "wgmma" the sm_90a wgmma + TMA kernel as launched by default; "wgmma-plain" its
@@ -88,6 +90,8 @@ struct Options {
   int iters = 30, warmup = 5;
   std::string csv;
   bool quick = false;
+  bool diag = false;                 // --diag: the fixed-cost diagnostics only
+  std::string flush = "memset";      // how L2 is flushed before each timed launch (--flush)
   std::vector<std::string> kernels = {"mma", "wgmma", "wgmma-plain", "wgmma-s3"};
 };
 
@@ -104,7 +108,19 @@ void SelectKernel(const std::string& kernel) {
   else unsetenv("PREFIXD_SM90A_SCHEDULE");
 }
 
-// Median time (ms) of fn, each run after an L2 flush.
+// Reads the flush buffer: evicts everything else from L2 and leaves only clean lines behind (a
+// memset flush leaves ~L2-size of dirty lines that the timed kernel then pays to write back).
+__global__ void ReadFlushKernel(const int4* buf, int64_t n, int* sink) {
+  int4 acc = make_int4(0, 0, 0, 0);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int4 v = buf[i];
+    acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+  }
+  if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x7fffffff) *sink = 1;  // keeps the loads; never true in practice
+}
+__global__ void EmptyKernel() {}
+
+// Median time (ms) of fn, each run after an L2 flush (opt.flush: memset, read or none).
 double MedianMs(const Options& opt, cudaStream_t stream, void* flush, size_t flush_bytes,
                 const std::function<void()>& fn) {
   cudaEvent_t start, stop;
@@ -112,7 +128,14 @@ double MedianMs(const Options& opt, cudaStream_t stream, void* flush, size_t flu
   PREFIXD_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<float> ms;
   for (int i = 0; i < opt.warmup + opt.iters; ++i) {
-    PREFIXD_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream));
+    if (opt.flush == "memset") {
+      PREFIXD_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream));
+    } else if (opt.flush == "read") {
+      // The first 4 bytes double as the sink (never written in practice).
+      ReadFlushKernel<<<1056, 512, 0, stream>>>(static_cast<const int4*>(flush) + 1,
+                                                int64_t(flush_bytes / 16) - 1, static_cast<int*>(flush));
+      PREFIXD_CUDA_CHECK_LAUNCH();
+    }
     PREFIXD_CUDA_CHECK(cudaEventRecord(start, stream));
     fn();
     PREFIXD_CUDA_CHECK(cudaEventRecord(stop, stream));
@@ -339,6 +362,11 @@ int Main(int argc, char** argv) {
     else if (a == "--warmup" && i + 1 < argc) opt.warmup = std::atoi(argv[++i]);
     else if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
     else if (a == "--quick") opt.quick = true;
+    else if (a == "--diag") opt.diag = true;
+    else if (a == "--flush" && i + 1 < argc && (std::string(argv[i + 1]) == "memset" ||
+                                                 std::string(argv[i + 1]) == "read" ||
+                                                 std::string(argv[i + 1]) == "none"))
+      opt.flush = argv[++i];
     else if (a == "--kernel" && i + 1 < argc) {
       opt.kernels.clear();
       std::string list = argv[++i];
@@ -353,7 +381,9 @@ int Main(int argc, char** argv) {
         pos = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--iters N] [--warmup N] [--csv FILE] [--quick] [--kernel LIST]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--iters N] [--warmup N] [--csv FILE] [--quick] [--kernel LIST] "
+                   "[--flush memset|read|none] [--diag]\n",
                    argv[0]);
       return 2;
     }
@@ -364,8 +394,8 @@ int Main(int argc, char** argv) {
   PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
   std::printf("# device: %s, %d SMs, L2 %d MiB, max clock %.0f MHz\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20, clock_khz / 1e3);
-  std::printf("# timing: median of %d launches after %d warm-up, each after a 256 MiB L2 flush\n",
-              opt.iters, opt.warmup);
+  std::printf("# timing: median of %d launches after %d warm-up, each after a 256 MiB L2 flush (%s)\n",
+              opt.iters, opt.warmup, opt.diag ? "per variant" : opt.flush.c_str());
   cudaStream_t stream;
   PREFIXD_CUDA_CHECK(cudaStreamCreate(&stream));
   const size_t flush_bytes = size_t(256) << 20;
@@ -392,6 +422,24 @@ int Main(int argc, char** argv) {
   shapes.push_back({32, 8, 64, 8192, 128, b16, "default"});
   for (int p : {8192, 32768}) shapes.push_back({32, 8, 64, p, 64, f16, "default"});
   if (opt.quick) shapes.resize(2);
+  if (opt.diag) {
+    // Fixed-cost diagnostics: the GQA shape at three prefix lengths under three L2 states before
+    // each launch (the variant column names it): after a 256 MiB memset (the default; leaves
+    // L2-size of dirty lines), after a 256 MiB read (clean L2, K/V not cached), and with no flush
+    // (K/V of the previous launch still in L2 where they fit). Plus an empty kernel per state.
+    shapes.clear();
+    opt.kernels = {"mma", "wgmma"};
+    for (const char* mode : {"memset", "read", "none"}) {
+      Options o = opt;
+      o.flush = mode;
+      const double us = 1e3 * MedianMs(o, stream, flush.ptr, flush_bytes, [&] {
+        EmptyKernel<<<132, 384, 0, stream>>>();
+        PREFIXD_CUDA_CHECK_LAUNCH();
+      });
+      std::printf("# flush %-6s: empty kernel (132 x 384 threads) %.1f us\n", mode, us);
+      for (int p : {1024, 8192, 32768}) shapes.push_back({32, 8, 64, p, 128, f16, mode});
+    }
+  }
 
   FILE* csv = opt.csv.empty() ? nullptr : std::fopen(opt.csv.c_str(), "w");
   if (csv)
@@ -406,8 +454,10 @@ int Main(int argc, char** argv) {
       if (std::string(sh.variant) == "n32" && kernel != "mma") continue;  // an mma.sync experiment
       SelectKernel(kernel);
       Result r;
+      Options shape_opt = opt;
+      if (opt.diag) shape_opt.flush = sh.variant;
       try {
-        r = RunShape(sh, opt, stream, flush.ptr, flush_bytes, prop.multiProcessorCount);
+        r = RunShape(sh, shape_opt, stream, flush.ptr, flush_bytes, prop.multiProcessorCount);
       } catch (const Error& e) {  // one kernel failing (not a CUDA fault) must not hide the others
         std::printf("# %s on %s D=%d B=%d P=%d: %s\n", kernel.c_str(), sh.variant, sh.head_dim, sh.batch,
                     sh.prefix, e.what());

@@ -3,7 +3,8 @@
 # repository root on the GPU machine, with binaries carried in .carry/cascade (built elsewhere):
 #   1. the CUDA backend tests (cascade, fused merge, decode variants, graph, merges, errors);
 #   2. prefixd_kernel_bench on the default grid (defaults: fused merge, 2-warp decode CTAs, PDL);
-#   3. variants on the 32/8 shapes: decode warps 1 and 4, PDL off, no fused merge, clean L2 flush;
+#   3. variants on the 32/8 shapes: decode warps 4 and 1, no fused merge, clean L2 flush, the old
+#      prefix target (2·SMs), PDL off, the mma.sync prefix kernel;
 #   4. compute-sanitizer memcheck (and racecheck on two fused cases);
 #   5. the mma.sync prefix attention tests;
 # each under its own timeout, skipped when the overall budget (CASCADE_BUDGET_S, default 170 s)
@@ -52,12 +53,13 @@ variant() {  # label VAR=value (environment) extra-bench-args...
   step "variant $label" 25 35 env "$assignment" "$bin/prefixd_kernel_bench" --heads 32/8 --no-baseline -c 1 "$@" \
     >>"$out/variants.log" 2>&1
 }
-variant "warps1" PREFIXD_DECODE_WARPS=1
 variant "warps4" PREFIXD_DECODE_WARPS=4
-variant "pdl-off" PREFIXD_DECODE_PDL=0
 variant "no-fuse" CASCADE_VARIANT=1 --no-fuse
 variant "clean-flush" CASCADE_VARIANT=1 --flush clean
-variant "clean-flush-warps1" PREFIXD_DECODE_WARPS=1 --flush clean
+variant "pfx-target-264" PREFIXD_PREFIX_TARGET_ITEMS=264
+variant "warps1" PREFIXD_DECODE_WARPS=1
+variant "pdl-off" PREFIXD_DECODE_PDL=0
+variant "mma-prefix" PREFIXD_PREFIX_KERNEL=mma
 
 # 4. sanitizers on small subsets.
 mc_filter='Shapes/CudaFusedMergeTest.*g4_d128_fp16_mixed*:Shapes/CudaFusedMergeTest.*g8_d256*:Shapes/CudaFusedMergeTest.*split_suffixes*:Variants/CudaDecodeVariantTest.*warps1_pdl*:CudaGraph.*:Shapes/CudaMergeStatesTest.*n40*'

@@ -146,9 +146,14 @@ void CudaBackend::EndUpload(StagedBuffer* b, int64_t ints) {
 
 PlanOptions CudaBackend::DefaultPlanOptions() const {
   PlanOptions o;
-  // Two CTAs per SM of each kernel's items: long prefixes are split until the prefix kernel's
-  // items fill the device, long suffixes likewise for the decode kernel.
+  // Long suffixes are split until the decode items fill two CTAs per SM; long prefixes until the
+  // prefix kernel's items fill one wave of it (PrefixAttentionCtasPerSm: 2 for mma.sync, 1 for the
+  // persistent wgmma kernel, whose per-item fixed cost makes fewer, longer items cheaper and
+  // which then also writes, and the decode kernel reads, fewer prefix-chunk states).
+  // PREFIXD_PREFIX_TARGET_ITEMS=n overrides the prefix target (for comparisons).
   o.target_items = 2 * num_sms_;
+  o.prefix_target_items = num_sms_ * PrefixAttentionCtasPerSm(128, DType::kFloat16);
+  if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
   o.prefix_tile_rows = PrefixAttentionTileRows(128);
   o.prefix_chunk_align = kPrefixChunkAlign;
@@ -177,6 +182,12 @@ void CudaBackend::CopyToDevice(void* dst, const void* src, size_t bytes) {
   PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToDevice: null pointer");
   PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // src may be freed as soon as we return
+}
+
+void CudaBackend::CopyToDeviceAsync(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToDeviceAsync: null pointer");
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
 }
 
 void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
@@ -264,7 +275,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   CheckCascadeArgs(h, args);
   const KvPoolShape& shape = args.kv.shape;
   const float scale_log2 = ResolveSmScale(args.sm_scale, h.head_dim) * kLog2e;
-  const int64_t layer_bytes = args.kv.shape.LayerStride() * DTypeBytes(shape.dtype) * args.layer;
+  // The layer's arrays; a KV head view (CascadeArgs::kv_head_count) starts at its first head.
+  const int64_t layer_bytes = (args.kv.shape.LayerStride() * args.layer + int64_t(args.kv_head_offset) * h.head_dim) *
+                              DTypeBytes(shape.dtype);
   const void* k = static_cast<const char*>(args.kv.k) + layer_bytes;
   const void* v = static_cast<const char*>(args.kv.v) + layer_bytes;
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));

@@ -74,6 +74,8 @@ std::vector<int64_t> ChooseChunkCounts(const std::vector<int64_t>& lens, const s
 
 void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.target_items >= 1, "plan options: target_items must be ≥ 1, got " << o.target_items);
+  PREFIXD_CHECK_ARG(o.prefix_target_items >= 0,
+                    "plan options: prefix_target_items must be ≥ 0 (0: target_items), got " << o.prefix_target_items);
   PREFIXD_CHECK_ARG(o.prefix_tile_rows >= 1, "plan options: prefix_tile_rows must be ≥ 1, got " << o.prefix_tile_rows);
   PREFIXD_CHECK_ARG(o.prefix_chunk_align >= 1, "plan options: prefix_chunk_align must be ≥ 1, got " << o.prefix_chunk_align);
   PREFIXD_CHECK_ARG(o.min_prefix_chunk >= 1, "plan options: min_prefix_chunk must be ≥ 1, got " << o.min_prefix_chunk);
@@ -160,7 +162,8 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
     prefix_weight[gi] = int64_t(plan.num_kv_heads) * CeilDiv(int64_t(grp.num_requests) * g, options.prefix_tile_rows);
   }
   const std::vector<int64_t> prefix_chunks = ChooseChunkCounts(
-      prefix_len, prefix_weight, options.prefix_chunk_align, options.min_prefix_chunk, options.target_items);
+      prefix_len, prefix_weight, options.prefix_chunk_align, options.min_prefix_chunk,
+      options.prefix_target_items > 0 ? options.prefix_target_items : options.target_items);
   plan.group_num_chunks.resize(num_groups);
   for (int gi = 0; gi < num_groups; ++gi) {
     const PrefixGroup& grp = batch.groups[gi];

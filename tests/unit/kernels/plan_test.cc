@@ -180,6 +180,7 @@ TEST(PlanCascade, RandomBatchesCoverEveryTokenOnceWithGoodChunks) {
     const BatchSetup s = MakeSetup(groups, hkv * g, hkv, page_size, rng);
     PlanOptions o;
     o.target_items = 1 + int(rng() % 400);
+    o.prefix_target_items = rng() % 2 ? 0 : 1 + int(rng() % 400);
     o.prefix_tile_rows = 1 + int(rng() % 64);
     o.prefix_chunk_align = aligns[rng() % 4];
     o.min_prefix_chunk = mins[rng() % 4];
@@ -200,7 +201,8 @@ TEST(PlanCascade, RandomBatchesCoverEveryTokenOnceWithGoodChunks) {
       any_prefix_split |= plan.group_num_chunks[gi] > 1;
     }
     if (any_prefix_split) {
-      EXPECT_LE(int(plan.prefix_items.size()), o.target_items) << "split beyond the target";
+      EXPECT_LE(int(plan.prefix_items.size()), o.prefix_target_items > 0 ? o.prefix_target_items : o.target_items)
+          << "split beyond the target";
     }
     split_prefix += any_prefix_split;
     bool any_decode_split = false;
@@ -236,6 +238,9 @@ TEST(PlanCascade, SplitsALongPrefixIntoEqualAlignedChunksUpToTheTarget) {
   EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks[0], 4);
   o.target_items = 2;  // already enough items: no split
   EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks[0], 1);
+  o.min_prefix_chunk = 256;
+  o.prefix_target_items = 8;  // the prefix's own target (the suffix keeps target_items)
+  EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks[0], 4);
 }
 
 TEST(PlanCascade, SplitsAPrefixIntoMoreChunksThanPages) {
@@ -335,6 +340,9 @@ TEST(PlanCascade, RejectsBadOptions) {
   o = {};
   o.min_decode_chunk = -5;
   EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "min_decode_chunk");
+  o = {};
+  o.prefix_target_items = -1;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "prefix_target_items");
 }
 
 // --- Serialised form -----------------------------------------------------------------------

@@ -51,6 +51,8 @@ struct DecodeWorkItem {
 
 struct PlanOptions {
   int target_items = 132 * 2;       // enough independent items to fill the device (SMs × CTAs/SM)
+  int prefix_target_items = 0;      // the same for prefix items alone (0: target_items), e.g. SMs
+                                    // for a persistent prefix kernel of one CTA per SM
   int prefix_tile_rows = 64;        // rows of one prefix item (the GPU kernel's M tile)
   int prefix_chunk_align = 64;      // prefix chunk boundaries are multiples of this (KV tile)
   int min_prefix_chunk = 512;       // never split a prefix finer than this many tokens

@@ -221,6 +221,7 @@ enum class Split {
 
 PlanOptions OptionsFor(Split split) {
   PlanOptions o = Device().DefaultPlanOptions();
+  if (split != Split::kDevice) o.prefix_target_items = 0;  // the variants below set target_items alone
   switch (split) {
     case Split::kDevice: break;
     case Split::kFinest:

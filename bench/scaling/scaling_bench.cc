@@ -13,6 +13,14 @@
 //   efficiency   strong: T(1) / (g · T(g));  weak: T(1) / T(g)   (empty without a g = 1 row)
 //   prefix_tflops  4 · B · H_qo · P · D · layers / step time, whole job
 //   mem_gib      KV bytes in use on the fullest GPU (prefix shard + suffixes)
+//   host_*_ms     (always) host time per phase during the timed steps, per step: plan (make +
+//                 broadcast), prepare (events, append, layouts, cascade plans, uploads), layers (all
+//                 layers' enqueueing), wait (the final wait for the device)
+//   bd_*_ms       (--breakdown) the same steps again with every stream synchronised at each phase
+//                 boundary, so that device time lands in its phase: plan, prepare, queries,
+//                 attention, reduce (all layers), and their sum fenced_ms (> step_ms: the fences
+//                 remove all overlap); for attribution only
+// --split computes each rank's own rows on a second stream, off the critical path (worker.h).
 // Output: '#' metadata lines, a fixed-width table, and CSV (--csv FILE, appended with a header
 // when the file is new). After the timed steps, --check requests are compared at the first and
 // last layer with the single-rank unshared computation; a mismatch exits non-zero.
@@ -58,6 +66,8 @@ struct Config {
   worker::StateReduction reduction = worker::StateReduction::kAllToAll;
   int warmup = 3, iters = 10, checks = 2;
   int chunks = 1;
+  bool split = false;
+  bool breakdown = false;
 };
 
 struct Row {
@@ -67,7 +77,20 @@ struct Row {
   double mem_gib = 0;
   double check_err = 0;
   bool check_ok = true;
+  worker::StepProfile host;     // per step, during the timed steps (ProfileMode::kHost)
+  worker::StepProfile fenced;   // per step, --breakdown (ProfileMode::kFenced)
+  bool has_fenced = false;
 };
+
+// Per-step means of a profile summed over p.steps steps.
+worker::StepProfile PerStep(const worker::StepProfile& p) {
+  worker::StepProfile o = p;
+  const double n = std::max(1, p.steps);
+  for (double* x : {&o.plan_ms, &o.prepare_ms, &o.queries_ms, &o.attention_ms, &o.reduce_ms, &o.wait_ms, &o.total_ms})
+    *x /= n;
+  o.steps = 1;
+  return o;
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -110,7 +133,8 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   row.c = c;
   if (sub == MPI_COMM_NULL) return row;
 
-  const int steps = 1 + 2 * (c.warmup + c.iters);
+  // Decode steps every request lives for: the first step, compute-only and timed runs, breakdown.
+  const int steps = 1 + 2 * (c.warmup + c.iters) + (c.breakdown ? c.iters : 0);
   const int64_t per_gpu_prefix = (c.prefix + c.gpus - 1) / c.gpus;
   const int64_t suffix_pages = (c.suffix + steps + c.page_size - 1) / c.page_size;
   const int64_t owned = (c.batch + c.gpus - 1) / c.gpus;
@@ -124,6 +148,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.num_qo_heads = c.qo_heads;
   eo.worker.reduction = c.reduction;
   eo.worker.keep_layer_outputs = true;
+  eo.worker.split_own_rows = c.split;
   {
     std::unique_ptr<coordinator::Engine> engine_ptr = coordinator::MakeEngine(eo, device, sub, c.chunks);
     coordinator::Engine& engine = *engine_ptr;
@@ -139,7 +164,21 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
     engine.worker().set_null_collectives(true);
     row.compute_ms = TimeSteps(engine, sub, c.warmup, c.iters);
     engine.worker().set_null_collectives(false);
-    row.step_ms = TimeSteps(engine, sub, c.warmup, c.iters);
+    // Host-side phase times of the timed steps (a few clock reads per layer; no fences). The
+    // warm-up steps are left out by resetting after them.
+    engine.worker().set_profile(worker::ProfileMode::kHost);
+    for (int i = 0; i < c.warmup; ++i) engine.Step();
+    engine.worker().ResetProfile();
+    row.step_ms = TimeSteps(engine, sub, 0, c.iters);
+    row.host = PerStep(engine.worker().profile());
+    if (c.breakdown) {
+      engine.worker().set_profile(worker::ProfileMode::kFenced);
+      engine.worker().ResetProfile();
+      TimeSteps(engine, sub, 0, c.iters);
+      row.fenced = PerStep(engine.worker().profile());
+      row.has_fenced = true;
+    }
+    engine.worker().set_profile(worker::ProfileMode::kOff);
 
     const std::vector<worker::WorkerMemory> mem = engine.GatherMemory();
     const double page_bytes = 2.0 * c.layers * c.page_size * c.kv_heads * c.head_dim * kernels::DTypeBytes(c.dtype);
@@ -184,7 +223,9 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
 
 std::string CsvHeader() {
   return "mode,gpus,prefix,batch,suffix,layers,qo_heads,kv_heads,head_dim,dtype,reduction,chunks,step_ms,compute_ms,"
-         "exposed_ms,exposed_pct,efficiency,tokens_per_s,prefix_tflops,mem_gib_per_gpu,check_rel_err";
+         "exposed_ms,exposed_pct,efficiency,tokens_per_s,prefix_tflops,mem_gib_per_gpu,check_rel_err,split,"
+         "host_plan_ms,host_prepare_ms,host_layers_ms,host_wait_ms,bd_plan_ms,bd_prepare_ms,bd_queries_ms,"
+         "bd_attention_ms,bd_reduce_ms,fenced_ms";
 }
 
 std::string CsvRow(const Row& r) {
@@ -199,7 +240,20 @@ std::string CsvRow(const Row& r) {
                 std::isnan(r.efficiency) ? "" : std::to_string(r.efficiency).c_str(),
                 r.step_ms > 0 ? c.batch / (r.step_ms * 1e-3) : 0.0, r.step_ms > 0 ? flops / (r.step_ms * 1e-3) / 1e12 : 0.0,
                 r.mem_gib, r.check_err);
-  return buf;
+  std::string out = buf;
+  const worker::StepProfile& h = r.host;
+  std::snprintf(buf, sizeof(buf), ",%d,%.4f,%.4f,%.4f,%.4f", c.split ? 1 : 0, h.plan_ms, h.prepare_ms,
+                h.queries_ms + h.attention_ms + h.reduce_ms, h.wait_ms);
+  out += buf;
+  if (r.has_fenced) {
+    const worker::StepProfile& f = r.fenced;
+    std::snprintf(buf, sizeof(buf), ",%.4f,%.4f,%.4f,%.4f,%.4f,%.4f", f.plan_ms, f.prepare_ms, f.queries_ms,
+                  f.attention_ms, f.reduce_ms, f.total_ms);
+    out += buf;
+  } else {
+    out += ",,,,,,";
+  }
+  return out;
 }
 
 int Main(comm::MpiSession& session, int argc, char** argv) {
@@ -228,6 +282,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("reduction", "a2a, tree or both", cxxopts::value<std::string>()->default_value("a2a"))
       ("chunks", "pipeline chunks per step (state exchange of one overlaps the next one's compute)",
        cxxopts::value<int>()->default_value("1"))
+      ("split", "own rows last: each rank's own requests on a second stream, off the critical path "
+                "(overlaps both exchanges)")
+      ("breakdown", "also time the steps with a fence at every phase boundary (per-phase device time)")
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
       ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
       ("n,iters", "timed steps per measurement (the median is reported)", cxxopts::value<int>()->default_value("10"))
@@ -268,6 +325,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.iters = args["iters"].as<int>();
   base.checks = args["check"].as<int>();
   base.chunks = args["chunks"].as<int>();
+  base.split = args.count("split") > 0;
+  base.breakdown = args.count("breakdown") > 0;
   PREFIXD_CHECK_ARG(base.chunks >= 1 && base.chunks <= 16, "--chunks must be in [1, 16]");
   PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,
                     "batch, layers and iters must be ≥ 1; suffix and warmup ≥ 0");
@@ -293,10 +352,11 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   if (rank == 0) {
     std::printf("# prefixd_scaling_bench: %d rank(s), backend %s%s\n", ranks, use_cuda ? "cuda" : "cpu",
                 use_cuda ? "" : " (no GPU: small default sizes)");
-    std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d, %d pipeline chunk(s); "
+    std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d, %d pipeline chunk(s)%s; "
                 "warm-up %d, median of %d steps\n",
                 base.batch, base.suffix, base.layers, base.qo_heads, base.kv_heads, base.head_dim,
-                kernels::DTypeName(base.dtype), base.page_size, base.chunks, base.warmup, base.iters);
+                kernels::DTypeName(base.dtype), base.page_size, base.chunks, base.split ? ", own rows split" : "",
+                base.warmup, base.iters);
     std::printf("%6s %4s %8s %5s %5s %6s %5s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",
                 "suffix", "layers", "red", "step_ms", "compute_ms", "exposed_ms", "exp_%", "eff", "tflops", "mem_gib",
                 "check");
@@ -327,6 +387,16 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                     std::isnan(row.efficiency) ? "-" : std::to_string(row.efficiency).substr(0, 5).c_str(),
                     flops / (row.step_ms * 1e-3) / 1e12, row.mem_gib,
                     c.checks == 0 ? "skipped" : row.check_ok ? "ok" : "FAILED");
+        std::fflush(stdout);
+        const worker::StepProfile& hp = row.host;
+        std::printf("#   host per step (ms): plan %.3f, prepare %.3f, layers %.3f, wait %.3f\n", hp.plan_ms,
+                    hp.prepare_ms, hp.queries_ms + hp.attention_ms + hp.reduce_ms, hp.wait_ms);
+        if (row.has_fenced) {
+          const worker::StepProfile& f = row.fenced;
+          std::printf("#   fenced per step (ms): plan %.3f, prepare %.3f, queries %.3f, attention %.3f, reduce %.3f "
+                      "= %.3f\n",
+                      f.plan_ms, f.prepare_ms, f.queries_ms, f.attention_ms, f.reduce_ms, f.total_ms);
+        }
         std::fflush(stdout);
         failures += row.check_ok ? 0 : 1;
         rows.push_back(row);

@@ -39,6 +39,8 @@ std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, const RankDevic
   }
   auto engine = std::make_unique<Engine>(options, control, std::move(backend), std::move(data));
   for (int c = 1; c < chunks; ++c) engine->worker().AddPipelineBackend(MakeRankBackend(device));
+  if (options.worker.split_own_rows)
+    for (int c = 0; c < chunks; ++c) engine->worker().AddSplitBackend(MakeRankBackend(device));
   return engine;
 }
 

@@ -184,6 +184,12 @@ void CudaBackend::CopyToDevice(void* dst, const void* src, size_t bytes) {
   PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // src may be freed as soon as we return
 }
 
+void CudaBackend::CopyToDeviceAsync(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToDeviceAsync: null pointer");
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+}
+
 void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToHost: null pointer");

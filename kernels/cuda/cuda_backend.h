@@ -47,6 +47,7 @@ class CudaBackend final : public Backend {
   void* Alloc(size_t bytes) override;
   void Free(void* ptr) override;
   void CopyToDevice(void* dst, const void* src, size_t bytes) override;
+  void CopyToDeviceAsync(void* dst, const void* src, size_t bytes) override;
   void CopyToHost(void* dst, const void* src, size_t bytes) override;
   void CopyDeviceToDevice(void* dst, const void* src, size_t bytes) override;
   void Fill(void* dst, uint8_t byte, size_t bytes) override;

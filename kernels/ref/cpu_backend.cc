@@ -146,7 +146,10 @@ void CpuBackend::RunDecodeItems(const KvLayer& kv, const uint16_t* q, float scal
 void CpuBackend::RunCascade(const CascadeArgs& args) {
   PREFIXD_CHECK_ARG(plan_loaded_, "RunCascade: no plan loaded (call LoadPlan first)");
   CheckCascadeArgs(plan_, args);
-  const KvLayer kv = LayerOf(args.kv, args.layer);
+  KvLayer kv = LayerOf(args.kv, args.layer);
+  const int64_t head_view = int64_t(args.kv_head_offset) * args.kv.shape.head_dim;  // CascadeArgs: KV head view
+  kv.k += head_view;
+  kv.v += head_view;
   const float scale_log2 = ResolveSmScale(args.sm_scale, plan_.head_dim) * kLog2e;
   const auto* q = static_cast<const uint16_t*>(args.q);
   RunPrefixItems(kv, q, scale_log2);

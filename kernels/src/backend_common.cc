@@ -48,9 +48,17 @@ void CheckKvView(const KvPoolView& kv, int layer, const char* what) {
 void CheckCascadeArgs(const CascadePlan& plan, const CascadeArgs& args) {
   CheckKvView(args.kv, args.layer, "RunCascade");
   const KvPoolShape& s = args.kv.shape;
-  PREFIXD_CHECK_ARG(s.num_kv_heads == plan.num_kv_heads && s.head_dim == plan.head_dim &&
+  // A KV head view (CascadeArgs::kv_head_count > 0) runs a plan made for that many heads over the
+  // pool's heads [kv_head_offset, + kv_head_count).
+  const int view_heads = args.kv_head_count > 0 ? args.kv_head_count : s.num_kv_heads;
+  PREFIXD_CHECK_ARG(args.kv_head_count >= 0 && args.kv_head_offset >= 0 &&
+                        (args.kv_head_count > 0 || args.kv_head_offset == 0) &&
+                        args.kv_head_offset + view_heads <= s.num_kv_heads,
+                    "RunCascade: KV head view [" << args.kv_head_offset << ", +" << args.kv_head_count
+                                                 << ") is outside the pool's " << s.num_kv_heads << " KV heads");
+  PREFIXD_CHECK_ARG(view_heads == plan.num_kv_heads && s.head_dim == plan.head_dim &&
                         s.page_size == plan.page_size && s.num_pages >= plan.num_pages,
-                    "RunCascade: pool shape (H_kv " << s.num_kv_heads << ", head_dim " << s.head_dim << ", page_size "
+                    "RunCascade: pool shape (H_kv " << view_heads << ", head_dim " << s.head_dim << ", page_size "
                                                     << s.page_size << ", " << s.num_pages
                                                     << " pages) does not match the loaded plan (H_kv "
                                                     << plan.num_kv_heads << ", head_dim " << plan.head_dim

@@ -77,7 +77,7 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
 
 class Harness {
  public:
-  Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens)
+  Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens, bool split = false)
       : shape_(s), cuda_(cuda) {
     EngineOptions o;
     o.worker.pool.num_layers = s.layers;
@@ -88,6 +88,7 @@ class Harness {
     o.worker.pool.dtype = s.dtype;
     o.worker.num_qo_heads = s.hq;
     o.worker.reduction = reduction;
+    o.worker.split_own_rows = split;
     o.placement.shard_min_tokens = shard_min_tokens;
     o.seed = 977;
     if (cuda) {
@@ -97,10 +98,14 @@ class Harness {
       auto data = comm::MakeNcclComm(MPI_COMM_WORLD, bo.device, backend->stream());
       engine_ = std::make_unique<Engine>(o, MPI_COMM_WORLD, std::move(backend), std::move(data));
       for (int c = 1; c < chunks; ++c) engine_->worker().AddPipelineBackend(kernels::MakeCudaBackend(bo));
+      if (split)
+        for (int c = 0; c < chunks; ++c) engine_->worker().AddSplitBackend(kernels::MakeCudaBackend(bo));
       ref_backend_ = kernels::MakeCudaBackend(bo);
     } else {
       engine_ = std::make_unique<Engine>(o, MPI_COMM_WORLD, kernels::MakeCpuBackend(), comm::MakeMpiComm(MPI_COMM_WORLD));
       for (int c = 1; c < chunks; ++c) engine_->worker().AddPipelineBackend(kernels::MakeCpuBackend());
+      if (split)
+        for (int c = 0; c < chunks; ++c) engine_->worker().AddSplitBackend(kernels::MakeCpuBackend());
       ref_backend_ = kernels::MakeCpuBackend();
     }
   }
@@ -156,10 +161,11 @@ bool AllRanksHaveGpu() {
   return ok != 0;
 }
 
-// Parameters: the state reduction, the number of pipeline chunks the step is cut into, and the
+// Parameters: the state reduction, the worker's schedule ("chunksN": the step cut into N
+// pipeline chunks; "splitN": the same with own rows computed last, on their own backend), and the
 // backend: "cpu" (CPU backend + MpiComm, what CI runs) or "cuda" (CUDA backend + NcclComm, one GPU
 // per rank; skipped elsewhere).
-class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, int, std::string>> {
+class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std::string, std::string>> {
  protected:
   void SetUp() override {
     if (cuda() && !AllRanksHaveGpu()) GTEST_SKIP() << "needs one CUDA GPU per rank (and NCCL) on every rank";
@@ -167,7 +173,11 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, int,
     rng_.seed(seed_);
   }
   StateReduction reduction() const { return std::get<0>(GetParam()); }
-  int chunks() const { return std::get<1>(GetParam()); }
+  bool split() const { return std::get<1>(GetParam()).rfind("split", 0) == 0; }
+  int chunks() const {
+    const std::string& m = std::get<1>(GetParam());
+    return std::stoi(m.substr(split() ? 5 : 6));
+  }
   bool cuda() const { return std::get<2>(GetParam()) == "cuda"; }
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
@@ -184,7 +194,7 @@ TEST_P(EngineTest, EvenSplit) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1);
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split());
   if (h.root()) {
     const int len = shape.page * n * (2 + int(rng_() % 4));  // whole pages on every rank
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, len));
@@ -194,6 +204,12 @@ TEST_P(EngineTest, EvenSplit) {
   }
   for (int step = 0; step < 3; ++step) h.StepAndCheck("even split");
   if (h.root()) EXPECT_GT(h.checked(), 0);
+  // The split schedule really ran somewhere: a rank that owns a request and computes another's.
+  int used = 0;
+  for (int c = 0; c < h.engine().worker().num_pipeline_chunks(); ++c) used |= h.engine().worker().last_split(c);
+  MPI_Allreduce(MPI_IN_PLACE, &used, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (split() && n > 1 && chunks() == 1) EXPECT_TRUE(used) << "no rank ran the split schedule";
+  if (!split()) EXPECT_FALSE(used);
 }
 
 // Uneven shards, chosen by hint: random sizes (not page multiples), rank 1 (if any) empty.
@@ -201,7 +217,7 @@ TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30);
+  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30, split());
   if (h.root()) {
     PrefixHint hint;
     int total = 0;
@@ -224,7 +240,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1);
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split());
   if (h.root()) {
     const int32_t a = h.coord().AddPrefix(RandomTokens(rng_, shape.page + 1));  // 2 pages
     EXPECT_EQ(int(h.coord().prefixes().at(a).holders.size()), std::min(n, 2));
@@ -244,7 +260,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
 TEST_P(EngineTest, SeveralPrefixes) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 48);
+  Harness h(shape, reduction(), chunks(), cuda(), 48, split());
   if (h.root()) {
     const int32_t big = h.coord().AddPrefix(RandomTokens(rng_, 150 + int(rng_() % 100)));   // sharded
     const int32_t small = h.coord().AddPrefix(RandomTokens(rng_, 10 + int(rng_() % 30)));   // whole
@@ -263,7 +279,7 @@ TEST_P(EngineTest, SeveralPrefixes) {
 TEST_P(EngineTest, JoinLeaveAndFree) {
   const Shape shape = RandomShape(rng_);
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 24);
+  Harness h(shape, reduction(), chunks(), cuda(), 24, split());
   int32_t doc = -1;
   if (h.root()) {
     doc = h.coord().AddPrefix(RandomTokens(rng_, 60 + int(rng_() % 60)));
@@ -307,7 +323,7 @@ TEST_P(EngineTest, JoinLeaveAndFree) {
 TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
   Shape shape;
   shape.pages = 40;
-  Harness h(shape, reduction(), chunks(), cuda(), 8);
+  Harness h(shape, reduction(), chunks(), cuda(), 8, split());
   if (h.root()) {
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, 30));
     h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 3), 3, -1});
@@ -324,10 +340,11 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
-                                          testing::Values(1, 3), testing::Values("cpu", "cuda")),
-                         [](const testing::TestParamInfo<std::tuple<StateReduction, int, std::string>>& info) {
+                                          testing::Values("chunks1", "chunks3", "split1", "split2"),
+                                          testing::Values("cpu", "cuda")),
+                         [](const testing::TestParamInfo<std::tuple<StateReduction, std::string, std::string>>& info) {
                            return std::get<2>(info.param) + "_" + worker::StateReductionName(std::get<0>(info.param)) +
-                                  "_chunks" + std::to_string(std::get<1>(info.param));
+                                  "_" + std::get<1>(info.param);
                          });
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "prefixd/worker/worker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -30,13 +31,17 @@ StateReduction ParseStateReduction(const std::string& name) {
 struct Worker::Buffers {
   explicit Buffers(Backend* b)
       : upload(b), q_own(b), q_send(b), q_recv(b), q_local(b), v_loc(b), s_loc(b), st_send(b), st_recv(b), v_in(b),
-        s_in(b), s_max(b), slab(b), slab_recv(b) {}
+        s_in(b), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b) {}
   BackendBuffer upload;                   // per-step host arrays, one copy (layout below)
+  std::vector<uint8_t> upload_host;       // their host copy (kept until the step's final sync)
   BackendBuffer q_own, q_send, q_recv, q_local;
   BackendBuffer v_loc, s_loc;             // this rank's partial states, [B_loc][H][D] / [B_loc][H]
   BackendBuffer st_send, st_recv;         // packed state rows
   BackendBuffer v_in, s_in;               // [merge_n][B_own][H][D] / [merge_n][B_own][H]
   BackendBuffer s_max, slab, slab_recv;   // tree reduction
+  BackendBuffer q_x, v_x, s_x;            // split: X's queries and states [num_x]
+  // split: O's states [B_own], in the split backend's memory (same device).
+  std::unique_ptr<BackendBuffer> v_own, s_own;
 
   // Pointers into `upload` for the current step.
   const uint64_t* own_hash = nullptr;     // [B_own]: sequence hash of the token decoded
@@ -49,15 +54,20 @@ struct Worker::Buffers {
   const int32_t* tree_local_pos = nullptr;
   const int32_t* tree_dst = nullptr;
   const int32_t* tree_own_pos = nullptr;
+  const int32_t* x_unpack = nullptr;      // split: [num_x] recv row of X's row's query
+  const int32_t* x_pack = nullptr;        // split: [Σ send] X row of each send row
+  const int32_t* o_merge_src = nullptr;   // split: merge_src with local rows as own (O) rows
+  const int32_t* loc_from_split = nullptr;  // split: [B_loc] X row, or −2 − O row (tree rebuild)
 
   // Per-peer byte counts and offsets of this step's exchanges.
   comm::ExchangeBytes q_bytes, st_bytes;
 
   int64_t bytes() const {
-    const BackendBuffer* all[] = {&upload, &q_own, &q_send, &q_recv, &q_local, &v_loc, &s_loc,
-                                  &st_send, &st_recv, &v_in, &s_in, &s_max, &slab, &slab_recv};
+    const BackendBuffer* all[] = {&upload, &q_own, &q_send, &q_recv, &q_local, &v_loc, &s_loc, &st_send, &st_recv,
+                                  &v_in, &s_in, &s_max, &slab, &slab_recv, &q_x, &v_x, &s_x};
     int64_t n = 0;
     for (const BackendBuffer* b : all) n += int64_t(b->bytes());
+    if (v_own) n += int64_t(v_own->bytes() + s_own->bytes());
     return n;
   }
 };
@@ -65,6 +75,10 @@ struct Worker::Buffers {
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 int64_t Sum(const std::vector<int64_t>& v) {
   int64_t s = 0;
@@ -146,15 +160,42 @@ void Worker::AddPipelineBackend(std::unique_ptr<Backend> backend) {
   chunks_.push_back(std::move(ch));
 }
 
+void Worker::AddSplitBackend(std::unique_ptr<Backend> backend) {
+  PREFIXD_CHECK_ARG(backend != nullptr && backend->kind() == backends_[0]->kind(),
+                    "AddSplitBackend: needs a backend of the same kind as " << backends_[0]->Describe());
+  const size_t c = split_backends_.size();
+  PREFIXD_CHECK_ARG(c < chunks_.size(), "AddSplitBackend: one per pipeline chunk (" << chunks_.size() << ")");
+  split_backends_.push_back(std::move(backend));
+  Chunk& ch = chunks_[c];
+  ch.split = split_backends_.back().get();
+  ch.buf->v_own = std::make_unique<BackendBuffer>(ch.split);
+  ch.buf->s_own = std::make_unique<BackendBuffer>(ch.split);
+}
+
 void Worker::SynchronizeAll() {
   for (auto& b : backends_) b->Synchronize();
+  for (auto& b : split_backends_) b->Synchronize();
   if (sync_) sync_->Synchronize();
 }
 
+void Worker::MarkPhase(double* phase) {
+  if (profile_mode_ == ProfileMode::kOff) return;
+  if (profile_mode_ == ProfileMode::kFenced) SynchronizeAll();
+  const double now = Now();
+  *phase += (now - mark_) * 1e3;
+  mark_ = now;
+}
+
 void Worker::Execute(const StepPlan& plan) {
+  mark_ = Now();
+  const double start = mark_;
   for (const PlanEvent& e : plan.events) ApplyEvent(e);
   Decode(plan);
   SynchronizeAll();
+  if (profile_mode_ == ProfileMode::kOff) return;
+  MarkPhase(&profile_.wait_ms);
+  profile_.total_ms += (mark_ - start) * 1e3;
+  ++profile_.steps;
 }
 
 // ---- lifecycle ----
@@ -328,7 +369,10 @@ void Worker::Decode(const StepPlan& plan) {
   for (Chunk& ch : chunks_) ch.active = false;
   owned_output_ids_.clear();
   const int n = int(plan.decode.size());
-  if (n == 0) return;
+  if (n == 0) {
+    MarkPhase(&profile_.prepare_ms);
+    return;
+  }
 
   // The decoded tokens' K/V, every layer at once (synthetic; a model would write layer by layer),
   // on the main stream; every chunk's stream waits for it below.
@@ -340,11 +384,12 @@ void Worker::Decode(const StepPlan& plan) {
       append.hashes = app_hash.data();
       append.positions = app_pos.data();
       append.slots = app_slot.data();
-    } else {
-      std::vector<uint8_t> up;
+    } else {  // one async copy; the host copy lives until the step's final sync
+      std::vector<uint8_t>& up = append_host_;
+      up.clear();
       const size_t o_h = Append(&up, app_hash), o_p = Append(&up, app_pos), o_s = Append(&up, app_slot);
       append_.Reserve(up.size());
-      main.CopyToDevice(append_.get(), up.data(), up.size());
+      main.CopyToDeviceAsync(append_.get(), up.data(), up.size());
       append.hashes = reinterpret_cast<const uint64_t*>(append_.get<uint8_t>() + o_h);
       append.positions = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_p);
       append.slots = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_s);
@@ -367,8 +412,12 @@ void Worker::Decode(const StepPlan& plan) {
   num_output_layers_ = options_.keep_layer_outputs ? pool.num_layers : 1;
   out_v_.Reserve(size_t(num_output_layers_) * own_total * options_.num_qo_heads * pool.head_dim * 4);
   out_s_.Reserve(size_t(num_output_layers_) * own_total * options_.num_qo_heads * 4);
-  for (Chunk& ch : chunks_)
-    if (ch.active) sync_->Wait(ch.backend->stream(), main.stream());
+  for (Chunk& ch : chunks_) {
+    if (!ch.active) continue;
+    sync_->Wait(ch.backend->stream(), main.stream());
+    if (ch.is_split) sync_->Wait(ch.split->stream(), main.stream());
+  }
+  MarkPhase(&profile_.prepare_ms);
   for (int layer = 0; layer < pool.num_layers; ++layer) RunLayer(layer);
 }
 
@@ -401,41 +450,96 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     own_pos[j] = int64_t(r.prefix_len) + r.length - 1;
   }
 
-  // The local cascade: one group per held prefix (its shard here), then the suffix-only group.
-  kernels::DecodeBatch batch;
-  batch.num_qo_heads = hq;
-  for (const LocalGroup& g : L.groups) {
-    kernels::PrefixGroup pg;
-    if (g.prefix_id >= 0) {
-      const PrefixInfo& p = prefixes_.at(g.prefix_id);
-      const ShardPlacement& s = p.shards.at(p.my_shard);
-      pg.prefix = kernels::PrefixRun{s.first_page, s.num_tokens};
-    }
-    pg.first_request = g.first_row;
-    pg.num_requests = g.num_rows;
-    batch.groups.push_back(pg);
-  }
+  // Split (own rows last): X = the local rows owned elsewhere, O = the own rows; both in local-row
+  // order, so O's rows are the own rows and X's keep the layout's order.
+  PREFIXD_CHECK_ARG(!options_.split_own_rows || ch.split != nullptr,
+                    "Worker: split_own_rows needs a split backend per chunk (AddSplitBackend)");
+  std::vector<int32_t> x_row(b_loc, -1), o_row(b_loc, -1);
+  int num_x = 0, num_o = 0;
   for (int i = 0; i < b_loc; ++i) {
-    if (!L.local_owned[i]) {
-      batch.suffix.AddSeq({}, 0);
-      continue;
-    }
-    const RequestInfo& r = request_at(L.local_rows[i]);
-    const int32_t pages = int32_t(CeilDiv(r.length, ps));
-    batch.suffix.AddSeq(std::vector<int32_t>(r.pages.begin(), r.pages.begin() + pages), r.length - (pages - 1) * ps);
+    if (L.local_owned[i]) o_row[i] = num_o++;
+    else x_row[i] = num_x++;
   }
-  Backend& be = *ch.backend;
-  if (b_loc > 0) be.LoadPlan(kernels::PlanCascade(batch, pool, be.DefaultPlanOptions()));
+  ch.num_x = num_x;
+  ch.is_split = options_.split_own_rows && L.needs_state_exchange && num_x > 0 && num_o > 0;
 
-  // One upload of every per-step array of the chunk.
-  std::vector<uint8_t> up;
+  // The local cascade: one group per held prefix (its shard here), then the suffix-only group.
+  // `keep` picks the rows of a split half (all rows when not split).
+  auto make_batch = [&](auto keep) {
+    kernels::DecodeBatch batch;
+    batch.num_qo_heads = hq;
+    int rows = 0;
+    for (const LocalGroup& g : L.groups) {
+      kernels::PrefixGroup pg;
+      if (g.prefix_id >= 0) {
+        const PrefixInfo& p = prefixes_.at(g.prefix_id);
+        const ShardPlacement& s = p.shards.at(p.my_shard);
+        pg.prefix = kernels::PrefixRun{s.first_page, s.num_tokens};
+      }
+      pg.first_request = rows;
+      for (int i = g.first_row; i < g.first_row + g.num_rows; ++i) {
+        if (!keep(i)) continue;
+        ++rows;
+        if (!L.local_owned[i]) {
+          batch.suffix.AddSeq({}, 0);
+          continue;
+        }
+        const RequestInfo& r = request_at(L.local_rows[i]);
+        const int32_t pages = int32_t(CeilDiv(r.length, ps));
+        batch.suffix.AddSeq(std::vector<int32_t>(r.pages.begin(), r.pages.begin() + pages),
+                            r.length - (pages - 1) * ps);
+      }
+      pg.num_requests = rows - pg.first_request;
+      if (pg.num_requests > 0) batch.groups.push_back(pg);
+    }
+    return batch;
+  };
+  Backend& be = *ch.backend;
+  if (ch.is_split) {
+    be.LoadPlan(kernels::PlanCascade(make_batch([&](int i) { return !L.local_owned[i]; }), pool, be.DefaultPlanOptions()));
+    ch.split->LoadPlan(kernels::PlanCascade(make_batch([&](int i) { return bool(L.local_owned[i]); }), pool,
+                                            ch.split->DefaultPlanOptions()));
+  } else if (b_loc > 0) {
+    be.LoadPlan(kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions()));
+  }
+
+  // Split: the layout's local-row indices, renamed to X or O rows.
+  std::vector<int32_t> x_unpack, x_pack, o_merge_src, loc_from_split;
+  if (ch.is_split) {
+    for (int i = 0; i < b_loc; ++i) {
+      if (L.local_owned[i]) {
+        loc_from_split.push_back(-2 - o_row[i]);
+        continue;
+      }
+      PREFIXD_CHECK_INTERNAL(L.q_unpack[i] >= 0, "split: row " << i << " owned elsewhere has no received query");
+      x_unpack.push_back(L.q_unpack[i]);
+      loc_from_split.push_back(x_row[i]);
+    }
+    for (int32_t i : L.st_pack) {
+      PREFIXD_CHECK_INTERNAL(x_row[i] >= 0, "split: sending the state of own row " << i);
+      x_pack.push_back(x_row[i]);
+    }
+    o_merge_src = L.merge_src;
+    for (int32_t& src : o_merge_src)
+      if (src <= -2) {
+        PREFIXD_CHECK_INTERNAL(o_row[-2 - src] >= 0, "split: merging local row " << -2 - src << ", not an own row");
+        src = -2 - o_row[-2 - src];
+      }
+  }
+
+  // One async upload of every per-step array of the chunk (the host copy lives until the step's
+  // final sync, and the chunk's stream is the only reader).
+  Buffers& B = *ch.buf;
+  std::vector<uint8_t>& up = B.upload_host;
+  up.clear();
   const size_t o_hash = Append(&up, own_hash), o_pos = Append(&up, own_pos);
   const size_t o_qp = Append(&up, L.q_pack), o_qu = Append(&up, L.q_unpack), o_sp = Append(&up, L.st_pack);
   const size_t o_ms = Append(&up, L.merge_src), o_tm = Append(&up, L.tree_max_src);
   const size_t o_tl = Append(&up, L.tree_local_pos), o_td = Append(&up, L.tree_dst), o_to = Append(&up, L.tree_own_pos);
-  Buffers& B = *ch.buf;
+  const size_t o_xu = Append(&up, x_unpack), o_xp = Append(&up, x_pack), o_om = Append(&up, o_merge_src);
+  const size_t o_ls = Append(&up, loc_from_split);
   B.upload.Reserve(std::max<size_t>(up.size(), 8));
-  be.CopyToDevice(B.upload.get(), up.data(), up.size());
+  be.CopyToDeviceAsync(B.upload.get(), up.data(), up.size());
   auto* base = B.upload.get<uint8_t>();
   B.own_hash = reinterpret_cast<const uint64_t*>(base + o_hash);
   B.own_pos = reinterpret_cast<const int64_t*>(base + o_pos);
@@ -447,6 +551,10 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   B.tree_local_pos = reinterpret_cast<const int32_t*>(base + o_tl);
   B.tree_dst = reinterpret_cast<const int32_t*>(base + o_td);
   B.tree_own_pos = reinterpret_cast<const int32_t*>(base + o_to);
+  B.x_unpack = reinterpret_cast<const int32_t*>(base + o_xu);
+  B.x_pack = reinterpret_cast<const int32_t*>(base + o_xp);
+  B.o_merge_src = reinterpret_cast<const int32_t*>(base + o_om);
+  B.loc_from_split = reinterpret_cast<const int32_t*>(base + o_ls);
 
   // Buffers for this step's shapes (no allocation inside the layer loop).
   const size_t q_row = size_t(hq) * d * kernels::DTypeBytes(pool.dtype);
@@ -466,6 +574,13 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     B.s_max.Reserve(rows(L.num_decode()) * s_row);
     B.slab.Reserve(rows(int64_t(nr) * L.max_own) * st_row);
     B.slab_recv.Reserve(rows(L.max_own) * st_row);
+  }
+  if (ch.is_split) {
+    B.q_x.Reserve(rows(num_x) * q_row);
+    B.v_x.Reserve(rows(num_x) * v_row);
+    B.s_x.Reserve(rows(num_x) * s_row);
+    B.v_own->Reserve(rows(b_own) * v_row);
+    B.s_own->Reserve(rows(b_own) * s_row);
   }
   B.q_bytes = comm::PeerMajorBytes(L.q_send_count, L.q_recv_count, q_row);
   B.st_bytes = comm::PeerMajorBytes(L.st_send_count, L.st_recv_count, st_row);
@@ -516,10 +631,15 @@ void Worker::RunLayer(int layer) {
       comm_->AllToAllV(B.q_send.get(), B.q_bytes.send_bytes, B.q_bytes.send_offsets, B.q_recv.get(),
                        B.q_bytes.recv_bytes, B.q_bytes.recv_offsets, comm_stream);
   }
+  MarkPhase(&profile_.queries_ms);
   // 3. Per chunk: partial states, then their reduction to the owners on the comm stream while
   //    the next chunk computes.
   for (Chunk& ch : chunks_) {
     if (!ch.active) continue;
+    if (ch.is_split) {
+      RunSplitCascades(ch, layer);
+      continue;
+    }
     const StepLayout& L = ch.layout;
     Buffers& B = *ch.buf;
     Backend& be = *ch.backend;
@@ -539,35 +659,86 @@ void Worker::RunLayer(int layer) {
       args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
       be.RunCascade(args);
     }
+    MarkPhase(&profile_.attention_ms);
     if (direct) continue;
     if (options_.reduction == StateReduction::kAllToAll) ReduceAllToAll(ch, layer);
     else ReduceTree(ch, layer);
+    MarkPhase(&profile_.reduce_ms);
   }
 }
 
+void Worker::RunSplitCascades(Chunk& ch, int layer) {
+  const StepLayout& L = ch.layout;
+  Buffers& B = *ch.buf;
+  Backend& be = *ch.backend;
+  Backend& sp = *ch.split;
+  const int hq = options_.num_qo_heads;
+  const int row_words = hq * options_.pool.head_dim * kernels::DTypeBytes(options_.pool.dtype) / 4;
+  void* comm_stream = sync_->comm_stream();
+  kernels::CascadeArgs args;
+  args.kv = kv_;
+  args.layer = layer;
+  args.sm_scale = options_.sm_scale;
+  // O: the own rows (own queries, made on the chunk's stream), on the split stream, off the
+  // critical path: it overlaps the query exchange, X and the state exchange.
+  sync_->Wait(sp.stream(), be.stream());
+  args.q = B.q_own.get();
+  args.v_out = B.v_own->get<float>();
+  args.s_out = B.s_own->get<float>();
+  sp.RunCascade(args);
+  // X: the rows owned elsewhere, once their queries have arrived.
+  sync_->Wait(be.stream(), comm_stream);
+  GatherRows(be, B.q_x.get(), B.q_recv.get(), B.q_own.get(), B.x_unpack, ch.num_x, row_words, 0);
+  args.q = B.q_x.get();
+  args.v_out = B.v_x.get<float>();
+  args.s_out = B.s_x.get<float>();
+  be.RunCascade(args);
+  MarkPhase(&profile_.attention_ms);
+  if (options_.reduction == StateReduction::kAllToAll) {
+    ReduceAllToAll(ch, layer, B.v_x.get<float>(), B.s_x.get<float>(), B.x_pack, B.v_own->get<float>(),
+                   B.s_own->get<float>(), B.o_merge_src, sp.stream());
+  } else {
+    // Tree: every local row's state in local-row order, then the usual reduction.
+    sync_->Wait(be.stream(), sp.stream());
+    GatherRows(be, B.v_loc.get(), B.v_x.get(), B.v_own->get(), B.loc_from_split, L.num_local(),
+               hq * options_.pool.head_dim, 0);
+    GatherRows(be, B.s_loc.get(), B.s_x.get(), B.s_own->get(), B.loc_from_split, L.num_local(), hq, 0);
+    ReduceTree(ch, layer);
+  }
+  MarkPhase(&profile_.reduce_ms);
+}
+
 void Worker::ReduceAllToAll(Chunk& ch, int layer) {
+  Buffers& B = *ch.buf;
+  ReduceAllToAll(ch, layer, B.v_loc.get<float>(), B.s_loc.get<float>(), B.st_pack, B.v_loc.get<float>(),
+                 B.s_loc.get<float>(), B.merge_src, nullptr);
+}
+
+void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
+                            const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream) {
   const StepLayout& L = ch.layout;
   Buffers& B = *ch.buf;
   Backend& be = *ch.backend;
   const int hq = options_.num_qo_heads, d = options_.pool.head_dim, b_own = L.num_own();
   void* comm_stream = sync_->comm_stream();
-  PackStates(be, B.v_loc.get<float>(), B.s_loc.get<float>(), B.st_pack, int(L.st_pack.size()), hq, d,
-             B.st_send.get<float>());
+  PackStates(be, v_send, s_send, pack, int(L.st_pack.size()), hq, d, B.st_send.get<float>());
   sync_->Wait(comm_stream, be.stream());
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),
                      B.st_bytes.recv_bytes, B.st_bytes.recv_offsets, comm_stream);
   sync_->Wait(be.stream(), comm_stream);
+  // The local states may come from another stream (split: O); the merge waits for them, which
+  // also keeps the next layer's queries from overwriting what that stream still reads.
+  if (local_stream != nullptr) sync_->Wait(be.stream(), local_stream);
   if (b_own == 0) return;
   float* v_out = OutV(layer, ch);
   float* s_out = OutS(layer, ch);
   if (L.merge_n == 1) {  // nothing arrives for any own row: just its local row
-    UnpackStates(be, B.st_recv.get<float>(), B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, 1, b_own, hq,
-                 d, v_out, s_out);
+    UnpackStates(be, B.st_recv.get<float>(), v_local, s_local, merge_src, 1, b_own, hq, d, v_out, s_out);
     return;
   }
-  UnpackStates(be, B.st_recv.get<float>(), B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, L.merge_n, b_own,
-               hq, d, B.v_in.get<float>(), B.s_in.get<float>());
+  UnpackStates(be, B.st_recv.get<float>(), v_local, s_local, merge_src, L.merge_n, b_own, hq, d, B.v_in.get<float>(),
+               B.s_in.get<float>());
   be.MergeStates(B.v_in.get<float>(), B.s_in.get<float>(), L.merge_n, b_own * hq, d, v_out, s_out);
 }
 

@@ -25,7 +25,8 @@ RankDevice ChooseRankDevice(const comm::MpiSession& session, const std::string& 
 
 std::unique_ptr<kernels::Backend> MakeRankBackend(const RankDevice& device);
 
-// The Engine over `control` (collective), with chunks − 1 extra pipeline backends. NCCL's
+// The Engine over `control` (collective), with chunks − 1 extra pipeline backends (and one split
+// backend per chunk when options.worker.split_own_rows is set). NCCL's
 // per-call size cross-check is off: the worker's layouts agree by construction (tested), and the
 // check would add host collectives to every exchange.
 std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, const RankDevice& device, MPI_Comm control,

@@ -45,6 +45,12 @@ struct CascadeArgs {
   void* o = nullptr;           // [B][H_qo][D] in kv.shape.dtype, or null
   float* v_out = nullptr;      // [B][H_qo][D] fp32 final states, or null
   float* s_out = nullptr;      // [B][H_qo] fp32 final base-2 LSE, or null
+  // KV head view (the worker's head chunks): with kv_head_count > 0 the loaded plan was made for
+  // kv_head_count KV heads (and H_qo = kv_head_count · g query heads; q and the outputs are that
+  // plan's [B][H_qo][D]), and its KV head h reads the pool's KV head kv_head_offset + h. Layer and
+  // token strides stay the pool's. 0: the plan covers all of the pool's KV heads.
+  int kv_head_offset = 0;
+  int kv_head_count = 0;
 };
 
 // Multi-query attention of n query rows against one contiguous prefix run, returning states.
@@ -77,6 +83,9 @@ class Backend {
   virtual void* Alloc(size_t bytes) = 0;
   virtual void Free(void* ptr) = 0;
   virtual void CopyToDevice(void* dst, const void* src, size_t bytes) = 0;  // host → backend
+  // Host → backend, stream-ordered, without waiting for it: the caller keeps `src` unchanged and
+  // alive until the stream has passed the copy (e.g. until the next Synchronize). CPU: a copy.
+  virtual void CopyToDeviceAsync(void* dst, const void* src, size_t bytes) { CopyToDevice(dst, src, bytes); }
   virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;    // backend → host
   virtual void CopyDeviceToDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual void Fill(void* dst, uint8_t byte, size_t bytes) = 0;             // e.g. poisoning

@@ -20,6 +20,19 @@
 // stream, so only about 1/P of the exchange stays exposed. On the CPU backend the same code runs
 // in issue order (what the MPI tests check); on CUDA the streams overlap.
 //
+// Own rows last (WorkerOptions::split_own_rows, one extra backend per chunk: AddSplitBackend):
+// when a chunk exchanges states, its local rows are computed by two cascades instead of one: X,
+// the rows of requests owned elsewhere (their prefix shard only; their states travel), on the
+// chunk's backend, and O, the rows this rank owns (shard ⊕ suffix), on the split backend's own
+// stream. O needs only this rank's own queries, so it runs while the queries travel, X computes
+// and X's states travel; the owners' merge waits for both. The critical path per layer becomes
+// queries out → X → states back (X is (g−1)/g of the rows at g ranks) with O and the suffix
+// decode off it. Same states, same ⊕, so the results equal the unsplit path's to rounding.
+//
+// Per-phase host timing (ProfileMode, profile()): kHost reads the clock at phase boundaries
+// (what the host spends enqueueing, and the final wait); kFenced also synchronises every stream
+// there, so each phase's device time lands in that phase (slower steps; for attribution only).
+//
 // Every Execute() is collective over the Comm's ranks. Page bookkeeping: the coordinator owns the
 // page allocators (it must know exactly what fits to admit or refuse); the worker only checks
 // that each page it is told to fill is free here and each page it is told to free is in use, so
@@ -57,6 +70,22 @@ struct WorkerOptions {
   // Keep every layer's final states of the last step (for checks); otherwise only the last
   // layer's are kept, which saves layers × B_own × H_qo × (D + 1) floats.
   bool keep_layer_outputs = true;
+  // Own rows last (see above); needs a split backend per chunk (AddSplitBackend).
+  bool split_own_rows = false;
+};
+
+enum class ProfileMode { kOff, kHost, kFenced };
+
+// Host milliseconds per phase, summed over the steps since the last ResetProfile().
+struct StepProfile {
+  int steps = 0;
+  double plan_ms = 0;       // Engine: make, broadcast and decode the plan (non-zero ranks: waiting for it)
+  double prepare_ms = 0;    // events, token append, layouts, cascade plans, uploads
+  double queries_ms = 0;    // per layer: synthetic queries, query exchange
+  double attention_ms = 0;  // per layer: the cascades
+  double reduce_ms = 0;     // per layer: state reduction and merges
+  double wait_ms = 0;       // the final wait for every stream
+  double total_ms = 0;      // the whole step (plan included)
 };
 
 // Replicated view of the cluster, identical on every rank after each plan.
@@ -108,7 +137,14 @@ class Worker {
   // One more chunk of the pipeline (see above): a backend of the same kind on the same device,
   // sharing this worker's pool. Same number on every rank.
   void AddPipelineBackend(std::unique_ptr<kernels::Backend> backend);
-  int num_pipeline_chunks() const { return int(backends_.size()); }
+  int num_pipeline_chunks() const { return int(chunks_.size()); }
+  // The backend of chunk c's own rows (split_own_rows): same kind and device, sharing the pool.
+  // Call once per chunk, after AddPipelineBackend. Same on every rank.
+  void AddSplitBackend(std::unique_ptr<kernels::Backend> backend);
+
+  void set_profile(ProfileMode mode) { profile_mode_ = mode; }
+  StepProfile& profile() { return profile_; }
+  void ResetProfile() { profile_ = StepProfile{}; }
 
   // Applies the plan's events, then decodes its decode list through every layer. Collective.
   // Returns when the step's work is enqueued AND finished (synchronises the backend).
@@ -125,6 +161,8 @@ class Worker {
   WorkerMemory Memory() const;
   // Layout of chunk c of the last step (chunk 0 holds the whole step without pipelining).
   const StepLayout& last_layout(int chunk = 0) const { return chunks_.at(chunk).layout; }
+  // Whether chunk c of the last step ran split (own rows on the split backend).
+  bool last_split(int chunk = 0) const { return chunks_.at(chunk).is_split; }
 
  private:
   struct Buffers;
@@ -132,10 +170,13 @@ class Worker {
   // its buffers. Its own rows are rows [own_offset, own_offset + num_own) of the step's outputs.
   struct Chunk {
     kernels::Backend* backend = nullptr;
+    kernels::Backend* split = nullptr;  // computes the own rows when split this step
     StepLayout layout;
     std::unique_ptr<Buffers> buf;
     int own_offset = 0;
     bool active = false;  // has decode entries this step
+    bool is_split = false;  // this step: X on backend, O on split (see above)
+    int num_x = 0;          // rows of X (local rows owned elsewhere)
   };
 
   void ApplyEvent(const PlanEvent& event);
@@ -152,8 +193,16 @@ class Worker {
   float* OutV(int layer, const Chunk& ch);
   float* OutS(int layer, const Chunk& ch);
   void ReduceAllToAll(Chunk& ch, int layer);
+  // Packs rows `pack` of (v_send, s_send), exchanges them, and merges each own row's local state
+  // (merge_src's local rows index v_local / s_local, made on local_stream unless null) with what
+  // arrived.
+  void ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
+                      const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream);
   void ReduceTree(Chunk& ch, int layer);
   void SynchronizeAll();
+  void RunSplitCascades(Chunk& ch, int layer);
+  // Profiling: adds the time since the last mark to *phase (after a full sync when fenced).
+  void MarkPhase(double* phase);
 
   WorkerOptions options_;
   std::vector<std::unique_ptr<kernels::Backend>> backends_;  // [0]: the main one, which owns the pool
@@ -169,6 +218,12 @@ class Worker {
   int num_output_layers_ = 0;            // layers whose outputs the buffers hold
   BackendBuffer out_v_, out_s_;          // [layers kept][B_own][H][D] / [..][B_own][H]
   BackendBuffer append_;                 // this step's appended tokens: hash, position, slot
+  std::vector<uint8_t> append_host_;     // their host copy (kept until the step's final sync)
+  std::vector<std::unique_ptr<kernels::Backend>> split_backends_;
+
+  ProfileMode profile_mode_ = ProfileMode::kOff;
+  StepProfile profile_;
+  double mark_ = 0;                      // clock at the last phase mark (seconds)
 };
 
 }  // namespace prefixd::worker

@@ -70,11 +70,16 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                       "PREFIXD_DECODE_WARPS must be 1, 2 or 4, got '" << choice << "'");
     decode_mma_warps_ = std::stoi(choice);
   }
-  if (const char* env = std::getenv("PREFIXD_DECODE_PDL")) {
-    const std::string choice = env;
-    PREFIXD_CHECK_ARG(choice == "0" || choice == "1", "PREFIXD_DECODE_PDL must be 0 or 1, got '" << choice << "'");
-    decode_pdl_ = choice == "1";
-  }
+  auto env_flag = [](const char* name, bool* flag) {
+    if (const char* env = std::getenv(name)) {
+      const std::string choice = env;
+      PREFIXD_CHECK_ARG(choice == "0" || choice == "1", name << " must be 0 or 1, got '" << choice << "'");
+      *flag = choice == "1";
+    }
+  };
+  env_flag("PREFIXD_DECODE_PDL", &decode_pdl_);
+  env_flag("PREFIXD_DECODE_EVICT_FIRST", &decode_evict_first_);
+  env_flag("PREFIXD_DECODE_PREFETCH", &decode_prefetch_);
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -85,6 +90,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     d << " [decode kernel forced: " << (decode_kernel_ == DecodeKernel::kCudaCores ? "simt" : "mma") << "]";
   if (decode_mma_warps_ != 0) d << " [decode warps forced: " << decode_mma_warps_ << "]";
   if (!decode_pdl_) d << " [decode PDL off]";
+  if (!decode_evict_first_) d << " [decode evict-first off]";
+  if (!decode_prefetch_) d << " [decode prefetch off]";
   description_ = d.str();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
@@ -237,11 +244,24 @@ void CudaBackend::LoadPlan(const CascadePlan& plan) {
                 o_merge = o_suffix_indices + nnz + b, o_end = o_merge + nm;
   PREFIXD_CHECK_INTERNAL(int64_t(flat.size()) == o_end,
                          "plan.cc's serialised layout changed: " << flat.size() << " ints, expected " << o_end);
+  // After the plan, 8-byte aligned: the decode items' {page_indptr, state_indptr}[request].
+  const int64_t o_bases = (o_end + 1) / 2 * 2, upload_ints = o_bases + 2 * nd;
+  PREFIXD_CHECK_ARG(upload_ints <= plan_buffer_.capacity,
+                    "LoadPlan: the plan and its decode item bases need " << upload_ints
+                                                                        << " ints, the workspace holds "
+                                                                        << plan_buffer_.capacity
+                                                                        << " (raise WorkspaceLimits::max_plan_ints)");
 
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   int32_t* host = BeginUpload(&plan_buffer_);
   std::memcpy(host, flat.data(), flat.size() * sizeof(int32_t));
-  EndUpload(&plan_buffer_, int64_t(flat.size()));
+  if (o_bases > o_end) host[o_end] = 0;
+  for (int64_t i = 0; i < nd; ++i) {
+    const int32_t r = plan.decode_items[i].request;
+    host[o_bases + 2 * i] = plan.suffix.indptr[r];
+    host[o_bases + 2 * i + 1] = plan.state_indptr[r];
+  }
+  EndUpload(&plan_buffer_, upload_ints);
 
   const int32_t* d = plan_buffer_.device;
   LoadedPlan loaded;
@@ -260,6 +280,7 @@ void CudaBackend::LoadPlan(const CascadePlan& plan) {
   loaded.suffix_indptr = d + o_suffix_indptr;
   loaded.suffix_indices = d + o_suffix_indices;
   loaded.merge_requests = d + o_merge;
+  loaded.decode_item_bases = reinterpret_cast<const int2*>(d + o_bases);
   loaded.num_merge_requests = int(nm);
   for (const PrefixWorkItem& it : plan.prefix_items)
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
@@ -330,6 +351,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // may start while it drains (decode_attention.h).
     p.overlap_prefix = decode_pdl_ && (parts & kPrefixPart) && plan_.num_prefix_items > 0;
     p.mma_warps = decode_mma_warps_;
+    p.item_bases = plan_.decode_item_bases;
+    p.evict_first = decode_evict_first_;
+    p.prefetch_prefix_states = decode_prefetch_;
     DecodeAttention(p, stream_);
   }
   if (!(parts & kMergePart) || plan_.num_merge_requests == 0 ||

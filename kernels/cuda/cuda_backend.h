@@ -3,9 +3,10 @@
 //
 // Workspace (sizes from WorkspaceLimits):
 //   plan buffer      device int32 [max_plan_ints] + pinned host staging of the same size: LoadPlan
-//                    serialises the plan (plan.cc's layout) into the staging buffer and issues ONE
-//                    async copy; the run methods read the item arrays, state_indptr, groups and the
-//                    suffix page table in place, through pointers into the device copy.
+//                    serialises the plan (plan.cc's layout) into the staging buffer, appends the
+//                    decode items' bases ({page_indptr, state_indptr}[request] per item, derived)
+//                    and issues ONE async copy; the run methods read the item arrays, state_indptr,
+//                    groups and the suffix page table in place, through pointers into the device copy.
 //   prefix plan      a second, identical pair for RunPrefixAttention's one-group plan, so a
 //                    prefill/append call never disturbs the loaded decode plan.
 //   partial states   v fp32 [max_state_floats], s fp32 [max_slots · max_qo_heads], used as
@@ -20,6 +21,9 @@
 //   PREFIXD_DECODE_KERNEL=auto|simt|mma   decode kernel for GQA groups that have both
 //   PREFIXD_DECODE_WARPS=1|2|4            warps per CTA of the tensor-core decode kernel
 //   PREFIXD_DECODE_PDL=0|1                programmatic dependent launch of the decode kernel (1)
+//   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
+//   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
+//   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
 #pragma once
 
 #include <cuda_runtime.h>
@@ -100,6 +104,7 @@ class CudaBackend final : public Backend {
     const int32_t* suffix_indices = nullptr;
     const int32_t* merge_requests = nullptr;
     int num_merge_requests = 0;
+    const int2* decode_item_bases = nullptr;  // [num_decode_items]
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
   };
 
@@ -116,6 +121,8 @@ class CudaBackend final : public Backend {
   DecodeKernel decode_kernel_ = DecodeKernel::kAuto;
   int decode_mma_warps_ = 0;   // PREFIXD_DECODE_WARPS (0: the launcher's default)
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
+  bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
+  bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   bool plan_loaded_ = false;
   LoadedPlan plan_;
 };

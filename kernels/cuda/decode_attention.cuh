@@ -47,9 +47,8 @@ constexpr int DecodeSmemBytes() {
 
 // 16-byte asynchronous copy global → shared, bypassing L1 (suffix K/V is read once per step);
 // src_bytes = 0 writes zeros without reading (tokens past the item's range).
-__device__ __forceinline__ void CopyAsync16(void* smem, const void* gmem, int src_bytes) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+__device__ __forceinline__ void CopyAsync16(void* smem, const void* gmem, int src_bytes, uint64_t policy) {
+  CopyAsync16Policy(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), gmem, src_bytes, policy);
 }
 __device__ __forceinline__ void CopyAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -108,7 +107,9 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
   const int group = threadIdx.x / TPR;
   const int lane = threadIdx.x % TPR;  // this thread's 8 elements: [lane · 8, lane · 8 + 8)
   const int first_head = item.kv_head * GQA;
-  const int page_base = p.page_indptr[item.request];
+  const int2 bases = ItemBases(p, item);  // {page_indptr, state_indptr}[item.request]
+  const int page_base = bases.x;
+  const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
 
   // Queries of the GQA group, pre-scaled by sm_scale · log2(e) so scores are base-2 logits.
   float q[GQA][kVec];
@@ -159,8 +160,8 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const bool valid = offset[u] >= 0;
-        CopyAsync16(piece(step % kStages, 0, u), valid ? k_head + offset[u] : k_head, valid ? 16 : 0);
-        CopyAsync16(piece(step % kStages, 1, u), valid ? v_head + offset[u] : v_head, valid ? 16 : 0);
+        CopyAsync16(piece(step % kStages, 0, u), valid ? k_head + offset[u] : k_head, valid ? 16 : 0, kv_policy);
+        CopyAsync16(piece(step % kStages, 1, u), valid ? v_head + offset[u] : v_head, valid ? 16 : 0, kv_policy);
       }
       lookup(step + 1);
     }
@@ -170,6 +171,7 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
   lookup(0);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) issue(s);
+  PrefetchPrefixStates<HEAD_DIM, GQA, kThreads>(p, item, bases.y);
 
   for (int step = 0; step < num_steps; ++step) {
     issue(step + kStages - 1);  // refills the stage this thread finished reading last step
@@ -233,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
     }
   }
   __syncthreads();
-  FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, kThreads, DecodeSmemBytes<HEAD_DIM, GQA>()>(p, item, smem);
+  FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, kThreads, DecodeSmemBytes<HEAD_DIM, GQA>()>(p, item, bases.y, smem);
 }
 
 template <typename T, int HEAD_DIM, int GQA>

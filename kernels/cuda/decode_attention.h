@@ -57,6 +57,10 @@ struct DecodeAttentionParams {
   const DecodeWorkItem* items = nullptr;
   int num_items = 0;
   const int32_t* state_indptr = nullptr;
+  // Optional, derived from the plan by the backend: per item, {page_indptr[request],
+  // state_indptr[request]}. Read in parallel with the item itself, it takes one dependent load
+  // off each CTA's start (page table) and end (state slots). Null: looked up through the item.
+  const int2* item_bases = nullptr;
 
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
@@ -75,6 +79,12 @@ struct DecodeAttentionParams {
   // reads what the prefix kernel writes (q, page tables, K/V are inputs).
   bool overlap_prefix = false;
   int mma_warps = 0;  // tensor-core kernel: warps per CTA (DecodeMmaWarps)
+  // L2 policy of the streamed K/V: evict-first (read once; other data, such as the prefix states
+  // a finishing item reads at its end, stays in L2) or normal.
+  bool evict_first = true;
+  // Finishing items prefetch their prefix-chunk states into L2 at the start (evict-last), so that
+  // the epilogue's staging copies hit L2 instead of waiting on HBM.
+  bool prefetch_prefix_states = true;
 };
 
 // GQA group sizes (num_qo_heads / num_kv_heads) the kernel is compiled for.

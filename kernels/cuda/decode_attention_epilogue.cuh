@@ -32,6 +32,46 @@ __device__ __forceinline__ void WaitForPrefixGrid() {
 #endif
 }
 
+// L2 cache policy for the streamed K/V (DecodeAttentionParams::evict_first).
+__device__ __forceinline__ uint64_t KvStreamPolicy(bool evict_first) {
+  uint64_t policy;
+  if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
+// 16-byte cp.async global → shared (L2 only) with an L2 cache policy; src_bytes = 0 writes zeros
+// without reading (src must still be a mapped address).
+__device__ __forceinline__ void CopyAsync16Policy(uint32_t dst, const void* src, int src_bytes, uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes), "l"(policy));
+}
+
+// {page_indptr[request], state_indptr[request]} of this CTA's item (DecodeAttentionParams::item_bases).
+__device__ __forceinline__ int2 ItemBases(const DecodeAttentionParams& p, const DecodeWorkItem& item) {
+  if (p.item_bases != nullptr) return p.item_bases[blockIdx.x];
+  return make_int2(p.page_indptr[item.request], p.state_indptr[item.request]);
+}
+
+// A finishing item's prefix-chunk states, slots [run_begin, + slot_offset) of its GQA heads, into
+// L2 (evict-last), spread over the CTA's threads. A prefetch is only a hint: issued before the
+// prefix grid has finished writing them (programmatic launch), it still cannot return stale
+// data, since L2 is where the writes land (nothing is brought into L1).
+template <int HEAD_DIM, int GQA, int THREADS>
+__device__ __forceinline__ void PrefetchPrefixStates(const DecodeAttentionParams& p, const DecodeWorkItem& item,
+                                                     int run_begin) {
+  if (!item.finish || !p.prefetch_prefix_states) return;
+  constexpr int LINE_FLOATS = 32;                                       // 128-byte lines
+  constexpr int V_LINES = (GQA * HEAD_DIM + LINE_FLOATS - 1) / LINE_FLOATS;  // per chunk (contiguous)
+  const int64_t first = int64_t(run_begin) * p.num_qo_heads + item.kv_head * GQA;
+  for (int idx = threadIdx.x; idx < item.slot_offset * (V_LINES + 1); idx += THREADS) {
+    const int c = idx / (V_LINES + 1), line = idx % (V_LINES + 1);
+    const int64_t state = first + int64_t(c) * p.num_qo_heads;
+    const float* addr = line < V_LINES ? p.partial_v + state * HEAD_DIM + line * LINE_FLOATS : p.partial_s + state;
+    asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(addr));
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ void StoreOut4(T* out, float4 x);
 
@@ -81,9 +121,10 @@ __device__ __forceinline__ void StageAsyncWaitAll() {
 // smem: the kernel's dynamic shared memory of SMEM_BYTES (EpilogueSmemBytes), starting with the
 // parts' states: acc [NPART][GQA][HEAD_DIM], m [NPART][GQA], l [NPART][GQA] (fp32). Everything
 // after PartStateBytes is free (the K/V stages are drained) and stages prefix chunks.
+// run_begin: state_indptr[item.request] (ItemBases).
 template <typename T, int HEAD_DIM, int GQA, int NPART, int THREADS, int SMEM_BYTES>
 __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p, const DecodeWorkItem& item,
-                                                 uint8_t* smem) {
+                                                 int run_begin, uint8_t* smem) {
   constexpr int D4 = HEAD_DIM / 4;
   constexpr int OUT4 = GQA * D4;  // float4s of the group's output
   constexpr int PER_THREAD = (OUT4 + THREADS - 1) / THREADS;
@@ -127,7 +168,6 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
   // states, and in every CTA (finishing or not), so that this grid completes only after it.
   WaitForPrefixGrid();
 
-  const int run_begin = p.state_indptr[item.request];
   if (!item.finish) {
     const int64_t slot_state = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + first_head;
 #pragma unroll

@@ -61,7 +61,9 @@ __global__ void __launch_bounds__(32 * WARPS)
   const DecodeWorkItem item = p.items[blockIdx.x];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int quad_row = lane / 4, quad_col = 2 * (lane % 4);  // C/A fragment coordinates
-  const int page_base = p.page_indptr[item.request];
+  const int2 bases = ItemBases(p, item);  // {page_indptr, state_indptr}[item.request]
+  const int page_base = bases.x;
+  const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
   const int first_head = item.kv_head * GQA;
 
   // Q as the A operand, straight from global memory: row quad_row (< g) at columns quad_col and
@@ -100,8 +102,8 @@ __global__ void __launch_bounds__(32 * WARPS)
         const int64_t offset = __shfl_sync(0xffffffffu, my_offset, row);
         const bool valid = offset >= 0;
         const int64_t src = valid ? offset + chunk * 8 : 0;
-        CpAsync16(k_tile + SwizzledOffset<ROW_BYTES>(row, chunk), k_head + src, valid);
-        CpAsync16(v_tile + SwizzledOffset<ROW_BYTES>(row, chunk), v_head + src, valid);
+        CopyAsync16Policy(k_tile + SwizzledOffset<ROW_BYTES>(row, chunk), k_head + src, valid ? 16 : 0, kv_policy);
+        CopyAsync16Policy(v_tile + SwizzledOffset<ROW_BYTES>(row, chunk), v_head + src, valid ? 16 : 0, kv_policy);
       }
       next_offset = lookup(step + 1);
     }
@@ -109,6 +111,7 @@ __global__ void __launch_bounds__(32 * WARPS)
   };
 #pragma unroll
   for (int s = 0; s < kMmaStages - 1; ++s) issue(s);
+  PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, bases.y);
 
   float o[D_TILES][4];
 #pragma unroll
@@ -197,7 +200,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     }
   }
   __syncthreads();
-  FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>()>(p, item, smem);
+  FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>()>(p, item, bases.y, smem);
 }
 
 template <typename T, int HEAD_DIM, int GQA, int WARPS>

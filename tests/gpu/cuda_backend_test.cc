@@ -531,10 +531,12 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<FusedCase>& info) { return info.param.name; });
 
 // The tensor-core decode kernel at every warps-per-CTA setting, with and without the programmatic
-// dependent launch after the prefix kernel (PREFIXD_DECODE_WARPS / PREFIXD_DECODE_PDL).
+// dependent launch after the prefix kernel, the evict-first K/V policy and the prefix-state
+// prefetch (PREFIXD_DECODE_WARPS / _PDL / _EVICT_FIRST / _PREFETCH).
 struct DecodeVariant {
   int warps;
   bool pdl;
+  bool evict_first = true, prefetch = true;
 };
 
 class CudaDecodeVariantTest : public ::testing::TestWithParam<DecodeVariant> {};
@@ -547,9 +549,11 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
   std::mt19937_64 rng(seed);
   setenv("PREFIXD_DECODE_WARPS", std::to_string(variant.warps).c_str(), 1);
   setenv("PREFIXD_DECODE_PDL", variant.pdl ? "1" : "0", 1);
+  setenv("PREFIXD_DECODE_EVICT_FIRST", variant.evict_first ? "1" : "0", 1);
+  setenv("PREFIXD_DECODE_PREFETCH", variant.prefetch ? "1" : "0", 1);
   std::unique_ptr<Backend> backend = MakeDeviceBackend();
-  unsetenv("PREFIXD_DECODE_WARPS");
-  unsetenv("PREFIXD_DECODE_PDL");
+  for (const char* name : {"PREFIXD_DECODE_WARPS", "PREFIXD_DECODE_PDL", "PREFIXD_DECODE_EVICT_FIRST", "PREFIXD_DECODE_PREFETCH"})
+    unsetenv(name);
   EXPECT_NE(backend->Describe().find("warps forced: " + std::to_string(variant.warps)), std::string::npos)
       << backend->Describe();
   struct Shape {
@@ -582,9 +586,12 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, CudaDecodeVariantTest,
                          ::testing::Values(DecodeVariant{1, true}, DecodeVariant{2, true}, DecodeVariant{4, true},
-                                           DecodeVariant{1, false}, DecodeVariant{4, false}),
+                                           DecodeVariant{1, false}, DecodeVariant{4, false},
+                                           DecodeVariant{2, true, false, false}),
                          [](const ::testing::TestParamInfo<DecodeVariant>& info) {
-                           return "warps" + std::to_string(info.param.warps) + (info.param.pdl ? "_pdl" : "_nopdl");
+                           const DecodeVariant& v = info.param;
+                           return "warps" + std::to_string(v.warps) + (v.pdl ? "_pdl" : "_nopdl") +
+                                  (v.evict_first ? "" : "_noevict") + (v.prefetch ? "" : "_noprefetch");
                          });
 
 // ---------------------------------------------------------------------------------------------

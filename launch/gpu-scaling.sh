@@ -3,9 +3,11 @@
 # several GPUs (one call on the lent nvidia-h200-x4 machine does all of it):
 #   1. the MPI test binary with NCCL + CUDA on 2, 3 and 4 GPUs (one rank per GPU), and the NCCL
 #      failure tests (a throwing / killed rank ends the job non-zero within 30 s);
-#   2. the scaling benchmark: strong (P = 262144), weak (131072 tokens per GPU), exposed
-#      communication at P = 65536 with 32 layers (pipeline chunks 1, 2, 4), and a 1M-token document
-#      with Llama-3-70B-shaped KV (80 layers, 64/8 heads × 128, bf16: 320 GiB) on 4 GPUs;
+#   2. the scaling benchmark: strong (P = 262144; with the per-phase breakdown, and again with own
+#      rows split off the critical path), weak (131072 tokens per GPU), exposed communication at
+#      P = 65536 with 32 layers (pipeline chunks 1, 2, 4; split with 1 and 2 chunks), and a
+#      1M-token document with Llama-3-70B-shaped KV (80 layers, 64/8 heads × 128, bf16: 320 GiB)
+#      on 4 GPUs;
 #   3. the main job's embedded default on every GPU; a plot of the CSV;
 # then prints a short table last. Binaries: PREFIXD_BIN_DIR (default .carry/lead, as carried),
 # else build/. Logs and CSV: ${OUT:-/tmp/prefixd-gpu-scaling}.
@@ -56,10 +58,14 @@ run_scaling() {  # label, timeout, args...
   note "scaling $label" "rc $rc"
   [ $rc -eq 0 ] || status=1
 }
-run_scaling strong 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both
+run_scaling strong 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both --breakdown
+run_scaling strong_split 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both --breakdown --split
 run_scaling weak 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1
 for c in 1 2 4; do
-  run_scaling "exposed_c$c" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks $c
+  run_scaling "exposed_c$c" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks $c --breakdown
+done
+for c in 1 2; do
+  run_scaling "exposed_split_c$c" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks $c --split --breakdown
 done
 run_scaling doc1m 240 --mode strong --prefix 1048576 --batch 16 --suffix 128 --layers 80 --qo-heads 64 --kv-heads 8 --gpus "$gpus" -n 3 -w 1
 
@@ -78,6 +84,6 @@ echo
 echo "================ prefixd gpu-scaling summary ($gpus GPUs; logs in $out) ================"
 for line in "${summary[@]}"; do echo "$line"; done
 echo "---- scaling rows ----"
-[ -f "$csv" ] && column -s, -t <"$csv" | cut -c1-220
+[ -f "$csv" ] && cut -d, -f1-6,11-17,22- "$csv" | column -s, -t | cut -c1-260
 echo "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

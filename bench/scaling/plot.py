@@ -4,8 +4,8 @@
     /usr/bin/python3 bench/scaling/plot.py scaling.csv -o scaling.png [--title "4 x H200"]
 
 (/usr/bin/python3: Debian's interpreter, which sees Debian's python3-matplotlib.)
-Rows are grouped by (mode, prefix or prefix per GPU, batch, suffix, layers, reduction); each group
-is one line over its GPU counts.
+Rows are grouped by (mode, prefix or prefix per GPU, batch, suffix, layers, reduction, chunks,
+split); each group is one line over its GPU counts.
 """
 import argparse
 import csv
@@ -39,7 +39,8 @@ def groups(rows, mode):
             continue
         size = r["prefix"] if mode == "strong" else r["prefix"] // r["gpus"]
         label = (f"{'P' if mode == 'strong' else 'P/GPU'}={size} B={r['batch']} S={r['suffix']} "
-                 f"L={r['layers']} {r['reduction']}" + (f" x{r['chunks']}" if r.get("chunks", "1") != "1" else ""))
+                 f"L={r['layers']} {r['reduction']}" + (f" x{r['chunks']}" if r.get("chunks", "1") != "1" else "")
+                 + (" split" if r.get("split", "0") == "1" else ""))
         out[label].append(r)
     for label in out:
         out[label].sort(key=lambda r: r["gpus"])

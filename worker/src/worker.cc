@@ -433,7 +433,15 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     in.owner_of.push_back(r.owner);
     if (r.prefix_id >= 0 && !in.holders.count(r.prefix_id)) in.holders[r.prefix_id] = prefixes_.at(r.prefix_id).holders;
   }
-  ch.layout = MakeStepLayout(in);
+  // The layout depends only on (prefix, owner) of each entry and on the holders: unchanged from
+  // the last step in steady decoding, so it is kept.
+  if (!ch.has_layout || in.rank != ch.layout_input.rank || in.num_ranks != ch.layout_input.num_ranks ||
+      in.prefix_of != ch.layout_input.prefix_of || in.owner_of != ch.layout_input.owner_of ||
+      in.holders != ch.layout_input.holders) {
+    ch.layout = MakeStepLayout(in);
+    ch.layout_input = std::move(in);
+    ch.has_layout = true;
+  }
   ch.active = true;
   const StepLayout& L = ch.layout;
   auto request_at = [&](int canonical) -> const RequestInfo& {

@@ -172,6 +172,8 @@ class Worker {
     kernels::Backend* backend = nullptr;
     kernels::Backend* split = nullptr;  // computes the own rows when split this step
     StepLayout layout;
+    LayoutInput layout_input;  // what `layout` was made from (reused while it is unchanged)
+    bool has_layout = false;
     std::unique_ptr<Buffers> buf;
     int own_offset = 0;
     bool active = false;  // has decode entries this step

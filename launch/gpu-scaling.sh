@@ -9,6 +9,8 @@
 #      1M-token document with Llama-3-70B-shaped KV (80 layers, 64/8 heads × 128, bf16: 320 GiB)
 #      on 4 GPUs;
 #   3. the main job's embedded default on every GPU; a plot of the CSV;
+# PREFIXD_SCALING_ONLY=1 leaves out step 1 (the tests); PREFIXD_SPLIT_CHUNKS="1 2" adds the split
+# exposed-communication run with 2 pipeline chunks.
 # then prints a short table last. Binaries: PREFIXD_BIN_DIR (default .carry/lead, as carried),
 # else build/. Logs and CSV: ${OUT:-/tmp/prefixd-gpu-scaling}.
 set -uo pipefail
@@ -26,7 +28,10 @@ note() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
 status=0
 
 mpi_tests=$(find_exe prefixd_mpi_tests)
+# PREFIXD_SCALING_ONLY=1: skip the MPI and failure tests (a scaling-only pass within one call).
+only=${PREFIXD_SCALING_ONLY:-0}
 for np in 2 3 4; do
+  [ "$only" = 1 ] && break
   [ "$np" -le "$gpus" ] || continue
   timeout ${PREFIXD_TIMEOUT_MPI_TESTS:-240} bash -c "$(declare -f mpi); mpi $np $mpi_tests" >"$out/mpi_np$np.log" 2>&1
   rc=$?
@@ -36,7 +41,7 @@ done
 
 failure_rank=$(find_exe prefixd_failure_rank)
 driver=tests/mpi/failure/run_failure_test.sh
-if [ -n "$failure_rank" ] && [ "$gpus" -ge 2 ]; then
+if [ -n "$failure_rank" ] && [ "$gpus" -ge 2 ] && [ "$only" != 1 ]; then
   for scenario in "throw:nonzero:throw --rank 1 --at 20 --backend nccl" "kill:nonzero:kill --rank 1 --at 20 --backend nccl"; do
     IFS=: read -r name expect args <<<"$scenario"
     # shellcheck disable=SC2086
@@ -59,12 +64,12 @@ run_scaling() {  # label, timeout, args...
   [ $rc -eq 0 ] || status=1
 }
 run_scaling strong 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both --breakdown
-run_scaling strong_split 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both --breakdown --split
+run_scaling strong_split 180 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --breakdown --split
 run_scaling weak 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1
 for c in 1 2 4; do
   run_scaling "exposed_c$c" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks $c --breakdown
 done
-for c in 1 2; do
+for c in ${PREFIXD_SPLIT_CHUNKS:-1}; do
   run_scaling "exposed_split_c$c" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks $c --split --breakdown
 done
 run_scaling doc1m 240 --mode strong --prefix 1048576 --batch 16 --suffix 128 --layers 80 --qo-heads 64 --kv-heads 8 --gpus "$gpus" -n 3 -w 1

@@ -89,6 +89,6 @@ echo
 echo "================ prefixd gpu-scaling summary ($gpus GPUs; logs in $out) ================"
 for line in "${summary[@]}"; do echo "$line"; done
 echo "---- scaling rows ----"
-[ -f "$csv" ] && cut -d, -f1-6,11-17,22- "$csv" | column -s, -t | cut -c1-260
+[ -f "$csv" ] && cut -d, -f1-6,11-17,22- "$csv" | { if command -v column >/dev/null; then column -s, -t; else tr , '\t'; fi; } | cut -c1-260
 echo "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

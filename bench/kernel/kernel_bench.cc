@@ -28,6 +28,10 @@
 #include <tuple>
 #include <vector>
 
+#include <cstdlib>
+#include <map>
+#include <utility>
+
 #include <cxxopts.hpp>
 
 #include "prefixd/common/error.h"
@@ -66,11 +70,89 @@ struct Row {
   double check_v_err = 0, check_s_err = 0;  // worst over every checked output of the shape
   int wrong = 0;                            // outputs (cascade, graph, baseline) that failed the check
   std::string note;
+  std::string variant;  // --variants: the variant's name ("" without --variants)
 };
 
 struct Ceilings {
   double copy_bw = kNaN;  // bytes (read + written) per second
   double gemm = kNaN;     // FLOP/s
+};
+
+// A variant of the CUDA backend for --variants: environment settings applied (on top of the
+// process's own environment) before a fresh backend is made for each (shape, variant).
+struct Variant {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// Named sets of the backend's environment toggles; a variant is a '+'-joined list of these names
+// and/or raw NAME=VALUE settings, e.g. "trigger+w1" or "PREFIXD_PREFIX_TARGET_ITEMS=112+trigger".
+const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& VariantPresets() {
+  static const std::map<std::string, std::vector<std::pair<std::string, std::string>>> presets = {
+      {"default", {}},
+      {"trigger", {{"PREFIXD_PREFIX_PDL_TRIGGER", "1"}}},          // prefix kernel triggers the decode launch
+      {"nopdl", {{"PREFIXD_DECODE_PDL", "0"}}},                    // decode launched normally
+      {"w1", {{"PREFIXD_DECODE_WARPS", "1"}}},                     // 1-warp decode CTAs
+      {"w2", {{"PREFIXD_DECODE_WARPS", "2"}}},
+      {"w4", {{"PREFIXD_DECODE_WARPS", "4"}}},
+      {"noevict", {{"PREFIXD_DECODE_EVICT_FIRST", "0"}}},
+      {"noprefetch", {{"PREFIXD_DECODE_PREFETCH", "0"}}},
+      {"stages3", {{"PREFIXD_SM90A_STAGES", "3"}}},                // deeper prefix K/V ring
+      {"plain", {{"PREFIXD_SM90A_SCHEDULE", "plain"}}},            // prefix without the FA3 overlap
+      {"mma-prefix", {{"PREFIXD_PREFIX_KERNEL", "mma"}}},
+  };
+  return presets;
+}
+
+Variant ParseVariant(const std::string& text) {
+  Variant v;
+  v.name = text;
+  std::stringstream parts(text);
+  for (std::string part; std::getline(parts, part, '+');) {
+    const size_t eq = part.find('=');
+    if (eq != std::string::npos) {
+      PREFIXD_CHECK_ARG(eq > 0, "--variants: bad setting '" << part << "' in '" << text << "'");
+      v.env.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+      continue;
+    }
+    const auto it = VariantPresets().find(part);
+    if (it == VariantPresets().end()) {
+      std::string names;
+      for (const auto& [name, env] : VariantPresets()) names += " " + name;
+      PREFIXD_THROW(::prefixd::ErrorKind::kInvalidArgument,
+                    "--variants: unknown variant '" << part << "' (presets:" << names << "; or NAME=VALUE)");
+    }
+    v.env.insert(v.env.end(), it->second.begin(), it->second.end());
+  }
+  return v;
+}
+
+// Sets a variant's environment, first restoring every name any variant touches to the value the
+// process started with (unset if it had none).
+class VariantEnvironment {
+ public:
+  explicit VariantEnvironment(const std::vector<Variant>& variants) {
+    for (const Variant& v : variants)
+      for (const auto& [name, value] : v.env)
+        if (!original_.count(name)) {
+          const char* now = std::getenv(name.c_str());
+          original_[name] = now ? std::make_pair(true, std::string(now)) : std::make_pair(false, std::string());
+        }
+  }
+  ~VariantEnvironment() { Restore(); }
+  void Apply(const Variant& v) {
+    Restore();
+    for (const auto& [name, value] : v.env) setenv(name.c_str(), value.c_str(), 1);
+  }
+  void Restore() {
+    for (const auto& [name, was] : original_) {
+      if (was.first) setenv(name.c_str(), was.second.c_str(), 1);
+      else unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::map<std::string, std::pair<bool, std::string>> original_;
 };
 
 struct Config {
@@ -82,6 +164,7 @@ struct Config {
 #endif
   int64_t copy_bytes = int64_t(4) << 30;
   int gemm_n = 8192;
+  std::vector<Variant> variants;  // empty: the backend as the environment sets it, once
 };
 
 double Median(std::vector<float> v) {
@@ -407,6 +490,7 @@ void PrintRow(const Row& r) {
                                               : "WRONG";
   if (r.checked_requests > 0) check += Fmt(" (%.1e", r.check_v_err) + Fmt(", %.1e)", r.check_s_err);
   check += r.note;
+  if (!r.variant.empty()) check += " [" + r.variant + "]";
   std::printf("  %5s %4d %7s %4d %5d %6d %5d | %9s %9s %8s %9s %9s | %7s %7s %7s %6s | %9s %9s %6s | %10s %6s %6s | %s\n",
               kernels::DTypeName(s.dtype), s.page_size, heads.c_str(), s.head_dim, s.batch, s.prefix, s.suffix,
               Fmt("%.1f", r.prefix_us).c_str(), Fmt("%.1f", r.suffix_us).c_str(), Fmt("%.1f", r.merge_us).c_str(),
@@ -444,11 +528,11 @@ std::string Num(double x) {
 void WriteCsv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream f(path);
   PREFIXD_CHECK_ARG(f.good(), "cannot write " << path);
-  f << kCsvFields << "\n";
+  f << kCsvFields << ",variant\n";
   for (const Row& r : rows) {
     f << kernels::DTypeName(r.shape.dtype);
     for (double x : Numbers(r)) f << "," << (std::isnan(x) ? "" : Num(x));
-    f << "\n";
+    f << "," << r.variant << "\n";
   }
 }
 
@@ -467,9 +551,51 @@ void WriteJson(const std::string& path, const std::vector<Row>& rows, const std:
     const std::vector<double> x = Numbers(rows[i]);
     f << "    {\"dtype\": \"" << kernels::DTypeName(rows[i].shape.dtype) << "\"";
     for (size_t j = 0; j < x.size(); ++j) f << ", \"" << names[j + 1] << "\": " << Num(x[j]);
-    f << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+    f << ", \"variant\": \"" << rows[i].variant << "\"}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   f << "  ]\n}\n";
+}
+
+// --variants: one line per shape, one column per variant: total µs (ratio), and the difference
+// to the first variant; then the same for the suffix part alone. Printed last, after every row.
+void PrintVariantTable(const std::vector<Row>& rows, const std::vector<Variant>& variants) {
+  if (variants.empty()) return;
+  const size_t nv = variants.size();
+  std::printf("#\n# variants (same run, same method; interleaved per shape; each a fresh backend):\n");
+  for (const Variant& v : variants) {
+    std::string env;
+    for (const auto& [name, value] : v.env) env += " " + name + "=" + value;
+    std::printf("#   %-24s%s\n", v.name.c_str(), env.empty() ? " (environment as given)" : env.c_str());
+  }
+  for (int part = 0; part < 3; ++part) {
+    const char* what = part == 0 ? "total us (ratio) [delta vs first]" : part == 1 ? "prefix part us" : "suffix part us";
+    std::printf("#\n# %-30s | %s\n", "shape", what);
+    std::printf("# %-30s", "");
+    for (const Variant& v : variants) std::printf(" | %-24s", v.name.substr(0, 24).c_str());
+    std::printf("\n");
+    for (size_t i = 0; i + nv <= rows.size(); i += nv) {
+      const Shape& s = rows[i].shape;
+      char shape[64];
+      std::snprintf(shape, sizeof(shape), "%s %d/%d D%d B%d P%d S%d", kernels::DTypeName(s.dtype), s.h_qo, s.h_kv,
+                    s.head_dim, s.batch, s.prefix, s.suffix);
+      std::printf("  %-30s", shape);
+      for (size_t j = 0; j < nv; ++j) {
+        const Row& r = rows[i + j];
+        std::string cell;
+        if (part == 0) {
+          cell = Fmt("%.1f", r.total_us) + Fmt(" (%.2f)", r.ratio);
+          if (j > 0) cell += Fmt(" %+.1f", r.total_us - rows[i].total_us);
+        } else {
+          const double x = part == 1 ? r.prefix_us : r.suffix_us, x0 = part == 1 ? rows[i].prefix_us : rows[i].suffix_us;
+          cell = Fmt("%.1f", x);
+          if (j > 0) cell += Fmt(" %+.1f", x - x0);
+        }
+        if (r.wrong > 0) cell += " WRONG";
+        std::printf(" | %-24s", cell.c_str());
+      }
+      std::printf("\n");
+    }
+  }
 }
 
 std::pair<int, int> ParseHeads(const std::string& text) {
@@ -507,6 +633,10 @@ int Main(int argc, char** argv) {
     ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("12345"))
     ("csv", "write the rows as CSV to this file", cxxopts::value<std::string>())
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
+    ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
+                 "table last. A variant is a '+'-joined list of presets (default, trigger, nopdl, w1, w2, w4, "
+                 "noevict, noprefetch, stages3, plain, mma-prefix) and NAME=VALUE environment settings, e.g. "
+                 "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("h,help", "print usage");
   // clang-format on
   cxxopts::ParseResult args;
@@ -539,6 +669,8 @@ int Main(int argc, char** argv) {
   cfg.copy_bytes = int64_t(args["copy-gib"].as<int>()) << 30;
   cfg.gemm_n = args["gemm-n"].as<int>();
   PREFIXD_CHECK_ARG(cfg.iters >= 1 && cfg.warmups >= 0, "--iters must be ≥ 1 and --warmup ≥ 0");
+  if (args.count("variants"))
+    for (const std::string& v : args["variants"].as<std::vector<std::string>>()) cfg.variants.push_back(ParseVariant(v));
 
   // Without a GPU, and unless the user named shapes, a small shape the CPU reference runs quickly.
   const bool user_shape = args.count("heads") || args.count("batch") || args.count("prefix") ||
@@ -621,10 +753,32 @@ int Main(int argc, char** argv) {
 
   std::vector<Row> rows;
   int wrong = 0;
+  if (!use_gpu && !cfg.variants.empty()) {
+    std::printf("# --variants ignored: no GPU (the variants are CUDA backend settings)\n");
+    cfg.variants.clear();
+  }
+  VariantEnvironment variant_env(cfg.variants);
   for (size_t i = 0; i < cfg.shapes.size(); ++i) {
     const uint64_t seed = args["seed"].as<uint64_t>() + 1000 * i;
     Row row;
 #ifdef PREFIXD_HAVE_CUDA
+    // Every variant of a shape with the same seed (same data, same check sample); the baseline
+    // (variant-independent apart from the decode toggles) only with the first.
+    for (size_t j = 0; j < cfg.variants.size(); ++j) {
+      variant_env.Apply(cfg.variants[j]);
+      std::unique_ptr<Backend> vb = kernels::MakeCudaBackend(backend_options);
+      Config vcfg = cfg;
+      vcfg.baseline = cfg.baseline && j == 0;
+      row = RunGpuShape(static_cast<kernels::cuda::CudaBackend&>(*vb), cfg.shapes[i], vcfg, seed);
+      vb.reset();
+      variant_env.Restore();
+      row.variant = cfg.variants[j].name;
+      ComputeDerived(ceilings, &row);
+      PrintRow(row);
+      wrong += row.wrong;
+      rows.push_back(row);
+    }
+    if (!cfg.variants.empty()) continue;
     if (use_gpu) row = RunGpuShape(static_cast<kernels::cuda::CudaBackend&>(*backend), cfg.shapes[i], cfg, seed);
 #endif
     if (!use_gpu) row = RunCpuShape(*backend, cfg.shapes[i], cfg, seed);
@@ -634,6 +788,7 @@ int Main(int argc, char** argv) {
     wrong += row.wrong;
     rows.push_back(row);
   }
+  PrintVariantTable(rows, cfg.variants);
   if (args.count("csv")) WriteCsv(args["csv"].as<std::string>(), rows);
   if (args.count("json")) WriteJson(args["json"].as<std::string>(), rows, backend->Describe(), ceilings, cfg);
   std::printf("# wrong results: %d %s\n", wrong, wrong == 0 ? "OK" : "FAILED");

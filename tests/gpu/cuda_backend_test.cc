@@ -532,11 +532,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The tensor-core decode kernel at every warps-per-CTA setting, with and without the programmatic
 // dependent launch after the prefix kernel, the evict-first K/V policy and the prefix-state
-// prefetch (PREFIXD_DECODE_WARPS / _PDL / _EVICT_FIRST / _PREFETCH).
+// prefetch (PREFIXD_DECODE_WARPS / _PDL / _EVICT_FIRST / _PREFETCH); and with the sm_90a prefix
+// kernel triggering the decode launch early (PREFIXD_PREFIX_PDL_TRIGGER, read at every prefix
+// launch), also with a capped persistent grid (PREFIXD_SM90A_MAX_CTAS: several items per prefix
+// CTA, so decode CTAs start while prefix CTAs still compute their last items).
 struct DecodeVariant {
   int warps;
   bool pdl;
   bool evict_first = true, prefetch = true;
+  bool trigger = false;
+  int prefix_max_ctas = 0;  // 0: one prefix CTA per SM
 };
 
 class CudaDecodeVariantTest : public ::testing::TestWithParam<DecodeVariant> {};
@@ -554,6 +559,17 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
   std::unique_ptr<Backend> backend = MakeDeviceBackend();
   for (const char* name : {"PREFIXD_DECODE_WARPS", "PREFIXD_DECODE_PDL", "PREFIXD_DECODE_EVICT_FIRST", "PREFIXD_DECODE_PREFETCH"})
     unsetenv(name);
+  // The prefix-side knobs are read at every launch: set for the whole test, unset on every exit.
+  struct PrefixEnv {
+    explicit PrefixEnv(const DecodeVariant& v) {
+      if (v.trigger) setenv("PREFIXD_PREFIX_PDL_TRIGGER", "1", 1);
+      if (v.prefix_max_ctas > 0) setenv("PREFIXD_SM90A_MAX_CTAS", std::to_string(v.prefix_max_ctas).c_str(), 1);
+    }
+    ~PrefixEnv() {
+      unsetenv("PREFIXD_PREFIX_PDL_TRIGGER");
+      unsetenv("PREFIXD_SM90A_MAX_CTAS");
+    }
+  } prefix_env(variant);
   EXPECT_NE(backend->Describe().find("warps forced: " + std::to_string(variant.warps)), std::string::npos)
       << backend->Describe();
   struct Shape {
@@ -587,11 +603,17 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
 INSTANTIATE_TEST_SUITE_P(Variants, CudaDecodeVariantTest,
                          ::testing::Values(DecodeVariant{1, true}, DecodeVariant{2, true}, DecodeVariant{4, true},
                                            DecodeVariant{1, false}, DecodeVariant{4, false},
-                                           DecodeVariant{2, true, false, false}),
+                                           DecodeVariant{2, true, false, false},
+                                           DecodeVariant{1, true, true, true, true}, DecodeVariant{2, true, true, true, true},
+                                           DecodeVariant{4, true, true, true, true},
+                                           DecodeVariant{2, false, true, true, true},
+                                           DecodeVariant{2, true, true, true, true, 3}),
                          [](const ::testing::TestParamInfo<DecodeVariant>& info) {
                            const DecodeVariant& v = info.param;
                            return "warps" + std::to_string(v.warps) + (v.pdl ? "_pdl" : "_nopdl") +
-                                  (v.evict_first ? "" : "_noevict") + (v.prefetch ? "" : "_noprefetch");
+                                  (v.evict_first ? "" : "_noevict") + (v.prefetch ? "" : "_noprefetch") +
+                                  (v.trigger ? "_trigger" : "") +
+                                  (v.prefix_max_ctas > 0 ? "_prefixctas" + std::to_string(v.prefix_max_ctas) : "");
                          });
 
 // ---------------------------------------------------------------------------------------------

@@ -112,15 +112,28 @@ __device__ __forceinline__ RowTarget MapGroupRow(int group_row, int first_reques
   return {first_request + group_row / gqa, kv_head * gqa + group_row % gqa};
 }
 
+// Programmatic dependent launch (PREFIXD_PREFIX_PDL_TRIGGER): a thread of a CTA that starts its
+// last item signals that the dependent grid (the decode kernel, launched with programmatic stream
+// serialisation) may be scheduled; it launches once every CTA of this grid has signalled or
+// exited, i.e. once every CTA works on its last item, so decode CTAs fill SMs as prefix CTAs
+// retire instead of after the last one. Only scheduling moves: the decode kernel still waits
+// (griddepcontrol.wait) for this grid's completion and memory flush before it reads a prefix state
+// or exits. No deadlock: all CTAs of this grid are resident when the trigger completes.
+__device__ __forceinline__ void MaybeTriggerDependents(bool trigger, int item, int num_items) {
+  if (trigger && item + int(gridDim.x) >= num_items) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
 // ---- producer ----------------------------------------------------------------------------------
 
 template <typename CFG>
 __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
-                                             const CUtensorMap* tmap_v, uint32_t smem, Ring<CFG> ring) {
+                                             const CUtensorMap* tmap_v, uint32_t smem, Ring<CFG> ring,
+                                             bool trigger) {
   PrefetchTensorMap(tmap_k);
   PrefetchTensorMap(tmap_v);
   RingPosition<CFG::STAGES> pos;
   for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
+    MaybeTriggerDependents(trigger, i, p.num_items);
     const PrefixWorkItem item = p.items[i];
     const PrefixGroup group = p.groups[item.group];
     const KvWalk<CFG::BLOCK_N> walk(item, group);
@@ -451,13 +464,14 @@ struct Consumer {
   }
 
   template <bool OVERLAP>
-  __device__ void Run() {
+  __device__ void Run(bool trigger) {
     const int gqa = p.num_qo_heads / p.num_kv_heads;
     RingPosition<CFG::STAGES> pos;
     if constexpr (OVERLAP) {
       if (wg == 1) TurnEnd();
     }  // warpgroup 0 takes the first turn
     for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
+      MaybeTriggerDependents(trigger, i, p.num_items);
       const PrefixWorkItem item = p.items[i];
       const PrefixGroup group = p.groups[item.group];
       const KvWalk<BLOCK_N> walk(item, group);
@@ -490,7 +504,7 @@ struct Consumer {
 template <typename CFG>
 __global__ void __launch_bounds__(CFG::THREADS, 1)
     PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
-                               const __grid_constant__ CUtensorMap tmap_v) {
+                               const __grid_constant__ CUtensorMap tmap_v, const int trigger_dependents) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
@@ -507,10 +521,10 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
-    if (threadIdx.x == 0) ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring);
+    if (threadIdx.x == 0) ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring, trigger_dependents != 0);
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG>(params, ring, smem, wg - 1).template Run<CFG::OVERLAP>();
+    Consumer<CFG>(params, ring, smem, wg - 1).template Run<CFG::OVERLAP>(trigger_dependents != 0);
   }
 }
 
@@ -521,6 +535,9 @@ struct WgmmaLaunch {
   int grid = 0;         // persistent CTAs (≤ items)
   int stages = 2;       // ring depth: 2, or > 2 for the deeper ring (3 at head_dim 128, 4 at 64)
   bool overlap = true;  // FA3 schedule (ping-pong + S/P·V overlap) or the plain one
+  // griddepcontrol.launch_dependents when a CTA starts its last item (MaybeTriggerDependents;
+  // PREFIXD_PREFIX_PDL_TRIGGER=1). Off: the dependent decode grid launches as the last CTA exits.
+  bool trigger_dependents = false;
 };
 
 template <typename CFG>
@@ -534,7 +551,8 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, CFG::SMEM_BYTES));
     raised_on_device.fetch_or(bit, std::memory_order_acq_rel);
   }
-  PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(l.params, l.tmap_k, l.tmap_v);
+  PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(l.params, l.tmap_k, l.tmap_v,
+                                                                                 l.trigger_dependents ? 1 : 0);
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 

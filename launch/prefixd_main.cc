@@ -126,6 +126,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("chunks", "pipeline chunks per step: the requests are cut into N chunks whose state exchange overlaps "
                  "the next chunk's compute (one extra backend and stream per chunk)",
        cxxopts::value<int>()->default_value("1"))
+      ("head-chunks", "per layer, cut the KV heads into N chunks whose query/state exchanges overlap the other "
+                      "chunks' compute (a2a only; divides the KV heads)",
+       cxxopts::value<int>()->default_value("1"))
       ("backend", "auto (CUDA when every rank has a GPU, else CPU), cuda or cpu",
        cxxopts::value<std::string>()->default_value("auto"))
       ("shard-min-tokens", "documents shorter than twice this stay whole on one rank", cxxopts::value<int32_t>())
@@ -183,6 +186,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.worker.num_qo_heads = Opt<int>(args, "qo-heads", def.qo_heads);
   eo.worker.reduction = worker::ParseStateReduction(args["reduction"].as<std::string>());
   eo.worker.keep_layer_outputs = true;
+  eo.worker.head_chunks = args["head-chunks"].as<int>();
   eo.placement.shard_min_tokens = shard_min;
   eo.seed = args["seed"].as<uint64_t>();
   eo.vocab = kVocab;

@@ -21,6 +21,8 @@
 //                 attention, reduce (all layers), and their sum fenced_ms (> step_ms: the fences
 //                 remove all overlap); for attribution only
 // --split computes each rank's own rows on a second stream, off the critical path (worker.h).
+// --head-chunks N cuts each layer's KV heads into N chunks whose exchanges overlap the other
+// chunks' compute (worker.h; all-to-all reduction only, the tree falls back to 1).
 // Output: '#' metadata lines, a fixed-width table, and CSV (--csv FILE, appended with a header
 // when the file is new). After the timed steps, --check requests are compared at the first and
 // last layer with the single-rank unshared computation; a mismatch exits non-zero.
@@ -67,6 +69,7 @@ struct Config {
   int warmup = 3, iters = 10, checks = 2;
   int chunks = 1;
   bool split = false;
+  int head_chunks = 1;
   bool breakdown = false;
 };
 
@@ -149,6 +152,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.reduction = c.reduction;
   eo.worker.keep_layer_outputs = true;
   eo.worker.split_own_rows = c.split;
+  eo.worker.head_chunks = c.head_chunks;
   {
     std::unique_ptr<coordinator::Engine> engine_ptr = coordinator::MakeEngine(eo, device, sub, c.chunks);
     coordinator::Engine& engine = *engine_ptr;
@@ -225,7 +229,7 @@ std::string CsvHeader() {
   return "mode,gpus,prefix,batch,suffix,layers,qo_heads,kv_heads,head_dim,dtype,reduction,chunks,step_ms,compute_ms,"
          "exposed_ms,exposed_pct,efficiency,tokens_per_s,prefix_tflops,mem_gib_per_gpu,check_rel_err,split,"
          "host_plan_ms,host_prepare_ms,host_layers_ms,host_wait_ms,bd_plan_ms,bd_prepare_ms,bd_queries_ms,"
-         "bd_attention_ms,bd_reduce_ms,fenced_ms";
+         "bd_attention_ms,bd_reduce_ms,fenced_ms,head_chunks";
 }
 
 std::string CsvRow(const Row& r) {
@@ -253,6 +257,7 @@ std::string CsvRow(const Row& r) {
   } else {
     out += ",,,,,,";
   }
+  out += "," + std::to_string(c.head_chunks);
   return out;
 }
 
@@ -284,6 +289,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
        cxxopts::value<int>()->default_value("1"))
       ("split", "own rows last: each rank's own requests on a second stream, off the critical path "
                 "(overlaps both exchanges)")
+      ("head-chunks", "per layer, cut the KV heads into N chunks: chunk c+1's queries and chunk c's states travel "
+                      "while a chunk computes (a2a only; worker.h); a list (e.g. 1,4) runs each",
+       cxxopts::value<std::string>()->default_value("1"))
       ("breakdown", "also time the steps with a fence at every phase boundary (per-phase device time)")
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
       ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
@@ -326,6 +334,10 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.checks = args["check"].as<int>();
   base.chunks = args["chunks"].as<int>();
   base.split = args.count("split") > 0;
+  const std::vector<int> head_chunk_list = ParseList(args["head-chunks"].as<std::string>());
+  for (int h : head_chunk_list)
+    PREFIXD_CHECK_ARG(h >= 1 && base.kv_heads % h == 0, "--head-chunks: " << h << " does not divide the KV heads");
+  base.head_chunks = head_chunk_list.front();
   base.breakdown = args.count("breakdown") > 0;
   PREFIXD_CHECK_ARG(base.chunks >= 1 && base.chunks <= 16, "--chunks must be in [1, 16]");
   PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,
@@ -352,12 +364,12 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   if (rank == 0) {
     std::printf("# prefixd_scaling_bench: %d rank(s), backend %s%s\n", ranks, use_cuda ? "cuda" : "cpu",
                 use_cuda ? "" : " (no GPU: small default sizes)");
-    std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d, %d pipeline chunk(s)%s; "
-                "warm-up %d, median of %d steps\n",
+    std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d, %d pipeline chunk(s)%s, "
+                "head chunks %s; warm-up %d, median of %d steps\n",
                 base.batch, base.suffix, base.layers, base.qo_heads, base.kv_heads, base.head_dim,
                 kernels::DTypeName(base.dtype), base.page_size, base.chunks, base.split ? ", own rows split" : "",
-                base.warmup, base.iters);
-    std::printf("%6s %4s %8s %5s %5s %6s %5s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",
+                args["head-chunks"].as<std::string>().c_str(), base.warmup, base.iters);
+    std::printf("%6s %4s %8s %5s %5s %6s %8s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",
                 "suffix", "layers", "red", "step_ms", "compute_ms", "exposed_ms", "exp_%", "eff", "tflops", "mem_gib",
                 "check");
     std::fflush(stdout);
@@ -367,9 +379,11 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   for (const std::string m : {std::string("strong"), std::string("weak")}) {
     if (mode != "both" && mode != m) continue;
     for (worker::StateReduction r : reductions) {
+     for (int hcn : head_chunk_list) {
       double t1 = NAN;
       for (int g : gpus) {
         Config c = base;
+        c.head_chunks = hcn;
         c.mode = m;
         c.gpus = g;
         c.reduction = r;
@@ -381,8 +395,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
         if (!std::isnan(t1)) row.efficiency = m == "strong" ? t1 / (g * row.step_ms) : t1 / row.step_ms;
         const double exposed = row.step_ms - row.compute_ms;
         const double flops = 4.0 * c.batch * c.qo_heads * double(c.prefix) * c.head_dim * c.layers;
-        std::printf("%6s %4d %8lld %5d %5d %6d %5s %10.3f %10.3f %10.3f %7.1f %6s %8.1f %8.3f %9s\n", m.c_str(), g,
-                    (long long)c.prefix, c.batch, c.suffix, c.layers, worker::StateReductionName(r), row.step_ms,
+        std::printf("%6s %4d %8lld %5d %5d %6d %3s/h%-2d %10.3f %10.3f %10.3f %7.1f %6s %8.1f %8.3f %9s\n", m.c_str(), g,
+                    (long long)c.prefix, c.batch, c.suffix, c.layers, worker::StateReductionName(r), hcn, row.step_ms,
                     row.compute_ms, exposed, 100.0 * exposed / row.step_ms,
                     std::isnan(row.efficiency) ? "-" : std::to_string(row.efficiency).substr(0, 5).c_str(),
                     flops / (row.step_ms * 1e-3) / 1e12, row.mem_gib,
@@ -401,6 +415,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
         failures += row.check_ok ? 0 : 1;
         rows.push_back(row);
       }
+     }
     }
   }
   if (rank == 0) {

@@ -77,7 +77,8 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
 
 class Harness {
  public:
-  Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens, bool split = false)
+  Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens, bool split = false,
+          int head_chunks = 1)
       : shape_(s), cuda_(cuda) {
     EngineOptions o;
     o.worker.pool.num_layers = s.layers;
@@ -89,6 +90,7 @@ class Harness {
     o.worker.num_qo_heads = s.hq;
     o.worker.reduction = reduction;
     o.worker.split_own_rows = split;
+    o.worker.head_chunks = head_chunks;
     o.placement.shard_min_tokens = shard_min_tokens;
     o.seed = 977;
     if (cuda) {
@@ -162,7 +164,9 @@ bool AllRanksHaveGpu() {
 }
 
 // Parameters: the state reduction, the worker's schedule ("chunksN": the step cut into N
-// pipeline chunks; "splitN": the same with own rows computed last, on their own backend), and the
+// pipeline chunks; "splitN": the same with own rows computed last, on their own backend;
+// "headsN": each layer's KV heads cut into N head chunks, with GQA and H_kv a multiple of N; the
+// tree reduction runs those without head chunks), and the
 // backend: "cpu" (CPU backend + MpiComm, what CI runs) or "cuda" (CUDA backend + NcclComm, one GPU
 // per rank; skipped elsewhere).
 class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std::string, std::string>> {
@@ -174,9 +178,25 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
   }
   StateReduction reduction() const { return std::get<0>(GetParam()); }
   bool split() const { return std::get<1>(GetParam()).rfind("split", 0) == 0; }
+  int head_chunks() const {
+    const std::string& m = std::get<1>(GetParam());
+    return m.rfind("heads", 0) == 0 ? std::stoi(m.substr(5)) : 1;
+  }
   int chunks() const {
     const std::string& m = std::get<1>(GetParam());
+    if (head_chunks() > 1) return 1;
     return std::stoi(m.substr(split() ? 5 : 6));
+  }
+  // A random shape; with head chunks, H_kv = N or 2N KV heads and a GQA group of 2 or 4.
+  Shape NewShape() {
+    Shape s = RandomShape(rng_);
+    const int hc = head_chunks();
+    if (hc > 1) {
+      s.hkv = hc * (1 + int(rng_() % 2));
+      s.hq = s.hkv * (rng_() % 2 ? 2 : 4);
+      s.d = 64;
+    }
+    return s;
   }
   bool cuda() const { return std::get<2>(GetParam()) == "cuda"; }
   uint64_t seed_ = 0;
@@ -191,10 +211,10 @@ std::string Describe(const Shape& s, uint64_t seed) {
 
 // One prefix cut into balanced shards over every rank (auto placement), several requests.
 TEST_P(EngineTest, EvenSplit) {
-  const Shape shape = RandomShape(rng_);
+  const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks());
   if (h.root()) {
     const int len = shape.page * n * (2 + int(rng_() % 4));  // whole pages on every rank
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, len));
@@ -210,14 +230,16 @@ TEST_P(EngineTest, EvenSplit) {
   MPI_Allreduce(MPI_IN_PLACE, &used, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (split() && n > 1 && chunks() == 1) EXPECT_TRUE(used) << "no rank ran the split schedule";
   if (!split()) EXPECT_FALSE(used);
+  // Head chunks ran with the all-to-all reduction; the tree falls back to whole heads.
+  EXPECT_EQ(h.engine().worker().last_head_chunks(), reduction() == StateReduction::kAllToAll ? head_chunks() : 1);
 }
 
 // Uneven shards, chosen by hint: random sizes (not page multiples), rank 1 (if any) empty.
 TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
-  const Shape shape = RandomShape(rng_);
+  const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30, split());
+  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30, split(), head_chunks());
   if (h.root()) {
     PrefixHint hint;
     int total = 0;
@@ -237,10 +259,10 @@ TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
 // A prefix of fewer pages than ranks: auto placement uses as many ranks as pages; a hint spreads
 // single tokens (one page each) over every rank.
 TEST_P(EngineTest, MoreRanksThanPrefixPages) {
-  const Shape shape = RandomShape(rng_);
+  const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks());
   if (h.root()) {
     const int32_t a = h.coord().AddPrefix(RandomTokens(rng_, shape.page + 1));  // 2 pages
     EXPECT_EQ(int(h.coord().prefixes().at(a).holders.size()), std::min(n, 2));
@@ -258,9 +280,9 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
 
 // Several prefixes at once: sharded, whole on one rank, and requests without a prefix.
 TEST_P(EngineTest, SeveralPrefixes) {
-  const Shape shape = RandomShape(rng_);
+  const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 48, split());
+  Harness h(shape, reduction(), chunks(), cuda(), 48, split(), head_chunks());
   if (h.root()) {
     const int32_t big = h.coord().AddPrefix(RandomTokens(rng_, 150 + int(rng_() % 100)));   // sharded
     const int32_t small = h.coord().AddPrefix(RandomTokens(rng_, 10 + int(rng_() % 30)));   // whole
@@ -277,9 +299,9 @@ TEST_P(EngineTest, SeveralPrefixes) {
 // Requests join and leave between steps (suffixes grow meanwhile); a prefix is freed on every
 // rank when its last request leaves and its pages are reused; in the end every page is free.
 TEST_P(EngineTest, JoinLeaveAndFree) {
-  const Shape shape = RandomShape(rng_);
+  const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 24, split());
+  Harness h(shape, reduction(), chunks(), cuda(), 24, split(), head_chunks());
   int32_t doc = -1;
   if (h.root()) {
     doc = h.coord().AddPrefix(RandomTokens(rng_, 60 + int(rng_() % 60)));
@@ -323,7 +345,11 @@ TEST_P(EngineTest, JoinLeaveAndFree) {
 TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
   Shape shape;
   shape.pages = 40;
-  Harness h(shape, reduction(), chunks(), cuda(), 8, split());
+  if (head_chunks() > 1) {
+    shape.hkv = head_chunks();
+    shape.hq = 2 * shape.hkv;
+  }
+  Harness h(shape, reduction(), chunks(), cuda(), 8, split(), head_chunks());
   if (h.root()) {
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, 30));
     h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 3), 3, -1});
@@ -340,7 +366,7 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
-                                          testing::Values("chunks1", "chunks3", "split1", "split2"),
+                                          testing::Values("chunks1", "chunks3", "split1", "split2", "heads2", "heads4"),
                                           testing::Values("cpu", "cuda")),
                          [](const testing::TestParamInfo<std::tuple<StateReduction, std::string, std::string>>& info) {
                            return std::get<2>(info.param) + "_" + worker::StateReductionName(std::get<0>(info.param)) +

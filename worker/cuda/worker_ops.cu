@@ -161,6 +161,14 @@ void RecordWait(void* event, void* producer, void* waiter) {
   PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(S(waiter), e, 0));
 }
 
+void RecordEvent(void* event, void* stream) {
+  PREFIXD_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), S(stream)));
+}
+
+void StreamWaitEvent(void* waiter, void* event) {
+  PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(S(waiter), static_cast<cudaEvent_t>(event), 0));
+}
+
 void SynchronizeStream(void* stream) { PREFIXD_CUDA_CHECK(cudaStreamSynchronize(S(stream))); }
 
 }  // namespace prefixd::worker::cuda

@@ -31,7 +31,7 @@ StateReduction ParseStateReduction(const std::string& name) {
 struct Worker::Buffers {
   explicit Buffers(Backend* b)
       : upload(b), q_own(b), q_send(b), q_recv(b), q_local(b), v_loc(b), s_loc(b), st_send(b), st_recv(b), v_in(b),
-        s_in(b), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b) {}
+        s_in(b), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b), v_hc(b), s_hc(b) {}
   BackendBuffer upload;                   // per-step host arrays, one copy (layout below)
   std::vector<uint8_t> upload_host;       // their host copy (kept until the step's final sync)
   BackendBuffer q_own, q_send, q_recv, q_local;
@@ -40,6 +40,7 @@ struct Worker::Buffers {
   BackendBuffer v_in, s_in;               // [merge_n][B_own][H][D] / [merge_n][B_own][H]
   BackendBuffer s_max, slab, slab_recv;   // tree reduction
   BackendBuffer q_x, v_x, s_x;            // split: X's queries and states [num_x]
+  BackendBuffer v_hc, s_hc;               // head chunks: merged states, [N][B_own][H_qo/N][D] / [..][H_qo/N]
   // split: O's states [B_own], in the split backend's memory (same device).
   std::unique_ptr<BackendBuffer> v_own, s_own;
 
@@ -58,13 +59,18 @@ struct Worker::Buffers {
   const int32_t* x_pack = nullptr;        // split: [Σ send] X row of each send row
   const int32_t* o_merge_src = nullptr;   // split: merge_src with local rows as own (O) rows
   const int32_t* loc_from_split = nullptr;  // split: [B_loc] X row, or −2 − O row (tree rebuild)
+  // Head chunks (N): rows of H_qo/N heads; own query sub-row (own row · N + c).
+  const int32_t* hc_q_pack = nullptr;     // [N][Σ send]: own sub-row of each chunk-major send row
+  const int32_t* hc_q_unpack = nullptr;   // [N][B_loc]: chunk c's recv row, or −2 − own sub-row
+  const int32_t* hc_out = nullptr;        // [B_own · N]: chunk-major merged row of each output sub-row
 
   // Per-peer byte counts and offsets of this step's exchanges.
   comm::ExchangeBytes q_bytes, st_bytes;
+  comm::ExchangeBytes hc_q_bytes, hc_st_bytes;  // head chunks: one chunk's exchange
 
   int64_t bytes() const {
     const BackendBuffer* all[] = {&upload, &q_own, &q_send, &q_recv, &q_local, &v_loc, &s_loc, &st_send, &st_recv,
-                                  &v_in, &s_in, &s_max, &slab, &slab_recv, &q_x, &v_x, &s_x};
+                                  &v_in, &s_in, &s_max, &slab, &slab_recv, &q_x, &v_x, &s_x, &v_hc, &s_hc};
     int64_t n = 0;
     for (const BackendBuffer* b : all) n += int64_t(b->bytes());
     if (v_own) n += int64_t(v_own->bytes() + s_own->bytes());
@@ -105,6 +111,12 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   PREFIXD_CHECK_ARG(options_.num_qo_heads > 0 && options_.num_qo_heads % pool.num_kv_heads == 0,
                     "Worker: num_qo_heads " << options_.num_qo_heads << " is not a positive multiple of num_kv_heads "
                                             << pool.num_kv_heads);
+  PREFIXD_CHECK_ARG(options_.head_chunks >= 1 && options_.head_chunks <= 16 &&
+                        pool.num_kv_heads % options_.head_chunks == 0,
+                    "Worker: head_chunks " << options_.head_chunks << " must divide num_kv_heads " << pool.num_kv_heads
+                                           << " (and be in [1, 16])");
+  PREFIXD_CHECK_ARG(options_.head_chunks == 1 || !options_.split_own_rows,
+                    "Worker: head_chunks > 1 and split_own_rows do not combine");
   const bool device = backend->kind() == BackendKind::kCuda;
   PREFIXD_CHECK_ARG(device == (comm_->memory() == comm::MemoryKind::kDevice),
                     "Worker: comm '" << comm_->name() << "' works on " << (device ? "host" : "device")
@@ -346,15 +358,23 @@ void Worker::Decode(const StepPlan& plan) {
   const int ps = options_.pool.page_size;
   // Append this step's token to every decoding request: every rank tracks lengths and hashes,
   // the owner also writes the token's K/V.
-  std::set<int32_t> seen;
-  std::vector<uint64_t> app_hash;
-  std::vector<int64_t> app_pos, app_slot;
+  // No request twice (sorted ids, no set), and no per-step allocation once the vectors have grown.
+  std::vector<int32_t>& ids = scratch_ids_;
+  ids.clear();
+  for (const DecodeEntry& e : plan.decode) ids.push_back(e.request_id);
+  std::sort(ids.begin(), ids.end());
+  const auto twice = std::adjacent_find(ids.begin(), ids.end());
+  PREFIXD_CHECK_INTERNAL(twice == ids.end(), "step " << plan.step << " decodes request " << *twice << " twice");
+  std::vector<uint64_t>& app_hash = app_hash_;
+  std::vector<int64_t>& app_pos = app_pos_;
+  std::vector<int64_t>& app_slot = app_slot_;
+  app_hash.clear();
+  app_pos.clear();
+  app_slot.clear();
   for (const DecodeEntry& e : plan.decode) {
     auto it = requests_.find(e.request_id);
     PREFIXD_CHECK_INTERNAL(it != requests_.end(), "step " << plan.step << " decodes request " << e.request_id
                                                           << ", which is not present");
-    PREFIXD_CHECK_INTERNAL(seen.insert(e.request_id).second,
-                           "step " << plan.step << " decodes request " << e.request_id << " twice");
     RequestInfo& r = it->second;
     PREFIXD_CHECK_INTERNAL(int64_t(r.length) < int64_t(r.pages.size()) * ps,
                            "request " << r.id << " decodes past its " << r.pages.size() << " reserved pages");
@@ -470,6 +490,11 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   }
   ch.num_x = num_x;
   ch.is_split = options_.split_own_rows && L.needs_state_exchange && num_x > 0 && num_o > 0;
+  PREFIXD_CHECK_ARG(options_.head_chunks == 1 || chunks_.size() == 1,
+                    "Worker: head_chunks > 1 needs a single request chunk (no AddPipelineBackend)");
+  // Head chunks: all-to-all only (the tree reduction falls back to whole heads).
+  const int hc = options_.reduction == StateReduction::kAllToAll && !ch.is_split ? options_.head_chunks : 1;
+  ch.head_chunks = hc;
 
   // The local cascade: one group per held prefix (its shard here), then the suffix-only group.
   // `keep` picks the rows of a split half (all rows when not split).
@@ -507,8 +532,24 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     be.LoadPlan(kernels::PlanCascade(make_batch([&](int i) { return !L.local_owned[i]; }), pool, be.DefaultPlanOptions()));
     ch.split->LoadPlan(kernels::PlanCascade(make_batch([&](int i) { return bool(L.local_owned[i]); }), pool,
                                             ch.split->DefaultPlanOptions()));
+  } else if (b_loc > 0 && hc > 1) {  // one plan for H_kv/N heads, run over each chunk's head view
+    kernels::DecodeBatch batch = make_batch([](int) { return true; });
+    batch.num_qo_heads = hq / hc;
+    kernels::KvPoolShape view = pool;
+    view.num_kv_heads = pool.num_kv_heads / hc;
+    be.LoadPlan(kernels::PlanCascade(batch, view, be.DefaultPlanOptions()));
   } else if (b_loc > 0) {
     be.LoadPlan(kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions()));
+  }
+  // Head chunks: the layout's indices over sub-rows of H_qo/N heads (own row j, chunk c: j·N + c).
+  std::vector<int32_t> hc_q_pack, hc_q_unpack, hc_out;
+  if (hc > 1) {
+    for (int c = 0; c < hc; ++c)
+      for (int32_t j : L.q_pack) hc_q_pack.push_back(j * hc + c);
+    for (int c = 0; c < hc; ++c)
+      for (int32_t u : L.q_unpack) hc_q_unpack.push_back(u >= 0 ? u : -2 - ((-2 - u) * hc + c));
+    for (int j = 0; j < b_own; ++j)
+      for (int c = 0; c < hc; ++c) hc_out.push_back(c * b_own + j);
   }
 
   // Split: the layout's local-row indices, renamed to X or O rows.
@@ -546,6 +587,7 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   const size_t o_tl = Append(&up, L.tree_local_pos), o_td = Append(&up, L.tree_dst), o_to = Append(&up, L.tree_own_pos);
   const size_t o_xu = Append(&up, x_unpack), o_xp = Append(&up, x_pack), o_om = Append(&up, o_merge_src);
   const size_t o_ls = Append(&up, loc_from_split);
+  const size_t o_hp = Append(&up, hc_q_pack), o_hu = Append(&up, hc_q_unpack), o_ho = Append(&up, hc_out);
   B.upload.Reserve(std::max<size_t>(up.size(), 8));
   be.CopyToDeviceAsync(B.upload.get(), up.data(), up.size());
   auto* base = B.upload.get<uint8_t>();
@@ -563,6 +605,9 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   B.x_pack = reinterpret_cast<const int32_t*>(base + o_xp);
   B.o_merge_src = reinterpret_cast<const int32_t*>(base + o_om);
   B.loc_from_split = reinterpret_cast<const int32_t*>(base + o_ls);
+  B.hc_q_pack = reinterpret_cast<const int32_t*>(base + o_hp);
+  B.hc_q_unpack = reinterpret_cast<const int32_t*>(base + o_hu);
+  B.hc_out = reinterpret_cast<const int32_t*>(base + o_ho);
 
   // Buffers for this step's shapes (no allocation inside the layer loop).
   const size_t q_row = size_t(hq) * d * kernels::DTypeBytes(pool.dtype);
@@ -592,6 +637,12 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   }
   B.q_bytes = comm::PeerMajorBytes(L.q_send_count, L.q_recv_count, q_row);
   B.st_bytes = comm::PeerMajorBytes(L.st_send_count, L.st_recv_count, st_row);
+  if (hc > 1) {  // every chunk-major buffer holds N chunks of 1/N of a row: the same bytes
+    B.v_hc.Reserve(rows(b_own) * v_row);
+    B.s_hc.Reserve(rows(b_own) * s_row);
+    B.hc_q_bytes = comm::PeerMajorBytes(L.q_send_count, L.q_recv_count, q_row / hc);
+    B.hc_st_bytes = comm::PeerMajorBytes(L.st_send_count, L.st_recv_count, st_row / hc);
+  }
 }
 
 float* Worker::OutV(int layer, const Chunk& ch) {
@@ -606,6 +657,10 @@ float* Worker::OutS(int layer, const Chunk& ch) {
 }
 
 void Worker::RunLayer(int layer) {
+  if (chunks_[0].active && chunks_[0].head_chunks > 1) {
+    RunLayerHeadChunks(chunks_[0], layer);
+    return;
+  }
   const kernels::KvPoolShape& pool = options_.pool;
   const int hq = options_.num_qo_heads;
   const int row_words = hq * pool.head_dim * kernels::DTypeBytes(pool.dtype) / 4;
@@ -673,6 +728,116 @@ void Worker::RunLayer(int layer) {
     else ReduceTree(ch, layer);
     MarkPhase(&profile_.reduce_ms);
   }
+}
+
+void Worker::RunLayerHeadChunks(Chunk& ch, int layer) {
+  const kernels::KvPoolShape& pool = options_.pool;
+  const StepLayout& L = ch.layout;
+  Buffers& B = *ch.buf;
+  Backend& be = *ch.backend;
+  void* compute = be.stream();
+  void* comm_stream = sync_->comm_stream();
+  const int n = ch.head_chunks, hq = options_.num_qo_heads, d = pool.head_dim;
+  const int hq_c = hq / n, kv_c = pool.num_kv_heads / n, b_loc = L.num_local(), b_own = L.num_own();
+  const int64_t q_row_c = int64_t(hq_c) * d * kernels::DTypeBytes(pool.dtype);  // bytes
+  const int row_words_c = int(q_row_c / 4);
+  const int64_t v_row_c = int64_t(hq_c) * d, st_row_c = int64_t(hq_c) * (d + 1);  // floats
+  const int64_t q_send = Sum(L.q_send_count), q_recv = Sum(L.q_recv_count);
+  const int64_t st_send = Sum(L.st_send_count), st_recv = Sum(L.st_recv_count);
+  const bool direct = !L.needs_state_exchange;
+  PREFIXD_CHECK_INTERNAL(!direct || L.own_is_local, "chunk without state exchange has rows it does not own");
+  auto* q_send_base = B.q_send.get<uint8_t>();
+  auto* q_recv_base = B.q_recv.get<uint8_t>();
+  auto* q_local_base = B.q_local.get<uint8_t>();
+
+  // 1. Own queries, every head; then every chunk's send rows at once (chunk-major) and, on the
+  //    comm stream, chunk after chunk, the query exchanges (each marked, so that chunk c's
+  //    cascade waits for its own queries only).
+  kernels::SyntheticQueries q;
+  q.hashes = B.own_hash;
+  q.positions = B.own_pos;
+  q.n = b_own;
+  q.num_heads = hq;
+  q.head_dim = d;
+  q.dtype = pool.dtype;
+  q.layer = layer;
+  q.q = B.q_own.get();
+  kernels::FillSyntheticQueries(be, q);
+  std::vector<int> q_mark(n, -1), st_mark(n, -1);
+  if (L.needs_query_exchange) {
+    GatherRows(be, q_send_base, B.q_own.get(), nullptr, B.hc_q_pack, int(n * q_send), row_words_c, 0);
+    sync_->Wait(comm_stream, compute);
+    for (int c = 0; c < n; ++c) {
+      if (!options_.null_collectives)
+        comm_->AllToAllV(q_send_base + c * q_send * q_row_c, B.hc_q_bytes.send_bytes, B.hc_q_bytes.send_offsets,
+                         q_recv_base + c * q_recv * q_row_c, B.hc_q_bytes.recv_bytes, B.hc_q_bytes.recv_offsets,
+                         comm_stream);
+      q_mark[c] = sync_->Record(comm_stream);
+    }
+  }
+  MarkPhase(&profile_.queries_ms);
+
+  // Chunk c's merge: its own rows' local states ⊕ what arrived, into the chunk-major outputs.
+  auto merge = [&](int c) {
+    sync_->WaitFor(compute, st_mark[c]);
+    if (b_own == 0) return;
+    const float* recv = B.st_recv.get<float>() + c * st_recv * st_row_c;
+    const float* v_loc = B.v_loc.get<float>() + c * b_loc * v_row_c;
+    const float* s_loc = B.s_loc.get<float>() + c * b_loc * hq_c;
+    float* v_out = B.v_hc.get<float>() + c * b_own * v_row_c;
+    float* s_out = B.s_hc.get<float>() + c * b_own * hq_c;
+    if (L.merge_n == 1) {
+      UnpackStates(be, recv, v_loc, s_loc, B.merge_src, 1, b_own, hq_c, d, v_out, s_out);
+      return;
+    }
+    UnpackStates(be, recv, v_loc, s_loc, B.merge_src, L.merge_n, b_own, hq_c, d, B.v_in.get<float>(),
+                 B.s_in.get<float>());
+    be.MergeStates(B.v_in.get<float>(), B.s_in.get<float>(), L.merge_n, b_own * hq_c, d, v_out, s_out);
+  };
+
+  // 2. Per chunk: its queries, its cascade over its KV heads, its states out; the previous
+  //    chunk's merge once this chunk's cascade is enqueued.
+  for (int c = 0; c < n; ++c) {
+    if (q_mark[c] >= 0) sync_->WaitFor(compute, q_mark[c]);
+    void* q_c = q_local_base + c * b_loc * q_row_c;
+    GatherRows(be, q_c, q_recv_base + c * q_recv * q_row_c, B.q_own.get(), B.hc_q_unpack + int64_t(c) * b_loc, b_loc,
+               row_words_c, 0);
+    float* v_c = direct ? B.v_hc.get<float>() + c * b_own * v_row_c : B.v_loc.get<float>() + c * b_loc * v_row_c;
+    float* s_c = direct ? B.s_hc.get<float>() + c * b_own * hq_c : B.s_loc.get<float>() + c * b_loc * hq_c;
+    if (b_loc > 0) {
+      kernels::CascadeArgs args;
+      args.kv = kv_;
+      args.layer = layer;
+      args.q = q_c;
+      args.sm_scale = options_.sm_scale;
+      args.v_out = v_c;
+      args.s_out = s_c;
+      args.kv_head_offset = c * kv_c;
+      args.kv_head_count = kv_c;
+      be.RunCascade(args);
+    }
+    MarkPhase(&profile_.attention_ms);
+    if (direct) continue;
+    float* st_c = B.st_send.get<float>() + c * st_send * st_row_c;
+    PackStates(be, v_c, s_c, B.st_pack, int(L.st_pack.size()), hq_c, d, st_c);
+    sync_->Wait(comm_stream, compute);
+    if (!options_.null_collectives)
+      comm_->AllToAllV(st_c, B.hc_st_bytes.send_bytes, B.hc_st_bytes.send_offsets,
+                       B.st_recv.get<float>() + c * st_recv * st_row_c, B.hc_st_bytes.recv_bytes,
+                       B.hc_st_bytes.recv_offsets, comm_stream);
+    st_mark[c] = sync_->Record(comm_stream);
+    if (c > 0) merge(c - 1);
+    MarkPhase(&profile_.reduce_ms);
+  }
+  if (!direct) merge(n - 1);
+  // 3. Chunk-major merged states → the [B_own][H_qo][D] outputs. (The comm stream's last work,
+  //    chunk N−1's state exchange, is behind every other exchange of this layer, and the compute
+  //    stream has waited for it: nothing the next layer overwrites is still being read or sent.)
+  if (b_own > 0) {
+    GatherRows(be, OutV(layer, ch), B.v_hc.get(), nullptr, B.hc_out, b_own * n, int(v_row_c), 0);
+    GatherRows(be, OutS(layer, ch), B.s_hc.get(), nullptr, B.hc_out, b_own * n, hq_c, 0);
+  }
+  MarkPhase(&profile_.reduce_ms);
 }
 
 void Worker::RunSplitCascades(Chunk& ch, int layer) {

@@ -137,6 +137,8 @@ void DestroyStream(void* stream) noexcept;
 void* CreateEvent();
 void DestroyEvent(void* event) noexcept;
 void RecordWait(void* event, void* producer, void* waiter);
+void RecordEvent(void* event, void* stream);
+void StreamWaitEvent(void* waiter, void* event);
 void SynchronizeStream(void* stream);
 }  // namespace cuda
 #endif
@@ -151,8 +153,10 @@ StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kern
   comm_stream_ = cuda::CreateStream();
   try {
     for (size_t i = 0; i < kEvents; ++i) events_.push_back(cuda::CreateEvent());
+    for (int i = 0; i < kMarks; ++i) marks_.push_back(cuda::CreateEvent());
   } catch (...) {
     for (void* e : events_) cuda::DestroyEvent(e);
+    for (void* e : marks_) cuda::DestroyEvent(e);
     cuda::DestroyStream(comm_stream_);
     throw;
   }
@@ -162,6 +166,7 @@ StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kern
 StreamSync::~StreamSync() {
 #if defined(PREFIXD_HAVE_CUDA)
   for (void* e : events_) cuda::DestroyEvent(e);
+  for (void* e : marks_) cuda::DestroyEvent(e);
   if (comm_stream_) cuda::DestroyStream(comm_stream_);
 #endif
 }
@@ -174,6 +179,26 @@ void StreamSync::Wait(void* waiter, void* producer) {
 #else
   (void)waiter;
   (void)producer;
+#endif
+}
+
+int StreamSync::Record(void* producer) {
+  const int mark = next_mark_;
+  next_mark_ = (next_mark_ + 1) % kMarks;
+#if defined(PREFIXD_HAVE_CUDA)
+  if (cuda_) cuda::RecordEvent(marks_[mark], producer);
+#else
+  (void)producer;
+#endif
+  return mark;
+}
+
+void StreamSync::WaitFor(void* waiter, int mark) {
+#if defined(PREFIXD_HAVE_CUDA)
+  if (cuda_) cuda::StreamWaitEvent(waiter, marks_.at(size_t(mark)));
+#else
+  (void)waiter;
+  (void)mark;
 #endif
 }
 

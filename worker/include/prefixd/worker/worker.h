@@ -29,6 +29,18 @@
 // queries out → X → states back (X is (g−1)/g of the rows at g ranks) with O and the suffix
 // decode off it. Same states, same ⊕, so the results equal the unsplit path's to rounding.
 //
+// Head chunks (WorkerOptions::head_chunks = N > 1, all-to-all reduction): per layer, the KV
+// heads are cut into N chunks; chunk c is every local row for KV heads [c·H_kv/N, (c+1)·H_kv/N)
+// and their query heads, so the prefix kernel keeps its rows per tile (all requests × g) and one
+// cascade plan, made for H_kv/N heads, runs N times over the pool's heads (CascadeArgs' KV head
+// view). All chunks' queries go out first on the comm stream (chunk-major send buffer, one
+// gather); chunk c's cascade waits only for chunk c's queries; chunk c's states go out as soon
+// as its cascade is done and are merged after chunk c+1's cascade has been enqueued (deferred
+// event, StreamSync::Record/WaitFor). Only chunk 0's queries and chunk N−1's states stay on the
+// critical path. Every chunk has its own region of each exchange buffer, so nothing is reused
+// within a layer; the merged states land chunk-major and one gather per layer puts them back
+// into the [B_own][H_qo][D] outputs.
+//
 // Per-phase host timing (ProfileMode, profile()): kHost reads the clock at phase boundaries
 // (what the host spends enqueueing, and the final wait); kFenced also synchronises every stream
 // there, so each phase's device time lands in that phase (slower steps; for attribution only).
@@ -72,6 +84,10 @@ struct WorkerOptions {
   bool keep_layer_outputs = true;
   // Own rows last (see above); needs a split backend per chunk (AddSplitBackend).
   bool split_own_rows = false;
+  // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
+  // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
+  // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
+  int head_chunks = 1;
 };
 
 enum class ProfileMode { kOff, kHost, kFenced };
@@ -163,6 +179,8 @@ class Worker {
   const StepLayout& last_layout(int chunk = 0) const { return chunks_.at(chunk).layout; }
   // Whether chunk c of the last step ran split (own rows on the split backend).
   bool last_split(int chunk = 0) const { return chunks_.at(chunk).is_split; }
+  // Head chunks the last step ran with (1: none).
+  int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
 
  private:
   struct Buffers;
@@ -179,6 +197,7 @@ class Worker {
     bool active = false;  // has decode entries this step
     bool is_split = false;  // this step: X on backend, O on split (see above)
     int num_x = 0;          // rows of X (local rows owned elsewhere)
+    int head_chunks = 1;    // this step (see above)
   };
 
   void ApplyEvent(const PlanEvent& event);
@@ -192,6 +211,7 @@ class Worker {
   void Decode(const StepPlan& plan);
   void PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int>& entries);
   void RunLayer(int layer);
+  void RunLayerHeadChunks(Chunk& ch, int layer);
   float* OutV(int layer, const Chunk& ch);
   float* OutS(int layer, const Chunk& ch);
   void ReduceAllToAll(Chunk& ch, int layer);
@@ -221,6 +241,9 @@ class Worker {
   BackendBuffer out_v_, out_s_;          // [layers kept][B_own][H][D] / [..][B_own][H]
   BackendBuffer append_;                 // this step's appended tokens: hash, position, slot
   std::vector<uint8_t> append_host_;     // their host copy (kept until the step's final sync)
+  std::vector<int32_t> scratch_ids_;     // per-step host scratch, kept to avoid reallocation
+  std::vector<uint64_t> app_hash_;
+  std::vector<int64_t> app_pos_, app_slot_;
   std::vector<std::unique_ptr<kernels::Backend>> split_backends_;
 
   ProfileMode profile_mode_ = ProfileMode::kOff;

@@ -59,6 +59,13 @@ class StreamSync {
   void* comm_stream() const { return comm_stream_; }
   // Work enqueued on `waiter` from now on starts after the work enqueued on `producer` so far.
   void Wait(void* waiter, void* producer);
+  // Deferred form of Wait (head chunks: a chunk's state exchange is waited for only after the
+  // next chunk's cascade has been enqueued): Record() marks the work enqueued on `producer` so
+  // far; WaitFor() makes `waiter` wait for exactly that work. Marks come from a ring of
+  // kMarks events: a mark must be waited for before kMarks more are recorded.
+  static constexpr int kMarks = 64;
+  int Record(void* producer);
+  void WaitFor(void* waiter, int mark);
   // Blocks until the comm stream is idle.
   void Synchronize();
 
@@ -67,6 +74,8 @@ class StreamSync {
   void* comm_stream_ = nullptr;
   std::vector<void*> events_;
   size_t next_event_ = 0;
+  std::vector<void*> marks_;
+  int next_mark_ = 0;
 };
 
 }  // namespace prefixd::worker

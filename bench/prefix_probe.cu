@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/prefix_attention.cuh"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"

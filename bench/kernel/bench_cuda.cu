@@ -9,7 +9,7 @@
 #include <string>
 #include <type_traits>
 
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "prefixd/common/error.h"
 
 #define PREFIXD_CUBLAS_CHECK(call)                                                                   \

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "../src/internal.h"
-#include "cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "prefixd/comm/bootstrap.h"
 #include "prefixd/comm/mpi_check.h"
 #include "prefixd/comm/nccl_check.h"
@@ -36,7 +36,7 @@ int CudaDeviceCount() {
 
 int SelectLocalDevice(const MpiSession& session) {
   const int device = DeviceForLocalRank(session.local_rank(), CudaDeviceCount());
-  if (device >= 0) PREFIXD_COMM_CUDA_CHECK(cudaSetDevice(device));
+  if (device >= 0) PREFIXD_CUDA_CHECK(cudaSetDevice(device));
   return device;
 }
 
@@ -124,7 +124,7 @@ class NcclComm final : public Comm {
     }
     PREFIXD_NCCL_CHECK_COMM(nccl_, ncclGroupEnd());
     if (recv_bytes[rank_] > 0) {
-      PREFIXD_COMM_CUDA_CHECK(cudaMemcpyAsync(out + recv_offsets[rank_], in + send_offsets[rank_],
+      PREFIXD_CUDA_CHECK(cudaMemcpyAsync(out + recv_offsets[rank_], in + send_offsets[rank_],
                                               recv_bytes[rank_], cudaMemcpyDeviceToDevice, s));
     }
   }
@@ -163,7 +163,7 @@ class NcclComm final : public Comm {
     while (true) {
       const cudaError_t status = cudaStreamQuery(s);
       if (status == cudaSuccess) return;
-      if (status != cudaErrorNotReady) PREFIXD_COMM_CUDA_CHECK(status);
+      if (status != cudaErrorNotReady) PREFIXD_CUDA_CHECK(status);
       ncclResult_t async = ncclSuccess;
       PREFIXD_NCCL_CHECK_COMM(nccl_, ncclCommGetAsyncError(nccl_, &async));
       if (async != ncclSuccess) ThrowNcclError(async, nccl_, "asynchronous NCCL error", __FILE__, __LINE__);

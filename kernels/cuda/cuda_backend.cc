@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/merge_states.h"
 #include "kernels/cuda/prefix_attention.h"

@@ -26,7 +26,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/decode_attention_epilogue.cuh"
 

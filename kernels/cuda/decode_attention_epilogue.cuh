@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 
 namespace prefixd::kernels::cuda {

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 
 namespace prefixd::kernels::cuda {
 namespace {

@@ -25,7 +25,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_state.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/mma_sm80.cuh"
 #include "kernels/cuda/prefix_attention.h"
 

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "prefixd/kernels/synthetic_kv.h"
 
 namespace prefixd::kernels::cuda {

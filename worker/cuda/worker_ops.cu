@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 
 namespace prefixd::worker::cuda {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.cuh"
 #include "prefixd/common/error.h"
 

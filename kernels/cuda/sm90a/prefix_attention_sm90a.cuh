@@ -33,7 +33,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_state.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
 

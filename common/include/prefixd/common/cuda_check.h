@@ -4,7 +4,8 @@
 //   Kernel<<<grid, block, smem, stream>>>(...);
 //   PREFIXD_CUDA_CHECK_LAUNCH();                 // launch-configuration errors (cudaGetLastError)
 //
-// Internal to prefixd (CUDA types allowed); never include from a public header.
+// For CUDA-compiled code in every module (kernels, comm, worker, bench); header-only, so
+// prefixd_common itself does not link CUDA. Never include from a public plain-C++ header.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,7 +14,7 @@
 
 #include "prefixd/common/error.h"
 
-namespace prefixd::kernels::cuda {
+namespace prefixd {
 
 [[noreturn]] inline void ThrowCudaError(cudaError_t err, const char* call, const char* file,
                                         int line) {
@@ -22,13 +23,13 @@ namespace prefixd::kernels::cuda {
   ::prefixd::ThrowError(::prefixd::ErrorKind::kLibrary, "CUDA", message, file, line);
 }
 
-}  // namespace prefixd::kernels::cuda
+}  // namespace prefixd
 
 #define PREFIXD_CUDA_CHECK(call)                                                      \
   do {                                                                                \
     const cudaError_t prefixd_cuda_err_ = (call);                                     \
     if (prefixd_cuda_err_ != cudaSuccess)                                             \
-      ::prefixd::kernels::cuda::ThrowCudaError(prefixd_cuda_err_, #call, __FILE__, __LINE__); \
+      ::prefixd::ThrowCudaError(prefixd_cuda_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a <<<...>>> launch: reports bad launch configurations (and earlier sticky errors) now,

@@ -30,7 +30,7 @@ status=0
 mpi_tests=$(find_exe prefixd_mpi_tests)
 # PREFIXD_SCALING_ONLY=1: skip the MPI and failure tests (a scaling-only pass within one call).
 only=${PREFIXD_SCALING_ONLY:-0}
-for np in 2 3 4; do
+for np in ${PREFIXD_MPI_NPS:-2 3 4}; do
   [ "$only" = 1 ] && break
   [ "$np" -le "$gpus" ] || continue
   timeout ${PREFIXD_TIMEOUT_MPI_TESTS:-240} bash -c "$(declare -f mpi); mpi $np $mpi_tests" >"$out/mpi_np$np.log" 2>&1
@@ -41,7 +41,7 @@ done
 
 failure_rank=$(find_exe prefixd_failure_rank)
 driver=tests/mpi/failure/run_failure_test.sh
-if [ -n "$failure_rank" ] && [ "$gpus" -ge 2 ] && [ "$only" != 1 ]; then
+if [ -n "$failure_rank" ] && [ "$gpus" -ge 2 ] && [ "$only" != 1 ] && [ "${PREFIXD_SKIP_FAILURE:-0}" != 1 ]; then
   for scenario in "throw:nonzero:throw --rank 1 --at 20 --backend nccl" "kill:nonzero:kill --rank 1 --at 20 --backend nccl"; do
     IFS=: read -r name expect args <<<"$scenario"
     # shellcheck disable=SC2086
@@ -54,8 +54,11 @@ if [ -n "$failure_rank" ] && [ "$gpus" -ge 2 ] && [ "$only" != 1 ]; then
   done
 fi
 
-scaling=$(find_exe prefixd_scaling_bench)
+# PREFIXD_TESTS_ONLY=1: the tests above and nothing else (launch/gpu-all.sh runs them beside the
+# kernel checks, on the GPUs those leave free).
 csv="$out/scaling.csv"
+if [ "${PREFIXD_TESTS_ONLY:-0}" != 1 ]; then
+scaling=$(find_exe prefixd_scaling_bench)
 run_scaling() {  # label, timeout, args...
   local label=$1 limit=$2; shift 2
   timeout "$limit" bash -c "$(declare -f mpi); mpi $gpus $scaling --csv $csv $*" >"$out/scaling_$label.log" 2>&1
@@ -64,11 +67,13 @@ run_scaling() {  # label, timeout, args...
   [ $rc -eq 0 ] || status=1
 }
 run_scaling strong 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both --breakdown
+run_scaling strong_heads2 180 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --head-chunks 2
 run_scaling strong_split 180 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --breakdown --split
 run_scaling weak 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1
-for c in 1 2 4; do
+for c in ${PREFIXD_EXPOSED_CHUNKS:-1 2}; do
   run_scaling "exposed_c$c" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks $c --breakdown
 done
+run_scaling exposed_heads2 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --head-chunks 2
 for c in ${PREFIXD_SPLIT_CHUNKS:-1}; do
   run_scaling "exposed_split_c$c" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks $c --split --breakdown
 done
@@ -83,6 +88,8 @@ note "main job (default, $gpus GPUs)" "rc $rc; $(grep -E '^# done' "$out/main_de
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || python3 -c 'import matplotlib' 2>/dev/null; then
   py=/usr/bin/python3; $py -c 'import matplotlib' 2>/dev/null || py=python3
   $py bench/scaling/plot.py "$csv" -o "$out/scaling.png" --title "prefixd on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x$gpus" >"$out/plot.log" 2>&1 || true
+fi
+
 fi
 
 echo

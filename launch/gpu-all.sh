@@ -24,7 +24,7 @@ variants=${PREFIXD_BENCH_VARIANTS:-default,trigger}
   export CUDA_VISIBLE_DEVICES=0
   OUT=$work/check PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 bash launch/gpu-check.sh >"$work/check.txt" 2>&1
   echo "gpu-check exit $?" >>"$work/check.txt"
-  timeout 300 "$PREFIXD_BIN_DIR/prefixd_kernel_bench" --heads 32/32,32/8 --variants "$variants" \
+  timeout "${PREFIXD_TIMEOUT_BENCH:-300}" "$PREFIXD_BIN_DIR/prefixd_kernel_bench" --heads 32/32,32/8 --variants "$variants" \
     --csv "$work/kernel_bench.csv" >"$work/kernel_bench.txt" 2>&1
   echo "kernel bench exit $?" >>"$work/kernel_bench.txt"
 ) &

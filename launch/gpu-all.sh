@@ -17,7 +17,7 @@ export PREFIXD_BIN_DIR=${PREFIXD_BIN_DIR:-.carry/lead}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 nvidia-smi -L
-variants=${PREFIXD_BENCH_VARIANTS:-default,trigger}
+variants=${PREFIXD_BENCH_VARIANTS:-default,notrigger}
 
 # --- A. GPU 0: kernels; GPUs 1..: distributed tests (2 and 3 ranks) --------------------------
 (

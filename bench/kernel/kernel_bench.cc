@@ -90,7 +90,8 @@ struct Variant {
 const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& VariantPresets() {
   static const std::map<std::string, std::vector<std::pair<std::string, std::string>>> presets = {
       {"default", {}},
-      {"trigger", {{"PREFIXD_PREFIX_PDL_TRIGGER", "1"}}},          // prefix kernel triggers the decode launch
+      {"trigger", {{"PREFIXD_PREFIX_PDL_TRIGGER", "1"}}},          // prefix kernel triggers the decode launch (default)
+      {"notrigger", {{"PREFIXD_PREFIX_PDL_TRIGGER", "0"}}},        // decode launches when the prefix grid exits
       {"nopdl", {{"PREFIXD_DECODE_PDL", "0"}}},                    // decode launched normally
       {"w1", {{"PREFIXD_DECODE_WARPS", "1"}}},                     // 1-warp decode CTAs
       {"w2", {{"PREFIXD_DECODE_WARPS", "2"}}},
@@ -634,7 +635,7 @@ int Main(int argc, char** argv) {
     ("csv", "write the rows as CSV to this file", cxxopts::value<std::string>())
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
-                 "table last. A variant is a '+'-joined list of presets (default, trigger, nopdl, w1, w2, w4, "
+                 "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
                  "noevict, noprefetch, stages3, plain, mma-prefix) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("h,help", "print usage");

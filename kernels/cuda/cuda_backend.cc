@@ -93,8 +93,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
   // Read by the sm_90a prefix launcher at every launch (prefix_attention_sm90a.h); named here when set.
-  if (const char* env = std::getenv("PREFIXD_PREFIX_PDL_TRIGGER"); env != nullptr && std::strcmp(env, "0") != 0)
-    d << " [prefix PDL trigger]";
+  if (const char* env = std::getenv("PREFIXD_PREFIX_PDL_TRIGGER"); env != nullptr && std::strcmp(env, "0") == 0)
+    d << " [prefix PDL trigger off]";
   description_ = d.str();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.

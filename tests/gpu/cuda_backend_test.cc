@@ -562,7 +562,7 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
   // The prefix-side knobs are read at every launch: set for the whole test, unset on every exit.
   struct PrefixEnv {
     explicit PrefixEnv(const DecodeVariant& v) {
-      if (v.trigger) setenv("PREFIXD_PREFIX_PDL_TRIGGER", "1", 1);
+      setenv("PREFIXD_PREFIX_PDL_TRIGGER", v.trigger ? "1" : "0", 1);  // the default is on
       if (v.prefix_max_ctas > 0) setenv("PREFIXD_SM90A_MAX_CTAS", std::to_string(v.prefix_max_ctas).c_str(), 1);
     }
     ~PrefixEnv() {

@@ -536,8 +536,9 @@ struct WgmmaLaunch {
   int stages = 2;       // ring depth: 2, or > 2 for the deeper ring (3 at head_dim 128, 4 at 64)
   bool overlap = true;  // FA3 schedule (ping-pong + S/P·V overlap) or the plain one
   // griddepcontrol.launch_dependents when a CTA starts its last item (MaybeTriggerDependents;
-  // PREFIXD_PREFIX_PDL_TRIGGER=1). Off: the dependent decode grid launches as the last CTA exits.
-  bool trigger_dependents = false;
+  // on unless PREFIXD_PREFIX_PDL_TRIGGER=0). Off: the dependent decode grid launches as the last
+  // CTA exits.
+  bool trigger_dependents = true;
 };
 
 template <typename CFG>

@@ -1,8 +1,11 @@
 #include "prefixd/kernels/plan.h"
 
 #include <algorithm>
+#include <climits>
+#include <numeric>
 
 #include "prefixd/common/error.h"
+#include "prefixd/kernels/cost_model.h"
 
 namespace prefixd::kernels {
 namespace {
@@ -128,9 +131,8 @@ class Reader {
   size_t pos_ = 0;
 };
 
-}  // namespace
-
-CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options) {
+// The plan of the batch exactly as given (no layout choice).
+CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options) {
   pool.Validate();
   ValidateOptions(options);
   const int b = batch.num_requests();
@@ -201,6 +203,152 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
         plan.decode_items.push_back(DecodeWorkItem{r, h, bounds[c], bounds[c + 1], first + c, finish});
   }
   return plan;
+}
+
+// Layout choice (PlanOptions::choose_layout). Candidates are scored by the cost model:
+//  1. split options: the given ones, the prefix item target ×½ and ×2, each with the suffixes split
+//     as given or not split at all (6 plans per layout; the best is the layout's score);
+//  2. layouts: every group cascade; then, greedily, eligible groups flipped to plain in ascending
+//     order of their prefix work (requests × prefix tokens) while each flip lowers the predicted
+//     time (stopping at the first that does not: a group with more prefix work gains less from
+//     plain decode); and every eligible group plain. The lowest predicted time wins; ties keep the
+//     earlier candidate (cascade first, the given split options first).
+// Cost: at most (2 + eligible groups) × 6 plans, usually 3 × 6; each plan is O(items).
+struct Scored {
+  double us = 0;
+  PlanOptions options;
+  std::vector<uint8_t> plain;
+};
+
+Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
+                   const CostModelParams& params, const std::vector<uint8_t>& plain, int* candidates) {
+  const DecodeBatch layout = PlainLayout(batch, plain, pool.page_size);
+  const int target = base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items;
+  Scored best;
+  bool first = true;
+  for (const int prefix_target : {target, std::max(1, target / 2), target * 2})
+    for (const int min_decode_chunk : {base.min_decode_chunk, INT_MAX}) {
+      if (!first && min_decode_chunk == base.min_decode_chunk && prefix_target == target) continue;
+      PlanOptions o = base;
+      o.prefix_target_items = prefix_target;
+      o.min_decode_chunk = min_decode_chunk;
+      const double us = PredictCost(PlanFixed(layout, pool, o), params).total_us;
+      ++*candidates;
+      if (first || us < best.us) best = Scored{us, o, plain};
+      first = false;
+    }
+  return best;
+}
+
+CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
+                       PlanReport* report) {
+  PlanOptions base = options;
+  base.choose_layout = false;
+  base.cost_model.reset();
+  const CostModelParams params = options.cost_model ? *options.cost_model : CostModelParams::H200();
+  const int num_groups = int(batch.groups.size());
+  std::vector<int> eligible;
+  for (int g = 0; g < num_groups; ++g)
+    if (batch.groups[g].prefix.num_tokens > 0 && CanPlanPlain(batch.groups[g], pool.page_size)) eligible.push_back(g);
+  std::stable_sort(eligible.begin(), eligible.end(), [&](int a, int b) {
+    return int64_t(batch.groups[a].num_requests) * batch.groups[a].prefix.num_tokens <
+           int64_t(batch.groups[b].num_requests) * batch.groups[b].prefix.num_tokens;
+  });
+  int candidates = 0;
+  const std::vector<uint8_t> none(num_groups, 0);
+  std::vector<uint8_t> all = none;
+  for (int g : eligible) all[g] = 1;
+  const Scored cascade = ScoreLayout(batch, pool, base, params, none, &candidates);
+  Scored best = cascade;
+  Scored current = cascade;
+  for (size_t i = 0; i < eligible.size(); ++i) {
+    if (i + 1 == eligible.size()) break;  // the last flip is the all-plain candidate below
+    std::vector<uint8_t> plain = current.plain;
+    plain[eligible[i]] = 1;
+    const Scored s = ScoreLayout(batch, pool, base, params, plain, &candidates);
+    if (!(s.us < current.us)) break;
+    current = s;
+    if (s.us < best.us) best = s;
+  }
+  Scored all_plain;
+  if (!eligible.empty()) {
+    all_plain = ScoreLayout(batch, pool, base, params, all, &candidates);
+    if (all_plain.us < best.us) best = all_plain;
+  }
+  if (report) {
+    report->group_plain = best.plain;
+    report->prefix_target_items = best.options.prefix_target_items;
+    report->min_decode_chunk = best.options.min_decode_chunk;
+    report->predicted_us = best.us;
+    report->predicted_cascade_us = PredictCost(PlanFixed(batch, pool, base), params).total_us;
+    report->predicted_plain_us =
+        eligible.empty() ? report->predicted_cascade_us
+                         : PredictCost(PlanFixed(PlainLayout(batch, all, pool.page_size), pool, base), params).total_us;
+    report->candidates = candidates;
+  }
+  return PlanFixed(PlainLayout(batch, best.plain, pool.page_size), pool, best.options);
+}
+
+}  // namespace
+
+bool CanPlanPlain(const PrefixGroup& group, int page_size) {
+  return page_size > 0 && group.prefix.num_tokens % page_size == 0;
+}
+
+DecodeBatch PlainLayout(const DecodeBatch& batch, const std::vector<uint8_t>& plain, int page_size) {
+  if (plain.empty() || std::none_of(plain.begin(), plain.end(), [](uint8_t x) { return x != 0; })) return batch;
+  PREFIXD_CHECK_ARG(plain.size() == batch.groups.size(),
+                    "PlainLayout: " << plain.size() << " layout flags for " << batch.groups.size() << " groups");
+  PREFIXD_CHECK_ARG(page_size > 0, "PlainLayout: page_size must be positive, got " << page_size);
+  const int b = batch.num_requests();
+  std::vector<int32_t> prefix_first(b, 0), prefix_pages(b, 0);
+  DecodeBatch out;
+  out.num_qo_heads = batch.num_qo_heads;
+  out.groups = batch.groups;
+  for (size_t g = 0; g < batch.groups.size(); ++g) {
+    if (!plain[g]) continue;
+    const PrefixGroup& grp = batch.groups[g];
+    PREFIXD_CHECK_ARG(CanPlanPlain(grp, page_size), "PlainLayout: group " << g << "'s prefix of " << grp.prefix.num_tokens
+                                                                          << " tokens does not fill whole pages of "
+                                                                          << page_size);
+    for (int32_t r = grp.first_request; r < grp.first_request + grp.num_requests && r < b; ++r) {
+      prefix_first[r] = grp.prefix.first_page;
+      prefix_pages[r] = grp.prefix.num_tokens / page_size;
+    }
+    out.groups[g].prefix.num_tokens = 0;
+  }
+  out.suffix.indices.reserve(batch.suffix.indices.size());
+  std::vector<int32_t> pages;
+  for (int r = 0; r < b; ++r) {
+    pages.resize(prefix_pages[r]);
+    std::iota(pages.begin(), pages.end(), prefix_first[r]);
+    pages.insert(pages.end(), batch.suffix.indices.begin() + batch.suffix.indptr[r],
+                 batch.suffix.indices.begin() + batch.suffix.indptr[r + 1]);
+    const int32_t last = batch.suffix.num_pages(r) > 0 ? batch.suffix.last_page_len[r] : page_size;
+    out.suffix.AddSeq(pages, last);
+  }
+  return out;
+}
+
+CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options) {
+  return PlanCascade(batch, pool, options, nullptr);
+}
+
+CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
+                        PlanReport* report) {
+  if (!options.choose_layout) {
+    CascadePlan plan = PlanFixed(batch, pool, options);
+    if (report) {
+      *report = PlanReport{};
+      report->group_plain.assign(batch.groups.size(), 0);
+      report->prefix_target_items = options.prefix_target_items > 0 ? options.prefix_target_items : options.target_items;
+      report->min_decode_chunk = options.min_decode_chunk;
+      report->candidates = 1;
+    }
+    return plan;
+  }
+  // PlanChosen plans the batch as given first, so errors name the caller's groups.
+  return PlanChosen(batch, pool, options, report);
 }
 
 void CascadePlan::Validate() const {

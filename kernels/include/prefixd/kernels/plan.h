@@ -23,12 +23,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "prefixd/kernels/decode_batch.h"
 #include "prefixd/kernels/kv_cache.h"
 
 namespace prefixd::kernels {
+
+struct CostModelParams;  // cost_model.h
 
 struct PrefixWorkItem {
   int32_t group;
@@ -59,6 +62,29 @@ struct PlanOptions {
   int decode_chunk_align = 16;      // suffix chunk boundaries are multiples of this
   int min_decode_chunk = 256;       // never split a suffix finer than this many tokens
   bool fuse_merge = true;           // finish single-chunk suffixes in their decode items (above)
+  // Layout choice (off: every group with a prefix is planned as a cascade, as always). On: the
+  // planner predicts the step's time with cost_model (null: CostModelParams::H200()) and plans a
+  // group as PLAIN decode when that is predicted faster: its prefix pages are prepended to each of
+  // its requests' suffix page tables and its prefix run is emptied (plan.groups[g].prefix.num_tokens
+  // = 0, no prefix items), so the decode kernel reads the prefix once per request instead of the
+  // prefix kernel reading it once per group. It also tries a few split sizes (prefix item target
+  // ×½, ×1, ×2; suffixes split as the options say or not at all) and keeps the fastest predicted.
+  // Only groups whose prefix fills whole pages can be plain (a partial page cannot sit in the
+  // middle of a page table). Every candidate computes the same attention over the same tokens,
+  // so the choice changes speed only, never the result beyond float rounding (the ⊕ order).
+  bool choose_layout = false;
+  std::shared_ptr<const CostModelParams> cost_model;
+};
+
+// What the layout choice decided (PlanCascade with a report; filled also when choose_layout is off).
+struct PlanReport {
+  std::vector<uint8_t> group_plain;  // [groups]: 1 = planned as plain decode
+  int prefix_target_items = 0;       // the split options the plan was made with
+  int min_decode_chunk = 0;
+  double predicted_us = 0;           // the chosen plan (cost model; 0 with choose_layout off)
+  double predicted_cascade_us = 0;   // every group cascade, the given split options
+  double predicted_plain_us = 0;     // every eligible group plain, the given split options
+  int candidates = 0;                // plans evaluated
 };
 
 struct CascadePlan {
@@ -103,5 +129,16 @@ struct CascadePlan {
 // With options.fuse_merge, every request whose suffix is one chunk is finished by its decode items;
 // merge_requests lists the rest (all requests without fuse_merge).
 CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options);
+// The same, reporting the layout choice (options.choose_layout) in *report (may be null).
+CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
+                        PlanReport* report);
+
+// Whether a group can be planned as plain decode: its prefix is empty or fills whole pages.
+bool CanPlanPlain(const PrefixGroup& group, int page_size);
+// The batch with every group g where plain[g] != 0 rewritten as plain decode: its prefix pages
+// prepended to each of its requests' suffix tables, its prefix run emptied (first_page kept, 0
+// tokens). plain has one entry per group (or is empty: no change); a marked group whose prefix does
+// not fill whole pages throws kInvalidArgument.
+DecodeBatch PlainLayout(const DecodeBatch& batch, const std::vector<uint8_t>& plain, int page_size);
 
 }  // namespace prefixd::kernels

@@ -1,0 +1,155 @@
+// Cost model of one cascade decode step on the CUDA backend: a pure CPU function from a plan to
+// predicted microseconds, used by the planner (PlanOptions::choose_layout) to choose, per prefix
+// group, between the cascade (prefix kernel + suffix decode) and plain decode (the prefix pages
+// listed in every request's own page table), and between a few split sizes. The choice changes
+// speed only: every candidate plan computes the same attention (plan.h).
+//
+// Model, per part (times in µs; "bytes" are K+V bytes, 2 bytes per element):
+//
+//  prefix  = prefix_launch_us
+//          + max( max over CTAs of Σ_{its items} (prefix_item_us + units(item) · unit_us(D)),
+//                 unique prefix bytes / prefix_gbs )
+//      The persistent prefix kernel runs min(items, SMs · ctas) CTAs and CTA c takes items
+//      c, c + grid, c + 2·grid, ... (wave quantisation falls out of this). units(item) =
+//      ceil(tokens / 128) · ceil(rows / 64): 128-token K/V tiles times 64-row warpgroup tiles.
+//      unit_us(D) = prefix_unit_overhead_us + 4·64·128·D / (rate / CTAs in the device), rate =
+//      prefix_tflops (wgmma, D ≤ 128, one CTA per SM) or prefix_tflops_mma (D = 256: mma.sync, two
+//      CTAs per SM). The bandwidth floor counts each group's prefix K/V once (its row tiles share
+//      them through L2).
+//  decode  = launch_us + waves · wave_us + max( streamed / min(stream_gbs, in_flight · cta_gbs),
+//                                                unique / hbm_gbs, largest item / cta_gbs )
+//          + fused_prefix_us  (when decode items finish requests that have prefix-chunk states)
+//      One of two kernels (DecodeKernelCost): tensor cores for g = H_qo/H_kv ≥ 4 at D ≤ 128,
+//      CUDA cores otherwise. slots = SMs · ctas_per_sm, waves = ceil(items / slots), in_flight =
+//      min(items, slots). streamed = Σ item tokens (every request's pages, shared prefix pages of
+//      plain groups once per request); unique = the distinct pages of the suffix tables, counted
+//      once (the rest of a plain group's streamed bytes hit L2: stream_gbs may exceed HBM).
+//  merge   = merge_launch_us + rows · merge_row_ns / 1000 + slot bytes / merge_gbs
+//      (only when the plan has merge_requests; rows = merged requests · H_qo).
+//  step    = step_fixed_us + prefix + decode + merge − overlap, overlap = pdl_overlap_us +
+//            pdl_overlap_frac · min(prefix, decode) when both parts run (the decode grid is a
+//            programmatic dependent launch that the prefix kernel triggers early).
+//      A part timed alone (the benchmark's prefix_us / suffix_us / merge_us) is step_fixed_us +
+//      part: step_fixed_us is what every timed region pays (event/launch floor, the write-back of
+//      the benchmark's L2 flush).
+//
+// Parameters live in CostModelParams; the defaults are fitted to the H200 rows of
+// bench/RESULTS.md (cost_model.cc says which row fits which parameter) and a calibration run
+// (`prefixd_kernel_bench --calibrate FILE`) replaces them with a key=value file (FromText/Load),
+// without recompiling.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "prefixd/kernels/plan.h"
+
+namespace prefixd::kernels {
+
+// One decode kernel's cost parameters.
+struct DecodeKernelCost {
+  double ctas_per_sm = 4;   // resident CTAs per SM (not fitted: the kernel's launch bounds)
+  double launch_us = 5;     // fixed per launch (grid start, first dependent loads)
+  double wave_us = 2;       // per wave of CTAs: item start (page table, first tile) and epilogue
+  double stream_gbs = 7800;  // most bytes per second the kernel streams (L2 hits included), GB/s
+  double hbm_gbs = 4000;    // HBM bytes per second (distinct pages), GB/s
+  double cta_gbs = 40;      // bytes per second one CTA streams on its own, GB/s
+};
+
+struct CostModelParams {
+  double num_sms = 132;  // not fitted
+
+  double step_fixed_us = 6;      // once per timed step (see above)
+  double pdl_overlap_us = 2;     // saved when the decode grid starts during the prefix kernel
+  double pdl_overlap_frac = 0;   // ... plus this fraction of the shorter part
+
+  double prefix_launch_us = 8;          // per prefix launch
+  double prefix_item_us = 4;            // per prefix item (Q gather, pipeline fill/drain, epilogue)
+  double prefix_unit_overhead_us = 0.3;  // per 64-row × 128-token unit, besides its FLOPs
+  double prefix_tflops = 700;           // effective wgmma rate of the whole device (D ≤ 128), TFLOP/s
+  double prefix_tflops_mma = 290;       // effective mma.sync rate (D = 256), TFLOP/s
+  double prefix_gbs = 4150;             // prefix K/V bandwidth floor, GB/s
+
+  DecodeKernelCost decode_cuda_cores;    // g < 4, or D = 256
+  DecodeKernelCost decode_tensor_cores;  // g ≥ 4 and D ≤ 128
+  double fused_prefix_us = 3.5;  // decode epilogue that ⊕-merges prefix-chunk states (fused merge)
+
+  double merge_launch_us = 6;
+  double merge_row_ns = 1;
+  double merge_gbs = 3000;
+
+  // The H200 defaults (132 SMs), fitted to bench/RESULTS.md.
+  static CostModelParams H200();
+
+  // key=value text, one per line, '#' comments; keys as ToText writes them (e.g. "prefix_tflops",
+  // "decode_tensor_cores.stream_gbs"). Keys not in the text keep this object's values; an unknown
+  // key, a malformed line or a non-positive value where a positive one is needed throws
+  // kInvalidArgument naming the line.
+  std::string ToText() const;
+  static CostModelParams FromText(const std::string& text, const CostModelParams& base = H200());
+  static CostModelParams Load(const std::string& path, const CostModelParams& base = H200());
+  void Save(const std::string& path) const;
+
+  // Every numeric parameter by name (stable order), with whether the calibration fits it.
+  struct Field {
+    const char* name;
+    double& (*ref)(CostModelParams&);
+    bool fitted;       // the calibration fits it (SM and CTA counts are not fitted)
+    bool may_be_zero;  // 0 is a valid value (otherwise it must be > 0)
+  };
+  static const std::vector<Field>& Fields();
+  double& At(const Field& f) { return f.ref(*this); }
+  double At(const Field& f) const { return f.ref(const_cast<CostModelParams&>(*this)); }
+};
+
+// Predicted microseconds of one step, by part (0 for a part the plan does not launch).
+struct CostBreakdown {
+  double prefix_us = 0, decode_us = 0, merge_us = 0;
+  double overlap_us = 0;
+  double total_us = 0;  // step_fixed_us + parts − overlap
+};
+
+// What the model needs from a plan, computed once (PredictCost is then cheap: the calibration
+// evaluates it thousands of times per sample).
+struct PlanProfile {
+  int head_dim = 0, gqa = 1, num_kv_heads = 0, num_qo_heads = 0;
+  int prefix_ctas = 0;  // CTAs of the prefix launch (min(items, SMs · ctas per SM)); 0: no launch
+  // Per prefix CTA (only the distinct, non-dominated (items, units) pairs): its item count and
+  // its 64×128 units; the busiest CTA under any parameters is one of these.
+  std::vector<std::pair<double, double>> prefix_cta_loads;
+  double prefix_unique_bytes = 0;
+  int64_t decode_items = 0;
+  double decode_streamed_bytes = 0, decode_unique_bytes = 0, decode_max_item_bytes = 0;
+  bool decode_fused_prefix = false;  // some finishing decode item merges prefix-chunk states
+  int64_t merge_rows = 0;
+  double merge_bytes = 0;
+  bool tensor_core_decode = false;
+};
+
+PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params);
+CostBreakdown PredictCost(const PlanProfile& profile, const CostModelParams& params);
+CostBreakdown PredictCost(const CascadePlan& plan, const CostModelParams& params);
+
+// Calibration: a measured time of one part (or the whole step) of one plan.
+enum class CostPart { kPrefix, kDecode, kMerge, kTotal };
+const char* CostPartName(CostPart part);
+// What a measured part-alone time is predicted as (step_fixed_us + part; kTotal: the step).
+double PredictPart(const PlanProfile& profile, const CostModelParams& params, CostPart part);
+
+struct CostSample {
+  PlanProfile profile;
+  CostPart part = CostPart::kTotal;
+  double measured_us = 0;
+  double weight = 1;
+  std::string label;  // for reports
+};
+
+// Root-mean-square of ln(predicted / measured) over the samples (weighted).
+double CostFitError(const std::vector<CostSample>& samples, const CostModelParams& params);
+
+// Fits the `fitted` parameters to the samples (minimising CostFitError: a deterministic pattern
+// search in log space, starting from `start`); returns the fitted parameters.
+CostModelParams FitCostModel(const std::vector<CostSample>& samples, const CostModelParams& start,
+                             int max_rounds = 400);
+
+}  // namespace prefixd::kernels

@@ -1,0 +1,333 @@
+#include "prefixd/kernels/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "prefixd/common/error.h"
+
+namespace prefixd::kernels {
+namespace {
+
+constexpr double kBytesPerElement = 2;  // fp16 / bf16 (DTypeBytes)
+constexpr int kPrefixKvTile = 128;      // tokens per K/V tile of the wgmma prefix kernel
+constexpr int kPrefixRowUnit = 64;      // rows per consumer warpgroup
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool TensorCoreDecode(int gqa, int head_dim) { return gqa >= 4 && head_dim <= 128; }
+
+// Time of one 64-row × 128-token unit of prefix work at head_dim d, µs.
+double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
+  const bool mma = p.head_dim > 128;
+  const double ctas = c.num_sms * (mma ? 2 : 1);
+  const double rate = (mma ? c.prefix_tflops_mma : c.prefix_tflops) * 1e12 / ctas;  // FLOP/s per CTA
+  return c.prefix_unit_overhead_us + 4.0 * kPrefixRowUnit * kPrefixKvTile * p.head_dim / rate * 1e6;
+}
+
+}  // namespace
+
+// Defaults fitted (FitCostModel from rough hand-set values; ln-error RMS 0.030, worst row −9.6%: 32/32 B64 P8192 prefix) to the H200 rows of bench/RESULTS.md, which
+// cost_model_test.cc lists as data (kH200Rows) and checks these defaults against:
+//  - prefix_*: the "prefix µs" column of the final run (8 shapes: 32/32 and 32/8, B 64/256,
+//    P 8192/32768, D 128, 128-132 items of the persistent wgmma kernel), and NOTES-prefix.md's
+//    wgmma run 2 (D = 64 rows: prefix_unit_overhead_us vs prefix_tflops; the 256-item variant of
+//    32/8 B64 P8192/32768: prefix_item_us; D = 256 mma.sync rows: prefix_tflops_mma). 32/32 B = 64
+//    (537 MB in 146 µs) sets prefix_gbs.
+//  - decode_tensor_cores / decode_cuda_cores: the "suffix µs" column (S = 256 alone: hbm_gbs,
+//    wave_us, launch_us) and the "non-cascade µs" column (every request streams P + S tokens, the
+//    shared prefix pages mostly from L2: stream_gbs, 7.8 TB/s for g = 4, ~5.1 TB/s for g = 1).
+//    cta_gbs: only the low-weight B = 1, S = 2048 split-KV row (64 items in flight) touches it for
+//    tensor cores (65 GB/s); no row does for CUDA cores (40 GB/s: an estimate, 48 KiB in flight per
+//    CTA over ~1.2 µs of latency). The calibration's small-B shapes (B = 16) fix both.
+//    ctas_per_sm: the kernels' launch bounds (4 two-warp CTAs for tensor cores, 6 for CUDA cores).
+//  - fused_prefix_us: run 2's "no fused merge" variant (suffix 25.0 vs 28.6 µs, 79.3 vs 83.3).
+//  - merge_*: the same variant's merge column (10.4-10.6 µs at B = 64, 17.1-17.2 at B = 256).
+//  - step_fixed_us, pdl_overlap_*: the "total µs" column against prefix + suffix alone.
+CostModelParams CostModelParams::H200() {
+  CostModelParams c;
+  c.num_sms = 132;
+  c.step_fixed_us = 5.41;
+  c.pdl_overlap_us = 0;
+  c.pdl_overlap_frac = 0.130;
+  c.prefix_launch_us = 2.44;
+  c.prefix_item_us = 4.69;
+  c.prefix_unit_overhead_us = 0.356;
+  c.prefix_tflops = 1132;  // marginal rate next to the per-unit overhead, not a sustained rate
+  c.prefix_tflops_mma = 312;
+  c.prefix_gbs = 3668;
+  c.decode_tensor_cores = DecodeKernelCost{4, 1.46, 2.81, 7821, 4382, 65.1};
+  c.decode_cuda_cores = DecodeKernelCost{6, 8.04, 0.23, 5340, 4300, 40};
+  c.fused_prefix_us = 4.82;
+  c.merge_launch_us = 1.47;
+  c.merge_row_ns = 0.873;
+  c.merge_gbs = 6102;
+  return c;
+}
+
+const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
+#define PREFIXD_TOP(name, fitted, zero) \
+  Field { #name, [](CostModelParams& c) -> double& { return c.name; }, fitted, zero }
+#define PREFIXD_DEC(kernel, name, fitted, zero) \
+  Field { #kernel "." #name, [](CostModelParams& c) -> double& { return c.kernel.name; }, fitted, zero }
+  static const std::vector<Field> fields = {
+      PREFIXD_TOP(num_sms, false, false),
+      PREFIXD_TOP(step_fixed_us, true, true),
+      PREFIXD_TOP(pdl_overlap_us, true, true),
+      PREFIXD_TOP(pdl_overlap_frac, true, true),
+      PREFIXD_TOP(prefix_launch_us, true, true),
+      PREFIXD_TOP(prefix_item_us, true, true),
+      PREFIXD_TOP(prefix_unit_overhead_us, true, true),
+      PREFIXD_TOP(prefix_tflops, true, false),
+      PREFIXD_TOP(prefix_tflops_mma, true, false),
+      PREFIXD_TOP(prefix_gbs, true, false),
+      PREFIXD_DEC(decode_cuda_cores, ctas_per_sm, false, false),
+      PREFIXD_DEC(decode_cuda_cores, launch_us, true, true),
+      PREFIXD_DEC(decode_cuda_cores, wave_us, true, true),
+      PREFIXD_DEC(decode_cuda_cores, stream_gbs, true, false),
+      PREFIXD_DEC(decode_cuda_cores, hbm_gbs, true, false),
+      PREFIXD_DEC(decode_cuda_cores, cta_gbs, true, false),
+      PREFIXD_DEC(decode_tensor_cores, ctas_per_sm, false, false),
+      PREFIXD_DEC(decode_tensor_cores, launch_us, true, true),
+      PREFIXD_DEC(decode_tensor_cores, wave_us, true, true),
+      PREFIXD_DEC(decode_tensor_cores, stream_gbs, true, false),
+      PREFIXD_DEC(decode_tensor_cores, hbm_gbs, true, false),
+      PREFIXD_DEC(decode_tensor_cores, cta_gbs, true, false),
+      PREFIXD_TOP(fused_prefix_us, true, true),
+      PREFIXD_TOP(merge_launch_us, true, true),
+      PREFIXD_TOP(merge_row_ns, true, true),
+      PREFIXD_TOP(merge_gbs, true, false),
+  };
+#undef PREFIXD_TOP
+#undef PREFIXD_DEC
+  return fields;
+}
+
+std::string CostModelParams::ToText() const {
+  std::ostringstream out;
+  out << "# prefixd cost model (kernels/include/prefixd/kernels/cost_model.h): key = value; "
+         "times in us, rates in GB/s and TFLOP/s\n";
+  out.precision(6);
+  for (const Field& f : Fields()) out << f.name << " = " << At(f) << "\n";
+  return out.str();
+}
+
+CostModelParams CostModelParams::FromText(const std::string& text, const CostModelParams& base) {
+  CostModelParams c = base;
+  std::istringstream in(text);
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    auto trim = [](std::string s) {
+      const size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
+      return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+    };
+    line = trim(line);
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    PREFIXD_CHECK_ARG(eq != std::string::npos, "cost model line " << line_no << ": expected key = value, got '" << line << "'");
+    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    const auto& fields = Fields();
+    const auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return key == f.name; });
+    PREFIXD_CHECK_ARG(it != fields.end(), "cost model line " << line_no << ": unknown key '" << key << "'");
+    double x = 0;
+    size_t used = 0;
+    try {
+      x = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    PREFIXD_CHECK_ARG(used == value.size() && used > 0 && std::isfinite(x),
+                      "cost model line " << line_no << ": '" << key << "' needs a number, got '" << value << "'");
+    PREFIXD_CHECK_ARG(it->may_be_zero ? x >= 0 : x > 0, "cost model line " << line_no << ": '" << key << "' must be "
+                                                                             << (it->may_be_zero ? "≥ 0" : "> 0")
+                                                                             << ", got " << x);
+    c.At(*it) = x;
+  }
+  return c;
+}
+
+CostModelParams CostModelParams::Load(const std::string& path, const CostModelParams& base) {
+  std::ifstream f(path);
+  PREFIXD_CHECK_ARG(f.good(), "cannot read cost model file " << path);
+  std::stringstream text;
+  text << f.rdbuf();
+  return FromText(text.str(), base);
+}
+
+void CostModelParams::Save(const std::string& path) const {
+  std::ofstream f(path);
+  PREFIXD_CHECK_ARG(f.good(), "cannot write cost model file " << path);
+  f << ToText();
+  PREFIXD_CHECK_ARG(f.good(), "writing cost model file " << path << " failed");
+}
+
+PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) {
+  PlanProfile p;
+  p.head_dim = plan.head_dim;
+  p.num_kv_heads = plan.num_kv_heads;
+  p.num_qo_heads = plan.num_qo_heads;
+  p.gqa = plan.num_kv_heads > 0 ? plan.num_qo_heads / plan.num_kv_heads : 1;
+  p.tensor_core_decode = TensorCoreDecode(p.gqa, p.head_dim);
+  const double token_bytes = 2.0 * plan.num_kv_heads * plan.head_dim * kBytesPerElement;  // K+V, all heads
+  const double head_token_bytes = token_bytes / std::max(1, plan.num_kv_heads);
+
+  // Prefix: round-robin items over the persistent grid.
+  const int64_t n_prefix = int64_t(plan.prefix_items.size());
+  if (n_prefix > 0) {
+    const int64_t max_ctas = int64_t(params.num_sms) * (plan.head_dim > 128 ? 2 : 1);
+    p.prefix_ctas = int(std::max<int64_t>(1, std::min(n_prefix, max_ctas)));
+    std::vector<std::pair<double, double>> loads(p.prefix_ctas, {0.0, 0.0});
+    for (int64_t i = 0; i < n_prefix; ++i) {
+      const PrefixWorkItem& it = plan.prefix_items[i];
+      auto& l = loads[i % p.prefix_ctas];
+      l.first += 1;
+      l.second += double(CeilDiv(it.kv_end - it.kv_begin, kPrefixKvTile) * CeilDiv(it.row_end - it.row_begin, kPrefixRowUnit));
+    }
+    // Keep the non-dominated pairs only (the busiest CTA is one of them for any a, u ≥ 0).
+    std::sort(loads.begin(), loads.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second > b.second;
+    });
+    double best_units = -1;
+    for (const auto& l : loads)
+      if (l.second > best_units) {
+        p.prefix_cta_loads.push_back(l);
+        best_units = l.second;
+      }
+    for (size_t g = 0; g < plan.groups.size(); ++g)
+      if (plan.group_num_chunks[g] > 0) p.prefix_unique_bytes += double(plan.groups[g].prefix.num_tokens) * token_bytes;
+  }
+
+  // Decode: streamed bytes per item, distinct pages of the suffix tables.
+  p.decode_items = int64_t(plan.decode_items.size());
+  std::vector<uint8_t> request_has_prefix(plan.num_requests, 0);
+  for (int r = 0; r < plan.num_requests; ++r)
+    request_has_prefix[r] = plan.group_num_chunks[plan.request_group[r]] > 0;
+  for (const DecodeWorkItem& it : plan.decode_items) {
+    const double bytes = double(it.kv_end - it.kv_begin) * head_token_bytes;
+    p.decode_streamed_bytes += bytes;
+    p.decode_max_item_bytes = std::max(p.decode_max_item_bytes, bytes);
+    if (it.finish && request_has_prefix[it.request]) p.decode_fused_prefix = true;
+  }
+  if (p.decode_items > 0) {
+    std::vector<uint8_t> seen(std::max(plan.num_pages, 1), 0);
+    int64_t distinct_tokens = 0;
+    for (int r = 0; r < plan.num_requests; ++r)
+      for (int32_t i = plan.suffix.indptr[r]; i < plan.suffix.indptr[r + 1]; ++i) {
+        const int32_t page = plan.suffix.indices[i];
+        if (page < 0 || page >= int32_t(seen.size()) || seen[page]) continue;
+        seen[page] = 1;
+        distinct_tokens += i + 1 == plan.suffix.indptr[r + 1] ? plan.suffix.last_page_len[r] : plan.page_size;
+      }
+    p.decode_unique_bytes = double(distinct_tokens) * token_bytes;
+  }
+
+  // Merge: the merged requests' slots (v and s) and their outputs (o, v_out, s_out).
+  p.merge_rows = int64_t(plan.merge_requests.size()) * plan.num_qo_heads;
+  for (int32_t r : plan.merge_requests) {
+    const double slots = plan.state_indptr[r + 1] - plan.state_indptr[r];
+    p.merge_bytes += slots * plan.num_qo_heads * (plan.head_dim + 1) * 4.0;
+  }
+  p.merge_bytes += double(p.merge_rows) * (plan.head_dim * (4.0 + kBytesPerElement) + 4.0);
+  return p;
+}
+
+CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
+  CostBreakdown out;
+  if (p.prefix_ctas > 0) {
+    const double unit = PrefixUnitUs(p, c);
+    double busiest = 0;
+    for (const auto& [items, units] : p.prefix_cta_loads) busiest = std::max(busiest, items * c.prefix_item_us + units * unit);
+    const double floor = p.prefix_unique_bytes / (c.prefix_gbs * 1e9) * 1e6;
+    out.prefix_us = c.prefix_launch_us + std::max(busiest, floor);
+  }
+  if (p.decode_items > 0) {
+    const DecodeKernelCost& k = p.tensor_core_decode ? c.decode_tensor_cores : c.decode_cuda_cores;
+    const double slots = std::max(1.0, std::round(c.num_sms * k.ctas_per_sm));
+    const double items = double(p.decode_items);
+    const double waves = std::ceil(items / slots), in_flight = std::min(items, slots);
+    const double rate = std::min(k.stream_gbs, in_flight * k.cta_gbs) * 1e9;
+    const double bytes_us = std::max({p.decode_streamed_bytes / rate, p.decode_unique_bytes / (k.hbm_gbs * 1e9),
+                                      p.decode_max_item_bytes / (k.cta_gbs * 1e9)}) *
+                            1e6;
+    out.decode_us = k.launch_us + waves * k.wave_us + bytes_us + (p.decode_fused_prefix ? c.fused_prefix_us : 0);
+  }
+  if (p.merge_rows > 0)
+    out.merge_us = c.merge_launch_us + p.merge_rows * c.merge_row_ns * 1e-3 + p.merge_bytes / (c.merge_gbs * 1e9) * 1e6;
+  if (out.prefix_us > 0 && out.decode_us > 0)
+    out.overlap_us = c.pdl_overlap_us + c.pdl_overlap_frac * std::min(out.prefix_us, out.decode_us);
+  out.total_us = c.step_fixed_us + out.prefix_us + out.decode_us + out.merge_us - out.overlap_us;
+  return out;
+}
+
+CostBreakdown PredictCost(const CascadePlan& plan, const CostModelParams& params) {
+  return PredictCost(ProfilePlan(plan, params), params);
+}
+
+const char* CostPartName(CostPart part) {
+  switch (part) {
+    case CostPart::kPrefix: return "prefix";
+    case CostPart::kDecode: return "decode";
+    case CostPart::kMerge: return "merge";
+    case CostPart::kTotal: return "total";
+  }
+  return "?";
+}
+
+double PredictPart(const PlanProfile& profile, const CostModelParams& params, CostPart part) {
+  const CostBreakdown b = PredictCost(profile, params);
+  switch (part) {
+    case CostPart::kPrefix: return params.step_fixed_us + b.prefix_us;
+    case CostPart::kDecode: return params.step_fixed_us + b.decode_us;
+    case CostPart::kMerge: return params.step_fixed_us + b.merge_us;
+    case CostPart::kTotal: return b.total_us;
+  }
+  return b.total_us;
+}
+
+double CostFitError(const std::vector<CostSample>& samples, const CostModelParams& params) {
+  double sum = 0, weight = 0;
+  for (const CostSample& s : samples) {
+    if (!(s.measured_us > 0) || !(s.weight > 0)) continue;
+    const double pred = PredictPart(s.profile, params, s.part);
+    const double e = std::log(std::max(pred, 1e-3) / s.measured_us);
+    sum += s.weight * e * e;
+    weight += s.weight;
+  }
+  return weight > 0 ? std::sqrt(sum / weight) : 0;
+}
+
+// Pattern search in log space: each fitted parameter is multiplied by exp(±step) while that lowers
+// the error; the step halves when no parameter moves. Parameters that may be 0 also try 0.
+CostModelParams FitCostModel(const std::vector<CostSample>& samples, const CostModelParams& start, int max_rounds) {
+  CostModelParams best = start;
+  double best_err = CostFitError(samples, best);
+  double step = std::log(2.0);
+  for (int round = 0; round < max_rounds && step > 1e-4; ++round) {
+    bool moved = false;
+    for (const auto& f : CostModelParams::Fields()) {
+      if (!f.fitted) continue;
+      const double x = best.At(f);
+      std::vector<double> tries;
+      if (x > 0) tries = {x * std::exp(step), x * std::exp(-step)};
+      else tries = {step, 0.01};  // leave 0 (times in µs; fractions)
+      if (f.may_be_zero && x > 0 && x < 0.05) tries.push_back(0);
+      for (double y : tries) {
+        CostModelParams c = best;
+        c.At(f) = y;
+        const double e = CostFitError(samples, c);
+        if (e < best_err - 1e-12) {
+          best = c;
+          best_err = e;
+          moved = true;
+        }
+      }
+    }
+    if (!moved) step /= 2;
+  }
+  return best;
+}
+
+}  // namespace prefixd::kernels

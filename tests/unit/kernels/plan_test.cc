@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/plan.h"
 #include "support/test_support.h"
 #include "unit/kernels/expect_error.h"
@@ -469,6 +470,175 @@ TEST(PlanSerialization, RandomCorruptionIsRejectedOrRunsSafely) {
   }
   EXPECT_GT(rejected, 1000);
   EXPECT_GT(accepted, 0);  // some corruptions are harmless (e.g. a page id swapped for another)
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Layout choice (PlanOptions::choose_layout): cascade vs plain decode per group, by the cost model.
+
+// The CUDA backend's options on a 132-SM H200 (as the cost model's rows were measured with).
+PlanOptions GpuLikeOptions(bool choose) {
+  PlanOptions o;
+  o.target_items = 264;
+  o.prefix_target_items = 132;
+  o.prefix_tile_rows = 128;
+  o.prefix_chunk_align = 64;
+  o.min_prefix_chunk = 512;
+  o.choose_layout = choose;
+  return o;
+}
+
+// Groups of (requests, prefix tokens) with S-token suffixes; pages allocated in order.
+DecodeBatch GroupsBatch(const std::vector<std::pair<int, int>>& groups, int suffix, int h_qo, int page_size,
+                        KvPoolShape* pool, int h_kv, int head_dim = 128) {
+  DecodeBatch batch;
+  batch.num_qo_heads = h_qo;
+  int32_t next_page = 0, next_request = 0;
+  for (const auto& [requests, prefix] : groups) {
+    batch.groups.push_back(PrefixGroup{PrefixRun{next_page, prefix}, next_request, requests});
+    next_page += (prefix + page_size - 1) / page_size;
+    next_request += requests;
+  }
+  const int suffix_pages = (suffix + page_size - 1) / page_size;
+  for (int r = 0; r < next_request; ++r) {
+    std::vector<int32_t> own(suffix_pages);
+    for (auto& p : own) p = next_page++;
+    batch.suffix.AddSeq(own, suffix == 0 ? 0 : (suffix - 1) % page_size + 1);
+  }
+  *pool = KvPoolShape{1, next_page + 1, page_size, h_kv, head_dim, DType::kFloat16};
+  return batch;
+}
+
+TEST(PlanLayout, OffByDefaultAndUnchangedWhenOff) {
+  EXPECT_FALSE(PlanOptions{}.choose_layout);
+  std::mt19937_64 rng(7);
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{1, 128}, {64, 8192}, {3, 0}}, 256, 32, 16, &pool, 8);
+  PlanOptions with_model = GpuLikeOptions(false);
+  with_model.cost_model = std::make_shared<CostModelParams>(CostModelParams::H200());
+  PlanReport report;
+  const CascadePlan plan = PlanCascade(batch, pool, with_model, &report);
+  ExpectSamePlan(plan, PlanCascade(batch, pool, GpuLikeOptions(false)));
+  EXPECT_EQ(report.group_plain, std::vector<uint8_t>(3, 0));
+  EXPECT_EQ(report.candidates, 1);
+}
+
+TEST(PlanLayout, PicksPlainForTinyPrefixesAndCascadeForLongSharedOnes) {
+  struct Case {
+    int h_kv, requests, prefix, suffix;
+    bool plain;
+  };
+  const Case cases[] = {
+      {8, 1, 128, 256, true},     {32, 1, 128, 256, true},   {8, 1, 256, 32, true},
+      {8, 64, 8192, 256, false},  {32, 64, 8192, 256, false}, {8, 256, 32768, 256, false},
+      {32, 16, 8192, 32, false},  {8, 256, 1024, 256, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("32/" + std::to_string(c.h_kv) + " B" + std::to_string(c.requests) + " P" + std::to_string(c.prefix) +
+                 " S" + std::to_string(c.suffix));
+    KvPoolShape pool;
+    const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv);
+    PlanReport report;
+    const CascadePlan plan = PlanCascade(batch, pool, GpuLikeOptions(true), &report);
+    ASSERT_EQ(report.group_plain.size(), 1u);
+    EXPECT_EQ(report.group_plain[0] != 0, c.plain)
+        << "predicted cascade " << report.predicted_cascade_us << " us, plain " << report.predicted_plain_us << " us";
+    EXPECT_EQ(plan.prefix_items.empty(), c.plain);
+    EXPECT_EQ(plan.groups[0].prefix.num_tokens, c.plain ? 0 : c.prefix);
+    EXPECT_LE(report.predicted_us, std::min(report.predicted_cascade_us, report.predicted_plain_us) + 1e-9);
+    EXPECT_NEAR(report.predicted_us, PredictCost(plan, CostModelParams::H200()).total_us, 1e-6);
+    EXPECT_GE(report.candidates, 2);
+  }
+  // Mixed batch: the tiny group goes plain, the long shared one stays a cascade.
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{64, 8192}, {1, 128}}, 256, 32, 16, &pool, 8);
+  PlanReport report;
+  const CascadePlan plan = PlanCascade(batch, pool, GpuLikeOptions(true), &report);
+  EXPECT_EQ(report.group_plain, (std::vector<uint8_t>{0, 1}));
+  EXPECT_EQ(plan.group_num_chunks[1], 0);
+  EXPECT_EQ(plan.suffix.SeqLen(64, 16), 128 + 256);  // the tiny group's request reads its prefix itself
+}
+
+TEST(PlanLayout, PartialPagePrefixesStayCascades) {
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{1, 100}}, 256, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(true);
+  auto favour_plain = std::make_shared<CostModelParams>(CostModelParams::H200());
+  favour_plain->prefix_launch_us = 1e6;
+  o.cost_model = favour_plain;
+  PlanReport report;
+  const CascadePlan plan = PlanCascade(batch, pool, o, &report);
+  EXPECT_EQ(report.group_plain, std::vector<uint8_t>{0});
+  EXPECT_FALSE(plan.prefix_items.empty());
+  EXPECT_FALSE(CanPlanPlain(batch.groups[0], 16));
+  EXPECT_INVALID_ARGUMENT(PlainLayout(batch, {1}, 16), "does not fill whole pages");
+  EXPECT_INVALID_ARGUMENT(PlainLayout(batch, {1, 0}, 16), "2 layout flags for 1 groups");
+}
+
+// Whatever the model prefers (the default H200 one, one that makes every eligible group plain, one
+// that keeps every group a cascade), the chosen plan computes the float64 oracle's answer on the CPU
+// backend, and a plain group's requests read exactly their prefix pages, then their own.
+TEST(PlanLayout, ChosenPlansComputeTheSameAttention) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto backend = MakeCpuBackend();
+  auto favour_plain = std::make_shared<CostModelParams>(CostModelParams::H200());
+  favour_plain->prefix_launch_us = 1e6;
+  auto favour_cascade = std::make_shared<CostModelParams>(CostModelParams::H200());
+  favour_cascade->decode_cuda_cores.stream_gbs = favour_cascade->decode_tensor_cores.stream_gbs = 1e-3;
+  const std::vector<std::shared_ptr<const CostModelParams>> models = {nullptr, favour_plain, favour_cascade};
+  for (int trial = 0; trial < 6; ++trial) {
+    const int h_kv = trial % 2 ? 2 : 1, h_qo = 4, d = trial % 3 == 0 ? 64 : 128, page = trial % 2 ? 16 : 4;
+    std::vector<GroupSpec> groups = test::RandomGroups(rng, 1 + int(rng() % 4), 5, 300, 40);
+    for (GroupSpec& g : groups)  // about half the prefixes whole pages (eligible), half not
+      if (rng() % 2) g.prefix_tokens = g.prefix_tokens / page * page;
+    const KvPoolShape shape{1, test::PagesNeeded(groups, page) + 2, page, h_kv, d, DType::kFloat16};
+    PageAllocator alloc(shape.num_pages);
+    const DecodeBatch batch = BuildBatch(groups, h_qo, page, alloc, rng);
+    const test::HostKvPool pool = test::RandomKvPool(rng, shape);
+    const auto q = test::RandomBits(rng, int64_t(batch.num_requests()) * h_qo * d, DType::kFloat16, 1.f);
+    const test::RefOutput want = test::NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d)));
+    for (size_t m = 0; m < models.size(); ++m) {
+      SCOPED_TRACE("trial " + std::to_string(trial) + ", model " + std::to_string(m));
+      PlanOptions o = backend->DefaultPlanOptions();
+      o.choose_layout = true;
+      o.cost_model = models[m];
+      PlanReport report;
+      const CascadePlan plan = PlanCascade(batch, shape, o, &report);
+      plan.Validate();
+      // The prefix launch that favour_plain makes prohibitive is paid anyway while a group whose
+      // prefix is not whole pages stays a cascade; only without such groups must all go plain.
+      bool all_eligible = true;
+      for (const PrefixGroup& g : batch.groups) all_eligible &= g.prefix.num_tokens % page == 0;
+      for (size_t g = 0; g < batch.groups.size(); ++g) {
+        const bool eligible = batch.groups[g].prefix.num_tokens > 0 && batch.groups[g].prefix.num_tokens % page == 0;
+        if (!eligible) EXPECT_EQ(report.group_plain[g], 0) << "group " << g;
+        if (m == 1 && eligible && all_eligible) EXPECT_EQ(report.group_plain[g], 1) << "group " << g;
+        if (m == 2) EXPECT_EQ(report.group_plain[g], 0) << "group " << g;
+        if (!report.group_plain[g]) continue;
+        EXPECT_EQ(plan.group_num_chunks[g], 0);
+        for (int32_t r = batch.groups[g].first_request; r < batch.groups[g].first_request + batch.groups[g].num_requests;
+             ++r) {
+          const int prefix_pages = batch.groups[g].prefix.num_tokens / page;
+          for (int i = 0; i < prefix_pages; ++i)
+            ASSERT_EQ(plan.suffix.indices[plan.suffix.indptr[r] + i], batch.groups[g].prefix.first_page + i);
+          ASSERT_EQ(plan.suffix.SeqLen(r, page), batch.groups[g].prefix.num_tokens + batch.suffix.SeqLen(r, page));
+        }
+      }
+      const int64_t rows = int64_t(batch.num_requests()) * h_qo;
+      std::vector<float> v(rows * d, std::nanf("")), s(rows, std::nanf(""));
+      CascadeArgs args;
+      args.kv = {shape, const_cast<uint16_t*>(pool.k.data()), const_cast<uint16_t*>(pool.v.data())};
+      args.q = q.data();
+      args.v_out = v.data();
+      args.s_out = s.data();
+      backend->LoadPlan(plan);
+      backend->RunCascade(args);
+      test::ExpectAllClose(v.data(), want.v.data(), rows * d, 2e-5, "v");
+      test::ExpectLseClose(s.data(), want.s.data(), rows, 2e-6, "s");
+    }
+  }
 }
 
 }  // namespace

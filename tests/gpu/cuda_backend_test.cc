@@ -20,7 +20,9 @@
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/state.h"
+#include "support/backend_step.h"
 #include "support/test_support.h"
+#include "unit/kernels/expect_error.h"
 #include "unit/kernels/random_batch.h"
 
 #ifdef PREFIXD_HAVE_CUDA
@@ -82,97 +84,9 @@ Backend& Cpu() {
   return *backend;
 }
 
-// Backend-owned buffers, freed at scope exit; fresh ones are poisoned with NaN (0xFF bytes).
-class Buffers {
- public:
-  explicit Buffers(Backend& backend) : backend_(backend) {}
-  ~Buffers() {
-    backend_.Synchronize();
-    for (void* p : owned_) backend_.Free(p);
-  }
-  void* Upload(const void* src, size_t bytes) {
-    void* p = Poisoned(bytes);
-    backend_.CopyToDevice(p, src, bytes);
-    return p;
-  }
-  void* Poisoned(size_t bytes) {
-    void* p = backend_.Alloc(bytes);
-    owned_.push_back(p);
-    backend_.Fill(p, 0xFF, bytes);
-    return p;
-  }
-  template <typename T>
-  std::vector<T> Download(const void* src, size_t count) {
-    std::vector<T> out(count);
-    backend_.Synchronize();
-    backend_.CopyToHost(out.data(), src, count * sizeof(T));
-    return out;
-  }
-
- private:
-  Backend& backend_;
-  std::vector<void*> owned_;
-};
-
-struct StepResult {
-  std::vector<float> o, v, s;  // o converted to float
-};
-
-// Arguments of one step on `backend` with the pool and queries uploaded and outputs poisoned.
-kernels::CascadeArgs StepArgs(Buffers& mem, const HostKvPool& pool, int layer, const std::vector<uint16_t>& q,
-                              int64_t rows) {
-  const int64_t n = rows * pool.shape.head_dim;
-  kernels::CascadeArgs args;
-  args.kv = kernels::KvPoolView{pool.shape, mem.Upload(pool.k.data(), pool.k.size() * 2),
-                                mem.Upload(pool.v.data(), pool.v.size() * 2)};
-  args.layer = layer;
-  args.q = mem.Upload(q.data(), q.size() * 2);
-  args.o = mem.Poisoned(n * 2 + 2);
-  args.v_out = static_cast<float*>(mem.Poisoned(n * 4 + 4));
-  args.s_out = static_cast<float*>(mem.Poisoned(rows * 4 + 4));
-  return args;
-}
-
-StepResult Download(Buffers& mem, const kernels::CascadeArgs& args, DType dtype, int64_t rows, int head_dim) {
-  const int64_t n = rows * head_dim;
-  StepResult out;
-  const std::vector<uint16_t> o_bits = mem.Download<uint16_t>(args.o, n);
-  out.v = mem.Download<float>(args.v_out, n);
-  out.s = mem.Download<float>(args.s_out, rows);
-  out.o.resize(n);
-  for (int64_t i = 0; i < n; ++i) out.o[i] = kernels::ToFloat(dtype, o_bits[i]);
-  return out;
-}
-
-StepResult RunStep(Backend& backend, const HostKvPool& pool, int layer, const CascadePlan& plan,
-                   const std::vector<uint16_t>& q) {
-  Buffers mem(backend);
-  const int64_t rows = int64_t(plan.num_requests) * plan.num_qo_heads;
-  const kernels::CascadeArgs args = StepArgs(mem, pool, layer, q, rows);
-  backend.LoadPlan(plan);
-  backend.RunCascade(args);
-  return Download(mem, args, pool.shape.dtype, rows, pool.shape.head_dim);
-}
-
-// Random queries; peaky ones have score std ≥ 10 (uniform q in [-40, 40], k in [-1, 1], scale
-// 1/sqrt(D): std ≈ 40/3, a margin for D = 64's sampling noise) and every third head aims at a
-// planted key.
-std::vector<uint16_t> MakeQueries(std::mt19937_64& rng, const HostKvPool& pool, int layer, const DecodeBatch& batch,
-                                  bool peaky) {
-  const KvPoolShape& s = pool.shape;
-  const int h = batch.num_qo_heads, g = h / s.num_kv_heads, b = batch.num_requests();
-  std::vector<uint16_t> q = RandomBits(rng, int64_t(b) * h * s.head_dim, s.dtype, peaky ? 40.f : 1.f);
-  if (!peaky) return q;
-  for (int r = 0; r < b; ++r) {
-    const std::vector<int64_t> slots = RequestSlots(batch, r, s.page_size);
-    if (slots.empty()) continue;
-    for (int head = r % 3; head < h; head += 3) {
-      const int64_t slot = slots[std::uniform_int_distribution<size_t>(0, slots.size() - 1)(rng)];
-      PlantKey(pool, layer, slot, head / g, 33.f, &q[(int64_t(r) * h + head) * s.head_dim]);
-    }
-  }
-  return q;
-}
+// Peaky queries: uniform in [-40, 40] (score std ≈ 40/3 ≥ 10 with a margin for D = 64's sampling
+// noise under k in [-1, 1] and scale 1/sqrt(D)); every third head aims at a planted key.
+constexpr float kPeakyScale = 40.f;
 
 // Standard deviation of the (natural-unit) scores of one query row over its request's slots.
 double ScoreStd(const HostKvPool& pool, int layer, const DecodeBatch& batch, const std::vector<uint16_t>& q,
@@ -192,8 +106,6 @@ double ScoreStd(const HostKvPool& pool, int layer, const DecodeBatch& batch, con
   const double n = double(slots.size());
   return std::sqrt(std::max(0.0, sum2 / n - (sum / n) * (sum / n)));
 }
-
-std::vector<double> ToDouble(const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); }
 
 void ExpectMatchesOracle(const StepResult& got, const RefOutput& want, DType dtype, const std::string& what) {
   const int64_t n = int64_t(want.v.size());
@@ -244,19 +156,7 @@ PlanOptions OptionsFor(Split split) {
   return o;
 }
 
-struct CascadeCase {
-  std::string name;
-  DType dtype;
-  int num_qo_heads, num_kv_heads, head_dim, page_size;
-  std::vector<GroupSpec> groups;  // empty: random groups from the test seed
-  bool peaky = false;
-  Split split = Split::kDevice;
-  int num_layers = 1, layer = 0;
-  bool expect_prefix_chunks_beyond_pages = false;  // some group split finer than its pages
-  bool expect_split_kv = false;                    // some suffix split into several chunks
-};
-
-void PrintTo(const CascadeCase& c, std::ostream* os) { *os << c.name; }
+using CascadeCase = CascadeCaseOf<Split>;
 
 class CudaCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
 
@@ -272,7 +172,7 @@ TEST_P(CudaCascadeTest, MatchesFloat64OracleAndCpuBackend) {
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(groups, c.num_qo_heads, c.page_size, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const std::vector<uint16_t> q = MakeQueries(rng, pool, c.layer, batch, c.peaky);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, c.layer, batch, c.peaky, kPeakyScale);
   if (c.peaky) {  // the request with the most slots, its score std averaged over all heads
     int longest = 0;
     for (int r = 1; r < batch.num_requests(); ++r)
@@ -286,10 +186,7 @@ TEST_P(CudaCascadeTest, MatchesFloat64OracleAndCpuBackend) {
 
   const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split));
   if (c.expect_prefix_chunks_beyond_pages) {
-    bool found = false;
-    for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-      found |= plan.group_num_chunks[gi] > (plan.groups[gi].prefix.num_tokens + c.page_size - 1) / c.page_size;
-    EXPECT_TRUE(found) << "no prefix was split into more chunks than pages";
+    EXPECT_TRUE(SplitsPrefixBeyondPages(plan, c.page_size)) << "no prefix was split into more chunks than pages";
   }
   // (The CPU stand-in's own options split less: the split is only promised on the GPU.)
   if (c.expect_split_kv && (c.split != Split::kDevice || kernels::CudaAvailable()))
@@ -362,7 +259,7 @@ TEST_P(CudaCoresDecodeTest, MatchesFloat64Oracle) {
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, c.peaky);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, c.peaky, kPeakyScale);
   const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split));
   const StepResult got = RunStep(*simt, pool, 0, plan, q);
   ExpectMatchesOracle(got, NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim))), c.dtype, c.name);
@@ -444,7 +341,7 @@ TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs)
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, page_size, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
   const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
   const int64_t rows = int64_t(batch.num_requests()) * c.num_qo_heads, n = rows * c.head_dim;
   const double tol = OutputTolerance(c.dtype);
@@ -477,7 +374,7 @@ TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs)
   // Each output alone (the others null): the requested one right, nothing else written.
   for (int which = 0; which < 3; ++which) {
     SCOPED_TRACE("only output " + std::to_string(which) + " (0 o, 1 v_out, 2 s_out)");
-    Buffers mem(Device());
+    BackendBuffers mem(Device());
     kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
     void* o = args.o;
     float *v_out = args.v_out, *s_out = args.s_out;
@@ -589,7 +486,7 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
     kernels::PageAllocator alloc(shape.num_pages);
     const DecodeBatch batch = BuildBatch(s.groups, s.h_qo, 16, alloc, rng);
     const HostKvPool pool = RandomKvPool(rng, shape);
-    const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true);
+    const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
     const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(s.split));
     const StepResult got = RunStep(*backend, pool, 0, plan, q);
     const std::string what = "h" + std::to_string(s.h_qo) + "/" + std::to_string(s.h_kv) + " d" + std::to_string(s.dim);
@@ -619,16 +516,6 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaDecodeVariantTest,
 // ---------------------------------------------------------------------------------------------
 // Non-cascade baseline (every request's table lists the prefix pages, then its own) = cascade.
 
-struct BaselineCase {
-  std::string name;
-  DType dtype;
-  int num_qo_heads, num_kv_heads, head_dim, page_size;
-  std::vector<GroupSpec> groups;  // prefixes are whole pages
-  bool peaky;
-};
-
-void PrintTo(const BaselineCase& c, std::ostream* os) { *os << c.name; }
-
 class CudaBaselineTest : public ::testing::TestWithParam<BaselineCase> {};
 
 TEST_P(CudaBaselineTest, NonCascadeEqualsCascade) {
@@ -642,7 +529,7 @@ TEST_P(CudaBaselineTest, NonCascadeEqualsCascade) {
   const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
   const DecodeBatch flat = FlattenBatch(batch, c.page_size);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const auto q = MakeQueries(rng, pool, 0, batch, c.peaky);
+  const auto q = MakeQueries(rng, pool, 0, batch, c.peaky, kPeakyScale);
   const PlanOptions options = Device().DefaultPlanOptions();
 
   const CascadePlan flat_plan = kernels::PlanCascade(flat, shape, options);
@@ -667,16 +554,6 @@ INSTANTIATE_TEST_SUITE_P(
 // ---------------------------------------------------------------------------------------------
 // RunPrefixAttention (prefill / append): causal with q_offset, and non-causal.
 
-struct PrefixCase {
-  std::string name;
-  DType dtype;
-  int num_qo_heads, num_kv_heads, head_dim, page_size;
-  int prefix_tokens, num_queries, q_offset;
-  bool causal, peaky;
-};
-
-void PrintTo(const PrefixCase& c, std::ostream* os) { *os << c.name; }
-
 class CudaPrefixAttentionTest : public ::testing::TestWithParam<PrefixCase> {};
 
 TEST_P(CudaPrefixAttentionTest, MatchesFloat64OracleAndCpuBackend) {
@@ -685,54 +562,12 @@ TEST_P(CudaPrefixAttentionTest, MatchesFloat64OracleAndCpuBackend) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  const int first_page = 2, pages = (c.prefix_tokens + c.page_size - 1) / c.page_size;
-  const KvPoolShape shape{2, first_page + pages + 1, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
-  const HostKvPool pool = RandomKvPool(rng, shape);
-  const int layer = 1, h = c.num_qo_heads, g = h / c.num_kv_heads, dim = c.head_dim;
-  std::vector<uint16_t> q = RandomBits(rng, int64_t(c.num_queries) * h * dim, c.dtype, c.peaky ? 33.f : 1.f);
-  if (c.peaky && c.prefix_tokens > 0)
-    for (int i = 0; i < c.num_queries; ++i) {
-      const int visible = std::min(c.prefix_tokens, c.causal ? c.q_offset + i + 1 : c.prefix_tokens);
-      const int64_t slot = int64_t(first_page) * c.page_size + int64_t(rng() % visible);
-      PlantKey(pool, layer, slot, 0, 33.f, &q[int64_t(i) * h * dim]);
-    }
-  const int64_t rows = int64_t(c.num_queries) * h;
-
-  auto run = [&](Backend& backend) {
-    Buffers mem(backend);
-    kernels::PrefixAttentionArgs args;
-    args.kv = {shape, mem.Upload(pool.k.data(), pool.k.size() * 2), mem.Upload(pool.v.data(), pool.v.size() * 2)};
-    args.layer = layer;
-    args.prefix = {first_page, c.prefix_tokens};
-    args.num_queries = c.num_queries;
-    args.num_qo_heads = h;
-    args.q = mem.Upload(q.data(), q.size() * 2);
-    args.causal = c.causal;
-    args.q_offset = c.q_offset;
-    args.v_out = static_cast<float*>(mem.Poisoned(rows * dim * 4));
-    args.s_out = static_cast<float*>(mem.Poisoned(rows * 4));
-    backend.RunPrefixAttention(args);
-    StepResult out;
-    out.v = mem.Download<float>(args.v_out, rows * dim);
-    out.s = mem.Download<float>(args.s_out, rows);
-    return out;
-  };
-  const StepResult got = run(Device());
-  const StepResult cpu = run(Cpu());
-
-  RefOutput want{std::vector<double>(rows * dim), std::vector<double>(rows)};
-  for (int i = 0; i < c.num_queries; ++i) {
-    const int visible = c.causal ? std::min(c.prefix_tokens, c.q_offset + i + 1) : c.prefix_tokens;
-    std::vector<int64_t> slots;
-    for (int t = 0; t < visible; ++t) slots.push_back(int64_t(first_page) * c.page_size + t);
-    for (int head = 0; head < h; ++head) {
-      const int64_t row = int64_t(i) * h + head;
-      const RefState st = NaiveAttention(pool, layer, head / g, &q[row * dim], slots, 1.0 / std::sqrt(double(dim)));
-      std::copy(st.v.begin(), st.v.end(), want.v.begin() + row * dim);
-      want.s[row] = st.s;
-    }
-  }
-  ExpectAllClose(got.v.data(), want.v.data(), rows * dim, OutputTolerance(c.dtype), c.name + " v_out vs float64");
+  const PrefixProblem p = MakePrefixProblem(rng, c, 33.f);
+  const StepResult got = RunPrefixCase(Device(), c, p);
+  const StepResult cpu = RunPrefixCase(Cpu(), c, p);
+  const RefOutput want = NaivePrefixCase(c, p);
+  const int64_t rows = int64_t(c.num_queries) * c.num_qo_heads;
+  ExpectAllClose(got.v.data(), want.v.data(), rows * c.head_dim, OutputTolerance(c.dtype), c.name + " v_out vs float64");
   ExpectLseClose(got.s.data(), want.s.data(), rows, kLseTol, c.name + " s_out vs float64");
   ExpectMatchesCpu(got, cpu, c.dtype, c.name);
 }
@@ -806,7 +641,7 @@ TEST_P(CudaMergeStatesTest, MatchesDoubleMergeAndSkipsEmptyStates) {
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   const RandomStates st = MakeStates(rng, c.n, c.rows, c.dim);
-  Buffers mem(Device());
+  BackendBuffers mem(Device());
   // One spare element so that n = 0 still uploads a (never read) buffer.
   std::vector<float> v_host = st.v, s_host = st.s;
   v_host.push_back(0.f);
@@ -855,7 +690,7 @@ TEST(CudaMergeStateInPlace, MatchesDoubleMergeIncludingEmptySides) {
           if (std::isinf(st.s[int64_t(i) * rows + r])) x = 0.f;
           else if (r < 4) x = 0.25f * (d % 5);
         }
-    Buffers mem(Device());
+    BackendBuffers mem(Device());
     auto* v = static_cast<float*>(mem.Upload(st.v.data(), int64_t(rows) * dim * 4));
     auto* s = static_cast<float*>(mem.Upload(st.s.data(), rows * 4));
     const auto* v_other = static_cast<const float*>(mem.Upload(st.v.data() + int64_t(rows) * dim, int64_t(rows) * dim * 4));
@@ -880,7 +715,7 @@ TEST(CudaCastStates, RoundsToNearestEvenLikeTheHost) {
   for (auto& f : x) f = dist(rng) * std::pow(2.f, float(int(rng() % 40) - 30));
   x[0] = 0.f, x[1] = -0.f, x[2] = 1e-8f, x[3] = 65520.f, x[4] = kNegInf;
   for (DType dtype : {kF16, kBF16}) {
-    Buffers mem(Device());
+    BackendBuffers mem(Device());
     const auto* v = static_cast<const float*>(mem.Upload(x.data(), count * 4));
     void* out = mem.Poisoned(count * 2);
     Device().CastStates(v, count, dtype, out);
@@ -912,8 +747,8 @@ TEST(CudaGraph, CapturedStepReplaysCorrectly) {
   ASSERT_FALSE(plan.decode_items.empty());
   const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads, n = rows * shape.head_dim;
 
-  Buffers mem(Device());
-  std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true);
+  BackendBuffers mem(Device());
+  std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
   const kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
   Device().LoadPlan(plan);
   Device().RunCascade(args);  // warm-up outside the capture (first launches set kernel attributes)
@@ -931,14 +766,14 @@ TEST(CudaGraph, CapturedStepReplaysCorrectly) {
 
   for (int replay = 0; replay < 2; ++replay) {
     if (replay == 1) {  // new queries in the captured buffer
-      q = MakeQueries(rng, pool, 0, batch, false);
+      q = MakeQueries(rng, pool, 0, batch, false, kPeakyScale);
       Device().CopyToDevice(const_cast<void*>(args.q), q.data(), q.size() * 2);
     }
     Device().Fill(args.o, 0xFF, n * 2);
     Device().Fill(args.v_out, 0xFF, n * 4);
     Device().Fill(args.s_out, 0xFF, rows * 4);
     ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-    const StepResult got = Download(mem, args, shape.dtype, rows, shape.head_dim);
+    const StepResult got = DownloadStep(mem, args, shape.dtype, rows, shape.head_dim);
     const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(shape.head_dim)));
     ExpectMatchesOracle(got, want, shape.dtype, "graph replay " + std::to_string(replay));
   }
@@ -950,21 +785,6 @@ TEST(CudaGraph, CapturedStepReplaysCorrectly) {
 // ---------------------------------------------------------------------------------------------
 // Bad inputs: a clear error, nothing launched, and the backend still computes correctly after.
 
-// EXPECT the statement to throw prefixd::Error of `kind` whose message mentions `substring`.
-#define EXPECT_PREFIXD_ERROR(statement, error_kind, substring)                                      \
-  do {                                                                                              \
-    bool prefixd_thrown_ = false;                                                                   \
-    try {                                                                                           \
-      statement;                                                                                    \
-    } catch (const ::prefixd::Error& e) {                                                           \
-      prefixd_thrown_ = true;                                                                       \
-      EXPECT_EQ(e.kind(), (error_kind)) << "wrong error kind: " << e.what();                        \
-      EXPECT_NE(std::string(e.what()).find(substring), std::string::npos)                          \
-          << "message does not mention '" << (substring) << "': " << e.what();                      \
-    }                                                                                               \
-    EXPECT_TRUE(prefixd_thrown_) << #statement " did not throw";                                    \
-  } while (0)
-
 TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   const auto bad = ErrorKind::kInvalidArgument;
@@ -973,13 +793,13 @@ TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch({{100, {5, 30}}, {0, {20}}}, 8, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const auto q = MakeQueries(rng, pool, 1, batch, false);
+  const auto q = MakeQueries(rng, pool, 1, batch, false, kPeakyScale);
   const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
   const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads;
 
   {  // A fresh backend has no plan.
     auto fresh = MakeDeviceBackend();
-    Buffers mem(*fresh);
+    BackendBuffers mem(*fresh);
     EXPECT_PREFIXD_ERROR(fresh->RunCascade(StepArgs(mem, pool, 1, q, rows)), bad, "no plan loaded");
   }
   {  // A plan larger than the workspace.
@@ -999,7 +819,7 @@ TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {
   }
   Device().LoadPlan(plan);
   {
-    Buffers mem(Device());
+    BackendBuffers mem(Device());
     kernels::CascadeArgs args = StepArgs(mem, pool, 1, q, rows);
     kernels::CascadeArgs wrong = args;
     wrong.layer = 2;
@@ -1018,7 +838,7 @@ TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {
     EXPECT_PREFIXD_ERROR(Device().RunCascade(wrong), bad, "sm_scale");
   }
   {
-    Buffers mem(Device());
+    BackendBuffers mem(Device());
     kernels::PrefixAttentionArgs args;
     args.kv = {shape, mem.Poisoned(pool.k.size() * 2), mem.Poisoned(pool.v.size() * 2)};
     args.prefix = {30, 200};  // pages [30, 43) of a 40-page pool

@@ -9,6 +9,7 @@
 
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/plan.h"
+#include "support/backend_step.h"
 #include "support/test_support.h"
 #include "unit/kernels/random_batch.h"
 
@@ -48,81 +49,8 @@ PlanOptions OptionsFor(Split split, const Backend& backend) {
   return o;
 }
 
-// Backend-owned copies of the pool and the per-step buffers, outputs poisoned with NaN.
-class DeviceBuffers {
- public:
-  explicit DeviceBuffers(Backend& backend) : backend_(backend) {}
-  ~DeviceBuffers() {
-    for (void* p : owned_) backend_.Free(p);
-  }
-  void* Upload(const void* src, size_t bytes) {
-    void* p = Poisoned(bytes);
-    backend_.CopyToDevice(p, src, bytes);
-    return p;
-  }
-  void* Poisoned(size_t bytes) {
-    void* p = backend_.Alloc(bytes);
-    owned_.push_back(p);
-    backend_.Fill(p, 0xFF, bytes);
-    return p;
-  }
-
- private:
-  Backend& backend_;
-  std::vector<void*> owned_;
-};
-
-struct CascadeResult {
-  std::vector<float> o, v, s;  // o converted to float
-};
-
-CascadeResult RunCascadeOn(Backend& backend, const HostKvPool& pool, int layer, const CascadePlan& plan,
-                           const std::vector<uint16_t>& q) {
-  DeviceBuffers mem(backend);
-  const KvPoolShape& shape = pool.shape;
-  const int64_t rows = int64_t(plan.num_requests) * plan.num_qo_heads, n = rows * shape.head_dim;
-  kernels::CascadeArgs args;
-  args.kv = kernels::KvPoolView{shape, mem.Upload(pool.k.data(), pool.k.size() * 2),
-                                mem.Upload(pool.v.data(), pool.v.size() * 2)};
-  args.layer = layer;
-  args.q = mem.Upload(q.data(), q.size() * 2);
-  args.o = mem.Poisoned(n * 2 + 2);
-  args.v_out = static_cast<float*>(mem.Poisoned(n * 4 + 4));
-  args.s_out = static_cast<float*>(mem.Poisoned(rows * 4 + 4));
-  backend.LoadPlan(plan);
-  backend.RunCascade(args);
-  backend.Synchronize();
-  CascadeResult out{std::vector<float>(n), std::vector<float>(n), std::vector<float>(rows)};
-  std::vector<uint16_t> o_bits(n);
-  backend.CopyToHost(o_bits.data(), args.o, n * 2);
-  backend.CopyToHost(out.v.data(), args.v_out, n * 4);
-  backend.CopyToHost(out.s.data(), args.s_out, rows * 4);
-  for (int64_t i = 0; i < n; ++i) out.o[i] = kernels::ToFloat(shape.dtype, o_bits[i]);
-  return out;
-}
-
-// Random queries; peaky ones have score std ≥ 10 and every third row aims at a planted key.
-// Rows planted with a key: (request r, head h) with h % 3 == r % 3.
-bool Planted(int request, int head) { return head % 3 == request % 3; }
-
-std::vector<uint16_t> MakeQueries(std::mt19937_64& rng, const HostKvPool& pool, int layer, const DecodeBatch& batch,
-                                  bool peaky) {
-  const KvPoolShape& s = pool.shape;
-  const int h = batch.num_qo_heads, g = h / s.num_kv_heads, b = batch.num_requests();
-  // Uniform q in [-a, a] and k in [-1, 1]: score std = a/3 under sm_scale = 1/sqrt(D).
-  std::vector<uint16_t> q = RandomBits(rng, int64_t(b) * h * s.head_dim, s.dtype, peaky ? 45.f : 1.f);
-  if (!peaky) return q;
-  for (int r = 0; r < b; ++r) {
-    const std::vector<int64_t> slots = RequestSlots(batch, r, s.page_size);
-    if (slots.empty()) continue;
-    for (int head = 0; head < h; ++head) {
-      if (!Planted(r, head)) continue;
-      const int64_t slot = slots[std::uniform_int_distribution<size_t>(0, slots.size() - 1)(rng)];
-      PlantKey(pool, layer, slot, head / g, 33.f, &q[(int64_t(r) * h + head) * s.head_dim]);
-    }
-  }
-  return q;
-}
+// Peaky queries: uniform in [-45, 45] (score std 15), Planted rows aim at a planted key.
+constexpr float kPeakyScale = 45.f;
 
 // Standard deviation of the (natural-unit) scores of all unplanted rows over their requests' slots.
 double ScoreStd(const HostKvPool& pool, int layer, const DecodeBatch& batch, const std::vector<uint16_t>& q) {
@@ -147,7 +75,7 @@ double ScoreStd(const HostKvPool& pool, int layer, const DecodeBatch& batch, con
   return n == 0 ? 0 : std::sqrt(std::max(0.0, sum2 / n - (sum / n) * (sum / n)));
 }
 
-void ExpectMatchesOracle(const CascadeResult& got, const RefOutput& want, DType dtype, bool peaky,
+void ExpectMatchesOracle(const StepResult& got, const RefOutput& want, DType dtype, bool peaky,
                          const std::string& what) {
   ExpectAllClose(got.v.data(), want.v.data(), int64_t(want.v.size()), kStateTol, what + " v_out");
   ExpectLseClose(got.s.data(), want.s.data(), int64_t(want.s.size()), peaky ? kPeakyLseTol : kLseTol, what + " s_out");
@@ -157,19 +85,7 @@ void ExpectMatchesOracle(const CascadeResult& got, const RefOutput& want, DType 
 // ---------------------------------------------------------------------------------------------
 // Cascade decode vs NaiveCascade.
 
-struct CascadeCase {
-  std::string name;
-  DType dtype;
-  int num_qo_heads, num_kv_heads, head_dim, page_size;
-  std::vector<GroupSpec> groups;  // empty: random groups from the test seed
-  bool peaky = false;
-  Split split = Split::kBackendDefault;
-  int num_layers = 1, layer = 0;
-  bool expect_prefix_chunks_beyond_pages = false;  // some group split finer than its pages
-  bool expect_split_kv = false;                    // some suffix split into several chunks
-};
-
-void PrintTo(const CascadeCase& c, std::ostream* os) { *os << c.name; }
+using CascadeCase = CascadeCaseOf<Split>;
 
 class CpuCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
 
@@ -186,23 +102,20 @@ TEST_P(CpuCascadeTest, MatchesFloat64Oracle) {
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(groups, c.num_qo_heads, c.page_size, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const std::vector<uint16_t> q = MakeQueries(rng, pool, c.layer, batch, c.peaky);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, c.layer, batch, c.peaky, kPeakyScale);
   if (c.peaky) {
     EXPECT_GE(ScoreStd(pool, c.layer, batch, q), 10.0) << "the peaky case is not peaky";
   }
 
   const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split, *backend));
   if (c.expect_prefix_chunks_beyond_pages) {
-    bool found = false;
-    for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-      found |= plan.group_num_chunks[gi] > (plan.groups[gi].prefix.num_tokens + c.page_size - 1) / c.page_size;
-    EXPECT_TRUE(found) << "no prefix was split into more chunks than pages";
+    EXPECT_TRUE(SplitsPrefixBeyondPages(plan, c.page_size)) << "no prefix was split into more chunks than pages";
   }
   if (c.expect_split_kv) {
     EXPECT_GT(plan.decode_items.size(), size_t(batch.num_requests()) * c.num_kv_heads) << "no split-KV";
   }
 
-  const CascadeResult got = RunCascadeOn(*backend, pool, c.layer, plan, q);
+  const StepResult got = RunStep(*backend, pool, c.layer, plan, q);
   const RefOutput want = NaiveCascade(pool, c.layer, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
   ExpectMatchesOracle(got, want, c.dtype, c.peaky, c.name);
 }
@@ -244,7 +157,7 @@ TEST(CpuCascade, EmptyRequestGetsEmptyState) {
   const DecodeBatch batch = BuildBatch({{0, {0, 3}}}, 4, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
   const auto q = RandomBits(rng, 2 * 4 * 64, kF16, 1.f);
-  const CascadeResult got = RunCascadeOn(*backend, pool, 0, kernels::PlanCascade(batch, shape, {}), q);
+  const StepResult got = RunStep(*backend, pool, 0, kernels::PlanCascade(batch, shape, {}), q);
   for (int i = 0; i < 4 * 64; ++i) {
     ASSERT_EQ(got.v[i], 0.f) << i;
     ASSERT_EQ(got.o[i], 0.f) << i;
@@ -264,13 +177,14 @@ TEST(CpuCascade, OutputsAreOptionalAndWorkspaceIsReusable) {
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch big_batch = BuildBatch(big, 8, 16, alloc, rng), small_batch = BuildBatch(small, 8, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const auto q_big = MakeQueries(rng, pool, 0, big_batch, false), q_small = MakeQueries(rng, pool, 0, small_batch, false);
+  const auto q_big = MakeQueries(rng, pool, 0, big_batch, false, kPeakyScale);
+  const auto q_small = MakeQueries(rng, pool, 0, small_batch, false, kPeakyScale);
   auto fresh = kernels::MakeCpuBackend(), reused = kernels::MakeCpuBackend();
   const PlanOptions o = OptionsFor(Split::kFinest, *fresh);
-  RunCascadeOn(*reused, pool, 0, kernels::PlanCascade(big_batch, shape, o), q_big);
+  RunStep(*reused, pool, 0, kernels::PlanCascade(big_batch, shape, o), q_big);
   const CascadePlan plan = kernels::PlanCascade(small_batch, shape, o);
-  const CascadeResult want = RunCascadeOn(*fresh, pool, 0, plan, q_small);
-  const CascadeResult got = RunCascadeOn(*reused, pool, 0, plan, q_small);
+  const StepResult want = RunStep(*fresh, pool, 0, plan, q_small);
+  const StepResult got = RunStep(*reused, pool, 0, plan, q_small);
   EXPECT_EQ(got.v, want.v);
   EXPECT_EQ(got.s, want.s);
   EXPECT_EQ(got.o, want.o);
@@ -298,16 +212,6 @@ TEST(CpuCascade, OutputsAreOptionalAndWorkspaceIsReusable) {
 // ---------------------------------------------------------------------------------------------
 // Non-cascade baseline: every request's table lists the prefix pages then its own; no sharing.
 
-struct BaselineCase {
-  std::string name;
-  DType dtype;
-  int num_qo_heads, num_kv_heads, head_dim, page_size;
-  std::vector<GroupSpec> groups;  // prefixes are whole pages
-  bool peaky;
-};
-
-void PrintTo(const BaselineCase& c, std::ostream* os) { *os << c.name; }
-
 class CpuBaselineTest : public ::testing::TestWithParam<BaselineCase> {};
 
 TEST_P(CpuBaselineTest, NonCascadeEqualsCascade) {
@@ -321,17 +225,17 @@ TEST_P(CpuBaselineTest, NonCascadeEqualsCascade) {
   const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
   const DecodeBatch flat = FlattenBatch(batch, c.page_size);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const auto q = MakeQueries(rng, pool, 0, batch, c.peaky);
+  const auto q = MakeQueries(rng, pool, 0, batch, c.peaky, kPeakyScale);
   const PlanOptions options = backend->DefaultPlanOptions();
 
   const CascadePlan flat_plan = kernels::PlanCascade(flat, shape, options);
   EXPECT_TRUE(flat_plan.prefix_items.empty());
-  const CascadeResult cascade = RunCascadeOn(*backend, pool, 0, kernels::PlanCascade(batch, shape, options), q);
-  const CascadeResult plain = RunCascadeOn(*backend, pool, 0, flat_plan, q);
+  const StepResult cascade = RunStep(*backend, pool, 0, kernels::PlanCascade(batch, shape, options), q);
+  const StepResult plain = RunStep(*backend, pool, 0, flat_plan, q);
   const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
   ExpectMatchesOracle(cascade, want, c.dtype, c.peaky, "cascade");
   ExpectMatchesOracle(plain, want, c.dtype, c.peaky, "non-cascade");
-  std::vector<double> cascade_v(cascade.v.begin(), cascade.v.end());
+  const std::vector<double> cascade_v = ToDouble(cascade.v);
   ExpectAllClose(plain.v.data(), cascade_v.data(), int64_t(cascade_v.size()), kStateTol, "non-cascade vs cascade");
 }
 
@@ -345,16 +249,6 @@ INSTANTIATE_TEST_SUITE_P(
 // ---------------------------------------------------------------------------------------------
 // RunPrefixAttention (prefill / append): causal with q_offset, and non-causal.
 
-struct PrefixCase {
-  std::string name;
-  DType dtype;
-  int num_qo_heads, num_kv_heads, head_dim, page_size;
-  int prefix_tokens, num_queries, q_offset;
-  bool causal, peaky;
-};
-
-void PrintTo(const PrefixCase& c, std::ostream* os) { *os << c.name; }
-
 class CpuPrefixAttentionTest : public ::testing::TestWithParam<PrefixCase> {};
 
 TEST_P(CpuPrefixAttentionTest, MatchesFloat64Oracle) {
@@ -363,51 +257,12 @@ TEST_P(CpuPrefixAttentionTest, MatchesFloat64Oracle) {
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto backend = kernels::MakeCpuBackend();
-  const int first_page = 2, pages = (c.prefix_tokens + c.page_size - 1) / c.page_size;
-  const KvPoolShape shape{2, first_page + pages + 1, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
-  const HostKvPool pool = RandomKvPool(rng, shape);
-  const int layer = 1, h = c.num_qo_heads, g = h / c.num_kv_heads, dim = c.head_dim;
-  std::vector<uint16_t> q = RandomBits(rng, int64_t(c.num_queries) * h * dim, c.dtype, c.peaky ? 45.f : 1.f);
-  if (c.peaky)
-    for (int i = 0; i < c.num_queries; ++i) {
-      const int visible = std::min(c.prefix_tokens, c.causal ? c.q_offset + i + 1 : c.prefix_tokens);
-      const int64_t slot = int64_t(first_page) * c.page_size + rng() % visible;
-      PlantKey(pool, layer, slot, 0, 33.f, &q[int64_t(i) * h * dim]);
-    }
-
-  DeviceBuffers mem(*backend);
-  kernels::PrefixAttentionArgs args;
-  args.kv = {shape, mem.Upload(pool.k.data(), pool.k.size() * 2), mem.Upload(pool.v.data(), pool.v.size() * 2)};
-  args.layer = layer;
-  args.prefix = {first_page, c.prefix_tokens};
-  args.num_queries = c.num_queries;
-  args.num_qo_heads = h;
-  args.q = mem.Upload(q.data(), q.size() * 2);
-  args.causal = c.causal;
-  args.q_offset = c.q_offset;
-  const int64_t rows = int64_t(c.num_queries) * h;
-  args.v_out = static_cast<float*>(mem.Poisoned(rows * dim * 4));
-  args.s_out = static_cast<float*>(mem.Poisoned(rows * 4));
-  backend->RunPrefixAttention(args);
-  backend->Synchronize();
-  std::vector<float> v(rows * dim), s(rows);
-  backend->CopyToHost(v.data(), args.v_out, v.size() * 4);
-  backend->CopyToHost(s.data(), args.s_out, s.size() * 4);
-
-  RefOutput want{std::vector<double>(rows * dim), std::vector<double>(rows)};
-  for (int i = 0; i < c.num_queries; ++i) {
-    const int visible = c.causal ? std::min(c.prefix_tokens, c.q_offset + i + 1) : c.prefix_tokens;
-    std::vector<int64_t> slots;
-    for (int t = 0; t < visible; ++t) slots.push_back(int64_t(first_page) * c.page_size + t);
-    for (int head = 0; head < h; ++head) {
-      const int64_t row = int64_t(i) * h + head;
-      const RefState st = NaiveAttention(pool, layer, head / g, &q[row * dim], slots, 1.0 / std::sqrt(double(dim)));
-      std::copy(st.v.begin(), st.v.end(), want.v.begin() + row * dim);
-      want.s[row] = st.s;
-    }
-  }
-  ExpectAllClose(v.data(), want.v.data(), rows * dim, kStateTol, c.name + " v_out");
-  ExpectLseClose(s.data(), want.s.data(), rows, c.peaky ? kPeakyLseTol : kLseTol, c.name + " s_out");
+  const PrefixProblem p = MakePrefixProblem(rng, c, kPeakyScale);
+  const StepResult got = RunPrefixCase(*backend, c, p);
+  const RefOutput want = NaivePrefixCase(c, p);
+  const int64_t rows = int64_t(c.num_queries) * c.num_qo_heads;
+  ExpectAllClose(got.v.data(), want.v.data(), rows * c.head_dim, kStateTol, c.name + " v_out");
+  ExpectLseClose(got.s.data(), want.s.data(), rows, c.peaky ? kPeakyLseTol : kLseTol, c.name + " s_out");
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -69,4 +69,11 @@ std::vector<GroupSpec> RandomGroups(std::mt19937_64& rng, int num_groups, int ma
   return groups;
 }
 
+bool SplitsPrefixBeyondPages(const kernels::CascadePlan& plan, int page_size) {
+  bool found = false;
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi)
+    found |= plan.group_num_chunks[gi] > (plan.groups[gi].prefix.num_tokens + page_size - 1) / page_size;
+  return found;
+}
+
 }  // namespace prefixd::test

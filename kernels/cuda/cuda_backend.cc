@@ -46,6 +46,24 @@ void CheckAlloc(cudaError_t err, size_t bytes, const char* what) {
   PREFIXD_CUDA_CHECK(err);
 }
 
+// The launch inputs the prefix and decode kernels share: one layer's K/V (k, v already offset to
+// the layer and the view's first KV head), the pool's token layout, the queries, the head counts
+// and the scale (sm_scale · log2(e)).
+template <typename AttentionParams>
+void SetAttentionInputs(AttentionParams* p, const void* k, const void* v, const KvPoolShape& shape, const void* q,
+                        int num_qo_heads, int num_kv_heads, int head_dim, float sm_scale_log2) {
+  p->k = k;
+  p->v = v;
+  p->token_stride = shape.TokenStride();
+  p->page_size = shape.page_size;
+  p->q = q;
+  p->num_qo_heads = num_qo_heads;
+  p->num_kv_heads = num_kv_heads;
+  p->head_dim = head_dim;
+  p->dtype = shape.dtype;
+  p->sm_scale_log2 = sm_scale_log2;
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device), limits_(options.limits) {
@@ -308,16 +326,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
 
   if ((parts & kPrefixPart) && plan_.num_prefix_items > 0) {
     PrefixAttentionParams p;
-    p.k = k;
-    p.v = v;
-    p.token_stride = shape.TokenStride();
-    p.page_size = shape.page_size;
-    p.q = args.q;
-    p.num_qo_heads = h.num_qo_heads;
-    p.num_kv_heads = h.num_kv_heads;
-    p.head_dim = h.head_dim;
-    p.dtype = shape.dtype;
-    p.sm_scale_log2 = scale_log2;
+    SetAttentionInputs(&p, k, v, shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim, scale_log2);
     p.items = plan_.prefix_items;
     p.num_items = plan_.num_prefix_items;
     p.groups = plan_.groups;
@@ -330,16 +339,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   if ((parts & kDecodePart) && plan_.num_decode_items > 0) {
     DecodeAttentionParams p;
     p.kernel = decode_kernel_;
-    p.k = k;
-    p.v = v;
-    p.token_stride = shape.TokenStride();
-    p.page_size = shape.page_size;
-    p.q = args.q;
-    p.num_qo_heads = h.num_qo_heads;
-    p.num_kv_heads = h.num_kv_heads;
-    p.head_dim = h.head_dim;
-    p.dtype = shape.dtype;
-    p.sm_scale_log2 = scale_log2;
+    SetAttentionInputs(&p, k, v, shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim, scale_log2);
     p.page_indptr = plan_.suffix_indptr;
     p.page_indices = plan_.suffix_indices;
     p.items = plan_.decode_items;
@@ -439,16 +439,9 @@ void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {
   const int32_t* d = prefix_plan_buffer_.device;
   PrefixAttentionParams p;
   const int64_t layer_bytes = shape.LayerStride() * DTypeBytes(shape.dtype) * args.layer;
-  p.k = static_cast<const char*>(args.kv.k) + layer_bytes;
-  p.v = static_cast<const char*>(args.kv.v) + layer_bytes;
-  p.token_stride = shape.TokenStride();
-  p.page_size = shape.page_size;
-  p.q = args.q;
-  p.num_qo_heads = num_heads;
-  p.num_kv_heads = shape.num_kv_heads;
-  p.head_dim = dim;
-  p.dtype = shape.dtype;
-  p.sm_scale_log2 = ResolveSmScale(args.sm_scale, dim) * kLog2e;
+  SetAttentionInputs(&p, static_cast<const char*>(args.kv.k) + layer_bytes,
+                     static_cast<const char*>(args.kv.v) + layer_bytes, shape, args.q, num_heads, shape.num_kv_heads,
+                     dim, ResolveSmScale(args.sm_scale, dim) * kLog2e);
   p.causal = args.causal;
   p.q_offset = args.q_offset;
   p.items = reinterpret_cast<const PrefixWorkItem*>(d);

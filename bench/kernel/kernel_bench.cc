@@ -36,6 +36,7 @@
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/plan.h"
 
 #ifdef PREFIXD_HAVE_CUDA
@@ -599,6 +600,272 @@ void PrintVariantTable(const std::vector<Row>& rows, const std::vector<Variant>&
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Planner check and calibration (kernels/cost_model.h, PlanOptions::choose_layout).
+//
+// --planner-check: per shape, the whole step timed three ways: the cascade (today's plan), plain
+// decode (the prefix pages in every request's page table, no prefix items) and the planner's
+// choice (choose_layout with the cost model); ratio = choice / min(cascade, plain), which the
+// performance issue bounds by 1.05. A choice identical to one of the two plans reuses its time.
+// --calibrate FILE: per shape, the parts of both layouts timed alone (prefix, decode, merge) and
+// their totals; the model's parameters fitted to them (FitCostModel, starting from --cost-model or
+// the H200 defaults) and written to FILE. With both, the check runs with the fitted parameters.
+
+// The CUDA backend's DefaultPlanOptions on a 132-SM H200 (for predictions without a GPU).
+kernels::PlanOptions H200PlanOptions() {
+  kernels::PlanOptions o;
+  o.target_items = 2 * 132;
+  o.prefix_target_items = 132;
+  o.prefix_tile_rows = 128;
+  o.prefix_chunk_align = 64;
+  o.min_prefix_chunk = 512;
+  o.decode_chunk_align = 16;
+  o.min_decode_chunk = 256;
+  return o;
+}
+
+struct PlannerPlans {
+  DecodeBatch batch;
+  KvPoolShape pool;
+  int num_pages = 0;
+  CascadePlan cascade, plain, choice;
+  bool has_plain = false;  // the prefix fills whole pages
+  kernels::PlanReport report;
+  double pred_cascade = kNaN, pred_plain = kNaN, pred_choice = kNaN;
+  bool choice_is_cascade = false, choice_is_plain = false;
+  std::string choice_name;
+};
+
+PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::PlanOptions& base,
+                              const kernels::CostModelParams& params) {
+  PlannerPlans p;
+  std::mt19937_64 rng(seed);
+  p.batch = MakeBatch(s, rng, &p.num_pages);
+  p.pool = KvPoolShape{1, p.num_pages, s.page_size, s.h_kv, s.head_dim, s.dtype};
+  p.pool.Validate();
+  kernels::PlanOptions fixed = base;
+  fixed.choose_layout = false;
+  p.cascade = kernels::PlanCascade(p.batch, p.pool, fixed);
+  p.pred_cascade = kernels::PredictCost(p.cascade, params).total_us;
+  p.has_plain = kernels::CanPlanPlain(p.batch.groups[0], s.page_size);
+  if (p.has_plain) {
+    p.plain = kernels::PlanCascade(kernels::PlainLayout(p.batch, {1}, s.page_size), p.pool, fixed);
+    p.pred_plain = kernels::PredictCost(p.plain, params).total_us;
+  }
+  kernels::PlanOptions choose = fixed;
+  choose.choose_layout = true;
+  choose.cost_model = std::make_shared<kernels::CostModelParams>(params);
+  p.choice = kernels::PlanCascade(p.batch, p.pool, choose, &p.report);
+  p.pred_choice = p.report.predicted_us;
+  const std::vector<int32_t> flat = p.choice.Serialize();
+  p.choice_is_cascade = flat == p.cascade.Serialize();
+  p.choice_is_plain = p.has_plain && flat == p.plain.Serialize();
+  p.choice_name = p.report.group_plain.empty() || !p.report.group_plain[0] ? "cascade" : "plain";
+  if (!p.choice_is_cascade && !p.choice_is_plain)
+    p.choice_name += " t" + std::to_string(p.report.prefix_target_items) +
+                     (p.report.min_decode_chunk == std::numeric_limits<int>::max() ? " nosplit" : "");
+  return p;
+}
+
+struct PlannerRow {
+  Shape shape;
+  PlannerPlans plans;
+  double cascade_us = kNaN, plain_us = kNaN, choice_us = kNaN;
+  int wrong = 0;
+  double Ratio() const {
+    const double best = std::isnan(plain_us) ? cascade_us : std::min(cascade_us, plain_us);
+    return choice_us / best;
+  }
+};
+
+void PrintPlannerHeader(bool measured) {
+  std::printf("#\n# %5s %7s %4s %5s %6s %5s | %10s %10s %10s %-18s | %10s %10s %10s | %6s | %s\n", "dtype", "Hqo/Hkv",
+              "D", "B", "P", "S", "cascade_us", "plain_us", "choice_us", "choice", "pred_casc", "pred_plain",
+              "pred_choice", measured ? "ratio" : "-", measured ? "check" : "");
+}
+
+void PrintPlannerRow(const PlannerRow& r, bool measured) {
+  const Shape& s = r.shape;
+  const std::string heads = std::to_string(s.h_qo) + "/" + std::to_string(s.h_kv);
+  std::string status;
+  if (measured) status = r.wrong ? "WRONG" : r.Ratio() > 1.05 ? "SLOW" : "OK";
+  std::printf("  %5s %7s %4d %5d %6d %5d | %10s %10s %10s %-18s | %10s %10s %10s | %6s | %s\n",
+              kernels::DTypeName(s.dtype), heads.c_str(), s.head_dim, s.batch, s.prefix, s.suffix,
+              Fmt("%.1f", r.cascade_us).c_str(), Fmt("%.1f", r.plain_us).c_str(), Fmt("%.1f", r.choice_us).c_str(),
+              r.plans.choice_name.c_str(), Fmt("%.1f", r.plans.pred_cascade).c_str(),
+              Fmt("%.1f", r.plans.pred_plain).c_str(), Fmt("%.1f", r.plans.pred_choice).c_str(),
+              measured ? Fmt("%.3f", r.Ratio()).c_str() : "-", status.c_str());
+  std::fflush(stdout);
+}
+
+#ifdef PREFIXD_HAVE_CUDA
+// Times the plans of one shape on the GPU (same data and method as RunGpuShape). With samples,
+// every part of both layouts is timed alone and recorded for the calibration; with known
+// (cascade_us, plain_us) from an earlier pass, only a choice that differs from both is timed.
+PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& cfg, uint64_t seed,
+                           const kernels::PlanOptions& base, const kernels::CostModelParams& params,
+                           std::vector<kernels::CostSample>* samples, const PlannerRow* known) {
+  PlannerRow row;
+  row.shape = s;
+  row.plans = MakePlannerPlans(s, seed, base, params);
+  const PlannerPlans& p = row.plans;
+  void* stream = gpu.stream();
+  const int64_t kv_elems = p.pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
+  std::vector<void*> owned;
+  auto alloc = [&](size_t bytes) {
+    owned.push_back(gpu.Alloc(bytes));
+    return owned.back();
+  };
+  kernels::CascadeArgs args;
+  args.kv = kernels::KvPoolView{p.pool, alloc(kv_elems * 2), alloc(kv_elems * 2)};
+  args.q = alloc(n * 2);
+  args.o = alloc(n * 2);
+  args.v_out = static_cast<float*>(alloc(n * 4));
+  args.s_out = static_cast<float*>(alloc(rows * 4));
+  FillRandom(args.kv.k, kv_elems, s.dtype, 1.f, seed + 1, stream);
+  FillRandom(args.kv.v, kv_elems, s.dtype, 1.f, seed + 2, stream);
+  FillRandom(const_cast<void*>(args.q), n, s.dtype, 1.f, seed + 3, stream);
+
+  TimingOptions t;
+  t.warmups = cfg.warmups;
+  t.iters = cfg.iters;
+  t.flush_l2 = cfg.flush;
+  t.flush = cfg.flush_mode;
+  using CB = kernels::cuda::CudaBackend;
+  auto time_us = [&](const std::function<void()>& fn) { return Median(TimeOnStream(stream, fn, t)) * 1e3; };
+  auto label = [&](const char* layout, const char* part) {
+    char text[160];
+    std::snprintf(text, sizeof(text), "%s %d/%d D%d B%d P%d S%d %s %s", kernels::DTypeName(s.dtype), s.h_qo, s.h_kv,
+                  s.head_dim, s.batch, s.prefix, s.suffix, layout, part);
+    return std::string(text);
+  };
+  // The whole step of one plan; with samples also its parts alone.
+  auto measure = [&](const CascadePlan& plan, const char* layout) {
+    gpu.LoadPlan(plan);
+    const double total = time_us([&] { gpu.RunCascade(args); });
+    if (samples) {
+      const kernels::PlanProfile profile = kernels::ProfilePlan(plan, params);
+      auto add = [&](kernels::CostPart part, double us) {
+        samples->push_back(kernels::CostSample{profile, part, us, 1.0, label(layout, kernels::CostPartName(part))});
+      };
+      add(kernels::CostPart::kTotal, total);
+      if (!plan.prefix_items.empty())
+        add(kernels::CostPart::kPrefix, time_us([&] { gpu.RunCascadeParts(args, CB::kPrefixPart); }));
+      if (!plan.decode_items.empty())
+        add(kernels::CostPart::kDecode, time_us([&] { gpu.RunCascadeParts(args, CB::kDecodePart); }));
+      if (!plan.merge_requests.empty())
+        add(kernels::CostPart::kMerge, time_us([&] { gpu.RunCascadeParts(args, CB::kMergePart); }));
+    }
+    return total;
+  };
+  if (known) {
+    row.cascade_us = known->cascade_us;
+    row.plain_us = known->plain_us;
+  } else {
+    row.cascade_us = measure(p.cascade, "cascade");
+    if (p.has_plain) row.plain_us = measure(p.plain, "plain");
+  }
+  if (p.choice_is_cascade) row.choice_us = row.cascade_us;
+  else if (p.choice_is_plain) row.choice_us = row.plain_us;
+  else {
+    gpu.LoadPlan(p.choice);
+    row.choice_us = time_us([&] { gpu.RunCascade(args); });
+  }
+
+  // Check the chosen plan's outputs (poisoned first) against the CPU backend on sampled requests.
+  if (cfg.check > 0) {
+    std::mt19937_64 rng(seed + 7);
+    const std::vector<int> sample = SampleRequests(s.batch, cfg.check, rng);
+    std::vector<uint16_t> k_host(kv_elems), v_host(kv_elems), q_host(n);
+    gpu.CopyToHost(k_host.data(), args.kv.k, kv_elems * 2);
+    gpu.CopyToHost(v_host.data(), args.kv.v, kv_elems * 2);
+    gpu.CopyToHost(q_host.data(), args.q, n * 2);
+    const HostStates want = CpuReference(p.pool, k_host, v_host, p.batch, sample, q_host);
+    gpu.LoadPlan(p.choice);
+    gpu.Fill(args.v_out, 0xFF, n * 4);
+    gpu.Fill(args.s_out, 0xFF, rows * 4);
+    gpu.RunCascade(args);
+    gpu.Synchronize();
+    HostStates got{std::vector<float>(n), std::vector<float>(rows)};
+    gpu.CopyToHost(got.v.data(), args.v_out, n * 4);
+    gpu.CopyToHost(got.s.data(), args.s_out, rows * 4);
+    Row check_row;
+    if (!CheckRows(got, want, sample, s.h_qo, s.head_dim, s.dtype, &check_row)) row.wrong = 1;
+  }
+  gpu.Synchronize();
+  for (void* ptr : owned) gpu.Free(ptr);
+  return row;
+}
+#endif
+
+// Runs --calibrate and/or --planner-check over cfg.shapes; returns the process exit status.
+int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t seed0, bool check,
+                    const std::string& calibrate_path, kernels::CostModelParams params) {
+  const bool calibrate = !calibrate_path.empty();
+  kernels::PlanOptions base = H200PlanOptions();
+  if (use_gpu) base = backend->DefaultPlanOptions();
+  std::printf("# plan options: target_items %d, prefix_target_items %d, prefix_tile_rows %d, min_prefix_chunk %d, "
+              "min_decode_chunk %d%s\n",
+              base.target_items, base.prefix_target_items, base.prefix_tile_rows, base.min_prefix_chunk,
+              base.min_decode_chunk, use_gpu ? "" : " (the CUDA backend's on a 132-SM H200; no GPU here)");
+  if (!use_gpu) {
+    PREFIXD_CHECK_ARG(!calibrate, "--calibrate needs a GPU (it times the CUDA backend's parts)");
+    std::printf("# NO GPU: the planner's choices and the cost model's predictions only (nothing timed)\n");
+    PrintPlannerHeader(false);
+    for (size_t i = 0; i < cfg.shapes.size(); ++i) {
+      PlannerRow row;
+      row.shape = cfg.shapes[i];
+      row.plans = MakePlannerPlans(cfg.shapes[i], seed0 + 1000 * i, base, params);
+      PrintPlannerRow(row, false);
+    }
+    return 0;
+  }
+  int status = 0;
+#ifdef PREFIXD_HAVE_CUDA
+  auto& gpu = static_cast<kernels::cuda::CudaBackend&>(*backend);
+  std::vector<PlannerRow> first_pass;
+  if (calibrate) {
+    std::vector<kernels::CostSample> samples;
+    std::printf("# calibration: every part of the cascade and the plain layout timed alone, and both totals\n");
+    PrintPlannerHeader(false);
+    for (size_t i = 0; i < cfg.shapes.size(); ++i) {
+      first_pass.push_back(RunPlannerShape(gpu, cfg.shapes[i], cfg, seed0 + 1000 * i, base, params, &samples, nullptr));
+      PrintPlannerRow(first_pass.back(), false);
+      status |= first_pass.back().wrong;
+    }
+    const double before = kernels::CostFitError(samples, params);
+    const kernels::CostModelParams fitted = kernels::FitCostModel(samples, params);
+    const double after = kernels::CostFitError(samples, fitted);
+    std::printf("#\n# calibration samples (%zu): measured us, predicted before / after the fit\n", samples.size());
+    for (const kernels::CostSample& s : samples)
+      std::printf("#   %-60s %10.1f %10.1f %10.1f\n", s.label.c_str(), s.measured_us,
+                  kernels::PredictPart(s.profile, params, s.part), kernels::PredictPart(s.profile, fitted, s.part));
+    std::printf("# fit: RMS ln(predicted/measured) %.4f -> %.4f; parameters written to %s:\n%s", before, after,
+                calibrate_path.c_str(), fitted.ToText().c_str());
+    fitted.Save(calibrate_path);
+    params = fitted;
+  }
+  if (check) {
+    std::printf("#\n# planner check: choice / min(cascade, plain) must be <= 1.05 on every shape\n");
+    PrintPlannerHeader(true);
+    int slow = 0, wrong = 0;
+    double worst = 0;
+    for (size_t i = 0; i < cfg.shapes.size(); ++i) {
+      const PlannerRow* known = calibrate ? &first_pass[i] : nullptr;
+      const PlannerRow row = RunPlannerShape(gpu, cfg.shapes[i], cfg, seed0 + 1000 * i, base, params, nullptr, known);
+      PrintPlannerRow(row, true);
+      slow += row.Ratio() > 1.05;
+      wrong += row.wrong;
+      worst = std::max(worst, row.Ratio());
+    }
+    std::printf("# planner check: worst ratio %.3f; shapes over 1.05: %d; wrong results: %d %s\n", worst, slow, wrong,
+                slow == 0 && wrong == 0 ? "OK" : "FAILED");
+    status |= slow > 0 || wrong > 0;
+  }
+#endif
+  return status ? 1 : 0;
+}
+
 std::pair<int, int> ParseHeads(const std::string& text) {
   const size_t slash = text.find('/');
   PREFIXD_CHECK_ARG(slash != std::string::npos, "--heads wants QO/KV pairs such as 32/8, got '" << text << "'");
@@ -638,6 +905,14 @@ int Main(int argc, char** argv) {
                  "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
                  "noevict, noprefetch, stages3, plain, mma-prefix) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
+    ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
+                      "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "
+                      "32/32,32/8, B 16,64,256, P 128,256,1024,8192,32768, S 32,256. Without a GPU: the choices and "
+                      "predictions only")
+    ("calibrate", "time every part of both layouts per shape, fit the cost model to them and write its key=value "
+                  "file here (same default grid; with --planner-check the check uses the fitted model)",
+     cxxopts::value<std::string>())
+    ("cost-model", "cost model key=value file (default: the built-in H200 parameters)", cxxopts::value<std::string>())
     ("h,help", "print usage");
   // clang-format on
   cxxopts::ParseResult args;
@@ -679,7 +954,13 @@ int Main(int argc, char** argv) {
   std::vector<std::string> heads = args["heads"].as<std::vector<std::string>>();
   std::vector<int> batches = args["batch"].as<std::vector<int>>(), prefixes = args["prefix"].as<std::vector<int>>(),
                    suffixes = args["suffix"].as<std::vector<int>>(), dims = args["head-dim"].as<std::vector<int>>();
-  if (!use_gpu && !user_shape) {
+  const bool planner_modes = args.count("planner-check") || args.count("calibrate");
+  if (planner_modes && !user_shape) {
+    heads = {"32/32", "32/8"};
+    batches = {16, 64, 256};
+    prefixes = {128, 256, 1024, 8192, 32768};
+    suffixes = {32, 256};
+  } else if (!use_gpu && !user_shape) {
     heads = {"8/2"};
     batches = {4};
     prefixes = {512};
@@ -750,6 +1031,15 @@ int Main(int argc, char** argv) {
               "#   speedup = baseline / total; GB/s counts each K/V byte once; sfxGB/s, %%copy: suffix part alone\n"
               "# check: sampled requests vs the CPU backend (rel. L2 error of v, max LSE error), tolerance %.0e fp16 / %.0e bf16\n",
               Tolerance(DType::kFloat16), Tolerance(DType::kBFloat16));
+  if (planner_modes) {
+    const kernels::CostModelParams params = args.count("cost-model")
+                                                ? kernels::CostModelParams::Load(args["cost-model"].as<std::string>())
+                                                : kernels::CostModelParams::H200();
+    std::printf("# cost model: %s\n", args.count("cost-model") ? args["cost-model"].as<std::string>().c_str()
+                                                               : "built-in H200 defaults");
+    return RunPlannerModes(backend.get(), use_gpu, cfg, args["seed"].as<uint64_t>(), args.count("planner-check") > 0,
+                           args.count("calibrate") ? args["calibrate"].as<std::string>() : std::string(), params);
+  }
   PrintHeader();
 
   std::vector<Row> rows;

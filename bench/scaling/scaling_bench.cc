@@ -20,6 +20,12 @@
 //                 boundary, so that device time lands in its phase: plan, prepare, queries,
 //                 attention, reduce (all layers), and their sum fenced_ms (> step_ms: the fences
 //                 remove all overlap); for attribution only
+// --host-only measures the host side of a step without a GPU: a backend whose memory operations
+// and kernels are no-ops (its LoadPlan validates and serialises the plan, as the CUDA backend's
+// does; planner options of a 132-SM H200) and a worker that skips every device operation
+// (WorkerOptions::host_only), at the GPU configuration's sizes. The plan is broadcast over MPI
+// for real; step_ms is then the host time of a step (plan + prepare), compute_ms and the checks
+// are skipped.
 // --split computes each rank's own rows on a second stream, off the critical path (worker.h).
 // --head-chunks N cuts each layer's KV heads into N chunks whose exchanges overlap the other
 // chunks' compute (worker.h; all-to-all reduction only, the tree falls back to 1).
@@ -31,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -71,6 +78,49 @@ struct Config {
   bool split = false;
   int head_chunks = 1;
   bool breakdown = false;
+  bool host_only = false;
+};
+
+// --host-only: a backend without a device. Memory is reserved but never touched (the pool is
+// virtual memory), copies and kernels are no-ops, and LoadPlan does the CUDA backend's host work
+// (Validate, Serialize, one copy into a staging buffer).
+class HostOnlyBackend final : public kernels::Backend {
+ public:
+  kernels::BackendKind kind() const override { return kernels::BackendKind::kCpu; }
+  std::string Describe() const override { return "host-only (no device work)"; }
+  kernels::PlanOptions DefaultPlanOptions() const override {
+    kernels::PlanOptions o;  // an H200's: 132 SMs, two decode CTAs per SM, one persistent prefix CTA
+    o.target_items = 2 * 132;
+    o.prefix_target_items = 132;
+    return o;
+  }
+  const kernels::WorkspaceLimits& limits() const override { return limits_; }
+  void* Alloc(size_t bytes) override {
+    void* p = std::malloc(std::max<size_t>(bytes, 1));
+    if (p == nullptr) PREFIXD_THROW(ErrorKind::kOutOfMemory, "host-only backend: cannot reserve " << bytes << " bytes");
+    return p;
+  }
+  void Free(void* ptr) override { std::free(ptr); }
+  void CopyToDevice(void*, const void*, size_t) override {}
+  void CopyToHost(void*, const void*, size_t) override {}
+  void CopyDeviceToDevice(void*, const void*, size_t) override {}
+  void Fill(void*, uint8_t, size_t) override {}
+  void Synchronize() override {}
+  void* stream() const override { return nullptr; }
+  void LoadPlan(const kernels::CascadePlan& plan) override {
+    plan.Validate();
+    const std::vector<int32_t> flat = plan.Serialize();
+    staging_.assign(flat.begin(), flat.end());
+  }
+  void RunCascade(const kernels::CascadeArgs&) override {}
+  void RunPrefixAttention(const kernels::PrefixAttentionArgs&) override {}
+  void MergeStates(const float*, const float*, int, int, int, float*, float*) override {}
+  void MergeStateInPlace(float*, float*, const float*, const float*, int, int) override {}
+  void CastStates(const float*, int64_t, kernels::DType, void*) override {}
+
+ private:
+  kernels::WorkspaceLimits limits_;
+  std::vector<int32_t> staging_;
 };
 
 struct Row {
@@ -89,7 +139,7 @@ struct Row {
 worker::StepProfile PerStep(const worker::StepProfile& p) {
   worker::StepProfile o = p;
   const double n = std::max(1, p.steps);
-  for (double* x : {&o.plan_ms, &o.prepare_ms, &o.queries_ms, &o.attention_ms, &o.reduce_ms, &o.wait_ms, &o.total_ms})
+  for (double* x : {&o.plan_ms, &o.plan_make_ms, &o.prepare_ms, &o.queries_ms, &o.attention_ms, &o.reduce_ms, &o.wait_ms, &o.total_ms})
     *x /= n;
   o.steps = 1;
   return o;
@@ -153,8 +203,18 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.keep_layer_outputs = true;
   eo.worker.split_own_rows = c.split;
   eo.worker.head_chunks = c.head_chunks;
+  eo.worker.host_only = c.host_only;
   {
-    std::unique_ptr<coordinator::Engine> engine_ptr = coordinator::MakeEngine(eo, device, sub, c.chunks);
+    std::unique_ptr<coordinator::Engine> engine_ptr;
+    if (c.host_only) {
+      engine_ptr = std::make_unique<coordinator::Engine>(eo, sub, std::make_unique<HostOnlyBackend>(),
+                                                         comm::MakeMpiComm(sub));
+      for (int i = 1; i < c.chunks; ++i) engine_ptr->worker().AddPipelineBackend(std::make_unique<HostOnlyBackend>());
+      if (c.split)
+        for (int i = 0; i < c.chunks; ++i) engine_ptr->worker().AddSplitBackend(std::make_unique<HostOnlyBackend>());
+    } else {
+      engine_ptr = coordinator::MakeEngine(eo, device, sub, c.chunks);
+    }
     coordinator::Engine& engine = *engine_ptr;
     if (engine.is_coordinator()) {
       coordinator::Coordinator& coord = engine.coordinator();
@@ -165,9 +225,11 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
         coord.AddRequest(coordinator::RequestSpec{p, kernels::SyntheticTokens(1000 + b, c.suffix), steps, b % c.gpus});
     }
     engine.Step();  // prefill (synthetic KV straight into the pools) and a first decode
-    engine.worker().set_null_collectives(true);
-    row.compute_ms = TimeSteps(engine, sub, c.warmup, c.iters);
-    engine.worker().set_null_collectives(false);
+    if (!c.host_only) {
+      engine.worker().set_null_collectives(true);
+      row.compute_ms = TimeSteps(engine, sub, c.warmup, c.iters);
+      engine.worker().set_null_collectives(false);
+    }
     // Host-side phase times of the timed steps (a few clock reads per layer; no fences). The
     // warm-up steps are left out by resetting after them.
     engine.worker().set_profile(worker::ProfileMode::kHost);
@@ -175,7 +237,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
     engine.worker().ResetProfile();
     row.step_ms = TimeSteps(engine, sub, 0, c.iters);
     row.host = PerStep(engine.worker().profile());
-    if (c.breakdown) {
+    if (c.breakdown && !c.host_only) {
       engine.worker().set_profile(worker::ProfileMode::kFenced);
       engine.worker().ResetProfile();
       TimeSteps(engine, sub, 0, c.iters);
@@ -194,7 +256,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
       ids.push_back(int32_t(c.checks == 1 ? 0 : int64_t(i) * (c.batch - 1) / std::max(1, c.checks - 1)));
     const int hq = c.qo_heads, d = c.head_dim;
     for (int layer : {0, c.layers - 1}) {
-      if (ids.empty()) break;
+      if (ids.empty() || c.host_only) break;
       std::vector<float> v, s;
       engine.GatherOutputs(ids, layer, &v, &s);
       if (!engine.is_coordinator()) continue;
@@ -292,6 +354,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("head-chunks", "per layer, cut the KV heads into N chunks: chunk c+1's queries and chunk c's states travel "
                       "while a chunk computes (a2a only; worker.h); a list (e.g. 1,4) runs each",
        cxxopts::value<std::string>()->default_value("1"))
+      ("host-only", "host side only, no GPU needed: no-op device work, real planning, uploads' host work and "
+                    "plan broadcast, at the GPU sizes (default sizes as on a GPU)")
       ("breakdown", "also time the steps with a fence at every phase boundary (per-phase device time)")
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
       ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
@@ -312,7 +376,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
     return 0;
   }
   const coordinator::RankDevice rank_device = coordinator::ChooseRankDevice(session, args["backend"].as<std::string>());
-  const bool use_cuda = rank_device.cuda;
+  const bool host_only = args.count("host-only") > 0;
+  const bool use_cuda = rank_device.cuda || host_only;  // host-only: the GPU configuration's sizes
   auto opt = [&](const char* name, int64_t gpu_default, int64_t cpu_default) {
     return args.count(name) ? args[name].as<int64_t>() : (use_cuda ? gpu_default : cpu_default);
   };
@@ -339,6 +404,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
     PREFIXD_CHECK_ARG(h >= 1 && base.kv_heads % h == 0, "--head-chunks: " << h << " does not divide the KV heads");
   base.head_chunks = head_chunk_list.front();
   base.breakdown = args.count("breakdown") > 0;
+  base.host_only = host_only;
+  if (host_only) base.checks = 0;
   PREFIXD_CHECK_ARG(base.chunks >= 1 && base.chunks <= 16, "--chunks must be in [1, 16]");
   PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,
                     "batch, layers and iters must be ≥ 1; suffix and warmup ≥ 0");
@@ -362,7 +429,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   else reductions = {worker::ParseStateReduction(red)};
 
   if (rank == 0) {
-    std::printf("# prefixd_scaling_bench: %d rank(s), backend %s%s\n", ranks, use_cuda ? "cuda" : "cpu",
+    std::printf("# prefixd_scaling_bench: %d rank(s), backend %s%s\n", ranks, host_only ? "host-only" : use_cuda ? "cuda" : "cpu",
                 use_cuda ? "" : " (no GPU: small default sizes)");
     std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d, %d pipeline chunk(s)%s, "
                 "head chunks %s; warm-up %d, median of %d steps\n",
@@ -403,8 +470,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                     c.checks == 0 ? "skipped" : row.check_ok ? "ok" : "FAILED");
         std::fflush(stdout);
         const worker::StepProfile& hp = row.host;
-        std::printf("#   host per step (ms): plan %.3f, prepare %.3f, layers %.3f, wait %.3f\n", hp.plan_ms,
-                    hp.prepare_ms, hp.queries_ms + hp.attention_ms + hp.reduce_ms, hp.wait_ms);
+        std::printf("#   host per step (ms): plan %.3f (rank 0 make+encode %.3f), prepare %.3f, layers %.3f, "
+                    "wait %.3f\n", hp.plan_ms, hp.plan_make_ms, hp.prepare_ms, hp.queries_ms + hp.attention_ms + hp.reduce_ms, hp.wait_ms);
         if (row.has_fenced) {
           const worker::StepProfile& f = row.fenced;
           std::printf("#   fenced per step (ms): plan %.3f, prepare %.3f, queries %.3f, attention %.3f, reduce %.3f "

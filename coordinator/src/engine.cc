@@ -38,12 +38,14 @@ const worker::StepPlan& Engine::Step() {
   const double t0 = MPI_Wtime();
   std::vector<int32_t> wire;
   if (rank_ == 0) wire = coordinator_->MakeStep().Serialize();
+  const double t_made = MPI_Wtime();
   comm::BroadcastInts(control_, wire, 0);
   plan_ = worker::StepPlan::Deserialize(wire);
   const double t1 = MPI_Wtime();
   worker_->Execute(plan_);
   worker::StepProfile& p = worker_->profile();
   p.plan_ms += (t1 - t0) * 1e3;
+  p.plan_make_ms += (t_made - t0) * 1e3;
   p.total_ms += (t1 - t0) * 1e3;
   return plan_;
 }

@@ -341,6 +341,35 @@ TEST_P(EngineTest, JoinLeaveAndFree) {
   }
 }
 
+// Steady decoding (the worker's fast path: the same requests step after step, plans advanced in
+// place and re-planned when a suffix enters a new page) against the single-rank reference at every
+// step: prompts of every length modulo the page, so that page boundaries fall on different steps;
+// quiet stretches, a request joining, one leaving early, one finishing.
+TEST_P(EngineTest, SteadyDecodeAcrossPages) {
+  const Shape shape = NewShape();
+  SCOPED_TRACE(Describe(shape, seed_));
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks());
+  const int steps = 2 * shape.page + 3;
+  int32_t doc = -1;
+  if (h.root()) {
+    doc = h.coord().AddPrefix(RandomTokens(rng_, shape.page * WorldSize() * 2 + 3));
+    for (int r = 0; r < 2 + shape.page; ++r)  // prompt lengths 0 .. page + 1
+      h.coord().AddRequest(RequestSpec{doc, RandomTokens(rng_, r), steps + 4, -1});
+  }
+  for (int step = 0; step < shape.page + 2; ++step) h.StepAndCheck("steady, quiet");
+  if (h.root()) h.coord().AddRequest(RequestSpec{doc, RandomTokens(rng_, 1), shape.page + 1, -1});  // joins
+  for (int step = 0; step < 3; ++step) h.StepAndCheck("steady, after a join");
+  if (h.root()) h.coord().RemoveRequest(1);  // leaves early
+  for (int step = 0; step < steps - shape.page - 5; ++step) h.StepAndCheck("steady, after a leave");
+  int64_t advanced = h.engine().worker().plans_advanced();
+  MPI_Allreduce(MPI_IN_PLACE, &advanced, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_GT(advanced, 0) << "no step advanced a kept plan (the steady path never ran)";
+  if (h.root()) {
+    h.coord().ReleasePrefix(doc);
+    EXPECT_GT(h.checked(), 0);
+  }
+}
+
 // Refused admissions change nothing: the admitted requests decode on, unchanged.
 TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
   Shape shape;

@@ -213,6 +213,8 @@ void Worker::Execute(const StepPlan& plan) {
 // ---- lifecycle ----
 
 void Worker::ApplyEvent(const PlanEvent& e) {
+  events_since_decode_ = true;
+  for (Chunk& ch : chunks_) ch.reusable = false;
   switch (e.kind) {
     case EventKind::kAddPrefix: AddPrefix(e.prefix); return;
     case EventKind::kAddRequest: AddRequest(e.request); return;
@@ -275,7 +277,8 @@ void Worker::AddPrefix(const PrefixAdd& add) {
     const ShardPlacement& s = add.shards[info.my_shard];
     const int32_t pages = int32_t(CeilDiv(s.num_tokens, options_.pool.page_size));
     ClaimPages(s.first_page, std::vector<int32_t>(pages), "prefix", add.prefix_id);
-    kernels::FillSyntheticKvFromHost(*backends_[0], kv_, hashes.data() + s.pos_begin, nullptr, nullptr, s.num_tokens,
+    if (!options_.host_only)
+      kernels::FillSyntheticKvFromHost(*backends_[0], kv_, hashes.data() + s.pos_begin, nullptr, nullptr, s.num_tokens,
                                      s.pos_begin, int64_t(s.first_page) * options_.pool.page_size);
   }
   prefixes_.emplace(info.id, std::move(info));
@@ -310,7 +313,8 @@ void Worker::AddRequest(const RequestAdd& add) {
       positions[i] = info.prefix_len + i;
       slots[i] = int64_t(add.pages[i / ps]) * ps + i % ps;
     }
-    kernels::FillSyntheticKvFromHost(*backends_[0], kv_, hashes.data(), positions.data(), slots.data(), n);
+    if (!options_.host_only)
+      kernels::FillSyntheticKvFromHost(*backends_[0], kv_, hashes.data(), positions.data(), slots.data(), n);
   }
   if (n > 0) info.hash = hashes.back();
   info.length = int32_t(n);
@@ -359,23 +363,38 @@ void Worker::Decode(const StepPlan& plan) {
   // Append this step's token to every decoding request: every rank tracks lengths and hashes,
   // the owner also writes the token's K/V.
   // No request twice (sorted ids, no set), and no per-step allocation once the vectors have grown.
-  std::vector<int32_t>& ids = scratch_ids_;
-  ids.clear();
-  for (const DecodeEntry& e : plan.decode) ids.push_back(e.request_id);
-  std::sort(ids.begin(), ids.end());
-  const auto twice = std::adjacent_find(ids.begin(), ids.end());
-  PREFIXD_CHECK_INTERNAL(twice == ids.end(), "step " << plan.step << " decodes request " << *twice << " twice");
+  // Steady decoding (no event since the last step, and the same requests in the same order, which
+  // the coordinator's decode order gives while nothing joins or leaves) skips the duplicate check
+  // and the lookups: the last step's request pointers are still valid (only events erase).
+  bool steady = !events_since_decode_ && plan.decode.size() == last_decode_ids_.size();
+  for (size_t i = 0; steady && i < plan.decode.size(); ++i) steady = plan.decode[i].request_id == last_decode_ids_[i];
+  if (!steady) {
+    std::vector<int32_t>& ids = scratch_ids_;
+    ids.clear();
+    for (const DecodeEntry& e : plan.decode) ids.push_back(e.request_id);
+    std::sort(ids.begin(), ids.end());
+    const auto twice = std::adjacent_find(ids.begin(), ids.end());
+    PREFIXD_CHECK_INTERNAL(twice == ids.end(), "step " << plan.step << " decodes request " << *twice << " twice");
+    decode_reqs_.clear();
+    last_decode_ids_.clear();
+    for (const DecodeEntry& e : plan.decode) {
+      auto it = requests_.find(e.request_id);
+      PREFIXD_CHECK_INTERNAL(it != requests_.end(), "step " << plan.step << " decodes request " << e.request_id
+                                                            << ", which is not present");
+      decode_reqs_.push_back(&it->second);
+      last_decode_ids_.push_back(e.request_id);
+    }
+    events_since_decode_ = false;
+  }
   std::vector<uint64_t>& app_hash = app_hash_;
   std::vector<int64_t>& app_pos = app_pos_;
   std::vector<int64_t>& app_slot = app_slot_;
   app_hash.clear();
   app_pos.clear();
   app_slot.clear();
-  for (const DecodeEntry& e : plan.decode) {
-    auto it = requests_.find(e.request_id);
-    PREFIXD_CHECK_INTERNAL(it != requests_.end(), "step " << plan.step << " decodes request " << e.request_id
-                                                          << ", which is not present");
-    RequestInfo& r = it->second;
+  for (size_t i = 0; i < plan.decode.size(); ++i) {
+    const DecodeEntry& e = plan.decode[i];
+    RequestInfo& r = *decode_reqs_[i];
     PREFIXD_CHECK_INTERNAL(int64_t(r.length) < int64_t(r.pages.size()) * ps,
                            "request " << r.id << " decodes past its " << r.pages.size() << " reserved pages");
     r.hash = kernels::ChainHash(r.hash, e.token);
@@ -400,7 +419,7 @@ void Worker::Decode(const StepPlan& plan) {
   if (!app_hash.empty()) {
     kernels::SyntheticKvTokens append;
     append.n = int64_t(app_hash.size());
-    if (main.kind() == BackendKind::kCpu) {  // host arrays: FillSyntheticKv also checks them
+    if (main.kind() == BackendKind::kCpu && !options_.host_only) {  // host arrays: FillSyntheticKv also checks them
       append.hashes = app_hash.data();
       append.positions = app_pos.data();
       append.slots = app_slot.data();
@@ -414,17 +433,18 @@ void Worker::Decode(const StepPlan& plan) {
       append.positions = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_p);
       append.slots = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_s);
     }
-    kernels::FillSyntheticKv(main, kv_, append);
+    if (!options_.host_only) kernels::FillSyntheticKv(main, kv_, append);
   }
 
   // Chunks: contiguous pieces of the decode list (sizes differ by at most one), the same on
   // every rank.
   const int num_chunks = std::min<int>(int(chunks_.size()), n);
   for (int c = 0; c < num_chunks; ++c) {
-    std::vector<int> entries;
+    std::vector<int>& entries = scratch_entries_;
+    entries.clear();
     for (int e = int(int64_t(c) * n / num_chunks); e < int(int64_t(c + 1) * n / num_chunks); ++e) entries.push_back(e);
     chunks_[c].own_offset = int(owned_output_ids_.size());
-    PrepareChunk(chunks_[c], plan, entries);
+    if (!(steady && chunks_[c].reusable && PrepareChunkSteady(chunks_[c]))) PrepareChunk(chunks_[c], plan, entries);
   }
 
   const kernels::KvPoolShape& pool = options_.pool;
@@ -438,6 +458,7 @@ void Worker::Decode(const StepPlan& plan) {
     if (ch.is_split) sync_->Wait(ch.split->stream(), main.stream());
   }
   MarkPhase(&profile_.prepare_ms);
+  if (options_.host_only) return;
   for (int layer = 0; layer < pool.num_layers; ++layer) RunLayer(layer);
 }
 
@@ -471,8 +492,11 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
 
   std::vector<uint64_t> own_hash(b_own);
   std::vector<int64_t> own_pos(b_own);
+  ch.reusable = false;
+  ch.own_reqs.clear();
   for (int j = 0; j < b_own; ++j) {
     const RequestInfo& r = request_at(L.own_rows[j]);
+    ch.own_reqs.push_back(&r);
     owned_output_ids_.push_back(r.id);
     own_hash[j] = r.hash;
     own_pos[j] = int64_t(r.prefix_len) + r.length - 1;
@@ -527,19 +551,41 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     }
     return batch;
   };
+  // The plans are kept (with the request of each of their suffix rows) so that steady steps can
+  // advance them in place (PrepareChunkSteady) instead of planning again.
+  auto rows_of = [&](auto keep) {
+    std::vector<const RequestInfo*> out;
+    for (const LocalGroup& g : L.groups)
+      for (int i = g.first_row; i < g.first_row + g.num_rows; ++i)
+        if (keep(i)) out.push_back(L.local_owned[i] ? &request_at(L.local_rows[i]) : nullptr);
+    return out;
+  };
   Backend& be = *ch.backend;
+  ch.plan_rows.clear();
+  ch.split_rows.clear();
+  ch.plan = kernels::CascadePlan{};
+  ch.split_plan = kernels::CascadePlan{};
   if (ch.is_split) {
-    be.LoadPlan(kernels::PlanCascade(make_batch([&](int i) { return !L.local_owned[i]; }), pool, be.DefaultPlanOptions()));
-    ch.split->LoadPlan(kernels::PlanCascade(make_batch([&](int i) { return bool(L.local_owned[i]); }), pool,
-                                            ch.split->DefaultPlanOptions()));
+    auto x = [&](int i) { return !L.local_owned[i]; };
+    auto o = [&](int i) { return bool(L.local_owned[i]); };
+    ch.plan = kernels::PlanCascade(make_batch(x), pool, be.DefaultPlanOptions());
+    be.LoadPlan(ch.plan);
+    ch.plan_rows = rows_of(x);
+    ch.split_plan = kernels::PlanCascade(make_batch(o), pool, ch.split->DefaultPlanOptions());
+    ch.split->LoadPlan(ch.split_plan);
+    ch.split_rows = rows_of(o);
   } else if (b_loc > 0 && hc > 1) {  // one plan for H_kv/N heads, run over each chunk's head view
     kernels::DecodeBatch batch = make_batch([](int) { return true; });
     batch.num_qo_heads = hq / hc;
     kernels::KvPoolShape view = pool;
     view.num_kv_heads = pool.num_kv_heads / hc;
-    be.LoadPlan(kernels::PlanCascade(batch, view, be.DefaultPlanOptions()));
+    ch.plan = kernels::PlanCascade(batch, view, be.DefaultPlanOptions());
+    be.LoadPlan(ch.plan);
+    ch.plan_rows = rows_of([](int) { return true; });
   } else if (b_loc > 0) {
-    be.LoadPlan(kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions()));
+    ch.plan = kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions());
+    be.LoadPlan(ch.plan);
+    ch.plan_rows = rows_of([](int) { return true; });
   }
   // Head chunks: the layout's indices over sub-rows of H_qo/N heads (own row j, chunk c: j·N + c).
   std::vector<int32_t> hc_q_pack, hc_q_unpack, hc_out;
@@ -582,6 +628,8 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   std::vector<uint8_t>& up = B.upload_host;
   up.clear();
   const size_t o_hash = Append(&up, own_hash), o_pos = Append(&up, own_pos);
+  PREFIXD_CHECK_INTERNAL(o_hash == 0, "upload layout: own_hash must come first");
+  ch.o_pos = o_pos;
   const size_t o_qp = Append(&up, L.q_pack), o_qu = Append(&up, L.q_unpack), o_sp = Append(&up, L.st_pack);
   const size_t o_ms = Append(&up, L.merge_src), o_tm = Append(&up, L.tree_max_src);
   const size_t o_tl = Append(&up, L.tree_local_pos), o_td = Append(&up, L.tree_dst), o_to = Append(&up, L.tree_own_pos);
@@ -643,6 +691,94 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     B.hc_q_bytes = comm::PeerMajorBytes(L.q_send_count, L.q_recv_count, q_row / hc);
     B.hc_st_bytes = comm::PeerMajorBytes(L.st_send_count, L.st_recv_count, st_row / hc);
   }
+  ch.reusable = true;
+  ch.advanced = 0;
+}
+
+bool Worker::AdvancePlan(kernels::CascadePlan* plan, const std::vector<const RequestInfo*>& rows,
+                         std::vector<int32_t>* old_len) {
+  const int ps = options_.pool.page_size;
+  kernels::PageTable& t = plan->suffix;
+  if (int(rows.size()) != t.num_seqs()) return false;
+  old_len->assign(rows.size(), 0);
+  // Every owned row grew by exactly one token (rows of requests owned elsewhere have no suffix
+  // here). Only its page table row and the end of the decode items ending at the old length
+  // change: last_page_len + 1, or, entering a new page, that page appended with last_page_len 1.
+  // A row whose suffix was empty has no decode item to extend: plan again.
+  bool new_page = false;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] == nullptr) continue;
+    const int64_t len = t.SeqLen(int(i), ps);
+    if (rows[i]->length != len + 1 || len == 0) return false;
+    (*old_len)[i] = int32_t(len);
+    new_page |= len % ps == 0;
+  }
+  if (new_page) {
+    std::vector<int32_t>& idx = scratch_indices_;
+    idx.clear();
+    int32_t begin = t.indptr[0];  // the old indptr[i] (indptr is rewritten as we go)
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int32_t end = t.indptr[i + 1];
+      idx.insert(idx.end(), t.indices.begin() + begin, t.indices.begin() + end);
+      begin = end;
+      const int32_t len = (*old_len)[i];
+      if (rows[i] != nullptr && len % ps == 0) idx.push_back(rows[i]->pages[len / ps]);
+      t.indptr[i + 1] = int32_t(idx.size());
+    }
+    t.indices.swap(idx);
+  }
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i] != nullptr) t.last_page_len[i] = (*old_len)[i] % ps == 0 ? 1 : t.last_page_len[i] + 1;
+  for (kernels::DecodeWorkItem& d : plan->decode_items)
+    if (rows[d.request] != nullptr && d.kv_end == (*old_len)[d.request]) ++d.kv_end;
+  return true;
+}
+
+bool Worker::PrepareChunkSteady(Chunk& ch) {
+  // A kept plan's last decode items grow by a token per step; after kMaxAdvance steps the chunk
+  // is planned again, so that its split of the suffixes stays the planner's.
+  constexpr int kMaxAdvance = 16;
+  if (ch.advanced >= kMaxAdvance) return false;
+  auto fits = [&](const kernels::CascadePlan& plan, const std::vector<const RequestInfo*>& rows) {
+    if (int(rows.size()) != plan.suffix.num_seqs()) return false;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] == nullptr) continue;
+      const int64_t len = plan.suffix.SeqLen(int(i), options_.pool.page_size);
+      if (rows[i]->length != len + 1 || len == 0) return false;
+    }
+    return true;
+  };
+  // All checks before any change: a chunk that cannot advance is prepared in full.
+  const bool has_plan = !ch.plan_rows.empty();
+  if (has_plan && !fits(ch.plan, ch.plan_rows)) return false;
+  if (ch.is_split && !fits(ch.split_plan, ch.split_rows)) return false;
+  ch.active = true;
+  ++ch.advanced;
+  if (has_plan) {
+    PREFIXD_CHECK_INTERNAL(AdvancePlan(&ch.plan, ch.plan_rows, &ch.old_len), "steady plan advance failed");
+    ch.backend->LoadPlan(ch.plan);
+    ++plans_advanced_;
+  }
+  if (ch.is_split) {
+    PREFIXD_CHECK_INTERNAL(AdvancePlan(&ch.split_plan, ch.split_rows, &ch.old_len), "steady plan advance failed");
+    ch.split->LoadPlan(ch.split_plan);
+    ++plans_advanced_;
+  }
+  // The per-step arrays: only the own rows' hash and position change; the layout's index arrays
+  // in the device buffer are still the last upload's, so only the head of the buffer is copied.
+  Buffers& B = *ch.buf;
+  const int b_own = int(ch.own_reqs.size());
+  auto* hash = reinterpret_cast<uint64_t*>(B.upload_host.data());
+  auto* pos = reinterpret_cast<int64_t*>(B.upload_host.data() + ch.o_pos);
+  for (int j = 0; j < b_own; ++j) {
+    const RequestInfo& r = *ch.own_reqs[j];
+    owned_output_ids_.push_back(r.id);
+    hash[j] = r.hash;
+    pos[j] = int64_t(r.prefix_len) + r.length - 1;
+  }
+  const size_t head = ch.o_pos + size_t(b_own) * sizeof(int64_t);
+  if (head > 0) ch.backend->CopyToDeviceAsync(B.upload.get(), B.upload_host.data(), head);
+  return true;
 }
 
 float* Worker::OutV(int layer, const Chunk& ch) {

@@ -60,6 +60,7 @@
 #include "prefixd/comm/comm.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/kv_cache.h"
+#include "prefixd/kernels/plan.h"
 #include "prefixd/worker/backend_buffer.h"
 #include "prefixd/worker/step_layout.h"
 #include "prefixd/worker/step_plan.h"
@@ -88,6 +89,12 @@ struct WorkerOptions {
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
   int head_chunks = 1;
+  // Benchmark only (the scaling bench's --host-only): every device operation is skipped (synthetic
+  // K/V fills, queries, cascades, exchanges, merges; outputs are garbage) while all host work of a
+  // step runs as usual: events, the decode scan, layouts, cascade planning, LoadPlan and the
+  // per-step uploads. With a backend whose memory operations are no-ops this measures the host
+  // cost of a step without a GPU.
+  bool host_only = false;
 };
 
 enum class ProfileMode { kOff, kHost, kFenced };
@@ -96,6 +103,7 @@ enum class ProfileMode { kOff, kHost, kFenced };
 struct StepProfile {
   int steps = 0;
   double plan_ms = 0;       // Engine: make, broadcast and decode the plan (non-zero ranks: waiting for it)
+  double plan_make_ms = 0;  // Engine, rank 0: of plan_ms, making and encoding the plan (before the broadcast)
   double prepare_ms = 0;    // events, token append, layouts, cascade plans, uploads
   double queries_ms = 0;    // per layer: synthetic queries, query exchange
   double attention_ms = 0;  // per layer: the cascades
@@ -179,6 +187,8 @@ class Worker {
   const StepLayout& last_layout(int chunk = 0) const { return chunks_.at(chunk).layout; }
   // Whether chunk c of the last step ran split (own rows on the split backend).
   bool last_split(int chunk = 0) const { return chunks_.at(chunk).is_split; }
+  // Cascade plans advanced in place by steady steps so far (instead of planned again).
+  int64_t plans_advanced() const { return plans_advanced_; }
   // Head chunks the last step ran with (1: none).
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
 
@@ -198,6 +208,15 @@ class Worker {
     bool is_split = false;  // this step: X on backend, O on split (see above)
     int num_x = 0;          // rows of X (local rows owned elsewhere)
     int head_chunks = 1;    // this step (see above)
+    // Steady decoding (Decode's fast path): what the last full PrepareChunk made, updated in place
+    // while no event happens and the decode list names the same requests in the same order.
+    bool reusable = false;
+    std::vector<const RequestInfo*> own_reqs;   // [b_own] in own-row order
+    size_t o_pos = 0;                           // byte offset of own_pos in upload_host (own_hash at 0)
+    kernels::CascadePlan plan, split_plan;      // loaded on backend / split (split_plan: split only)
+    std::vector<const RequestInfo*> plan_rows, split_rows;  // per plan request: its suffix's request, or null
+    int advanced = 0;                           // steady steps since the plans were made
+    std::vector<int32_t> old_len;               // scratch
   };
 
   void ApplyEvent(const PlanEvent& event);
@@ -210,6 +229,11 @@ class Worker {
 
   void Decode(const StepPlan& plan);
   void PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int>& entries);
+  // Steady step: every request of the chunk decoded one more token, nothing else changed. Updates
+  // the chunk's plans and uploads in place; false (nothing changed) where a full prepare is needed
+  // (a suffix enters a new page).
+  bool PrepareChunkSteady(Chunk& ch);
+  bool AdvancePlan(kernels::CascadePlan* plan, const std::vector<const RequestInfo*>& rows, std::vector<int32_t>* old_len);
   void RunLayer(int layer);
   void RunLayerHeadChunks(Chunk& ch, int layer);
   float* OutV(int layer, const Chunk& ch);
@@ -242,6 +266,12 @@ class Worker {
   BackendBuffer append_;                 // this step's appended tokens: hash, position, slot
   std::vector<uint8_t> append_host_;     // their host copy (kept until the step's final sync)
   std::vector<int32_t> scratch_ids_;     // per-step host scratch, kept to avoid reallocation
+  std::vector<int32_t> last_decode_ids_; // the last step's decode list (request ids, in order)
+  std::vector<RequestInfo*> decode_reqs_;  // its requests (valid while no event has run since)
+  bool events_since_decode_ = true;
+  std::vector<int> scratch_entries_;
+  int64_t plans_advanced_ = 0;
+  std::vector<int32_t> scratch_indices_;      // an event ran since decode_reqs_ was made
   std::vector<uint64_t> app_hash_;
   std::vector<int64_t> app_pos_, app_slot_;
   std::vector<std::unique_ptr<kernels::Backend>> split_backends_;

@@ -1,6 +1,7 @@
 #include "prefixd/coordinator/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "prefixd/comm/bootstrap.h"
@@ -34,13 +35,77 @@ Coordinator& Engine::coordinator() {
   return *coordinator_;
 }
 
+namespace {
+
+// The control-plane message of a step, in one MPI_Bcast of kInlineInts (a second one carries
+// the rest of a longer message): [total ints, kind, ...].
+//  kind kDelta: nothing but decoding happened and the decode list names the same requests in the
+//    same order as the last step's: [step lo, step hi, n, n tokens]. Every rank then reuses its
+//    last plan with the new step number and tokens (no events).
+//  kind kFull: the StepPlan's serialised form.
+constexpr int kInlineInts = 1024;
+constexpr int32_t kDelta = 1, kFull = 2;
+
+bool SameRequests(const worker::StepPlan& a, const worker::StepPlan& b) {
+  if (a.decode.size() != b.decode.size()) return false;
+  for (size_t i = 0; i < a.decode.size(); ++i)
+    if (a.decode[i].request_id != b.decode[i].request_id) return false;
+  return true;
+}
+
+}  // namespace
+
 const worker::StepPlan& Engine::Step() {
   const double t0 = MPI_Wtime();
-  std::vector<int32_t> wire;
-  if (rank_ == 0) wire = coordinator_->MakeStep().Serialize();
+  std::vector<int32_t>& wire = wire_;
+  bool delta = false;
+  if (rank_ == 0) {
+    worker::StepPlan next = coordinator_->MakeStep();
+    delta = has_plan_ && next.events.empty() && SameRequests(next, plan_);
+    wire.assign(2, 0);
+    if (delta) {
+      wire[1] = kDelta;
+      wire.push_back(int32_t(uint32_t(uint64_t(next.step) & 0xffffffffu)));
+      wire.push_back(int32_t(uint32_t(uint64_t(next.step) >> 32)));
+      wire.push_back(int32_t(next.decode.size()));
+      for (const worker::DecodeEntry& e : next.decode) wire.push_back(e.token);
+    } else {
+      wire[1] = kFull;
+      const std::vector<int32_t> full = next.Serialize();
+      wire.insert(wire.end(), full.begin(), full.end());
+    }
+    PREFIXD_CHECK_ARG(wire.size() <= size_t(std::numeric_limits<int32_t>::max()),
+                      "step plan of " << wire.size() << " ints is too long to broadcast");
+    wire[0] = int32_t(wire.size());
+    plan_ = std::move(next);
+  }
   const double t_made = MPI_Wtime();
-  comm::BroadcastInts(control_, wire, 0);
-  plan_ = worker::StepPlan::Deserialize(wire);
+  if (size_ > 1) {
+    wire.resize(std::max<size_t>(wire.size(), kInlineInts));
+    PREFIXD_MPI_CHECK(MPI_Bcast(wire.data(), kInlineInts, MPI_INT32_T, 0, control_));
+    const int32_t total = wire[0];
+    PREFIXD_CHECK_INTERNAL(total >= 2, "step plan message of " << total << " ints");
+    if (total > kInlineInts) {
+      wire.resize(size_t(total));
+      PREFIXD_MPI_CHECK(MPI_Bcast(wire.data() + kInlineInts, total - kInlineInts, MPI_INT32_T, 0, control_));
+    }
+    delta = wire[1] == kDelta;
+    if (rank_ != 0) {
+      if (delta) {
+        const int32_t n = wire[4];
+        PREFIXD_CHECK_INTERNAL(has_plan_ && n == int32_t(plan_.decode.size()) && total == 5 + n,
+                               "delta step plan for " << n << " requests, the last plan had " << plan_.decode.size());
+        plan_.step = int64_t(uint64_t(uint32_t(wire[2])) | (uint64_t(uint32_t(wire[3])) << 32));
+        plan_.events.clear();
+        for (int32_t i = 0; i < n; ++i) plan_.decode[i].token = wire[5 + i];
+      } else {
+        PREFIXD_CHECK_INTERNAL(wire[1] == kFull, "step plan message of unknown kind " << wire[1]);
+        plan_ = worker::StepPlan::Deserialize(std::vector<int32_t>(wire.begin() + 2, wire.begin() + total));
+      }
+    }
+  }
+  has_plan_ = true;
+  ++(delta ? delta_steps_ : full_steps_);
   const double t1 = MPI_Wtime();
   worker_->Execute(plan_);
   worker::StepProfile& p = worker_->profile();

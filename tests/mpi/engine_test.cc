@@ -364,6 +364,9 @@ TEST_P(EngineTest, SteadyDecodeAcrossPages) {
   int64_t advanced = h.engine().worker().plans_advanced();
   MPI_Allreduce(MPI_IN_PLACE, &advanced, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_GT(advanced, 0) << "no step advanced a kept plan (the steady path never ran)";
+  // Quiet steps went out as deltas; joins and leaves as full plans.
+  EXPECT_GT(h.engine().delta_steps(), 0);
+  EXPECT_GE(h.engine().full_steps(), 3);
   if (h.root()) {
     h.coord().ReleasePrefix(doc);
     EXPECT_GT(h.checked(), 0);

@@ -1,6 +1,7 @@
 // The engine: one Worker on every rank, the Coordinator on rank 0, and the step loop between
-// them. Step() is collective: rank 0 makes the plan, MPI broadcasts it (serialised; MPI is the
-// control plane), every rank executes it (the Comm given to the worker is the data plane).
+// them. Step() is collective: rank 0 makes the plan, MPI broadcasts it (MPI is the control plane:
+// one MPI_Bcast of a fixed-size message unless the plan is long; in steady decoding only a delta,
+// the step number and the tokens, the rest being the last plan's), every rank executes it (the Comm given to the worker is the data plane).
 //
 // Admission is rank 0's business: call coordinator() there between steps (AddPrefix, AddRequest,
 // RemoveRequest, ReleasePrefix); a refusal throws there and changes nothing anywhere, since
@@ -41,6 +42,10 @@ class Engine {
   // Collective. Returns the plan every rank executed.
   const worker::StepPlan& Step();
   const worker::StepPlan& last_plan() const { return plan_; }
+  // Steps broadcast as a delta (same requests as the step before, no events: only the step
+  // number and the tokens travel) and as a full plan, on rank 0 (the other ranks count too).
+  int64_t delta_steps() const { return delta_steps_; }
+  int64_t full_steps() const { return full_steps_; }
 
   // Collective. Final states of the last step at `layer` for the requests `ids` (significant on
   // rank 0 only; every request must have decoded in the last step). On rank 0: v [ids][H_qo][D],
@@ -57,6 +62,9 @@ class Engine {
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<worker::Worker> worker_;
   worker::StepPlan plan_;
+  bool has_plan_ = false;
+  std::vector<int32_t> wire_;        // the step message, kept (no per-step allocation)
+  int64_t delta_steps_ = 0, full_steps_ = 0;
 };
 
 }  // namespace prefixd::coordinator

@@ -79,6 +79,7 @@ struct Config {
   int head_chunks = 1;
   bool breakdown = false;
   bool host_only = false;
+  bool reuse_plans = false;
 };
 
 // --host-only: a backend without a device. Memory is reserved but never touched (the pool is
@@ -204,6 +205,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.split_own_rows = c.split;
   eo.worker.head_chunks = c.head_chunks;
   eo.worker.host_only = c.host_only;
+  eo.worker.reuse_steady_plans = c.reuse_plans;
   {
     std::unique_ptr<coordinator::Engine> engine_ptr;
     if (c.host_only) {
@@ -356,6 +358,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("1"))
       ("host-only", "host side only, no GPU needed: no-op device work, real planning, uploads' host work and "
                     "plan broadcast, at the GPU sizes (default sizes as on a GPU)")
+      ("reuse-plans", "steady steps advance the kept cascade plans in place (WorkerOptions::reuse_steady_plans; "
+                      "off by default until confirmed on a GPU)")
       ("breakdown", "also time the steps with a fence at every phase boundary (per-phase device time)")
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
       ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
@@ -405,6 +409,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.head_chunks = head_chunk_list.front();
   base.breakdown = args.count("breakdown") > 0;
   base.host_only = host_only;
+  base.reuse_plans = args.count("reuse-plans") > 0;
   if (host_only) base.checks = 0;
   PREFIXD_CHECK_ARG(base.chunks >= 1 && base.chunks <= 16, "--chunks must be in [1, 16]");
   PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,

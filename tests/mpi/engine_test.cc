@@ -91,6 +91,7 @@ class Harness {
     o.worker.reduction = reduction;
     o.worker.split_own_rows = split;
     o.worker.head_chunks = head_chunks;
+    o.worker.reuse_steady_plans = true;  // off by default in the service until a GPU run confirms it
     o.placement.shard_min_tokens = shard_min_tokens;
     o.seed = 977;
     if (cuda) {

@@ -444,7 +444,8 @@ void Worker::Decode(const StepPlan& plan) {
     entries.clear();
     for (int e = int(int64_t(c) * n / num_chunks); e < int(int64_t(c + 1) * n / num_chunks); ++e) entries.push_back(e);
     chunks_[c].own_offset = int(owned_output_ids_.size());
-    if (!(steady && chunks_[c].reusable && PrepareChunkSteady(chunks_[c]))) PrepareChunk(chunks_[c], plan, entries);
+    const bool reuse = options_.reuse_steady_plans && steady && chunks_[c].reusable;
+    if (!(reuse && PrepareChunkSteady(chunks_[c]))) PrepareChunk(chunks_[c], plan, entries);
   }
 
   const kernels::KvPoolShape& pool = options_.pool;

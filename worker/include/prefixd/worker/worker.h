@@ -95,6 +95,11 @@ struct WorkerOptions {
   // per-step uploads. With a backend whose memory operations are no-ops this measures the host
   // cost of a step without a GPU.
   bool host_only = false;
+  // Steady steps advance the kept cascade plans in place and upload only the own rows' hash and
+  // position (PrepareChunkSteady) instead of planning and uploading again. Off by default until a
+  // GPU run has confirmed it: the MPI engine tests check it on the CPU backend (they turn it on),
+  // but its CUDA path has not run yet. The scaling bench's --reuse-plans turns it on.
+  bool reuse_steady_plans = false;
 };
 
 enum class ProfileMode { kOff, kHost, kFenced };

@@ -30,7 +30,6 @@
 #include "prefixd/comm/mpi_check.h"
 #include "prefixd/comm/state_reduction.h"
 #include "prefixd/common/error.h"
-#include "prefixd/kernels/state.h"
 #include "support/test_support.h"
 
 namespace prefixd::comm {
@@ -433,234 +432,21 @@ TEST_P(CommTest, MixedSequenceWithoutIntermediateWaits) {
 }
 
 
-// ---- The two exact state reductions (state_reduction.h) against the serial n-ary ⊕ ----
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// A random step: items with random owners and random contributor sets (some empty), and every
-// contributor's partial state of every head of the item (some states empty: s = −inf, v = 0).
-// Items are H heads of (v: D floats, s); stored per rank as [items][H][D+1] (v then s).
-struct RandomStep {
-  int heads = 0, dim = 0;
-  std::vector<ItemRoute> routes;
-  // states[p][i]: rank p's partial state of item i ([H][D+1]); empty vector if p does not contribute.
-  std::vector<std::vector<std::vector<float>>> states;
-  size_t floats_per_item() const { return size_t(heads) * (dim + 1); }
-};
-
-RandomStep MakeRandomStep(uint64_t seed, int num_ranks, int salt) {
-  RandomStep step;
-  auto rng = RankRng(seed, -1, salt);
-  step.heads = 1 + int(rng() % 3);
-  step.dim = 1 + int(rng() % 12);
-  const int items = int(rng() % 40);
-  step.routes.resize(items);
-  step.states.assign(num_ranks, std::vector<std::vector<float>>(items));
-  for (int i = 0; i < items; ++i) {
-    ItemRoute& route = step.routes[i];
-    route.owner = int(rng() % num_ranks);
-    const int mode = int(rng() % 4);  // 0: nobody, 1: everybody, else a random subset
-    for (int p = 0; p < num_ranks; ++p)
-      if (mode == 1 || (mode > 1 && rng() % 2 == 0)) route.contributors.push_back(p);
-    for (const int p : route.contributors) {
-      auto& state = step.states[p][i];
-      state.resize(step.floats_per_item());
-      for (int h = 0; h < step.heads; ++h) {
-        float* row = state.data() + size_t(h) * (step.dim + 1);
-        const bool empty = rng() % 6 == 0;
-        std::uniform_real_distribution<float> value(-1.f, 1.f), lse(-30.f, 30.f);
-        for (int d = 0; d < step.dim; ++d) row[d] = empty ? 0.f : value(rng);
-        // Wide LSE spread (and a shared offset) so that a missing max subtraction overflows.
-        row[step.dim] = empty ? kNegInf : lse(rng) + (rng() % 2 ? 90.f : -90.f);
-      }
-    }
-  }
-  return step;
-}
-
-// Serial answer for item i: the n-ary ⊕ of its contributors' states, per head ([H][D+1]).
-std::vector<float> SerialMerge(const RandomStep& step, int i) {
-  const auto& contributors = step.routes[i].contributors;
-  const int n = int(contributors.size()), stride = step.dim + 1;
-  std::vector<float> v(size_t(std::max(n, 1)) * step.dim), s(std::max(n, 1));
-  std::vector<float> out(step.floats_per_item());
-  for (int h = 0; h < step.heads; ++h) {
-    for (int k = 0; k < n; ++k) {
-      const float* row = step.states[contributors[k]][i].data() + size_t(h) * stride;
-      std::copy(row, row + step.dim, v.begin() + size_t(k) * step.dim);
-      s[k] = row[step.dim];
-    }
-    float* o = out.data() + size_t(h) * stride;
-    kernels::MergeStates<float>(v.data(), step.dim, s.data(), 1, n, step.dim, o, o + step.dim);
-  }
-  return out;
-}
-
-// Compares merged states; counts NaNs; s must match (−inf exactly), v relatively.
-void ExpectStatesClose(const std::vector<float>& got, const std::vector<float>& want, int dim,
-                       const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int nans = 0, bad = 0;
-  double max_err = 0;
-  for (size_t k = 0; k < got.size(); ++k) {
-    if (std::isnan(got[k])) {
-      ++nans;
-      continue;
-    }
-    const bool is_s = k % (dim + 1) == size_t(dim);
-    if (is_s && std::isinf(want[k])) {
-      if (got[k] != want[k]) ++bad;
-      continue;
-    }
-    const double err = std::fabs(double(got[k]) - want[k]);
-    max_err = std::max(max_err, err);
-    if (err > 1e-5 + 1e-5 * std::fabs(want[k])) ++bad;
-  }
-  EXPECT_EQ(nans, 0) << what << ": NaNs";
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " values off, max error " << max_err;
-}
-
-TEST_P(CommTest, OwnerGatherThenMergeEqualsSerialMerge) {
-  const int n = comm().size(), me = comm().rank();
-  for (int round = 0; round < 3; ++round) {
-    SCOPED_TRACE("seed " + std::to_string(seed_) + ", round " + std::to_string(round));
-    const RandomStep step = MakeRandomStep(seed_, n, 600 + round);
-    const OwnerGatherPlan plan = PlanOwnerGather(step.routes, me, n);
-    const size_t fpi = step.floats_per_item();
-
-    // Pack this rank's states in plan order and exchange them.
-    std::vector<float> send;
-    send.reserve(plan.num_send() * fpi);
-    for (const int32_t i : plan.pack) send.insert(send.end(), step.states[me][i].begin(), step.states[me][i].end());
-    const ExchangeBytes bytes = plan.Bytes(fpi * sizeof(float));
-    Buffer send_buf(memory(), send.size() * sizeof(float)), recv_buf(memory(), plan.num_recv() * fpi * sizeof(float));
-    send_buf.Upload(send);
-    comm().AllToAllV(send_buf.data(), bytes.send_bytes, bytes.send_offsets, recv_buf.data(), bytes.recv_bytes,
-                     bytes.recv_offsets, nullptr);
-    Finish();
-    const auto recv = recv_buf.Download<float>(plan.num_recv() * fpi);
-
-    // The owner's n-ary merge of what arrived, head by head.
-    const int stride = step.dim + 1;
-    for (size_t k = 0; k < plan.own_items.size(); ++k) {
-      const int32_t item = plan.own_items[k];
-      const int64_t begin = plan.merge_indptr[k], count = plan.merge_indptr[k + 1] - begin;
-      std::vector<float> got(fpi);
-      for (int h = 0; h < step.heads; ++h) {
-        std::vector<float> v(std::max<int64_t>(count, 1) * step.dim), s(std::max<int64_t>(count, 1));
-        for (int64_t c = 0; c < count; ++c) {
-          const float* row = recv.data() + plan.merge_items[begin + c] * fpi + size_t(h) * stride;
-          std::copy(row, row + step.dim, v.begin() + c * step.dim);
-          s[c] = row[step.dim];
-        }
-        float* o = got.data() + size_t(h) * stride;
-        kernels::MergeStates<float>(v.data(), step.dim, s.data(), 1, int(count), step.dim, o, o + step.dim);
-      }
-      ExpectStatesClose(got, SerialMerge(step, item), step.dim, "item " + std::to_string(item));
-    }
-  }
-}
-
-TEST_P(CommTest, TreeReductionEqualsSerialMerge) {
-  const int n = comm().size(), me = comm().rank();
-  for (int round = 0; round < 3; ++round) {
-    SCOPED_TRACE("seed " + std::to_string(seed_) + ", round " + std::to_string(round));
-    const RandomStep step = MakeRandomStep(seed_, n, 700 + round);
-    std::vector<int> owners;
-    for (const auto& route : step.routes) owners.push_back(route.owner);
-    const TreeReducePlan plan = PlanTreeReduce(owners, me, n);
-    const size_t fpi = step.floats_per_item(), items = step.routes.size();
-    const int stride = step.dim + 1, heads = step.heads;
-
-    // 1. Max of s over ranks, per (item, head); no state here = −inf.
-    std::vector<float> m(items * heads, kNegInf);
-    for (size_t i = 0; i < items; ++i)
-      if (!step.states[me][i].empty())
-        for (int h = 0; h < heads; ++h) m[i * heads + h] = step.states[me][i][size_t(h) * stride + step.dim];
-    Buffer m_buf(memory(), m.size() * sizeof(float));
-    m_buf.Upload(m);
-    comm().AllReduceMax(m_buf.as<float>(), m.size(), nullptr);
-    Finish();
-    m = m_buf.Download<float>(m.size());
-
-    // 2. Rescale into the owner-blocked slab: (w·v, w), w = 2^(s − m); zero where no state.
-    std::vector<float> slab(plan.SlabFloats(fpi), 0.f);
-    for (size_t i = 0; i < items; ++i) {
-      if (step.states[me][i].empty()) continue;
-      for (int h = 0; h < heads; ++h) {
-        const float* row = step.states[me][i].data() + size_t(h) * stride;
-        const float mh = m[i * heads + h];
-        const float w = mh == kNegInf ? 0.f : std::exp2(row[step.dim] - mh);
-        float* out = slab.data() + plan.slab_item[i] * fpi + size_t(h) * stride;
-        for (int d = 0; d < step.dim; ++d) out[d] = w * row[d];
-        out[step.dim] = w;
-      }
-    }
-    // 3. Reduce-scatter: this rank's block holds the sums for its own items.
-    const size_t block_floats = plan.ReduceScatterCount(fpi);
-    Buffer slab_buf(memory(), slab.size() * sizeof(float)), block_buf(memory(), block_floats * sizeof(float));
-    slab_buf.Upload(slab);
-    comm().ReduceScatterSum(slab_buf.as<float>(), block_buf.as<float>(), block_floats, nullptr);
-    Finish();
-    const auto block = block_buf.Download<float>(block_floats);
-
-    // 4. Normalise.
-    for (size_t k = 0; k < plan.own_items.size(); ++k) {
-      const int32_t item = plan.own_items[k];
-      std::vector<float> got(fpi);
-      for (int h = 0; h < heads; ++h) {
-        const float* sum = block.data() + k * fpi + size_t(h) * stride;
-        float* o = got.data() + size_t(h) * stride;
-        const float den = sum[step.dim];
-        for (int d = 0; d < step.dim; ++d) o[d] = den > 0 ? sum[d] / den : 0.f;
-        o[step.dim] = den > 0 ? m[size_t(item) * heads + h] + std::log2(den) : kNegInf;
-      }
-      ExpectStatesClose(got, SerialMerge(step, item), step.dim, "item " + std::to_string(item));
-    }
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Backends, CommTest, testing::Values("mpi", "mpi_pieces", "nccl"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 
-// ---- Plans alone (no communication): hand-checked small cases ----
+// ---- Exchange byte layout (state_reduction.h), no communication: a hand-checked case ----
 
-TEST(StateReductionPlan, OwnerGatherHandExample) {
-  // 3 ranks. item 0: owner 2, from {0, 1}; item 1: owner 0, from {0, 2}; item 2: owner 2, from {};
-  // item 3: owner 2, from {1, 2}.
-  const std::vector<ItemRoute> routes = {{2, {0, 1}}, {0, {0, 2}}, {2, {}}, {2, {1, 2}}};
-  const auto p1 = PlanOwnerGather(routes, 1, 3);
-  EXPECT_EQ(p1.send_items, (std::vector<int64_t>{0, 0, 2}));
-  EXPECT_EQ(p1.pack, (std::vector<int32_t>{0, 3}));
-  EXPECT_EQ(p1.recv_items, (std::vector<int64_t>{0, 0, 0}));
-  EXPECT_TRUE(p1.own_items.empty());
-  const auto p2 = PlanOwnerGather(routes, 2, 3);
-  EXPECT_EQ(p2.send_items, (std::vector<int64_t>{1, 0, 1}));
-  EXPECT_EQ(p2.pack, (std::vector<int32_t>{1, 3}));
-  EXPECT_EQ(p2.recv_items, (std::vector<int64_t>{1, 2, 1}));  // item 0 from 0; items 0, 3 from 1; 3 from 2
-  EXPECT_EQ(p2.own_items, (std::vector<int32_t>{0, 2, 3}));
-  EXPECT_EQ(p2.merge_indptr, (std::vector<int64_t>{0, 2, 2, 4}));
-  EXPECT_EQ(p2.merge_items, (std::vector<int64_t>{0, 1, 2, 3}));
-  const ExchangeBytes b = p2.Bytes(10);
+TEST(ExchangeLayout, PeerMajorBytesHandExample) {
+  // 3 ranks: 1 item to rank 0, none to rank 1, 1 to rank 2; 1, 2 and 1 items from them.
+  const ExchangeBytes b = PeerMajorBytes({1, 0, 1}, {1, 2, 1}, 10);
   EXPECT_EQ(b.send_bytes, (std::vector<size_t>{10, 0, 10}));
   EXPECT_EQ(b.send_offsets, (std::vector<size_t>{0, 10, 10}));
   EXPECT_EQ(b.recv_bytes, (std::vector<size_t>{10, 20, 10}));
   EXPECT_EQ(b.recv_offsets, (std::vector<size_t>{0, 10, 30}));
-  EXPECT_THROW(PlanOwnerGather({{3, {}}}, 0, 3), prefixd::Error);
-  EXPECT_THROW(PlanOwnerGather({{0, {1, 1}}}, 0, 3), prefixd::Error);
-}
-
-TEST(StateReductionPlan, TreeReduceHandExample) {
-  const auto p = PlanTreeReduce({1, 0, 1, 1, 2}, 1, 3);
-  EXPECT_EQ(p.block_items, 3);
-  EXPECT_EQ(p.slab_item, (std::vector<int64_t>{3, 0, 4, 5, 6}));
-  EXPECT_EQ(p.own_items, (std::vector<int32_t>{0, 2, 3}));
-  EXPECT_EQ(p.ReduceScatterCount(4), 12u);
-  EXPECT_EQ(p.SlabFloats(4), 36u);
-  const auto empty = PlanTreeReduce({}, 0, 2);
-  EXPECT_EQ(empty.block_items, 0);
-  EXPECT_EQ(empty.SlabFloats(4), 0u);
+  EXPECT_THROW(PeerMajorBytes({1, 0}, {1, 2, 1}, 10), prefixd::Error);
+  EXPECT_THROW(PeerMajorBytes({1, -1, 0}, {1, 2, 1}, 10), prefixd::Error);
 }
 
 // ---- Control-plane helpers ----

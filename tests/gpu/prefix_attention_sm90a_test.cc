@@ -118,19 +118,13 @@ std::vector<Scenario> WgmmaScenarios() {
     // NaN bits in every slot outside the prefix runs: unused page 0, the tails of partly filled
     // last pages, the spare page at the end. Short prefixes (45, 90 tokens < one KV tile) read
     // slots before their run; chunks ending inside a run read the run's later tokens.
+    auto poisoned = [](Scenario s) {
+      s.poison_outside_prefix = true;
+      return s;
+    };
+    out.push_back(poisoned(GroupsScenario(dt, 7, "PoisonGroups_page7" + suffix)));
+    out.push_back(poisoned(GroupsScenario(dt, 1, "PoisonGroups_page1" + suffix)));
     Scenario s;
-    s.dtype = dt;
-    s.poison_outside_prefix = true;
-    s.name = "PoisonGroups_page7" + suffix;
-    s.page_size = 7;
-    s.num_kv_heads = 4;
-    s.gqa = 2;
-    s.groups = {{150, 3, {0, 150}}, {0, 2, {}}, {515, 6, {0, 64, 129, 515}}, {90, 1, {0, 45, 90}}};
-    out.push_back(s);
-    s.name = "PoisonGroups_page1" + suffix;
-    s.page_size = 1;
-    out.push_back(s);
-    s = Scenario();
     s.dtype = dt;
     s.poison_outside_prefix = true;
     s.name = "PoisonShortPrefix" + suffix;
@@ -138,20 +132,8 @@ std::vector<Scenario> WgmmaScenarios() {
     s.gqa = 8;
     s.groups = {{90, 20, {0, 30, 31, 90}}};  // 160 rows: two row tiles per item
     out.push_back(s);
-    s.name = "PoisonSingleRow" + suffix;
-    s.num_kv_heads = 1;
-    s.gqa = 1;
-    s.groups = {{37, 1, {0, 37}}};
-    out.push_back(s);
-    s = Scenario();
-    s.dtype = dt;
-    s.poison_outside_prefix = true;
-    s.name = "PoisonLongChunkPeaky" + suffix;
-    s.gqa = 4;
-    s.num_kv_heads = 2;
-    s.plant_gain = 40.f;
-    s.groups = {{4100, 12, {0, 4100}}};
-    out.push_back(s);
+    out.push_back(poisoned(SingleRowScenario(dt, "PoisonSingleRow" + suffix)));
+    out.push_back(poisoned(LongChunkScenario(dt, "PoisonLongChunkPeaky" + suffix)));
   }
   return out;
 }

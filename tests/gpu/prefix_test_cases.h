@@ -344,6 +344,41 @@ inline void CheckPrefixAttention(const Scenario& sc, PrefixKernelPath* ran = nul
 
 // The oracle cases of prefix_attention_test.cc (every dtype × head_dim × GQA size, peaky, causal,
 // empty ranges, several groups and page sizes, big items, the small-tile hint, a long chunk).
+// Scenarios that prefix_attention_sm90a_test.cc reruns with poisoned pools (and its own names).
+// One row (one request, one head) against less than one KV tile.
+inline Scenario SingleRowScenario(DType dt, const std::string& name) {
+  Scenario s;
+  s.dtype = dt;
+  s.name = name;
+  s.num_kv_heads = 1;
+  s.groups = {{37, 1, {0, 37}}};
+  return s;
+}
+
+// Several groups (one without a prefix), four KV heads.
+inline Scenario GroupsScenario(DType dt, int page_size, const std::string& name) {
+  Scenario s;
+  s.dtype = dt;
+  s.name = name;
+  s.page_size = page_size;
+  s.num_kv_heads = 4;
+  s.gqa = 2;
+  s.groups = {{150, 3, {0, 150}}, {0, 2, {}}, {515, 6, {0, 64, 129, 515}}, {90, 1, {0, 45, 90}}};
+  return s;
+}
+
+// A long chunk: many KV tiles through the double buffer, peaky.
+inline Scenario LongChunkScenario(DType dt, const std::string& name) {
+  Scenario s;
+  s.dtype = dt;
+  s.name = name;
+  s.gqa = 4;
+  s.num_kv_heads = 2;
+  s.plant_gain = 40.f;
+  s.groups = {{4100, 12, {0, 4100}}};
+  return s;
+}
+
 inline std::vector<Scenario> Scenarios() {
   std::vector<Scenario> out;
   const DType dtypes[] = {DType::kFloat16, DType::kBFloat16};
@@ -374,12 +409,7 @@ inline std::vector<Scenario> Scenarios() {
     }
   for (DType dt : dtypes) {
     const std::string suffix = std::string("_") + DTypeName(dt);
-    Scenario s;
-    s.dtype = dt;
-    // One row (one request, one head) against less than one KV tile.
-    s.name = "SingleRow" + suffix;
-    s.num_kv_heads = 1;
-    s.groups = {{37, 1, {0, 37}}};
+    Scenario s = SingleRowScenario(dt, "SingleRow" + suffix);
     out.push_back(s);
     // An empty chunk between two others: its state is (0, −inf).
     s.name = "EmptyRange" + suffix;
@@ -405,17 +435,8 @@ inline std::vector<Scenario> Scenarios() {
     s.groups = {{300, 70, {0, 40, 300}}};
     out.push_back(s);
     // Several groups (one without a prefix), page sizes 1 and 7, four KV heads.
-    s = Scenario();
-    s.dtype = dt;
-    s.name = "Groups_page1" + suffix;
-    s.page_size = 1;
-    s.num_kv_heads = 4;
-    s.gqa = 2;
-    s.groups = {{150, 3, {0, 150}}, {0, 2, {}}, {515, 6, {0, 64, 129, 515}}, {90, 1, {0, 45, 90}}};
-    out.push_back(s);
-    s.name = "Groups_page7" + suffix;
-    s.page_size = 7;
-    out.push_back(s);
+    out.push_back(GroupsScenario(dt, 1, "Groups_page1" + suffix));
+    out.push_back(GroupsScenario(dt, 7, "Groups_page7" + suffix));
     // Items with more rows than one tile: the CTA walks its row tiles one after the other.
     s = Scenario();
     s.dtype = dt;
@@ -457,15 +478,7 @@ inline std::vector<Scenario> Scenarios() {
     s.gqa = 4;
     s.groups = {{333, 40, {0, 100, 333}}};
     out.push_back(s);
-    // A long chunk: many KV tiles through the double buffer.
-    s = Scenario();
-    s.dtype = dt;
-    s.name = "LongChunk" + suffix;
-    s.gqa = 4;
-    s.num_kv_heads = 2;
-    s.plant_gain = 40.f;
-    s.groups = {{4100, 12, {0, 4100}}};
-    out.push_back(s);
+    out.push_back(LongChunkScenario(dt, "LongChunk" + suffix));
   }
   return out;
 }

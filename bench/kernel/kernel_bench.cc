@@ -102,6 +102,12 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       {"stages3", {{"PREFIXD_SM90A_STAGES", "3"}}},                // deeper prefix K/V ring
       {"plain", {{"PREFIXD_SM90A_SCHEDULE", "plain"}}},            // prefix without the FA3 overlap
       {"mma-prefix", {{"PREFIXD_PREFIX_KERNEL", "mma"}}},
+      // Concurrent prefix/decode (cuda_backend.h): prefix grid capped at SMs − k, decode beside it
+      // on the other k SMs, unfused merge after the join.
+      {"conc16", {{"PREFIXD_CONCURRENT_DECODE_SMS", "16"}}},
+      {"conc32", {{"PREFIXD_CONCURRENT_DECODE_SMS", "32"}}},
+      {"conc48", {{"PREFIXD_CONCURRENT_DECODE_SMS", "48"}}},
+      {"conc64", {{"PREFIXD_CONCURRENT_DECODE_SMS", "64"}}},
   };
   return presets;
 }
@@ -337,7 +343,9 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   FillRandom(const_cast<void*>(args.q), n, s.dtype, 1.f, seed + 3, stream);
 
   kernels::PlanOptions plan_options = gpu.DefaultPlanOptions();
-  plan_options.fuse_merge = cfg.fuse;
+  // Concurrent prefix/decode never fuses the merge (LoadPlan would unfuse the plan): plan it unfused
+  // so that merged_requests and the merge part's time say what runs.
+  plan_options.fuse_merge = cfg.fuse && gpu.concurrent_decode_sms() == 0;
   const CascadePlan plan = kernels::PlanCascade(batch, pool, plan_options);
   row.prefix_items = int(plan.prefix_items.size());
   row.decode_items = int(plan.decode_items.size());
@@ -903,7 +911,7 @@ int Main(int argc, char** argv) {
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
                  "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
-                 "noevict, noprefetch, stages3, plain, mma-prefix) and NAME=VALUE environment settings, e.g. "
+                 "noevict, noprefetch, stages3, plain, mma-prefix, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
                       "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "

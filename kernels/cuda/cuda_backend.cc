@@ -102,6 +102,14 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   num_sms_ = prop.multiProcessorCount;
+  if (const char* env = std::getenv("PREFIXD_CONCURRENT_DECODE_SMS"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const long k = std::strtol(env, &end, 10);
+    PREFIXD_CHECK_ARG(end != env && *end == '\0' && k >= 0 && k < num_sms_,
+                      "PREFIXD_CONCURRENT_DECODE_SMS must be an integer in [0, " << num_sms_ << ") (SMs of device "
+                                                                               << device_ << "), got '" << env << "'");
+    concurrent_decode_sms_ = int(k);
+  }
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
   if (decode_kernel_ != DecodeKernel::kAuto)
@@ -110,6 +118,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!decode_pdl_) d << " [decode PDL off]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
+  if (concurrent_decode_sms_ > 0)
+    d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
   // Read by the sm_90a prefix launcher at every launch (prefix_attention_sm90a.h); named here when set.
   if (const char* env = std::getenv("PREFIXD_PREFIX_PDL_TRIGGER"); env != nullptr && std::strcmp(env, "0") == 0)
     d << " [prefix PDL trigger off]";
@@ -117,7 +127,19 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
   try {
-    PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    if (concurrent_decode_sms_ == 0) {
+      PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    } else {
+      // Concurrent prefix/decode: when both grids are pending, the prefix CTAs (main stream, highest
+      // priority) are dispatched before the decode CTAs (second stream, lowest), so that the SMs
+      // left free by the capped prefix grid are the ones the decode kernel gets.
+      int least = 0, greatest = 0;
+      PREFIXD_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      PREFIXD_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+      PREFIXD_CUDA_CHECK(cudaStreamCreateWithPriority(&decode_stream_, cudaStreamNonBlocking, least));
+      PREFIXD_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+      PREFIXD_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+    }
     AllocStaged(&plan_buffer_, l.max_plan_ints);
     AllocStaged(&prefix_plan_buffer_, l.max_plan_ints);
     const size_t v_bytes = size_t(l.max_state_floats) * sizeof(float);
@@ -136,13 +158,18 @@ void CudaBackend::Release() noexcept {
   // Never throws: errors while tearing down (e.g. after a device fault) are ignored.
   cudaSetDevice(device_);
   if (stream_) cudaStreamSynchronize(stream_);
+  if (decode_stream_) cudaStreamSynchronize(decode_stream_);
   FreeStaged(&plan_buffer_);
   FreeStaged(&prefix_plan_buffer_);
   if (partial_v_) cudaFree(partial_v_);
   if (partial_s_) cudaFree(partial_s_);
+  if (fork_) cudaEventDestroy(fork_);
+  if (join_) cudaEventDestroy(join_);
+  if (decode_stream_) cudaStreamDestroy(decode_stream_);
   if (stream_) cudaStreamDestroy(stream_);
   partial_v_ = partial_s_ = nullptr;
-  stream_ = nullptr;
+  fork_ = join_ = nullptr;
+  decode_stream_ = stream_ = nullptr;
 }
 
 void CudaBackend::AllocStaged(StagedBuffer* b, int64_t ints) {
@@ -181,6 +208,13 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // PREFIXD_PREFIX_TARGET_ITEMS=n overrides the prefix target (for comparisons).
   o.target_items = 2 * num_sms_;
   o.prefix_target_items = num_sms_ * PrefixAttentionCtasPerSm(128, DType::kFloat16);
+  // Concurrent prefix/decode: the prefix grid has SMs − k CTAs (one wave of items for them), and
+  // the decode kernel cannot finish requests (cuda_backend.h).
+  if (concurrent_decode_sms_ > 0) {
+    o.prefix_target_items =
+        (num_sms_ - concurrent_decode_sms_) * PrefixAttentionCtasPerSm(128, DType::kFloat16);
+    o.fuse_merge = false;
+  }
   if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
   o.prefix_tile_rows = PrefixAttentionTileRows(128);
@@ -239,9 +273,20 @@ void CudaBackend::Fill(void* dst, uint8_t byte, size_t bytes) {
 
 void CudaBackend::Synchronize() { PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-void CudaBackend::LoadPlan(const CascadePlan& plan) {
+void CudaBackend::LoadPlan(const CascadePlan& given) {
   // All checks first: a plan that fails leaves the previous one loaded.
-  plan.Validate();
+  given.Validate();
+  // Concurrent prefix/decode: the decode kernel runs beside the prefix kernel, so it cannot finish
+  // requests from their prefix states; the merge step finishes every request instead.
+  CascadePlan unfused;
+  const bool unfuse = concurrent_decode_sms_ > 0 && int64_t(given.merge_requests.size()) < given.num_requests;
+  if (unfuse) {
+    unfused = given;
+    for (DecodeWorkItem& it : unfused.decode_items) it.finish = 0;
+    unfused.merge_requests.resize(size_t(given.num_requests));
+    for (int32_t r = 0; r < given.num_requests; ++r) unfused.merge_requests[size_t(r)] = r;
+  }
+  const CascadePlan& plan = unfuse ? unfused : given;
   const int g = plan.gqa_group_size();
   PREFIXD_CHECK_ARG(DecodeAttentionSupportsGroupSize(g),
                     "LoadPlan: GQA group size " << g << " (H_qo " << plan.num_qo_heads << " / H_kv " << plan.num_kv_heads
@@ -323,8 +368,22 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const void* k = static_cast<const char*>(args.kv.k) + layer_bytes;
   const void* v = static_cast<const char*>(args.kv.v) + layer_bytes;
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  // Concurrent prefix/decode (cuda_backend.h): the decode kernel on decode_stream_, forked from
+  // stream_ just before the prefix launch and joined back before the merge; the loaded plan has no
+  // finishing decode items. The fork is recorded BEFORE the prefix launch (after it, the decode
+  // would wait for the prefix grid to complete); the decode launch waits for it on the other stream,
+  // which also gives the prefix grid a head start in being dispatched.
+  const bool prefix_part = (parts & kPrefixPart) && plan_.num_prefix_items > 0;
+  const bool decode_part = (parts & kDecodePart) && plan_.num_decode_items > 0;
+  const bool concurrent = concurrent_decode_sms_ > 0 && prefix_part && decode_part;
+  cudaStream_t decode_stream = stream_;
+  if (concurrent) {
+    PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+    PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(decode_stream_, fork_, 0));
+    decode_stream = decode_stream_;
+  }
 
-  if ((parts & kPrefixPart) && plan_.num_prefix_items > 0) {
+  if (prefix_part) {
     PrefixAttentionParams p;
     SetAttentionInputs(&p, k, v, shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim, scale_log2);
     p.items = plan_.prefix_items;
@@ -334,9 +393,12 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.max_item_rows = plan_.max_prefix_item_rows;
     p.partial_v = partial_v_;
     p.partial_s = partial_s_;
+    // The prefix of a step that runs concurrently (it has decode items) is capped, also when timed
+    // alone (RunCascadeParts), so that the part times are those of the step's kernels.
+    if (concurrent_decode_sms_ > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_decode_sms_;
     PrefixAttention(p, stream_);
   }
-  if ((parts & kDecodePart) && plan_.num_decode_items > 0) {
+  if (decode_part) {
     DecodeAttentionParams p;
     p.kernel = decode_kernel_;
     SetAttentionInputs(&p, k, v, shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim, scale_log2);
@@ -351,13 +413,20 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.v_out = args.v_out;
     p.s_out = args.s_out;
     // The prefix kernel was the previous launch on the stream (and a normal one): the decode grid
-    // may start while it drains (decode_attention.h).
-    p.overlap_prefix = decode_pdl_ && (parts & kPrefixPart) && plan_.num_prefix_items > 0;
+    // may start while it drains (decode_attention.h). Concurrent: launched normally on the other
+    // stream (its griddepcontrol.wait is then a no-op; no item reads prefix states).
+    p.overlap_prefix = decode_pdl_ && prefix_part && !concurrent;
     p.mma_warps = decode_mma_warps_;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;
-    DecodeAttention(p, stream_);
+    DecodeAttention(p, decode_stream);
+  }
+  // The join comes before any early return: stream_ (and so Synchronize, a graph capture's end,
+  // the merge, the next step) always waits for the decode kernel.
+  if (concurrent) {
+    PREFIXD_CUDA_CHECK(cudaEventRecord(join_, decode_stream_));
+    PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
   }
   if (!(parts & kMergePart) || plan_.num_merge_requests == 0 ||
       (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr))

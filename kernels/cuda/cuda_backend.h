@@ -1,5 +1,6 @@
-// The CUDA backend (internal to kernels/; users call MakeCudaBackend): one device, one stream, a
-// workspace allocated once at construction, and the kernels of kernels/cuda/.
+// The CUDA backend (internal to kernels/; users call MakeCudaBackend): one device, one stream (a
+// second, internal one only for concurrent prefix/decode, below), a workspace allocated once at
+// construction, and the kernels of kernels/cuda/.
 //
 // Workspace (sizes from WorkspaceLimits):
 //   plan buffer      device int32 [max_plan_ints] + pinned host staging of the same size: LoadPlan
@@ -24,6 +25,22 @@
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
+//   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
+//
+// Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, for small
+// batches where the compute-bound prefix kernel and the memory-bound decode kernel each leave the
+// other's resource idle): RunCascade runs the prefix kernel on the main stream with its persistent
+// sm_90a grid capped at SMs − k CTAs (PrefixAttentionParams::max_ctas; the mma.sync path is not
+// capped), and at the same time the decode kernel on a second stream forked from the main one,
+// launched normally (no PDL: a programmatic dependency on the prefix grid would serialise it
+// again), so that its CTAs take the k SMs the prefix grid leaves free (and every SM once prefix
+// CTAs exit). The main stream is created with the highest priority and the second with the lowest,
+// so that pending prefix CTAs are dispatched first. The decode kernel then cannot read finished
+// prefix states, so no decode item finishes its request: LoadPlan loads every plan unfused
+// (DecodeWorkItem::finish = 0, merge_requests = every request; the same ⊕ to float rounding) and
+// DefaultPlanOptions() has fuse_merge = false and prefix_target_items sized for SMs − k CTAs. The
+// main stream waits for the second (fork/join with events, created at construction, so the step
+// stays capturable in a CUDA graph) before the merge kernel does all the ⊕.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -69,6 +86,8 @@ class CudaBackend final : public Backend {
   void CastStates(const float* v, int64_t count, DType dtype, void* out) override;
 
   int num_sms() const { return num_sms_; }
+  // PREFIXD_CONCURRENT_DECODE_SMS at construction (0: prefix and decode run one after the other).
+  int concurrent_decode_sms() const { return concurrent_decode_sms_; }
 
   // RunCascade in parts, for the kernel benchmark (prefix kernel, decode kernel, merge): each part
   // alone reads/writes exactly what it does inside RunCascade (the decode part includes the fused
@@ -123,6 +142,11 @@ class CudaBackend final : public Backend {
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
+  // PREFIXD_CONCURRENT_DECODE_SMS (0: off). When on: the decode kernel's stream (lowest priority;
+  // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.
+  int concurrent_decode_sms_ = 0;
+  cudaStream_t decode_stream_ = nullptr;
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;
   LoadedPlan plan_;
 };

@@ -76,7 +76,9 @@ struct DecodeAttentionParams {
   // while the prefix grid drains. Every CTA waits for the prefix grid (griddepcontrol.wait) before
   // its epilogue reads prefix states, and before it exits, so the decode grid's completion still
   // implies the prefix grid's: later work on the stream sees both. Nothing before the epilogue
-  // reads what the prefix kernel writes (q, page tables, K/V are inputs).
+  // reads what the prefix kernel writes (q, page tables, K/V are inputs). Off (a normal launch,
+  // where griddepcontrol.wait returns at once) for the backend's concurrent prefix/decode, whose
+  // decode kernel runs beside the prefix grid on another stream and has no finishing items.
   bool overlap_prefix = false;
   int mma_warps = 0;  // tensor-core kernel: warps per CTA (DecodeMmaWarps)
   // L2 policy of the streamed K/V: evict-first (read once; other data, such as the prefix states

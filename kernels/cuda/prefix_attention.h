@@ -50,6 +50,12 @@ struct PrefixAttentionParams {
 
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
+
+  // Upper bound on the grid of the persistent sm_90a kernel (0: none, one CTA per SM); the launcher
+  // takes the minimum with PREFIXD_SM90A_MAX_CTAS. The mma.sync kernel (one CTA per item) ignores
+  // it. The CUDA backend sets it to SMs − k when it runs the decode kernel concurrently on the other
+  // k SMs (PREFIXD_CONCURRENT_DECODE_SMS, cuda_backend.h).
+  int max_ctas = 0;
 };
 
 // The M tile (rows per item) the kernel is compiled for; the planner's prefix_tile_rows must

@@ -1,13 +1,15 @@
 // The CUDA backend against the float64 oracle (NaiveCascade / NaiveAttention) AND the CPU backend
 // running the same plan: cascade decode over many shapes and plan splittings, the non-cascade
 // baseline, causal/non-causal prefix attention, the merge and cast kernels, a decode step captured
-// in a CUDA graph, and bad inputs rejected with clear errors and no device fault.
+// in a CUDA graph, concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS), and bad inputs
+// rejected with clear errors and no device fault.
 //
 // Every test starts with a GPU guard and skips (with the reason) when there is no usable GPU.
 // PREFIXD_GPU_TESTS_CPU_STAND_IN=1 runs the backend-level tests with the CPU backend in the GPU's
 // place: it checks this file's own logic on machines without a GPU (CUDA-only tests still skip).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -131,8 +133,9 @@ enum class Split {
   kFinePrefix,    // prefix chunks down to 1 token, suffixes split as on the device
 };
 
-PlanOptions OptionsFor(Split split) {
-  PlanOptions o = Device().DefaultPlanOptions();
+// The splits above on top of `backend`'s DefaultPlanOptions (its fuse_merge kept).
+PlanOptions OptionsFor(Split split, const Backend& backend) {
+  PlanOptions o = backend.DefaultPlanOptions();
   if (split != Split::kDevice) o.prefix_target_items = 0;  // the variants below set target_items alone
   switch (split) {
     case Split::kDevice: break;
@@ -155,8 +158,29 @@ PlanOptions OptionsFor(Split split) {
   }
   return o;
 }
+PlanOptions OptionsFor(Split split) { return OptionsFor(split, Device()); }
 
 using CascadeCase = CascadeCaseOf<Split>;
+
+// One cascade case's inputs, drawn from rng.
+struct CascadeInputs {
+  KvPoolShape shape;
+  DecodeBatch batch;
+  HostKvPool pool;
+  std::vector<uint16_t> q;
+};
+
+CascadeInputs MakeCascadeInputs(const CascadeCase& c, std::mt19937_64& rng) {
+  const std::vector<GroupSpec> groups = c.groups.empty() ? RandomGroups(rng, 4, 4, 400, 80) : c.groups;
+  CascadeInputs in;
+  in.shape = KvPoolShape{c.num_layers, PagesNeeded(groups, c.page_size) + 3, c.page_size, c.num_kv_heads,
+                         c.head_dim, c.dtype};
+  kernels::PageAllocator alloc(in.shape.num_pages);
+  in.batch = BuildBatch(groups, c.num_qo_heads, c.page_size, alloc, rng);
+  in.pool = RandomKvPool(rng, in.shape);
+  in.q = MakeQueries(rng, in.pool, c.layer, in.batch, c.peaky, kPeakyScale);
+  return in;
+}
 
 class CudaCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
 
@@ -166,13 +190,11 @@ TEST_P(CudaCascadeTest, MatchesFloat64OracleAndCpuBackend) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  const std::vector<GroupSpec> groups = c.groups.empty() ? RandomGroups(rng, 4, 4, 400, 80) : c.groups;
-  const KvPoolShape shape{c.num_layers, PagesNeeded(groups, c.page_size) + 3, c.page_size, c.num_kv_heads,
-                          c.head_dim, c.dtype};
-  kernels::PageAllocator alloc(shape.num_pages);
-  const DecodeBatch batch = BuildBatch(groups, c.num_qo_heads, c.page_size, alloc, rng);
-  const HostKvPool pool = RandomKvPool(rng, shape);
-  const std::vector<uint16_t> q = MakeQueries(rng, pool, c.layer, batch, c.peaky, kPeakyScale);
+  const CascadeInputs in = MakeCascadeInputs(c, rng);
+  const KvPoolShape& shape = in.shape;
+  const DecodeBatch& batch = in.batch;
+  const HostKvPool& pool = in.pool;
+  const std::vector<uint16_t>& q = in.q;
   if (c.peaky) {  // the request with the most slots, its score std averaged over all heads
     int longest = 0;
     for (int r = 1; r < batch.num_requests(); ++r)
@@ -199,9 +221,9 @@ TEST_P(CudaCascadeTest, MatchesFloat64OracleAndCpuBackend) {
   ExpectMatchesCpu(got, cpu, c.dtype, c.name);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, CudaCascadeTest,
-    ::testing::Values(
+// The cascade cases, shared with the concurrent prefix/decode test below.
+std::vector<CascadeCase> CascadeCases() {
+  return {
         // B = 1, suffix of one token.
         CascadeCase{"b1_suffix1_fp16_h32kv32_d128_p16", kF16, 32, 32, 128, 16, {{100, {1}}}},
         // Several groups, one without prefix, empty suffixes, partly filled last pages.
@@ -238,8 +260,111 @@ INSTANTIATE_TEST_SUITE_P(
                     {{48, {1}}, {0, {2, 0}}, {130, {17, 16, 15}}, {16, {64}}}, true, Split::kDevice, 2, 1},
         CascadeCase{"empty_requests_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{0, {0, 5}}, {30, {0}}, {0, {0}}}},
         CascadeCase{"random_groups_fp16_h4kv1_d128", kF16, 4, 1, 128, 16, {}, false},
-        CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest}),
-    [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+        CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest}};
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaCascadeTest, ::testing::ValuesIn(CascadeCases()),
+                         [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, cuda_backend.h): the prefix kernel on
+// at most SMs − k CTAs of a second stream beside the decode kernel, every request finished by the
+// merge kernel. The cascade cases above, each run twice: with the plan of the default (fused)
+// options, which LoadPlan unfuses, and with the concurrent backend's own options (fuse_merge off).
+
+// k decode SMs, kept below the device's SM count.
+int ConcurrentDecodeSms(int wanted) {
+  int sms = 2;
+#ifdef PREFIXD_HAVE_CUDA
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 2;
+  }
+#endif
+  return std::max(1, std::min(wanted, sms - 1));
+}
+
+// A CUDA backend made with PREFIXD_CONCURRENT_DECODE_SMS set to `value` (read at construction only).
+std::unique_ptr<Backend> MakeConcurrentBackend(const std::string& value) {
+  struct Env {
+    explicit Env(const std::string& v) { setenv("PREFIXD_CONCURRENT_DECODE_SMS", v.c_str(), 1); }
+    ~Env() { unsetenv("PREFIXD_CONCURRENT_DECODE_SMS"); }
+  } env(value);
+  kernels::BackendOptions options;
+  options.limits = TestLimits();
+  return kernels::MakeCudaBackend(options);
+}
+
+// One concurrent backend (k = 32, as for the benchmark's conc32) for the shape tests.
+Backend& Concurrent() {
+  static std::unique_ptr<Backend> backend = MakeConcurrentBackend(std::to_string(ConcurrentDecodeSms(32)));
+  return *backend;
+}
+
+// Runs `c` on `backend` with both plans (above) against the float64 oracle and the CPU backend.
+void ExpectConcurrentCascadeCorrect(Backend& backend, const CascadeCase& c, std::mt19937_64& rng) {
+  const CascadeInputs in = MakeCascadeInputs(c, rng);
+  const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+  const PlanOptions own = OptionsFor(c.split, backend);
+  EXPECT_FALSE(own.fuse_merge) << "the concurrent backend's DefaultPlanOptions must not fuse the merge";
+  const std::pair<std::string, CascadePlan> plans[] = {
+      {c.name + " (fused plan, unfused by LoadPlan)", kernels::PlanCascade(in.batch, in.shape, OptionsFor(c.split))},
+      {c.name + " (concurrent options)", kernels::PlanCascade(in.batch, in.shape, own)},
+  };
+  for (const auto& [what, plan] : plans) {
+    const StepResult got = RunStep(backend, in.pool, c.layer, plan, in.q);
+    const StepResult cpu = RunStep(Cpu(), in.pool, c.layer, plan, in.q);
+    ExpectMatchesOracle(got, want, c.dtype, what);
+    ExpectMatchesCpu(got, cpu, c.dtype, what);
+  }
+}
+
+class CudaConcurrentCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
+
+TEST_P(CudaConcurrentCascadeTest, MatchesFloat64OracleAndCpuBackend) {
+  PREFIXD_REQUIRE_GPU();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  ExpectConcurrentCascadeCorrect(Concurrent(), GetParam(), rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentCascadeTest, ::testing::ValuesIn(CascadeCases()),
+                         [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+
+// Every cap from one prefix CTA (k = SMs − 1) to almost the whole device (k = 1), on a long prefix
+// (many prefix items per CTA) with GQA 4 / D 128 and GQA 8 / D 64 and split suffixes.
+TEST(CudaConcurrentCascade, AnyDecodeSmCount) {
+  PREFIXD_REQUIRE_GPU();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  const CascadeCase cases[] = {
+      {"long_prefix_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1}}, {0, {40}}, {600, {1300}}}, true},
+      {"long_prefix_bf16_h64kv8_d64", kBF16, 64, 8, 64, 16, {{2500, {5, 1000}}, {129, {0, 3}}}},
+  };
+  for (const int k : {1, sms / 2, sms - 1}) {
+    SCOPED_TRACE("PREFIXD_CONCURRENT_DECODE_SMS=" + std::to_string(k));
+    std::unique_ptr<Backend> backend = MakeConcurrentBackend(std::to_string(k));
+    for (const CascadeCase& c : cases) ExpectConcurrentCascadeCorrect(*backend, c, rng);
+  }
+}
+
+// The switch is read once at construction, named by Describe(), and checked.
+TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
+  PREFIXD_REQUIRE_GPU();
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  const std::string bad_values[] = {"-1", "abc", "4x", std::to_string(sms)};
+  for (const std::string& bad : bad_values)
+    EXPECT_PREFIXD_ERROR(MakeConcurrentBackend(bad), ErrorKind::kInvalidArgument, "PREFIXD_CONCURRENT_DECODE_SMS");
+  const std::unique_ptr<Backend> off = MakeConcurrentBackend("0");
+  EXPECT_EQ(off->Describe().find("concurrent"), std::string::npos) << off->Describe();
+  EXPECT_TRUE(off->DefaultPlanOptions().fuse_merge);
+  EXPECT_NE(Concurrent().Describe().find("concurrent prefix/decode"), std::string::npos) << Concurrent().Describe();
+  EXPECT_FALSE(Concurrent().DefaultPlanOptions().fuse_merge);
+  EXPECT_LE(Concurrent().DefaultPlanOptions().prefix_target_items, Device().DefaultPlanOptions().prefix_target_items);
+}
 
 // The CUDA-core decode kernel where the tensor-core one is the default (GQA 4 and 8, head_dim
 // 64/128): both stay correct, so either can be chosen (PREFIXD_DECODE_KERNEL=simt|mma).
@@ -731,9 +856,10 @@ TEST(CudaCastStates, RoundsToNearestEvenLikeTheHost) {
 // A decode step captured in a CUDA graph and replayed: same results as the oracle, and a replay
 // after new queries are written to the same buffer computes with the new queries.
 
-TEST(CudaGraph, CapturedStepReplaysCorrectly) {
-  PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
+// Captures one RunCascade of `device` and replays it twice (the second time with new queries);
+// *root_nodes: the captured graph's root nodes (kernels with no dependency).
+void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
@@ -742,36 +868,37 @@ TEST(CudaGraph, CapturedStepReplaysCorrectly) {
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(groups, 32, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, device.DefaultPlanOptions());
   ASSERT_FALSE(plan.prefix_items.empty());
   ASSERT_FALSE(plan.decode_items.empty());
   const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads, n = rows * shape.head_dim;
 
-  BackendBuffers mem(Device());
+  BackendBuffers mem(device);
   std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
   const kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
-  Device().LoadPlan(plan);
-  Device().RunCascade(args);  // warm-up outside the capture (first launches set kernel attributes)
-  Device().Synchronize();
+  device.LoadPlan(plan);
+  device.RunCascade(args);  // warm-up outside the capture (first launches set kernel attributes)
+  device.Synchronize();
 
   // Global mode: the capture fails if RunCascade makes any call unsafe during capture
   // (allocation, synchronisation, a synchronous copy).
-  auto stream = static_cast<cudaStream_t>(Device().stream());
+  auto stream = static_cast<cudaStream_t>(device.stream());
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  Device().RunCascade(args);
+  device.RunCascade(args);
   ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphGetRootNodes(graph, nullptr, root_nodes), cudaSuccess);
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
 
   for (int replay = 0; replay < 2; ++replay) {
     if (replay == 1) {  // new queries in the captured buffer
       q = MakeQueries(rng, pool, 0, batch, false, kPeakyScale);
-      Device().CopyToDevice(const_cast<void*>(args.q), q.data(), q.size() * 2);
+      device.CopyToDevice(const_cast<void*>(args.q), q.data(), q.size() * 2);
     }
-    Device().Fill(args.o, 0xFF, n * 2);
-    Device().Fill(args.v_out, 0xFF, n * 4);
-    Device().Fill(args.s_out, 0xFF, rows * 4);
+    device.Fill(args.o, 0xFF, n * 2);
+    device.Fill(args.v_out, 0xFF, n * 4);
+    device.Fill(args.s_out, 0xFF, rows * 4);
     ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
     const StepResult got = DownloadStep(mem, args, shape.dtype, rows, shape.head_dim);
     const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(shape.head_dim)));
@@ -779,6 +906,25 @@ TEST(CudaGraph, CapturedStepReplaysCorrectly) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+}
+#endif
+
+TEST(CudaGraph, CapturedStepReplaysCorrectly) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  size_t roots = 0;
+  ExpectCapturedStepReplays(Device(), &roots);
+#endif
+}
+
+// The concurrent step (fork/join through events) captures too: the prefix and decode kernels are
+// both roots of the graph (neither waits for the other), and the replays are correct.
+TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  size_t roots = 0;
+  ExpectCapturedStepReplays(Concurrent(), &roots);
+  EXPECT_GE(roots, 2u) << "the prefix and decode kernels should be independent graph nodes";
 #endif
 }
 

@@ -182,7 +182,9 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype);
   l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype);
   const int max_ctas = EnvInt("PREFIXD_SM90A_MAX_CTAS", 0);
-  l.grid = std::min(params.num_items, max_ctas > 0 ? max_ctas : sms);  // one CTA per SM, persistent
+  int grid_cap = max_ctas > 0 ? max_ctas : sms;  // one CTA per SM, persistent
+  if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);
+  l.grid = std::min(params.num_items, grid_cap);
   l.stages = EnvInt("PREFIXD_SM90A_STAGES", 2);
   // On by default: 1.3-6.5 µs less per cascade step on every shape of the grid, same results
   // (bench/RESULTS.md, final run); PREFIXD_PREFIX_PDL_TRIGGER=0 turns it off.

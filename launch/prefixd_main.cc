@@ -158,6 +158,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   const Defaults& def = use_cuda ? kGpuDefaults : kCpuDefaults;
 
   const int page_size = args["page-size"].as<int>();
+  // Checked here, before anything divides by it (the pool checks it again).
+  PREFIXD_CHECK_ARG(page_size > 0 && page_size <= 4096, "--page-size must be in [1, 4096], got " << page_size);
   const int32_t shard_min = Opt<int32_t>(args, "shard-min-tokens", def.shard_min_tokens);
   // The workload: rank 0 reads it (a malformed line stops the job with its line number).
   Workload workload;

@@ -986,6 +986,10 @@ int Main(int argc, char** argv) {
               Shape shape;
               shape.dtype = kernels::ParseDType(dt);
               shape.page_size = args["page-size"].as<int>();
+              PREFIXD_CHECK_ARG(shape.page_size > 0 && shape.page_size <= 4096,
+                                "--page-size must be in [1, 4096], got " << shape.page_size);
+              PREFIXD_CHECK_ARG(b > 0 && p >= 0 && s >= 0,
+                                "bad shape: batch " << b << ", prefix " << p << ", suffix " << s);
               std::tie(shape.h_qo, shape.h_kv) = ParseHeads(hh);
               shape.head_dim = d;
               shape.batch = b;

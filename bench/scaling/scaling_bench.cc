@@ -397,6 +397,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.kv_heads = opt_int("kv-heads", 8, 2);
   base.head_dim = opt_int("head-dim", 128, 64);
   base.page_size = args["page-size"].as<int>();
+  PREFIXD_CHECK_ARG(base.page_size > 0 && base.page_size <= 4096,
+                    "--page-size must be in [1, 4096], got " << base.page_size);
   base.dtype = kernels::ParseDType(args["dtype"].as<std::string>());
   base.warmup = args["warmup"].as<int>();
   base.iters = args["iters"].as<int>();

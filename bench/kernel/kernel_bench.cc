@@ -619,18 +619,6 @@ void PrintVariantTable(const std::vector<Row>& rows, const std::vector<Variant>&
 // their totals; the model's parameters fitted to them (FitCostModel, starting from --cost-model or
 // the H200 defaults) and written to FILE. With both, the check runs with the fitted parameters.
 
-// The CUDA backend's DefaultPlanOptions on a 132-SM H200 (for predictions without a GPU).
-kernels::PlanOptions H200PlanOptions() {
-  kernels::PlanOptions o;
-  o.target_items = 2 * 132;
-  o.prefix_target_items = 132;
-  o.prefix_tile_rows = 128;
-  o.prefix_chunk_align = 64;
-  o.min_prefix_chunk = 512;
-  o.decode_chunk_align = 16;
-  o.min_decode_chunk = 256;
-  return o;
-}
 
 struct PlannerPlans {
   DecodeBatch batch;
@@ -810,7 +798,7 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
 int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t seed0, bool check,
                     const std::string& calibrate_path, kernels::CostModelParams params) {
   const bool calibrate = !calibrate_path.empty();
-  kernels::PlanOptions base = H200PlanOptions();
+  kernels::PlanOptions base = kernels::H200PlanOptions();
   if (use_gpu) base = backend->DefaultPlanOptions();
   std::printf("# plan options: target_items %d, prefix_target_items %d, prefix_tile_rows %d, min_prefix_chunk %d, "
               "min_decode_chunk %d%s\n",

@@ -330,4 +330,16 @@ CostModelParams FitCostModel(const std::vector<CostSample>& samples, const CostM
   return best;
 }
 
+PlanOptions H200PlanOptions() {
+  PlanOptions o;
+  o.target_items = 2 * 132;
+  o.prefix_target_items = 132;
+  o.prefix_tile_rows = 128;
+  o.prefix_chunk_align = 64;
+  o.min_prefix_chunk = 512;
+  o.decode_chunk_align = 16;
+  o.min_decode_chunk = 256;
+  return o;
+}
+
 }  // namespace prefixd::kernels

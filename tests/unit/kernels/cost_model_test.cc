@@ -17,19 +17,6 @@
 namespace prefixd::kernels {
 namespace {
 
-// The CUDA backend's DefaultPlanOptions on a 132-SM H200 with the persistent wgmma prefix kernel
-// (kernels/cuda/cuda_backend.cc): what the measured rows were planned with.
-PlanOptions H200PlanOptions() {
-  PlanOptions o;
-  o.target_items = 2 * 132;
-  o.prefix_target_items = 132;
-  o.prefix_tile_rows = 128;
-  o.prefix_chunk_align = 64;
-  o.min_prefix_chunk = 512;
-  o.decode_chunk_align = 16;
-  o.min_decode_chunk = 256;
-  return o;
-}
 
 struct GridShape {
   int h_qo = 32, h_kv = 32, head_dim = 128, batch = 64, prefix = 8192, suffix = 256, page_size = 16;

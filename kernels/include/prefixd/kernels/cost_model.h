@@ -152,4 +152,9 @@ double CostFitError(const std::vector<CostSample>& samples, const CostModelParam
 CostModelParams FitCostModel(const std::vector<CostSample>& samples, const CostModelParams& start,
                              int max_rounds = 400);
 
+// The CUDA backend's DefaultPlanOptions on a 132-SM H200 with the persistent wgmma prefix kernel
+// (kernels/cuda/cuda_backend.cc): what the measured rows behind CostModelParams::H200() were
+// planned with, and what predictions without a GPU assume.
+PlanOptions H200PlanOptions();
+
 }  // namespace prefixd::kernels

@@ -79,7 +79,8 @@ struct Config {
   int head_chunks = 1;
   bool breakdown = false;
   bool host_only = false;
-  bool reuse_plans = false;
+  bool reuse_plans = true;
+  bool run_ahead = false;
 };
 
 // --host-only: a backend without a device. Memory is reserved but never touched (the pool is
@@ -164,8 +165,21 @@ std::vector<int> ParseList(const std::string& s) {
 }
 
 // Times `iters` steps after `warmup` ones; collective over the engine's ranks.
+// Per-step time of `iters` steps after `warmup`: the median of the steps' own times; with the
+// host running ahead (WorkerOptions::run_ahead) a step's own time is not its device time, so the
+// whole run is timed instead, drained at the end, and divided by the steps (the step interval a
+// client sees, one pipeline fill included).
 double TimeSteps(coordinator::Engine& engine, MPI_Comm comm, int warmup, int iters) {
   for (int i = 0; i < warmup; ++i) engine.Step();
+  if (engine.worker().options().run_ahead) {
+    engine.worker().Synchronize();
+    PREFIXD_MPI_CHECK(MPI_Barrier(comm));
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) engine.Step();
+    engine.worker().Synchronize();
+    PREFIXD_MPI_CHECK(MPI_Barrier(comm));
+    return (MPI_Wtime() - t0) / iters * 1e3;
+  }
   std::vector<double> t;
   for (int i = 0; i < iters; ++i) {
     PREFIXD_MPI_CHECK(MPI_Barrier(comm));
@@ -206,6 +220,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.head_chunks = c.head_chunks;
   eo.worker.host_only = c.host_only;
   eo.worker.reuse_steady_plans = c.reuse_plans;
+  eo.worker.run_ahead = c.run_ahead;
   {
     std::unique_ptr<coordinator::Engine> engine_ptr;
     if (c.host_only) {
@@ -358,8 +373,10 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("1"))
       ("host-only", "host side only, no GPU needed: no-op device work, real planning, uploads' host work and "
                     "plan broadcast, at the GPU sizes (default sizes as on a GPU)")
-      ("reuse-plans", "steady steps advance the kept cascade plans in place (WorkerOptions::reuse_steady_plans; "
-                      "off by default until confirmed on a GPU)")
+      ("fresh-plans", "plan every step from scratch (WorkerOptions::reuse_steady_plans off; by default steady "
+                      "steps advance the kept cascade plans in place)")
+      ("run-ahead", "the host prepares step t+1 while the device runs step t (WorkerOptions::run_ahead); the "
+                    "step time is then the whole timed run, drained, divided by its steps")
       ("breakdown", "also time the steps with a fence at every phase boundary (per-phase device time)")
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
       ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
@@ -411,7 +428,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.head_chunks = head_chunk_list.front();
   base.breakdown = args.count("breakdown") > 0;
   base.host_only = host_only;
-  base.reuse_plans = args.count("reuse-plans") > 0;
+  base.reuse_plans = args.count("fresh-plans") == 0;
+  base.run_ahead = args.count("run-ahead") > 0;
   if (host_only) base.checks = 0;
   PREFIXD_CHECK_ARG(base.chunks >= 1 && base.chunks <= 16, "--chunks must be in [1, 16]");
   PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,
@@ -439,10 +457,11 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
     std::printf("# prefixd_scaling_bench: %d rank(s), backend %s%s\n", ranks, host_only ? "host-only" : use_cuda ? "cuda" : "cpu",
                 use_cuda ? "" : " (no GPU: small default sizes)");
     std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d, %d pipeline chunk(s)%s, "
-                "head chunks %s; warm-up %d, median of %d steps\n",
+                "head chunks %s, %s plans; warm-up %d, %s %d steps\n",
                 base.batch, base.suffix, base.layers, base.qo_heads, base.kv_heads, base.head_dim,
                 kernels::DTypeName(base.dtype), base.page_size, base.chunks, base.split ? ", own rows split" : "",
-                args["head-chunks"].as<std::string>().c_str(), base.warmup, base.iters);
+                args["head-chunks"].as<std::string>().c_str(), base.reuse_plans ? "advanced" : "fresh", base.warmup,
+                base.run_ahead ? "host runs ahead; mean step of" : "median of", base.iters);
     std::printf("%6s %4s %8s %5s %5s %6s %8s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",
                 "suffix", "layers", "red", "step_ms", "compute_ms", "exposed_ms", "exp_%", "eff", "tflops", "mem_gib",
                 "check");

@@ -78,7 +78,7 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
 class Harness {
  public:
   Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens, bool split = false,
-          int head_chunks = 1)
+          int head_chunks = 1, bool run_ahead = false)
       : shape_(s), cuda_(cuda) {
     EngineOptions o;
     o.worker.pool.num_layers = s.layers;
@@ -91,7 +91,7 @@ class Harness {
     o.worker.reduction = reduction;
     o.worker.split_own_rows = split;
     o.worker.head_chunks = head_chunks;
-    o.worker.reuse_steady_plans = true;  // off by default in the service until a GPU run confirms it
+    o.worker.run_ahead = run_ahead;
     o.placement.shard_min_tokens = shard_min_tokens;
     o.seed = 977;
     if (cuda) {
@@ -346,6 +346,32 @@ TEST_P(EngineTest, JoinLeaveAndFree) {
 // place and re-planned when a suffix enters a new page) against the single-rank reference at every
 // step: prompts of every length modulo the page, so that page boundaries fall on different steps;
 // quiet stretches, a request joining, one leaving early, one finishing.
+// The host one step ahead of the device (WorkerOptions::run_ahead; CUDA only, the CPU backend
+// runs synchronously anyway): many steps enqueued back to back with no check (so no sync) in
+// between, a join and a leave applied while a step is in flight, suffixes crossing pages; then
+// every request checked at every layer, which covers every token appended on the way (their K/V
+// are part of the attention checked).
+TEST_P(EngineTest, RunAheadManySteps) {
+  const Shape shape = NewShape();
+  SCOPED_TRACE(Describe(shape, seed_));
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), /*run_ahead=*/true);
+  int32_t doc = -1;
+  if (h.root()) {
+    doc = h.coord().AddPrefix(RandomTokens(rng_, shape.page * WorldSize() * 2 + 5));
+    for (int r = 0; r < 3 + shape.page; ++r)
+      h.coord().AddRequest(RequestSpec{doc, RandomTokens(rng_, r), 4 * shape.page + 8, -1});
+  }
+  for (int step = 0; step < shape.page + 3; ++step) h.engine().Step();
+  h.StepAndCheck("run-ahead, quiet");
+  for (int step = 0; step < 3; ++step) h.engine().Step();
+  if (h.root()) h.coord().AddRequest(RequestSpec{doc, RandomTokens(rng_, 2), 2 * shape.page + 4, -1});  // joins
+  for (int step = 0; step < shape.page + 1; ++step) h.engine().Step();
+  if (h.root()) h.coord().RemoveRequest(2);  // leaves while the last step may still run
+  for (int step = 0; step < shape.page; ++step) h.engine().Step();
+  h.StepAndCheck("run-ahead, after a join and a leave");
+  if (h.root()) EXPECT_GT(h.checked(), 0);
+}
+
 TEST_P(EngineTest, SteadyDecodeAcrossPages) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));

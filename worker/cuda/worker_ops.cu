@@ -171,4 +171,14 @@ void StreamWaitEvent(void* waiter, void* event) {
 
 void SynchronizeStream(void* stream) { PREFIXD_CUDA_CHECK(cudaStreamSynchronize(S(stream))); }
 
+void SynchronizeEvent(void* event) { PREFIXD_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+
+void* AllocPinned(size_t bytes) {
+  void* p = nullptr;
+  PREFIXD_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  return p;
+}
+
+void FreePinned(void* p) noexcept { cudaFreeHost(p); }
+
 }  // namespace prefixd::worker::cuda

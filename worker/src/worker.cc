@@ -34,7 +34,7 @@ struct Worker::Buffers {
       : upload(b), q_own(b), q_send(b), q_recv(b), q_local(b), v_loc(b), s_loc(b), st_send(b), st_recv(b), v_in(b),
         s_in(b), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b), v_hc(b), s_hc(b) {}
   BackendBuffer upload;                   // per-step host arrays, one copy (layout below)
-  std::vector<uint8_t> upload_host;       // their host copy (kept until the step's final sync)
+  std::vector<uint8_t> upload_host;       // their host copy (staged for the copy: UploadAsync)
   BackendBuffer q_own, q_send, q_recv, q_local;
   BackendBuffer v_loc, s_loc;             // this rank's partial states, [B_loc][H][D] / [B_loc][H]
   BackendBuffer st_send, st_recv;         // packed state rows
@@ -126,6 +126,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   backends_.push_back(std::move(backend));
   Backend& main = *backends_[0];
   sync_ = std::make_unique<StreamSync>(main);
+  if (main.kind() == BackendKind::kCuda || options_.host_only) staging_ = std::make_unique<PinnedStaging>(main);
   out_v_ = BackendBuffer(&main);
   out_s_ = BackendBuffer(&main);
   append_ = BackendBuffer(&main);
@@ -185,6 +186,29 @@ void Worker::AddSplitBackend(std::unique_ptr<Backend> backend) {
   ch.buf->s_own = std::make_unique<BackendBuffer>(ch.split);
 }
 
+std::vector<void*> Worker::OtherStreams() const {
+  std::vector<void*> streams;
+  void* main = backends_[0]->stream();
+  for (size_t i = 1; i < backends_.size(); ++i)
+    if (backends_[i]->stream() != main) streams.push_back(backends_[i]->stream());
+  for (const auto& b : split_backends_) streams.push_back(b->stream());
+  if (sync_ && sync_->comm_stream()) streams.push_back(sync_->comm_stream());
+  return streams;
+}
+
+void Worker::UploadAsync(Backend& be, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  if (!staging_) return be.CopyToDeviceAsync(dst, src, bytes);
+  const void* staged = staging_->Stage(src, bytes);
+  if (staged == nullptr) {  // the slot is too small: wait until no copy reads staging, then grow
+    SynchronizeAll();
+    staging_->Grow(bytes);
+    staged = staging_->Stage(src, bytes);
+    PREFIXD_CHECK_INTERNAL(staged != nullptr, "PinnedStaging: " << bytes << " bytes do not fit after Grow");
+  }
+  be.CopyToDeviceAsync(dst, staged, bytes);
+}
+
 void Worker::SynchronizeAll() {
   for (auto& b : backends_) b->Synchronize();
   for (auto& b : split_backends_) b->Synchronize();
@@ -202,9 +226,23 @@ void Worker::MarkPhase(double* phase) {
 void Worker::Execute(const StepPlan& plan) {
   mark_ = Now();
   const double start = mark_;
+  const bool run_ahead = options_.run_ahead && backends_[0]->kind() == BackendKind::kCuda &&
+                         profile_mode_ != ProfileMode::kFenced && !options_.host_only;
+  if (staging_) staging_->NextStep();
+  void* main = backends_[0]->stream();
+  const std::vector<void*> others = run_ahead ? OtherStreams() : std::vector<void*>{};
+  // Run-ahead: the last step may still run; main's queue ends with its join (below), so every
+  // other stream starting after main's tail starts after the whole last step. (Events and the
+  // token append run on main itself.)
+  for (void* s : others) sync_->Wait(s, main);
   for (const PlanEvent& e : plan.events) ApplyEvent(e);
   Decode(plan);
-  SynchronizeAll();
+  if (run_ahead) {
+    for (void* s : others) sync_->Wait(main, s);
+    sync_->EndStepRunAhead(main);
+  } else {
+    SynchronizeAll();
+  }
   if (profile_mode_ == ProfileMode::kOff) return;
   MarkPhase(&profile_.wait_ms);
   profile_.total_ms += (mark_ - start) * 1e3;
@@ -429,7 +467,7 @@ void Worker::Decode(const StepPlan& plan) {
       up.clear();
       const size_t o_h = Append(&up, app_hash), o_p = Append(&up, app_pos), o_s = Append(&up, app_slot);
       append_.Reserve(up.size());
-      main.CopyToDeviceAsync(append_.get(), up.data(), up.size());
+      UploadAsync(main, append_.get(), up.data(), up.size());
       append.hashes = reinterpret_cast<const uint64_t*>(append_.get<uint8_t>() + o_h);
       append.positions = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_p);
       append.slots = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_s);
@@ -639,7 +677,7 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   const size_t o_ls = Append(&up, loc_from_split);
   const size_t o_hp = Append(&up, hc_q_pack), o_hu = Append(&up, hc_q_unpack), o_ho = Append(&up, hc_out);
   B.upload.Reserve(std::max<size_t>(up.size(), 8));
-  be.CopyToDeviceAsync(B.upload.get(), up.data(), up.size());
+  UploadAsync(be, B.upload.get(), up.data(), up.size());
   auto* base = B.upload.get<uint8_t>();
   B.own_hash = reinterpret_cast<const uint64_t*>(base + o_hash);
   B.own_pos = reinterpret_cast<const int64_t*>(base + o_pos);
@@ -745,7 +783,7 @@ bool Worker::PrepareChunkSteady(Chunk& ch) {
     pos[j] = int64_t(r.prefix_len) + r.length - 1;
   }
   const size_t head = ch.o_pos + size_t(b_own) * sizeof(int64_t);
-  if (head > 0) ch.backend->CopyToDeviceAsync(B.upload.get(), B.upload_host.data(), head);
+  UploadAsync(*ch.backend, B.upload.get(), B.upload_host.data(), head);
   return true;
 }
 

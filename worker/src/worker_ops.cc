@@ -1,6 +1,8 @@
 #include "prefixd/worker/worker_ops.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -140,6 +142,9 @@ void RecordWait(void* event, void* producer, void* waiter);
 void RecordEvent(void* event, void* stream);
 void StreamWaitEvent(void* waiter, void* event);
 void SynchronizeStream(void* stream);
+void SynchronizeEvent(void* event);
+void* AllocPinned(size_t bytes);
+void FreePinned(void* p) noexcept;
 }  // namespace cuda
 #endif
 
@@ -154,9 +159,12 @@ StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kern
   try {
     for (size_t i = 0; i < kEvents; ++i) events_.push_back(cuda::CreateEvent());
     for (int i = 0; i < kMarks; ++i) marks_.push_back(cuda::CreateEvent());
+    for (void*& e : step_done_) e = cuda::CreateEvent();
   } catch (...) {
     for (void* e : events_) cuda::DestroyEvent(e);
     for (void* e : marks_) cuda::DestroyEvent(e);
+    for (void* e : step_done_)
+      if (e) cuda::DestroyEvent(e);
     cuda::DestroyStream(comm_stream_);
     throw;
   }
@@ -167,6 +175,8 @@ StreamSync::~StreamSync() {
 #if defined(PREFIXD_HAVE_CUDA)
   for (void* e : events_) cuda::DestroyEvent(e);
   for (void* e : marks_) cuda::DestroyEvent(e);
+  for (void* e : step_done_)
+    if (e) cuda::DestroyEvent(e);
   if (comm_stream_) cuda::DestroyStream(comm_stream_);
 #endif
 }
@@ -206,6 +216,65 @@ void StreamSync::Synchronize() {
 #if defined(PREFIXD_HAVE_CUDA)
   if (comm_stream_) cuda::SynchronizeStream(comm_stream_);
 #endif
+}
+
+void StreamSync::EndStepRunAhead(void* stream) {
+#if defined(PREFIXD_HAVE_CUDA)
+  if (!cuda_) return;
+  cuda::RecordEvent(step_done_[step_parity_], stream);
+  step_pending_[step_parity_] = true;
+  step_parity_ ^= 1;
+  if (step_pending_[step_parity_]) cuda::SynchronizeEvent(step_done_[step_parity_]);
+  step_pending_[step_parity_] = false;
+#else
+  (void)stream;
+#endif
+}
+
+// ---- PinnedStaging ----
+
+PinnedStaging::PinnedStaging(kernels::Backend& backend) : pinned_(backend.kind() == kernels::BackendKind::kCuda) {}
+
+PinnedStaging::~PinnedStaging() {
+  for (Slot& s : slots_) Release(&s);
+}
+
+void PinnedStaging::Release(Slot* s) noexcept {
+#if defined(PREFIXD_HAVE_CUDA)
+  if (pinned_ && s->data) cuda::FreePinned(s->data);
+#endif
+  if (!pinned_) std::free(s->data);
+  *s = Slot{};
+}
+
+void PinnedStaging::NextStep() {
+  slot_ ^= 1;
+  slots_[slot_].used = 0;
+}
+
+const void* PinnedStaging::Stage(const void* src, size_t bytes) {
+  if (bytes == 0) return src;
+  Slot& s = slots_[slot_];
+  const size_t offset = (s.used + 15) / 16 * 16;
+  if (offset + bytes > s.capacity) return nullptr;
+  std::memcpy(s.data + offset, src, bytes);
+  s.used = offset + bytes;
+  return s.data + offset;
+}
+
+void PinnedStaging::Grow(size_t bytes) {
+  for (Slot& s : slots_) {
+    if (s.capacity >= bytes) continue;
+    Release(&s);
+    const size_t capacity = std::max<size_t>(bytes, 4096) * 2;
+#if defined(PREFIXD_HAVE_CUDA)
+    if (pinned_) s.data = static_cast<uint8_t*>(cuda::AllocPinned(capacity));
+#endif
+    if (!pinned_) s.data = static_cast<uint8_t*>(std::malloc(capacity));
+    PREFIXD_CHECK_INTERNAL(s.data != nullptr, "PinnedStaging: cannot allocate " << capacity << " bytes");
+    s.capacity = capacity;
+  }
+  slots_[0].used = slots_[1].used = 0;
 }
 
 }  // namespace prefixd::worker

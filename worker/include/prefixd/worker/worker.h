@@ -96,10 +96,19 @@ struct WorkerOptions {
   // cost of a step without a GPU.
   bool host_only = false;
   // Steady steps advance the kept cascade plans in place and upload only the own rows' hash and
-  // position (PrepareChunkSteady) instead of planning and uploading again. Off by default until a
-  // GPU run has confirmed it: the MPI engine tests check it on the CPU backend (they turn it on),
-  // but its CUDA path has not run yet. The scaling bench's --reuse-plans turns it on.
-  bool reuse_steady_plans = false;
+  // position (PrepareChunkSteady) instead of planning and uploading again. On by default since it
+  // ran on a GPU (the NCCL + CUDA MPI tests, which turn it on, and the scaling bench: 1-GPU step
+  // 1.146 → 1.039 ms at P = 262144, B = 128, bench/scaling/README.md); the scaling bench's
+  // --fresh-plans turns it off.
+  bool reuse_steady_plans = true;
+  // The host runs one step ahead of the device: Execute() returns once the step is enqueued and
+  // the step BEFORE it has finished, so that the next step's plan broadcast, events, token append
+  // and uploads (host work during which the device would otherwise sit idle) overlap this step's
+  // device work — the serving loop's "overlap scheduler". Device work stays in step order (every
+  // stream of a step starts after every stream of the step before). Outputs are read after a full
+  // sync (CopyOutputs), and an asynchronous device error surfaces one step later. CUDA only (the
+  // CPU backend runs synchronously anyway); ignored while profiling with fences.
+  bool run_ahead = false;
 };
 
 enum class ProfileMode { kOff, kHost, kFenced };
@@ -176,8 +185,11 @@ class Worker {
   void ResetProfile() { profile_ = StepProfile{}; }
 
   // Applies the plan's events, then decodes its decode list through every layer. Collective.
-  // Returns when the step's work is enqueued AND finished (synchronises the backend).
+  // Returns when the step's work is enqueued AND finished (synchronises the backend); with
+  // run_ahead, when it is enqueued and the step before it has finished.
   void Execute(const StepPlan& plan);
+  // Blocks until every stream is idle (the last step finished).
+  void Synchronize() { SynchronizeAll(); }
 
   // Requests whose outputs this rank holds after the last Execute, in output-row order.
   const std::vector<int32_t>& owned_outputs() const { return owned_output_ids_; }
@@ -251,6 +263,11 @@ class Worker {
                       const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream);
   void ReduceTree(Chunk& ch, int layer);
   void SynchronizeAll();
+  // Every stream of this worker but the main one (chunk, split and comm streams).
+  std::vector<void*> OtherStreams() const;
+  // Host → device copy of a step's per-step array on `be`'s stream, through PinnedStaging on
+  // CUDA (src may change as soon as this returns).
+  void UploadAsync(kernels::Backend& be, void* dst, const void* src, size_t bytes);
   void RunSplitCascades(Chunk& ch, int layer);
   // Profiling: adds the time since the last mark to *phase (after a full sync when fenced).
   void MarkPhase(double* phase);
@@ -259,6 +276,7 @@ class Worker {
   std::vector<std::unique_ptr<kernels::Backend>> backends_;  // [0]: the main one, which owns the pool
   std::unique_ptr<comm::Comm> comm_;
   std::unique_ptr<StreamSync> sync_;
+  std::unique_ptr<PinnedStaging> staging_;  // CUDA and host-only: the per-step uploads' host side
   kernels::KvPoolView kv_;
   std::vector<uint8_t> page_used_;       // consistency check against the coordinator's allocator
   std::map<int32_t, PrefixInfo> prefixes_;

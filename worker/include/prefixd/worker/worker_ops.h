@@ -68,6 +68,11 @@ class StreamSync {
   void WaitFor(void* waiter, int mark);
   // Blocks until the comm stream is idle.
   void Synchronize();
+  // Run-ahead (WorkerOptions::run_ahead): marks the end of the step just enqueued on `stream`
+  // (every other stream already joined into it), then blocks the host until the step before it
+  // has finished. So the host prepares step t+1 while the device runs step t, and never runs more
+  // than one step ahead (what the double-buffered PinnedStaging relies on). No-op on the CPU.
+  void EndStepRunAhead(void* stream);
 
  private:
   bool cuda_ = false;
@@ -76,6 +81,41 @@ class StreamSync {
   size_t next_event_ = 0;
   std::vector<void*> marks_;
   int next_mark_ = 0;
+  void* step_done_[2] = {nullptr, nullptr};
+  bool step_pending_[2] = {false, false};
+  int step_parity_ = 0;
+};
+
+// Host staging for a step's uploads (CUDA: pinned memory, so that cudaMemcpyAsync neither waits
+// for the stream nor stages through a driver buffer; CPU backend: plain memory). Two slots used
+// in turn, one per step: with the host at most one step ahead of the device (EndStepRunAhead, or
+// the full synchronisation at the end of every step otherwise), the slot a step writes was last
+// read by the copies of two steps before, which have finished.
+class PinnedStaging {
+ public:
+  explicit PinnedStaging(kernels::Backend& backend);
+  ~PinnedStaging();
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+
+  // Start of a step: switch to the other slot, empty.
+  void NextStep();
+  // Copies `bytes` of src into this step's slot (16-byte aligned) and returns where; null when
+  // the slot is too small: then synchronise every stream that copies from staging, Grow(), and
+  // stage again.
+  const void* Stage(const void* src, size_t bytes);
+  // Both slots hold at least `bytes` afterwards (contents dropped: only after a full sync).
+  void Grow(size_t bytes);
+
+ private:
+  struct Slot {
+    uint8_t* data = nullptr;
+    size_t capacity = 0, used = 0;
+  };
+  void Release(Slot* s) noexcept;
+  bool pinned_ = false;
+  Slot slots_[2];
+  int slot_ = 0;
 };
 
 }  // namespace prefixd::worker

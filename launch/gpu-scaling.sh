@@ -9,7 +9,8 @@
 #      chunks); and a 1M-token document with Llama-3-70B-shaped KV (80 layers, 64/8 heads × 128,
 #      bf16: 320 GiB) on every GPU;
 #   3. the main job's embedded default on every GPU; a plot of the CSV;
-# PREFIXD_SCALING_ONLY=1 leaves out step 1 (the tests); PREFIXD_SCALING_EXTRA=1 adds head-chunk,
+# PREFIXD_SCALING_ONLY=1 leaves out step 1 (the tests); PREFIXD_MPI_FILTER (a gtest filter, e.g.
+# '*cuda*': the CPU-backend cases are CI's) narrows the MPI tests; PREFIXD_SCALING_EXTRA=1 adds head-chunk,
 # split and pipeline-chunk variants.
 # then prints a short table last. Binaries: PREFIXD_BIN_DIR (default .carry/lead, as carried),
 # else build/. Logs and CSV: ${OUT:-/tmp/prefixd-gpu-scaling}.
@@ -33,7 +34,7 @@ only=${PREFIXD_SCALING_ONLY:-0}
 for np in ${PREFIXD_MPI_NPS:-2 3 4}; do
   [ "$only" = 1 ] && break
   [ "$np" -le "$gpus" ] || continue
-  timeout ${PREFIXD_TIMEOUT_MPI_TESTS:-240} bash -c "$(declare -f mpi); mpi $np $mpi_tests" >"$out/mpi_np$np.log" 2>&1
+  timeout ${PREFIXD_TIMEOUT_MPI_TESTS:-240} bash -c "$(declare -f mpi); mpi $np $mpi_tests ${PREFIXD_MPI_FILTER:+--gtest_filter=$PREFIXD_MPI_FILTER}" >"$out/mpi_np$np.log" 2>&1
   rc=$?
   note "mpi tests np$np (NCCL)" "rc $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$out/mpi_np$np.log" | tr '\n' ' ' | head -c 160)"
   [ $rc -eq 0 ] || status=1
@@ -77,6 +78,9 @@ for ra in "" "--run-ahead"; do
   run_scaling "exposed_c1$tag" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" $ra
   run_scaling "exposed_heads2$tag" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --head-chunks 2 $ra
 done
+# Own rows off the critical path (--split) with the host ahead: the exchanges overlap own-row work.
+run_scaling weak_split_ra 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1 --split --run-ahead
+run_scaling exposed_split_ra 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --split --run-ahead
 if [ "${PREFIXD_SCALING_EXTRA:-0}" = 1 ]; then
   run_scaling strong_heads2 180 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --head-chunks 2
   run_scaling strong_split 180 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --breakdown --split

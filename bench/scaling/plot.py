@@ -40,7 +40,9 @@ def groups(rows, mode):
         size = r["prefix"] if mode == "strong" else r["prefix"] // r["gpus"]
         label = (f"{'P' if mode == 'strong' else 'P/GPU'}={size} B={r['batch']} S={r['suffix']} "
                  f"L={r['layers']} {r['reduction']}" + (f" x{r['chunks']}" if r.get("chunks", "1") != "1" else "")
-                 + (" split" if r.get("split", "0") == "1" else ""))
+                 + (" split" if r.get("split", "0") == "1" else "")
+                 + (f" h{r['head_chunks']}" if r.get("head_chunks", "1") not in ("1", "") else "")
+                 + (" ahead" if r.get("run_ahead", "0") == "1" else ""))
         out[label].append(r)
     for label in out:
         out[label].sort(key=lambda r: r["gpus"])

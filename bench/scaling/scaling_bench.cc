@@ -308,7 +308,7 @@ std::string CsvHeader() {
   return "mode,gpus,prefix,batch,suffix,layers,qo_heads,kv_heads,head_dim,dtype,reduction,chunks,step_ms,compute_ms,"
          "exposed_ms,exposed_pct,efficiency,tokens_per_s,prefix_tflops,mem_gib_per_gpu,check_rel_err,split,"
          "host_plan_ms,host_prepare_ms,host_layers_ms,host_wait_ms,bd_plan_ms,bd_prepare_ms,bd_queries_ms,"
-         "bd_attention_ms,bd_reduce_ms,fenced_ms,head_chunks";
+         "bd_attention_ms,bd_reduce_ms,fenced_ms,head_chunks,run_ahead,fresh_plans";
 }
 
 std::string CsvRow(const Row& r) {
@@ -336,7 +336,7 @@ std::string CsvRow(const Row& r) {
   } else {
     out += ",,,,,,";
   }
-  out += "," + std::to_string(c.head_chunks);
+  out += "," + std::to_string(c.head_chunks) + "," + (c.run_ahead ? "1" : "0") + "," + (c.reuse_plans ? "0" : "1");
   return out;
 }
 

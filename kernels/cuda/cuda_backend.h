@@ -25,6 +25,7 @@
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
+//   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (0; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
 //
 // Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, for small

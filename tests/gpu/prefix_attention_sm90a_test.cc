@@ -59,11 +59,13 @@ struct KernelCase {
   int stages = 0;        // PREFIXD_SM90A_STAGES (0: default)
   int max_ctas = 0;      // PREFIXD_SM90A_MAX_CTAS (0: one CTA per SM)
   Scenario sc;
+  std::string kv_policy;  // PREFIXD_SM90A_KV_POLICY ("": unset, "normal", "first", "last")
   std::string Name() const {
     std::string n = kernel;
     if (!schedule.empty()) n += "_" + schedule;
     if (stages > 0) n += "_s" + std::to_string(stages);
     if (max_ctas > 0) n += "_ctas" + std::to_string(max_ctas);
+    if (!kv_policy.empty()) n += "_kv" + kv_policy;
     return n + "_" + sc.name;
   }
 };
@@ -90,6 +92,8 @@ TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
   else env.Unset("PREFIXD_SM90A_MAX_CTAS");
   if (!kc.schedule.empty()) env.Set("PREFIXD_SM90A_SCHEDULE", kc.schedule);
   else env.Unset("PREFIXD_SM90A_SCHEDULE");
+  if (!kc.kv_policy.empty()) env.Set("PREFIXD_SM90A_KV_POLICY", kc.kv_policy);
+  else env.Unset("PREFIXD_SM90A_KV_POLICY");
 
   PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
   CheckPrefixAttention(kc.sc, &ran);
@@ -158,6 +162,13 @@ std::vector<KernelCase> Cases() {
         out.push_back({"wgmma", schedule, 0, 3, s});
         out.push_back({"wgmma", schedule, 3, 1, s});
       }
+    }
+  // The L2 cache policy of the K/V tile loads (PREFIXD_SM90A_KV_POLICY): speed only, same results;
+  // also with a 3-CTA grid (many items per CTA: the policy is made once per CTA).
+  for (const char* policy : {"normal", "first", "last"})
+    for (const Scenario& s : WgmmaScenarios()) {
+      out.push_back({"wgmma", "", 0, 0, s, policy});
+      if (s.name.rfind("ManyItems", 0) == 0) out.push_back({"wgmma", "", 0, 3, s, policy});
     }
   return out;
 }

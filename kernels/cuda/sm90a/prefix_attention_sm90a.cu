@@ -195,6 +195,17 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
                       "PREFIXD_SM90A_SCHEDULE=" << schedule << ": expected overlap or plain");
     l.overlap = std::strcmp(schedule, "overlap") == 0;
   }
+  // L2 eviction priority of the K/V tile loads (an experiment: under the benchmark's write flush L2
+  // is full of dirty lines that the streamed K/V evict; evict_first may keep more of them there).
+  const char* kv_policy = std::getenv("PREFIXD_SM90A_KV_POLICY");
+  if (kv_policy != nullptr && *kv_policy != '\0') {
+    PREFIXD_CHECK_ARG(std::strcmp(kv_policy, "normal") == 0 || std::strcmp(kv_policy, "first") == 0 ||
+                          std::strcmp(kv_policy, "last") == 0,
+                      "PREFIXD_SM90A_KV_POLICY=" << kv_policy << ": expected normal, first or last");
+    l.kv_evict = std::strcmp(kv_policy, "first") == 0  ? L2Evict::kFirst
+                 : std::strcmp(kv_policy, "last") == 0 ? L2Evict::kLast
+                                                       : L2Evict::kNone;
+  }
   const bool fp16 = params.dtype == DType::kFloat16;
   if (params.head_dim == 64)
     return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);

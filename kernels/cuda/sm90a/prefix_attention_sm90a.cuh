@@ -128,9 +128,12 @@ __device__ __forceinline__ void MaybeTriggerDependents(bool trigger, int item, i
 template <typename CFG>
 __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
                                              const CUtensorMap* tmap_v, uint32_t smem, Ring<CFG> ring,
-                                             bool trigger) {
+                                             bool trigger, L2Evict kv_evict) {
   PrefetchTensorMap(tmap_k);
   PrefetchTensorMap(tmap_v);
+  // PREFIXD_SM90A_KV_POLICY: an L2 eviction priority for the streamed K/V tiles (kNone: no hint).
+  const bool hint = kv_evict != L2Evict::kNone;
+  const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
   RingPosition<CFG::STAGES> pos;
   for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
     MaybeTriggerDependents(trigger, i, p.num_items);
@@ -147,13 +150,17 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
         MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
         MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
 #pragma unroll
-        for (int h = 0; h < CFG::PANELS; ++h)
-          TmaLoad2d(k_dst + h * CFG::KV_PANEL_BYTES, tmap_k, x0 + 64 * h, y, ring.FullK(pos.stage));
+        for (int h = 0; h < CFG::PANELS; ++h) {
+          if (hint) TmaLoad2dHint(k_dst + h * CFG::KV_PANEL_BYTES, tmap_k, x0 + 64 * h, y, ring.FullK(pos.stage), policy);
+          else TmaLoad2d(k_dst + h * CFG::KV_PANEL_BYTES, tmap_k, x0 + 64 * h, y, ring.FullK(pos.stage));
+        }
         MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
         MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
 #pragma unroll
-        for (int h = 0; h < CFG::PANELS; ++h)
-          TmaLoad2d(v_dst + h * CFG::KV_PANEL_BYTES, tmap_v, x0 + 64 * h, y, ring.FullV(pos.stage));
+        for (int h = 0; h < CFG::PANELS; ++h) {
+          if (hint) TmaLoad2dHint(v_dst + h * CFG::KV_PANEL_BYTES, tmap_v, x0 + 64 * h, y, ring.FullV(pos.stage), policy);
+          else TmaLoad2d(v_dst + h * CFG::KV_PANEL_BYTES, tmap_v, x0 + 64 * h, y, ring.FullV(pos.stage));
+        }
       }
     }
   }
@@ -504,7 +511,8 @@ struct Consumer {
 template <typename CFG>
 __global__ void __launch_bounds__(CFG::THREADS, 1)
     PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
-                               const __grid_constant__ CUtensorMap tmap_v, const int trigger_dependents) {
+                               const __grid_constant__ CUtensorMap tmap_v, const int trigger_dependents,
+                               const int kv_evict) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
@@ -521,7 +529,8 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
-    if (threadIdx.x == 0) ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring, trigger_dependents != 0);
+    if (threadIdx.x == 0)
+      ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring, trigger_dependents != 0, static_cast<L2Evict>(kv_evict));
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
     Consumer<CFG>(params, ring, smem, wg - 1).template Run<CFG::OVERLAP>(trigger_dependents != 0);
@@ -539,6 +548,9 @@ struct WgmmaLaunch {
   // on unless PREFIXD_PREFIX_PDL_TRIGGER=0). Off: the dependent decode grid launches as the last
   // CTA exits.
   bool trigger_dependents = true;
+  // L2 eviction priority of the prefix K/V tile loads (PREFIXD_SM90A_KV_POLICY=normal|first|last;
+  // normal: no cache hint, as before).
+  L2Evict kv_evict = L2Evict::kNone;
 };
 
 template <typename CFG>
@@ -552,8 +564,8 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, CFG::SMEM_BYTES));
     raised_on_device.fetch_or(bit, std::memory_order_acq_rel);
   }
-  PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(l.params, l.tmap_k, l.tmap_v,
-                                                                                 l.trigger_dependents ? 1 : 0);
+  PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
+      l.params, l.tmap_k, l.tmap_v, l.trigger_dependents ? 1 : 0, static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 

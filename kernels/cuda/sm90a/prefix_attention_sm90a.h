@@ -15,7 +15,9 @@
 // Any other value is rejected (kInvalidArgument), so a typo cannot silently time the wrong kernel.
 // Knobs of the wgmma path, for tests and benchmarks: PREFIXD_SM90A_MAX_CTAS=n caps the persistent
 // grid (many items per CTA; PrefixAttentionParams::max_ctas caps it too, the smaller cap wins),
-// PREFIXD_SM90A_STAGES=2|3 the K/V ring depth (3 means 4 at head_dim 64).
+// PREFIXD_SM90A_STAGES=2|3 the K/V ring depth (3 means 4 at head_dim 64), PREFIXD_SM90A_KV_POLICY=
+// normal|first|last an L2 eviction priority (.L2::cache_hint, createpolicy) for the K/V tile loads
+// (normal, the default: no hint).
 // By default every CTA executes griddepcontrol.launch_dependents as it starts its last item, so that
 // the decode kernel (a programmatic dependent launch, decode_attention.h) is scheduled while this
 // grid drains; PREFIXD_PREFIX_PDL_TRIGGER=0 waits for the last prefix CTA to exit instead.

@@ -107,6 +107,31 @@ __device__ __forceinline__ void TmaLoad2d(uint32_t dst, const void* tmap, int x,
       : "memory");
 }
 
+// L2 eviction priority of a bulk tensor load (the .L2::cache_hint operand): a 64-bit cache policy
+// made by createpolicy (fraction 1.0: every line the load brings in gets the priority).
+enum class L2Evict : int { kNone = 0, kFirst = 1, kLast = 2, kNormal = 3 };
+
+__device__ __forceinline__ uint64_t CreateL2Policy(L2Evict evict) {
+  uint64_t policy = 0;
+  if (evict == L2Evict::kFirst)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  else if (evict == L2Evict::kLast)
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
+// TmaLoad2d with an L2 cache policy from CreateL2Policy.
+__device__ __forceinline__ void TmaLoad2dHint(uint32_t dst, const void* tmap, int x, int y, uint32_t bar,
+                                              uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(tmap)), "r"(x), "r"(y), "r"(bar), "l"(policy)
+      : "memory");
+}
+
 // ---- warpgroups --------------------------------------------------------------------------------
 
 // Register budget per thread of the executing warpgroup (needs a register cap at kernel entry:

@@ -8,27 +8,37 @@
 //
 //  prefix  = prefix_launch_us
 //          + max( max over CTAs of Σ_{its items} (prefix_item_us + units(item) · unit_us(D)),
-//                 unique prefix bytes / prefix_gbs )
+//                 unique prefix bytes / prefix_gbs, max over CTAs of its K/V bytes / prefix_cta_gbs )
 //      The persistent prefix kernel runs min(items, SMs · ctas) CTAs and CTA c takes items
 //      c, c + grid, c + 2·grid, ... (wave quantisation falls out of this). units(item) =
 //      ceil(tokens / 128) · ceil(rows / 64): 128-token K/V tiles times 64-row warpgroup tiles.
 //      unit_us(D) = prefix_unit_overhead_us + 4·64·128·D / (rate / CTAs in the device), rate =
 //      prefix_tflops (wgmma, D ≤ 128, one CTA per SM) or prefix_tflops_mma (D = 256: mma.sync, two
 //      CTAs per SM). The bandwidth floor counts each group's prefix K/V once (its row tiles share
-//      them through L2).
-//  decode  = launch_us + waves · wave_us + max( streamed / min(stream_gbs, in_flight · cta_gbs),
-//                                                unique / hbm_gbs, largest item / cta_gbs )
-//          + fused_prefix_us  (when decode items finish requests that have prefix-chunk states)
+//      them through L2). prefix_cta_gbs bounds what one CTA streams (each item's K/V range once):
+//      without it a grid of half the CTAs would be predicted as fast whenever the HBM floor rules.
+//      It is not fitted (no measured plan is bound by it): 38 GB/s is the least the s2 run allows
+//      (32/8 B256 P32768: 8.4 MB per CTA in ~220 µs).
+//  decode  = launch_us + waves · wave_us + max( unique / hbm_gbs + (streamed − unique) / stream_gbs,
+//                                                streamed / (in_flight · cta_gbs), largest item / cta_gbs )
+//          + fused_prefix_us + fused_chunk_us · waves · (chunks − 1)
+//            (when decode items finish requests that have prefix-chunk states; chunks: the most
+//            prefix chunks such a request has: each is one more state the epilogue loads and merges)
 //      One of two kernels (DecodeKernelCost): tensor cores for g = H_qo/H_kv ≥ 4 at D ≤ 128,
 //      CUDA cores otherwise. slots = SMs · ctas_per_sm, waves = ceil(items / slots), in_flight =
 //      min(items, slots). streamed = Σ item tokens (every request's pages, shared prefix pages of
 //      plain groups once per request); unique = the distinct pages of the suffix tables, counted
-//      once (the rest of a plain group's streamed bytes hit L2: stream_gbs may exceed HBM).
+//      once, read from HBM at hbm_gbs; the rest of the streamed bytes (a plain group's re-reads of
+//      its prefix) hit L2 at stream_gbs. The two times ADD: the same CTAs' load pipelines carry both
+//      (the H200 s2 run: plain 32/8 B256 P256 S256 takes 110 µs, the cascade's decode with half the
+//      tokens per item 84 µs; max(HBM time, L2 time) predicted 91).
 //  merge   = merge_launch_us + rows · merge_row_ns / 1000 + slot bytes / merge_gbs
 //      (only when the plan has merge_requests; rows = merged requests · H_qo).
-//  step    = step_fixed_us + prefix + decode + merge − overlap, overlap = pdl_overlap_us +
-//            pdl_overlap_frac · min(prefix, decode) when both parts run (the decode grid is a
-//            programmatic dependent launch that the prefix kernel triggers early).
+//  step    = step_fixed_us + prefix + decode + merge − overlap, when both parts run
+//            overlap = min(pdl_overlap_us + pdl_overlap_frac · decode, prefix, decode,
+//                          prefix + decode − max(prefix, decode, prefix bytes + decode bytes times))
+//            (the decode grid is a programmatic dependent launch that the prefix kernel triggers
+//            early; side by side the two share HBM: together at least both parts' byte times).
 //      A part timed alone (the benchmark's prefix_us / suffix_us / merge_us) is step_fixed_us +
 //      part: step_fixed_us is what every timed region pays (event/launch floor, the write-back of
 //      the benchmark's L2 flush).
@@ -69,10 +79,12 @@ struct CostModelParams {
   double prefix_tflops = 700;           // effective wgmma rate of the whole device (D ≤ 128), TFLOP/s
   double prefix_tflops_mma = 290;       // effective mma.sync rate (D = 256), TFLOP/s
   double prefix_gbs = 4150;             // prefix K/V bandwidth floor, GB/s
+  double prefix_cta_gbs = 38;           // K/V bytes per second one prefix CTA streams at most, GB/s (not fitted)
 
   DecodeKernelCost decode_cuda_cores;    // g < 4, or D = 256
   DecodeKernelCost decode_tensor_cores;  // g ≥ 4 and D ≤ 128
   double fused_prefix_us = 3.5;  // decode epilogue that ⊕-merges prefix-chunk states (fused merge)
+  double fused_chunk_us = 0.3;   // ... per further prefix chunk of the request, per decode wave
 
   double merge_launch_us = 6;
   double merge_row_ns = 1;
@@ -118,9 +130,11 @@ struct PlanProfile {
   // its 64×128 units; the busiest CTA under any parameters is one of these.
   std::vector<std::pair<double, double>> prefix_cta_loads;
   double prefix_unique_bytes = 0;
+  double prefix_max_cta_bytes = 0;  // the most K/V bytes one prefix CTA streams (each item's range once)
   int64_t decode_items = 0;
   double decode_streamed_bytes = 0, decode_unique_bytes = 0, decode_max_item_bytes = 0;
   bool decode_fused_prefix = false;  // some finishing decode item merges prefix-chunk states
+  int decode_fused_chunks = 0;       // the most prefix chunks such an item merges
   int64_t merge_rows = 0;
   double merge_bytes = 0;
   bool tensor_core_decode = false;

@@ -3,15 +3,15 @@
 # several GPUs (one call on the lent nvidia-h200-x4 machine does all of it):
 #   1. the MPI test binary with NCCL + CUDA on 2, 3 and 4 GPUs (one rank per GPU), and the NCCL
 #      failure tests (a throwing / killed rank ends the job non-zero within 30 s);
-#   2. the scaling benchmark, each run with and without the host running one step ahead
-#      (--run-ahead): strong (P = 262144, both reductions, with the per-phase breakdown), weak
+#   2. the scaling benchmark, each run with the host one step ahead of the GPUs (the default) and
+#      synchronising every step (--sync-steps): strong (P = 262144, both reductions, with the per-phase breakdown), weak
 #      (131072 tokens per GPU), exposed communication at P = 65536 with 32 layers (1 and 2 head
 #      chunks); and a 1M-token document with Llama-3-70B-shaped KV (80 layers, 64/8 heads × 128,
 #      bf16: 320 GiB) on every GPU;
 #   3. the main job's embedded default on every GPU; a plot of the CSV;
 # PREFIXD_SCALING_ONLY=1 leaves out step 1 (the tests); PREFIXD_MPI_FILTER (a gtest filter, e.g.
-# '*cuda*': the CPU-backend cases are CI's) narrows the MPI tests; PREFIXD_SCALING_EXTRA=1 adds head-chunk,
-# split and pipeline-chunk variants.
+# '*cuda*': the CPU-backend cases are CI's) narrows the MPI tests; PREFIXD_SCALING_EXTRA=1 adds head-chunk
+# and pipeline-chunk variants.
 # then prints a short table last. Binaries: PREFIXD_BIN_DIR (default .carry/lead, as carried),
 # else build/. Logs and CSV: ${OUT:-/tmp/prefixd-gpu-scaling}.
 set -uo pipefail
@@ -67,27 +67,26 @@ run_scaling() {  # label, timeout, args...
   note "scaling $label" "rc $rc"
   [ $rc -eq 0 ] || status=1
 }
-# Each configuration twice: the host synchronising at the end of every step, and the host one
-# step ahead of the device (--run-ahead). PREFIXD_SCALING_EXTRA=1 adds the head-chunk, split and
-# 2-chunk variants.
-for ra in "" "--run-ahead"; do
-  tag=${ra:+_ra}
-  bd=""; [ -z "$ra" ] && bd=--breakdown  # the fenced breakdown syncs every phase: once is enough
+# Each configuration twice: the host synchronising at the end of every step (--sync-steps), and
+# the host one step ahead of the device (the default). PREFIXD_SCALING_EXTRA=1 adds head chunks at P = 262144 and
+# 2 pipeline chunks at P = 65536.
+for ra in "--sync-steps" ""; do
+  tag=${ra:+_sync}
+  bd=""; [ -n "$ra" ] && bd=--breakdown  # the fenced breakdown syncs every phase: once is enough
   run_scaling "strong$tag" 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both $bd $ra
   run_scaling "weak$tag" 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1 $ra
   run_scaling "exposed_c1$tag" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" $ra
   run_scaling "exposed_heads2$tag" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --head-chunks 2 $ra
 done
-# Own rows off the critical path (--split) with the host ahead: the exchanges overlap own-row work.
-run_scaling weak_split_ra 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1 --split --run-ahead
-run_scaling exposed_split_ra 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --split --run-ahead
+# Own rows off the critical path (--split): the exchanges overlap own-row work.
+run_scaling strong_split 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --split
+run_scaling weak_split 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1 --split
+run_scaling exposed_split 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --split
 if [ "${PREFIXD_SCALING_EXTRA:-0}" = 1 ]; then
   run_scaling strong_heads2 180 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --head-chunks 2
-  run_scaling strong_split 180 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --breakdown --split
-  run_scaling exposed_c2 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks 2 --breakdown
-  run_scaling exposed_split_c1 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --split --breakdown
+  run_scaling exposed_c2 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks 2
 fi
-run_scaling doc1m 240 --mode strong --prefix 1048576 --batch 16 --suffix 128 --layers 80 --qo-heads 64 --kv-heads 8 --gpus "$gpus" -n 3 -w 1 --run-ahead
+run_scaling doc1m 240 --mode strong --prefix 1048576 --batch 16 --suffix 128 --layers 80 --qo-heads 64 --kv-heads 8 --gpus "$gpus" -n 3 -w 1
 
 main=$(find_exe prefixd)
 timeout 240 bash -c "$(declare -f mpi); mpi $gpus $main" >"$out/main_default.log" 2>&1

@@ -129,8 +129,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("head-chunks", "per layer, cut the KV heads into N chunks whose query/state exchanges overlap the other "
                       "chunks' compute (a2a only; divides the KV heads)",
        cxxopts::value<int>()->default_value("1"))
-      ("run-ahead", "the host prepares step t+1 (plan broadcast, token append, uploads) while the GPU runs step t; "
-                    "a step's latency is then the interval between steps (CUDA only)")
+      ("sync-steps", "wait for every step on the GPU before preparing the next (by default the host prepares step "
+                     "t+1 - plan broadcast, token append, uploads - while the GPU runs step t, and a step's latency is "
+                     "the interval between steps)")
       ("backend", "auto (CUDA when every rank has a GPU, else CPU), cuda or cpu",
        cxxopts::value<std::string>()->default_value("auto"))
       ("shard-min-tokens", "documents shorter than twice this stay whole on one rank", cxxopts::value<int32_t>())
@@ -191,7 +192,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.worker.reduction = worker::ParseStateReduction(args["reduction"].as<std::string>());
   eo.worker.keep_layer_outputs = true;
   eo.worker.head_chunks = args["head-chunks"].as<int>();
-  eo.worker.run_ahead = args.count("run-ahead") > 0;
+  eo.worker.run_ahead = args.count("sync-steps") == 0;
   eo.placement.shard_min_tokens = shard_min;
   eo.seed = args["seed"].as<uint64_t>();
   eo.vocab = kVocab;

@@ -80,7 +80,7 @@ struct Config {
   bool breakdown = false;
   bool host_only = false;
   bool reuse_plans = true;
-  bool run_ahead = false;
+  bool run_ahead = true;
 };
 
 // --host-only: a backend without a device. Memory is reserved but never touched (the pool is
@@ -165,20 +165,27 @@ std::vector<int> ParseList(const std::string& s) {
 }
 
 // Times `iters` steps after `warmup` ones; collective over the engine's ranks.
-// Per-step time of `iters` steps after `warmup`: the median of the steps' own times; with the
-// host running ahead (WorkerOptions::run_ahead) a step's own time is not its device time, so the
-// whole run is timed instead, drained at the end, and divided by the steps (the step interval a
-// client sees, one pipeline fill included).
+// Per-step time of `iters` steps after `warmup`: the median of the steps' own times, each between
+// two barriers. With the host running ahead (WorkerOptions::run_ahead) Step(t) returns once step
+// t−1 has finished on the device, so the time between two returns is one step of the device (or
+// of the host, whichever is slower): the median of those intervals, no barrier in between (a
+// barrier per step would put the host back in lock-step), the slowest rank's median.
 double TimeSteps(coordinator::Engine& engine, MPI_Comm comm, int warmup, int iters) {
   for (int i = 0; i < warmup; ++i) engine.Step();
   if (engine.worker().options().run_ahead) {
+    engine.Step();  // the pipeline is full from here on
+    std::vector<double> t;
+    double last = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) {
+      engine.Step();
+      const double now = MPI_Wtime();
+      t.push_back(now - last);
+      last = now;
+    }
     engine.worker().Synchronize();
-    PREFIXD_MPI_CHECK(MPI_Barrier(comm));
-    const double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) engine.Step();
-    engine.worker().Synchronize();
-    PREFIXD_MPI_CHECK(MPI_Barrier(comm));
-    return (MPI_Wtime() - t0) / iters * 1e3;
+    double median = Median(t) * 1e3;
+    PREFIXD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &median, 1, MPI_DOUBLE, MPI_MAX, comm));
+    return median;
   }
   std::vector<double> t;
   for (int i = 0; i < iters; ++i) {
@@ -202,7 +209,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   if (sub == MPI_COMM_NULL) return row;
 
   // Decode steps every request lives for: the first step, compute-only and timed runs, breakdown.
-  const int steps = 1 + 2 * (c.warmup + c.iters) + (c.breakdown ? c.iters : 0);
+  const int steps = 1 + 2 * (c.warmup + c.iters + (c.run_ahead ? 1 : 0)) + (c.breakdown ? c.iters : 0);
   const int64_t per_gpu_prefix = (c.prefix + c.gpus - 1) / c.gpus;
   const int64_t suffix_pages = (c.suffix + steps + c.page_size - 1) / c.page_size;
   const int64_t owned = (c.batch + c.gpus - 1) / c.gpus;
@@ -375,8 +382,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                     "plan broadcast, at the GPU sizes (default sizes as on a GPU)")
       ("fresh-plans", "plan every step from scratch (WorkerOptions::reuse_steady_plans off; by default steady "
                       "steps advance the kept cascade plans in place)")
-      ("run-ahead", "the host prepares step t+1 while the device runs step t (WorkerOptions::run_ahead); the "
-                    "step time is then the whole timed run, drained, divided by its steps")
+      ("sync-steps", "the host waits for every step before preparing the next (by default it prepares step t+1 "
+                     "while the device runs step t, WorkerOptions::run_ahead, and the step time is the median "
+                     "interval between steps, the slowest rank's)")
       ("breakdown", "also time the steps with a fence at every phase boundary (per-phase device time)")
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
       ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
@@ -429,7 +437,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.breakdown = args.count("breakdown") > 0;
   base.host_only = host_only;
   base.reuse_plans = args.count("fresh-plans") == 0;
-  base.run_ahead = args.count("run-ahead") > 0;
+  base.run_ahead = args.count("sync-steps") == 0;
   if (host_only) base.checks = 0;
   PREFIXD_CHECK_ARG(base.chunks >= 1 && base.chunks <= 16, "--chunks must be in [1, 16]");
   PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,
@@ -461,7 +469,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                 base.batch, base.suffix, base.layers, base.qo_heads, base.kv_heads, base.head_dim,
                 kernels::DTypeName(base.dtype), base.page_size, base.chunks, base.split ? ", own rows split" : "",
                 args["head-chunks"].as<std::string>().c_str(), base.reuse_plans ? "advanced" : "fresh", base.warmup,
-                base.run_ahead ? "host runs ahead; mean step of" : "median of", base.iters);
+                base.run_ahead ? "host runs ahead; median interval of" : "median of", base.iters);
     std::printf("%6s %4s %8s %5s %5s %6s %8s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",
                 "suffix", "layers", "red", "step_ms", "compute_ms", "exposed_ms", "exp_%", "eff", "tflops", "mem_gib",
                 "check");

@@ -110,8 +110,6 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       {"conc32", {{"PREFIXD_CONCURRENT_DECODE_SMS", "32"}}},
       {"conc48", {{"PREFIXD_CONCURRENT_DECODE_SMS", "48"}}},
       {"conc64", {{"PREFIXD_CONCURRENT_DECODE_SMS", "64"}}},
-      {"cotenant", {{"PREFIXD_COTENANT_DECODE", "1"}}},              // a decode CTA beside every prefix CTA
-      {"cotenant-prefix", {{"PREFIXD_SM90A_COTENANT", "1"}}},        // the cotenant prefix kernel alone (serial, fused)
   };
   return presets;
 }
@@ -903,7 +901,7 @@ int Main(int argc, char** argv) {
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
                  "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
-                 "noevict, noprefetch, stages3, kvfirst, kvlast, plain, mma-prefix, conc16, conc32, conc48, conc64, cotenant, cotenant-prefix) and NAME=VALUE environment settings, e.g. "
+                 "noevict, noprefetch, stages3, kvfirst, kvlast, plain, mma-prefix, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
                       "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "

@@ -110,7 +110,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                                                                                << device_ << "), got '" << env << "'");
     concurrent_decode_sms_ = int(k);
   }
-  env_flag("PREFIXD_COTENANT_DECODE", &cotenant_decode_);
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
   if (decode_kernel_ != DecodeKernel::kAuto)
@@ -121,7 +120,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (concurrent_decode_sms_ > 0)
     d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
-  if (cotenant_decode_) d << " [cotenant prefix/decode: a decode CTA beside every prefix CTA, unfused merge]";
   // Read by the sm_90a prefix launcher at every launch (prefix_attention_sm90a.h); named here when set.
   if (const char* env = std::getenv("PREFIXD_PREFIX_PDL_TRIGGER"); env != nullptr && std::strcmp(env, "0") == 0)
     d << " [prefix PDL trigger off]";
@@ -129,7 +127,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
   try {
-    if (!concurrent()) {
+    if (concurrent_decode_sms_ == 0) {
       PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     } else {
       // Concurrent prefix/decode: when both grids are pending, the prefix CTAs (main stream, highest
@@ -212,10 +210,11 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   o.prefix_target_items = num_sms_ * PrefixAttentionCtasPerSm(128, DType::kFloat16);
   // Concurrent prefix/decode: the prefix grid has SMs − k CTAs (one wave of items for them), and
   // the decode kernel cannot finish requests (cuda_backend.h).
-  if (concurrent_decode_sms_ > 0)
+  if (concurrent_decode_sms_ > 0) {
     o.prefix_target_items =
         (num_sms_ - concurrent_decode_sms_) * PrefixAttentionCtasPerSm(128, DType::kFloat16);
-  if (concurrent()) o.fuse_merge = false;
+    o.fuse_merge = false;
+  }
   if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
   // Layout choice by the cost model (PlanOptions::choose_layout): off by default. The built-in H200
   // parameters pick within 5% of the faster layout on all 60 shapes of the s2 planner run
@@ -224,7 +223,7 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=1 turns it on (not with concurrent decode: the
   // model does not describe that mode).
   if (const char* env = std::getenv("PREFIXD_CHOOSE_LAYOUT"))
-    o.choose_layout = std::atoi(env) != 0 && !concurrent();
+    o.choose_layout = std::atoi(env) != 0 && concurrent_decode_sms_ == 0;
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
   o.prefix_tile_rows = PrefixAttentionTileRows(128);
   o.prefix_chunk_align = kPrefixChunkAlign;
@@ -288,7 +287,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   // Concurrent prefix/decode: the decode kernel runs beside the prefix kernel, so it cannot finish
   // requests from their prefix states; the merge step finishes every request instead.
   CascadePlan unfused;
-  const bool unfuse = concurrent() && int64_t(given.merge_requests.size()) < given.num_requests;
+  const bool unfuse = concurrent_decode_sms_ > 0 && int64_t(given.merge_requests.size()) < given.num_requests;
   if (unfuse) {
     unfused = given;
     for (DecodeWorkItem& it : unfused.decode_items) it.finish = 0;
@@ -384,7 +383,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // which also gives the prefix grid a head start in being dispatched.
   const bool prefix_part = (parts & kPrefixPart) && plan_.num_prefix_items > 0;
   const bool decode_part = (parts & kDecodePart) && plan_.num_decode_items > 0;
-  const bool concurrent = this->concurrent() && prefix_part && decode_part;
+  const bool concurrent = concurrent_decode_sms_ > 0 && prefix_part && decode_part;
   cudaStream_t decode_stream = stream_;
   if (concurrent) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream_));
@@ -405,7 +404,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // The prefix of a step that runs concurrently (it has decode items) is capped, also when timed
     // alone (RunCascadeParts), so that the part times are those of the step's kernels.
     if (concurrent_decode_sms_ > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_decode_sms_;
-    p.cotenant = cotenant_decode_;
     PrefixAttention(p, stream_);
   }
   if (decode_part) {
@@ -430,7 +428,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;
-    p.cotenant = cotenant_decode_ && concurrent;
     DecodeAttention(p, decode_stream);
   }
   // The join comes before any early return: stream_ (and so Synchronize, a graph capture's end,

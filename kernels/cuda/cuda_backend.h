@@ -27,7 +27,6 @@
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (0; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
-//   PREFIXD_COTENANT_DECODE=0|1           concurrent prefix/decode on the same SMs (0; below)
 //
 // Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, for small
 // batches where the compute-bound prefix kernel and the memory-bound decode kernel each leave the
@@ -43,15 +42,6 @@
 // DefaultPlanOptions() has fuse_merge = false and prefix_target_items sized for SMs − k CTAs. The
 // main stream waits for the second (fork/join with events, created at construction, so the step
 // stays capturable in a CUDA graph) before the merge kernel does all the ⊕.
-//
-// Cotenant prefix/decode (PREFIXD_COTENANT_DECODE=1; experimental): the same two streams, the
-// prefix grid uncapped (every SM), but the sm_90a prefix kernel launched in its cotenant
-// configuration (PrefixAttentionParams::cotenant: 144 registers per thread at launch instead of
-// 168, 161 KiB of shared memory at head_dim 128), which leaves room on every SM for one 2-warp
-// decode CTA (≤ 160 registers per thread, 48 KiB). The memory-bound decode then streams suffix K/V
-// on every SM while the prefix kernel computes there, instead of after it (under PDL a decode CTA
-// cannot start on an SM until the prefix CTA there exits: it takes the whole register file).
-// Unfused, like the mode above. Both modes can be combined.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -99,9 +89,6 @@ class CudaBackend final : public Backend {
   int num_sms() const { return num_sms_; }
   // PREFIXD_CONCURRENT_DECODE_SMS at construction (0: prefix and decode run one after the other).
   int concurrent_decode_sms() const { return concurrent_decode_sms_; }
-  bool cotenant_decode() const { return cotenant_decode_; }
-  // Prefix and decode kernels on two streams at once (either mode above).
-  bool concurrent() const { return concurrent_decode_sms_ > 0 || cotenant_decode_; }
 
   // RunCascade in parts, for the kernel benchmark (prefix kernel, decode kernel, merge): each part
   // alone reads/writes exactly what it does inside RunCascade (the decode part includes the fused
@@ -159,7 +146,6 @@ class CudaBackend final : public Backend {
   // PREFIXD_CONCURRENT_DECODE_SMS (0: off). When on: the decode kernel's stream (lowest priority;
   // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.
   int concurrent_decode_sms_ = 0;
-  bool cotenant_decode_ = false;
   cudaStream_t decode_stream_ = nullptr;
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;

@@ -87,10 +87,6 @@ struct DecodeAttentionParams {
   // Finishing items prefetch their prefix-chunk states into L2 at the start (evict-last), so that
   // the epilogue's staging copies hit L2 instead of waiting on HBM.
   bool prefetch_prefix_states = true;
-  // The cotenant mode (cuda_backend.h) runs this kernel beside the prefix grid on the same SMs:
-  // the tensor-core kernel then asks for the largest shared-memory carveout, as the cotenant
-  // prefix kernel does, so that the SMs are configured alike.
-  bool cotenant = false;
 };
 
 // GQA group sizes (num_qo_heads / num_kv_heads) the kernel is compiled for.

@@ -218,15 +218,6 @@ void LaunchMmaWarps(const DecodeAttentionParams& params, cudaStream_t stream) {
       raised_on_device.fetch_or(bit, std::memory_order_release);
     }
   }
-  // Shared-memory carveout: the largest in the cotenant mode, the driver's choice otherwise; set
-  // only when it changes (a process may switch, e.g. the benchmark's variants).
-  {
-    static std::atomic<int> carveout{cudaSharedmemCarveoutDefault};
-    const int want = params.cotenant ? int(cudaSharedmemCarveoutMaxShared) : int(cudaSharedmemCarveoutDefault);
-    if (carveout.exchange(want, std::memory_order_acq_rel) != want)
-      PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS>,
-                                              cudaFuncAttributePreferredSharedMemoryCarveout, want));
-  }
   LaunchDecodeKernel(DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS>, 32 * WARPS, smem_bytes, params, stream);
 }
 

@@ -56,10 +56,6 @@ struct PrefixAttentionParams {
   // it. The CUDA backend sets it to SMs − k when it runs the decode kernel concurrently on the other
   // k SMs (PREFIXD_CONCURRENT_DECODE_SMS, cuda_backend.h).
   int max_ctas = 0;
-  // sm_90a kernel only: leave room on every SM for one decode CTA that runs beside the prefix grid
-  // (the CUDA backend's cotenant mode, PREFIXD_COTENANT_DECODE; WgmmaPrefixConfig). The mma.sync
-  // kernel ignores it.
-  bool cotenant = false;
 };
 
 // The M tile (rows per item) the kernel is compiled for; the planner's prefix_tile_rows must

@@ -351,61 +351,6 @@ TEST(CudaConcurrentCascade, AnyDecodeSmCount) {
   }
 }
 
-// Cotenant prefix/decode (PREFIXD_COTENANT_DECODE=1, cuda_backend.h): the prefix grid on every SM
-// in its cotenant configuration, a decode CTA beside each prefix CTA, every request finished by the
-// merge kernel. The cascade cases, both plans; then the long-prefix cases alone and combined with a
-// capped prefix grid (both modes at once).
-std::unique_ptr<Backend> MakeCotenantBackend(const std::string& concurrent_sms) {
-  struct Env {
-    explicit Env(const std::string& k) {
-      setenv("PREFIXD_COTENANT_DECODE", "1", 1);
-      if (!k.empty()) setenv("PREFIXD_CONCURRENT_DECODE_SMS", k.c_str(), 1);
-    }
-    ~Env() {
-      unsetenv("PREFIXD_COTENANT_DECODE");
-      unsetenv("PREFIXD_CONCURRENT_DECODE_SMS");
-    }
-  } env(concurrent_sms);
-  kernels::BackendOptions options;
-  options.limits = TestLimits();
-  return kernels::MakeCudaBackend(options);
-}
-
-Backend& Cotenant() {
-  static std::unique_ptr<Backend> backend = MakeCotenantBackend("");
-  return *backend;
-}
-
-class CudaCotenantCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
-
-TEST_P(CudaCotenantCascadeTest, MatchesFloat64OracleAndCpuBackend) {
-  PREFIXD_REQUIRE_GPU();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  ExpectConcurrentCascadeCorrect(Cotenant(), GetParam(), rng);
-}
-
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaCotenantCascadeTest, ::testing::ValuesIn(CascadeCases()),
-                         [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
-
-TEST(CudaCotenantCascade, LongPrefixesAloneAndWithACappedGrid) {
-  PREFIXD_REQUIRE_GPU();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  const CascadeCase cases[] = {
-      {"long_prefix_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1}}, {0, {40}}, {600, {1300}}}, true},
-      {"long_prefix_bf16_h64kv8_d64", kBF16, 64, 8, 64, 16, {{2500, {5, 1000}}, {129, {0, 3}}}},
-  };
-  for (const std::string k : {std::string(), std::to_string(ConcurrentDecodeSms(32))}) {
-    SCOPED_TRACE("PREFIXD_COTENANT_DECODE=1, PREFIXD_CONCURRENT_DECODE_SMS=" + (k.empty() ? std::string("unset") : k));
-    std::unique_ptr<Backend> backend = MakeCotenantBackend(k);
-    EXPECT_NE(backend->Describe().find("cotenant"), std::string::npos) << backend->Describe();
-    for (const CascadeCase& c : cases) ExpectConcurrentCascadeCorrect(*backend, c, rng);
-  }
-}
-
 // The switch is read once at construction, named by Describe(), and checked.
 TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
   PREFIXD_REQUIRE_GPU();
@@ -979,15 +924,6 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
 #ifdef PREFIXD_HAVE_CUDA
   size_t roots = 0;
   ExpectCapturedStepReplays(Concurrent(), &roots);
-  EXPECT_GE(roots, 2u) << "the prefix and decode kernels should be independent graph nodes";
-#endif
-}
-
-TEST(CudaGraph, CotenantStepReplaysCorrectly) {
-  PREFIXD_REQUIRE_GPU();
-#ifdef PREFIXD_HAVE_CUDA
-  size_t roots = 0;
-  ExpectCapturedStepReplays(Cotenant(), &roots);
   EXPECT_GE(roots, 2u) << "the prefix and decode kernels should be independent graph nodes";
 #endif
 }

@@ -60,10 +60,8 @@ struct KernelCase {
   int max_ctas = 0;      // PREFIXD_SM90A_MAX_CTAS (0: one CTA per SM)
   Scenario sc;
   std::string kv_policy;  // PREFIXD_SM90A_KV_POLICY ("": unset, "normal", "first", "last")
-  bool cotenant = false;  // PREFIXD_SM90A_COTENANT=1: 144 registers at launch, consumers at 200
   std::string Name() const {
     std::string n = kernel;
-    if (cotenant) n += "_cotenant";
     if (!schedule.empty()) n += "_" + schedule;
     if (stages > 0) n += "_s" + std::to_string(stages);
     if (max_ctas > 0) n += "_ctas" + std::to_string(max_ctas);
@@ -96,8 +94,6 @@ TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
   else env.Unset("PREFIXD_SM90A_SCHEDULE");
   if (!kc.kv_policy.empty()) env.Set("PREFIXD_SM90A_KV_POLICY", kc.kv_policy);
   else env.Unset("PREFIXD_SM90A_KV_POLICY");
-  if (kc.cotenant) env.Set("PREFIXD_SM90A_COTENANT", "1");
-  else env.Unset("PREFIXD_SM90A_COTENANT");
 
   PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
   CheckPrefixAttention(kc.sc, &ran);
@@ -174,14 +170,6 @@ std::vector<KernelCase> Cases() {
       out.push_back({"wgmma", "", 0, 0, s, policy});
       if (s.name.rfind("ManyItems", 0) == 0) out.push_back({"wgmma", "", 0, 3, s, policy});
     }
-  // The cotenant configuration (fewer registers, plain schedule, 2 stages; cuda_backend.h): every
-  // wgmma scenario, and the many-items ones on a 3-CTA grid.
-  for (const Scenario& s : WgmmaScenarios()) {
-    out.push_back({"wgmma", "", 0, 0, s, "", true});
-    if (s.name.rfind("ManyItems", 0) == 0) out.push_back({"wgmma", "", 0, 3, s, "", true});
-  }
-  for (const Scenario& s : Scenarios())
-    if (WgmmaApplies(s)) out.push_back({"wgmma", "", 0, 0, s, "", true});
   return out;
 }
 

@@ -186,9 +186,6 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);
   l.grid = std::min(params.num_items, grid_cap);
   l.stages = EnvInt("PREFIXD_SM90A_STAGES", 2);
-  // Cotenant: the caller runs the decode kernel beside this one (CUDA backend, PREFIXD_COTENANT_DECODE);
-  // PREFIXD_SM90A_COTENANT=1 forces the configuration alone (tests, comparisons).
-  l.cotenant = params.cotenant || EnvInt("PREFIXD_SM90A_COTENANT", 0) != 0;
   // On by default: 1.3-6.5 µs less per cascade step on every shape of the grid, same results
   // (bench/RESULTS.md, final run); PREFIXD_PREFIX_PDL_TRIGGER=0 turns it off.
   l.trigger_dependents = EnvInt("PREFIXD_PREFIX_PDL_TRIGGER", 1) != 0;

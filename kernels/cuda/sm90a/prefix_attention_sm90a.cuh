@@ -39,12 +39,7 @@
 
 namespace prefixd::kernels::cuda::sm90a {
 
-// COTENANT_: the CTA leaves room on its SM for one 2-warp decode CTA (the concurrent "cotenant"
-// mode, cuda_backend.h): 144 registers per thread at launch instead of 168 (384 · 144 = 55296 of
-// the 65536, leaving 10240 for a decode CTA of ≤ 160), so the consumers get 200 instead of 240
-// after the producer's dealloc; with the plain schedule that spills ~30 bytes (ptxas -v), with the
-// FA3 overlap schedule ~300, so the cotenant kernel is instantiated with the plain one only.
-template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, bool COTENANT_ = false>
+template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_>
 struct WgmmaPrefixConfig {
   using Element = T;
   static constexpr int HEAD_DIM = HEAD_DIM_;
@@ -55,11 +50,7 @@ struct WgmmaPrefixConfig {
   static constexpr int CONSUMER_WGS = 2;
   static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
   static constexpr int THREADS = 128 * (1 + CONSUMER_WGS);
-  static constexpr bool COTENANT = COTENANT_;
-  static constexpr int ENTRY_REGS = COTENANT ? 144 : 168;  // per thread at launch (65536 / 384 = 170)
-  // setmaxnreg: 128·24 + 256·CONSUMER_REGS ≤ 384·ENTRY_REGS (the CTA's pool).
-  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = COTENANT ? 200 : 240;
-  static_assert(128 * PRODUCER_REGS + 256 * CONSUMER_REGS <= 384 * ENTRY_REGS, "setmaxnreg beyond the CTA's registers");
+  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;  // 128·24 + 256·240 ≤ 64 K
 
   static constexpr int PANELS = HEAD_DIM / 64;         // 128-byte column panels per row
   static constexpr int Q_PANEL_BYTES = WG_ROWS * 128;
@@ -517,11 +508,11 @@ struct Consumer {
   }
 };
 
-// The kernel body; the two __global__ entries below differ only in the registers they launch with.
 template <typename CFG>
-__device__ __forceinline__ void PrefixAttentionWgmmaBody(const PrefixAttentionParams& params, const CUtensorMap* tmap_k,
-                                                         const CUtensorMap* tmap_v, const int trigger_dependents,
-                                                         const int kv_evict) {
+__global__ void __launch_bounds__(CFG::THREADS, 1)
+    PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
+                               const __grid_constant__ CUtensorMap tmap_v, const int trigger_dependents,
+                               const int kv_evict) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
@@ -539,35 +530,11 @@ __device__ __forceinline__ void PrefixAttentionWgmmaBody(const PrefixAttentionPa
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x == 0)
-      ProducerLoop<CFG>(params, tmap_k, tmap_v, smem, ring, trigger_dependents != 0, static_cast<L2Evict>(kv_evict));
+      ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring, trigger_dependents != 0, static_cast<L2Evict>(kv_evict));
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
     Consumer<CFG>(params, ring, smem, wg - 1).template Run<CFG::OVERLAP>(trigger_dependents != 0);
   }
-}
-
-// One CTA per SM with every register (168 per thread).
-template <typename CFG>
-__global__ void __launch_bounds__(CFG::THREADS, 1)
-    PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
-                               const __grid_constant__ CUtensorMap tmap_v, const int trigger_dependents,
-                               const int kv_evict) {
-  PrefixAttentionWgmmaBody<CFG>(params, &tmap_k, &tmap_v, trigger_dependents, kv_evict);
-}
-
-// Cotenant: launched with CFG::ENTRY_REGS (144) per thread, so that a decode CTA fits beside it.
-template <typename CFG>
-__global__ void __maxnreg__(CFG::ENTRY_REGS)
-    PrefixAttentionWgmmaCotenantKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
-                                       const __grid_constant__ CUtensorMap tmap_v, const int trigger_dependents,
-                                       const int kv_evict) {
-  PrefixAttentionWgmmaBody<CFG>(params, &tmap_k, &tmap_v, trigger_dependents, kv_evict);
-}
-
-template <typename CFG>
-constexpr auto WgmmaKernelOf() {
-  if constexpr (CFG::COTENANT) return &PrefixAttentionWgmmaCotenantKernel<CFG>;
-  else return &PrefixAttentionWgmmaKernel<CFG>;
 }
 
 // What the host side hands to one (dtype, head_dim) instantiation.
@@ -577,7 +544,6 @@ struct WgmmaLaunch {
   int grid = 0;         // persistent CTAs (≤ items)
   int stages = 2;       // ring depth: 2, or > 2 for the deeper ring (3 at head_dim 128, 4 at 64)
   bool overlap = true;  // FA3 schedule (ping-pong + S/P·V overlap) or the plain one
-  bool cotenant = false;  // leave room for a decode CTA per SM (WgmmaPrefixConfig; plain schedule, 2 stages)
   // griddepcontrol.launch_dependents when a CTA starts its last item (MaybeTriggerDependents;
   // on unless PREFIXD_PREFIX_PDL_TRIGGER=0). Off: the dependent decode grid launches as the last
   // CTA exits.
@@ -594,16 +560,11 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
   const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
   if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
-    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(WgmmaKernelOf<CFG>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            CFG::SMEM_BYTES));
-    // Cotenant: the SM configured with the most shared memory (228 KiB), not the least that fits
-    // this CTA (164 KiB), so that a decode CTA's 48 KiB fit beside it.
-    if constexpr (CFG::COTENANT)
-      PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(WgmmaKernelOf<CFG>(), cudaFuncAttributePreferredSharedMemoryCarveout,
-                                              int(cudaSharedmemCarveoutMaxShared)));
+    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(PrefixAttentionWgmmaKernel<CFG>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, CFG::SMEM_BYTES));
     raised_on_device.fetch_or(bit, std::memory_order_acq_rel);
   }
-  WgmmaKernelOf<CFG>()<<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
+  PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
       l.params, l.tmap_k, l.tmap_v, l.trigger_dependents ? 1 : 0, static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
@@ -613,7 +574,7 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
 template <typename CFG>
 bool WgmmaConfigLoads() {
   cudaFuncAttributes attr;
-  const cudaError_t err = cudaFuncGetAttributes(&attr, WgmmaKernelOf<CFG>());
+  const cudaError_t err = cudaFuncGetAttributes(&attr, PrefixAttentionWgmmaKernel<CFG>);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();  // clear the non-sticky error
     return false;
@@ -629,7 +590,6 @@ constexpr int kDeepStages = HEAD_DIM == 128 ? 3 : 4;
 template <typename T, int HEAD_DIM>
 void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
   constexpr int DEEP = kDeepStages<T, HEAD_DIM>;
-  if (l.cotenant) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, true>>(l, stream);
   if (l.stages > 2) {
     if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
     return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
@@ -639,8 +599,7 @@ void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
 }
 template <typename T, int HEAD_DIM>
 bool WgmmaPrefixAttentionLoads() {
-  return WgmmaConfigLoads<WgmmaPrefixConfig<T, HEAD_DIM, 2, true>>() &&
-         WgmmaConfigLoads<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, true>>();
+  return WgmmaConfigLoads<WgmmaPrefixConfig<T, HEAD_DIM, 2, true>>();
 }
 
 }  // namespace prefixd::kernels::cuda::sm90a

@@ -56,7 +56,7 @@ def main():
     ap.add_argument("--title", default="")
     args = ap.parse_args()
     rows = load(args.csv)
-    fig, ax = plt.subplots(2, 2, figsize=(12, 9))
+    fig, ax = plt.subplots(2, 2, figsize=(18, 11))
     for mode, col in (("strong", 0), ("weak", 1)):
         g = groups(rows, mode)
         top, bottom = ax[0][col], ax[1][col]
@@ -72,7 +72,8 @@ def main():
                         label=label + " exposed comm")
         top.set_title(f"{mode} scaling: step time")
         top.set_xlabel("GPUs")
-        top.set_ylabel("ms per decode step")
+        top.set_ylabel("ms per decode step (log)")
+        top.set_yscale("log")
         bottom.set_title(f"{mode} scaling: efficiency and exposed communication")
         bottom.set_xlabel("GPUs")
         bottom.set_ylabel("% (efficiency vs 1 GPU; exposed comm / step)")
@@ -80,7 +81,7 @@ def main():
         for a in (top, bottom):
             if g:
                 a.set_xscale("log", base=2)
-                a.legend(fontsize=7)
+                a.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
             else:
                 a.text(0.5, 0.5, f"no {mode} rows", ha="center", va="center", transform=a.transAxes)
             a.grid(True, alpha=0.3)

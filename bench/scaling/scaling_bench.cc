@@ -132,6 +132,9 @@ struct Row {
   double mem_gib = 0;
   double check_err = 0;
   bool check_ok = true;
+  // Strong scaling: the checked outputs against the same configuration's 1-GPU outputs (same
+  // document, requests, tokens and step; NaN where no 1-GPU row ran before this one).
+  double err_vs_1gpu = NAN;
   worker::StepProfile host;     // per step, during the timed steps (ProfileMode::kHost)
   worker::StepProfile fenced;   // per step, --breakdown (ProfileMode::kFenced)
   bool has_fenced = false;
@@ -196,6 +199,32 @@ double TimeSteps(coordinator::Engine& engine, MPI_Comm comm, int warmup, int ite
     t.push_back(MPI_Wtime() - t0);
   }
   return Median(t) * 1e3;
+}
+
+// Relative L2 error of got against want (infinite when got has a non-finite value).
+double RelError(const float* got, const float* want, size_t n) {
+  double num = 0, den = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (!std::isfinite(got[k])) return INFINITY;
+    num += (double(got[k]) - want[k]) * (double(got[k]) - want[k]);
+    den += double(want[k]) * want[k];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Rank 0: the checked outputs of 1-GPU strong-scaling rows, by configuration (everything but the
+// GPU count) and layer, for the later rows of the same configuration to compare with.
+std::map<std::string, std::vector<float>>& OneGpuOutputs() {
+  static std::map<std::string, std::vector<float>> outputs;
+  return outputs;
+}
+
+std::string OneGpuKey(const Config& c, int layer) {
+  std::ostringstream k;
+  k << c.prefix << "/" << c.batch << "/" << c.suffix << "/" << c.layers << "/" << c.qo_heads << "/" << c.kv_heads << "/"
+    << c.head_dim << "/" << c.page_size << "/" << kernels::DTypeName(c.dtype) << "/" << c.warmup << "/" << c.iters
+    << "/" << c.checks << "/" << c.breakdown << "/" << c.run_ahead << "/layer" << layer;
+  return k.str();
 }
 
 // One configuration on the first c.gpus ranks of `world` (the others just wait).
@@ -284,6 +313,17 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
       std::vector<float> v, s;
       engine.GatherOutputs(ids, layer, &v, &s);
       if (!engine.is_coordinator()) continue;
+      // The bar's comparison: distributed against the single-GPU result (the same cascade on one
+      // rank), here the 1-GPU row of the same strong-scaling configuration, if it ran before.
+      if (c.mode == "strong") {
+        std::vector<float>& one = OneGpuOutputs()[OneGpuKey(c, layer)];
+        if (c.gpus == 1) {
+          one = v;
+        } else if (one.size() == v.size()) {
+          const double e = RelError(v.data(), one.data(), v.size());
+          row.err_vs_1gpu = std::isnan(row.err_vs_1gpu) ? e : std::max(row.err_vs_1gpu, e);
+        }
+      }
       for (size_t i = 0; i < ids.size(); ++i) {
         std::vector<int32_t> prefix, suffix;
         engine.coordinator().RequestTokens(ids[i], &prefix, &suffix);
@@ -315,7 +355,7 @@ std::string CsvHeader() {
   return "mode,gpus,prefix,batch,suffix,layers,qo_heads,kv_heads,head_dim,dtype,reduction,chunks,step_ms,compute_ms,"
          "exposed_ms,exposed_pct,efficiency,tokens_per_s,prefix_tflops,mem_gib_per_gpu,check_rel_err,split,"
          "host_plan_ms,host_prepare_ms,host_layers_ms,host_wait_ms,bd_plan_ms,bd_prepare_ms,bd_queries_ms,"
-         "bd_attention_ms,bd_reduce_ms,fenced_ms,head_chunks,run_ahead,fresh_plans";
+         "bd_attention_ms,bd_reduce_ms,fenced_ms,head_chunks,run_ahead,fresh_plans,rel_err_vs_1gpu";
 }
 
 std::string CsvRow(const Row& r) {
@@ -343,7 +383,11 @@ std::string CsvRow(const Row& r) {
   } else {
     out += ",,,,,,";
   }
-  out += "," + std::to_string(c.head_chunks) + "," + (c.run_ahead ? "1" : "0") + "," + (c.reuse_plans ? "0" : "1");
+  out += "," + std::to_string(c.head_chunks) + "," + (c.run_ahead ? "1" : "0") + "," + (c.reuse_plans ? "0" : "1") + ",";
+  if (!std::isnan(r.err_vs_1gpu)) {
+    std::snprintf(buf, sizeof(buf), "%.3g", r.err_vs_1gpu);
+    out += buf;
+  }
   return out;
 }
 
@@ -529,10 +573,16 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       for (const Row& r : rows) out << CsvRow(r) << "\n";
       std::printf("# csv: %zu row(s) appended to %s\n", rows.size(), path.c_str());
     }
-    double worst = 0;
-    for (const Row& r : rows) worst = std::max(worst, r.check_err);
+    double worst = 0, worst_vs_1gpu = NAN;
+    for (const Row& r : rows) {
+      worst = std::max(worst, r.check_err);
+      if (!std::isnan(r.err_vs_1gpu)) worst_vs_1gpu = std::isnan(worst_vs_1gpu) ? r.err_vs_1gpu : std::max(worst_vs_1gpu, r.err_vs_1gpu);
+    }
     std::printf("# check: %zu row(s), worst relative error %.3g (tolerance %.0e): %s\n", rows.size(), worst, tol,
                 failures ? "FAILED" : "OK");
+    if (!std::isnan(worst_vs_1gpu))
+      std::printf("# check against the 1-GPU rows (same configuration, same step): worst relative error %.3g\n",
+                  worst_vs_1gpu);
     std::fflush(stdout);
     if (failures) PREFIXD_THROW(ErrorKind::kInternal, failures << " row(s) differ from the single-rank computation");
   }

@@ -171,16 +171,22 @@ std::vector<CostSample> H200Samples(const CostModelParams& params) {
 constexpr double kRowTol = 0.22;
 constexpr double kRmsTol = 0.065;
 
+// Every sample predicted within row_tol (relative) and the ln-error RMS within rms_tol.
+void ExpectPredicts(const std::vector<CostSample>& samples, const CostModelParams& params, double row_tol,
+                    double rms_tol) {
+  for (const CostSample& s : samples) {
+    const double pred = PredictPart(s.profile, params, s.part);
+    EXPECT_LE(std::abs(pred / s.measured_us - 1), row_tol)
+        << s.label << ": predicted " << pred << " us, measured " << s.measured_us;
+  }
+  EXPECT_LE(CostFitError(samples, params), rms_tol);
+}
+
 TEST(CostModel, DefaultsPredictTheMeasuredH200Rows) {
   const CostModelParams params = CostModelParams::H200();
   const std::vector<CostSample> samples = H200Samples(params);
   ASSERT_GE(samples.size(), 40u);
-  for (const CostSample& s : samples) {
-    const double pred = PredictPart(s.profile, params, s.part);
-    const double rel = pred / s.measured_us - 1;
-    EXPECT_LE(std::abs(rel), kRowTol) << s.label << ": predicted " << pred << " us, measured " << s.measured_us;
-  }
-  EXPECT_LE(CostFitError(samples, params), kRmsTol);
+  ExpectPredicts(samples, params, kRowTol, kRmsTol);
 }
 
 // The fit from the defaults does not get worse, and from a badly perturbed start it gets back to
@@ -476,12 +482,7 @@ TEST(CostModel, DefaultsPredictTheH200S2Samples) {
   const CostModelParams params = CostModelParams::H200();
   const std::vector<CostSample> samples = S2Samples(params);
   ASSERT_GE(samples.size(), 300u);
-  for (const CostSample& s : samples) {
-    const double pred = PredictPart(s.profile, params, s.part);
-    EXPECT_LE(std::abs(pred / s.measured_us - 1), kS2RowTol)
-        << s.label << ": predicted " << pred << " us, measured " << s.measured_us;
-  }
-  EXPECT_LE(CostFitError(samples, params), kS2RmsTol);
+  ExpectPredicts(samples, params, kS2RowTol, kS2RmsTol);
 }
 
 // The calibration's path on the s2 samples: FitCostModel from a badly perturbed start converges to

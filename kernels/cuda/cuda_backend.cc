@@ -217,10 +217,9 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   }
   if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
   // Layout choice by the cost model (PlanOptions::choose_layout): off by default. The built-in H200
-  // parameters pick within 5% of the faster layout on all 60 shapes of the s2 planner run
-  // (cost_model_test.cc), but a plain group's page tables hold its prefix pages, which the worker's
-  // steady-step plan advance (AdvanceCascadePlan: one token per own suffix) does not expect, and the
-  // parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=1 turns it on (not with concurrent decode: the
+  // parameters pick within 5% of the faster layout on all 60 shapes of the s2 planner run offline
+  // (cost_model_test.cc) but on 59 of 60 when checked on the GPU (bench/NOTES-planner.md), and
+  // they are an H200's. PREFIXD_CHOOSE_LAYOUT=1 turns it on (not with concurrent decode: the
   // model does not describe that mode).
   if (const char* env = std::getenv("PREFIXD_CHOOSE_LAYOUT"))
     o.choose_layout = std::atoi(env) != 0 && concurrent_decode_sms_ == 0;

@@ -175,7 +175,7 @@ std::vector<int> ParseList(const std::string& s) {
 // barrier per step would put the host back in lock-step), the slowest rank's median.
 double TimeSteps(coordinator::Engine& engine, MPI_Comm comm, int warmup, int iters) {
   for (int i = 0; i < warmup; ++i) engine.Step();
-  if (engine.worker().options().run_ahead) {
+  if (engine.worker().runs_ahead()) {
     engine.Step();  // the pipeline is full from here on
     std::vector<double> t;
     double last = MPI_Wtime();
@@ -238,6 +238,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   if (sub == MPI_COMM_NULL) return row;
 
   // Decode steps every request lives for: the first step, compute-only and timed runs, breakdown.
+  // (TimeSteps takes one more step when the host runs ahead: the fenced breakdown never does.)
   const int steps = 1 + 2 * (c.warmup + c.iters + (c.run_ahead ? 1 : 0)) + (c.breakdown ? c.iters : 0);
   const int64_t per_gpu_prefix = (c.prefix + c.gpus - 1) / c.gpus;
   const int64_t suffix_pages = (c.suffix + steps + c.page_size - 1) / c.page_size;

@@ -213,6 +213,7 @@ void Worker::SynchronizeAll() {
   for (auto& b : backends_) b->Synchronize();
   for (auto& b : split_backends_) b->Synchronize();
   if (sync_) sync_->Synchronize();
+  step_in_flight_ = false;
 }
 
 void Worker::MarkPhase(double* phase) {
@@ -223,11 +224,18 @@ void Worker::MarkPhase(double* phase) {
   mark_ = now;
 }
 
+bool Worker::runs_ahead() const {
+  return options_.run_ahead && backends_[0]->kind() == BackendKind::kCuda && profile_mode_ != ProfileMode::kFenced &&
+         !options_.host_only;
+}
+
 void Worker::Execute(const StepPlan& plan) {
   mark_ = Now();
   const double start = mark_;
-  const bool run_ahead = options_.run_ahead && backends_[0]->kind() == BackendKind::kCuda &&
-                         profile_mode_ != ProfileMode::kFenced && !options_.host_only;
+  const bool run_ahead = runs_ahead();
+  // A step that ran ahead may still run: a synchronising step (e.g. the profile switched to
+  // fences) first waits for it, as it would have at the end of that step.
+  if (!run_ahead && step_in_flight_) SynchronizeAll();
   if (staging_) staging_->NextStep();
   void* main = backends_[0]->stream();
   const std::vector<void*> others = run_ahead ? OtherStreams() : std::vector<void*>{};
@@ -240,6 +248,7 @@ void Worker::Execute(const StepPlan& plan) {
   if (run_ahead) {
     for (void* s : others) sync_->Wait(main, s);
     sync_->EndStepRunAhead(main);
+    step_in_flight_ = true;
   } else {
     SynchronizeAll();
   }

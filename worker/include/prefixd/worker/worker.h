@@ -190,6 +190,9 @@ class Worker {
   void Execute(const StepPlan& plan);
   // Blocks until every stream is idle (the last step finished).
   void Synchronize() { SynchronizeAll(); }
+  // Whether the next Execute() returns before its step has finished: run_ahead on a CUDA backend,
+  // not fenced for profiling, not host-only.
+  bool runs_ahead() const;
 
   // Requests whose outputs this rank holds after the last Execute, in output-row order.
   const std::vector<int32_t>& owned_outputs() const { return owned_output_ids_; }
@@ -277,6 +280,7 @@ class Worker {
   std::unique_ptr<comm::Comm> comm_;
   std::unique_ptr<StreamSync> sync_;
   std::unique_ptr<PinnedStaging> staging_;  // CUDA and host-only: the per-step uploads' host side
+  bool step_in_flight_ = false;  // the last step ran ahead and has not been waited for
   kernels::KvPoolView kv_;
   std::vector<uint8_t> page_used_;       // consistency check against the coordinator's allocator
   std::map<int32_t, PrefixInfo> prefixes_;

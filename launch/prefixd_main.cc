@@ -126,6 +126,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("chunks", "pipeline chunks per step: the requests are cut into N chunks whose state exchange overlaps "
                  "the next chunk's compute (one extra backend and stream per chunk)",
        cxxopts::value<int>()->default_value("1"))
+      ("split", "own rows last: each rank computes its own requests on a second stream while the queries and "
+                "the other rows' states travel (helps with many layers and short shards; bench/scaling/README.md)")
       ("head-chunks", "per layer, cut the KV heads into N chunks whose query/state exchanges overlap the other "
                       "chunks' compute (a2a only; divides the KV heads)",
        cxxopts::value<int>()->default_value("1"))
@@ -192,6 +194,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.worker.reduction = worker::ParseStateReduction(args["reduction"].as<std::string>());
   eo.worker.keep_layer_outputs = true;
   eo.worker.head_chunks = args["head-chunks"].as<int>();
+  eo.worker.split_own_rows = args.count("split") > 0;
   eo.worker.run_ahead = args.count("sync-steps") == 0;
   eo.placement.shard_min_tokens = shard_min;
   eo.seed = args["seed"].as<uint64_t>();

@@ -189,10 +189,12 @@ constexpr double kLseTol = 5e-4;
 // One group: requests 0..B-1 share the prefix (pages [0, ceil(P/page))); each request's suffix
 // pages are scattered over the rest of the pool (shuffled), the last page partly filled when
 // S % page_size != 0.
-DecodeBatch MakeBatch(const Shape& s, std::mt19937_64& rng, int* num_pages) {
+// *pool: one layer of exactly the pages the batch uses (plus one), validated.
+DecodeBatch MakeBatch(const Shape& s, std::mt19937_64& rng, KvPoolShape* pool) {
   const int prefix_pages = (s.prefix + s.page_size - 1) / s.page_size;
   const int suffix_pages = (s.suffix + s.page_size - 1) / s.page_size;
-  *num_pages = prefix_pages + s.batch * suffix_pages + 1;
+  *pool = KvPoolShape{1, prefix_pages + s.batch * suffix_pages + 1, s.page_size, s.h_kv, s.head_dim, s.dtype};
+  pool->Validate();
   std::vector<int32_t> pages(size_t(s.batch) * suffix_pages);
   std::iota(pages.begin(), pages.end(), prefix_pages);
   std::shuffle(pages.begin(), pages.end(), rng);
@@ -323,10 +325,8 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   Row row;
   row.shape = s;
   std::mt19937_64 rng(seed);
-  int num_pages = 0;
-  const DecodeBatch batch = MakeBatch(s, rng, &num_pages);
-  const KvPoolShape pool{1, num_pages, s.page_size, s.h_kv, s.head_dim, s.dtype};
-  pool.Validate();
+  KvPoolShape pool;
+  const DecodeBatch batch = MakeBatch(s, rng, &pool);
   void* stream = gpu.stream();
   const int64_t kv_elems = pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
   std::vector<void*> owned;
@@ -429,10 +429,8 @@ Row RunCpuShape(Backend& cpu, const Shape& s, const Config& cfg, uint64_t seed) 
   Row row;
   row.shape = s;
   std::mt19937_64 rng(seed);
-  int num_pages = 0;
-  const DecodeBatch batch = MakeBatch(s, rng, &num_pages);
-  const KvPoolShape pool{1, num_pages, s.page_size, s.h_kv, s.head_dim, s.dtype};
-  pool.Validate();
+  KvPoolShape pool;
+  const DecodeBatch batch = MakeBatch(s, rng, &pool);
   const int64_t kv_elems = pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   auto random_bits = [&](int64_t count) {
@@ -625,7 +623,6 @@ void PrintVariantTable(const std::vector<Row>& rows, const std::vector<Variant>&
 struct PlannerPlans {
   DecodeBatch batch;
   KvPoolShape pool;
-  int num_pages = 0;
   CascadePlan cascade, plain, choice;
   bool has_plain = false;  // the prefix fills whole pages
   kernels::PlanReport report;
@@ -638,9 +635,7 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
                               const kernels::CostModelParams& params) {
   PlannerPlans p;
   std::mt19937_64 rng(seed);
-  p.batch = MakeBatch(s, rng, &p.num_pages);
-  p.pool = KvPoolShape{1, p.num_pages, s.page_size, s.h_kv, s.head_dim, s.dtype};
-  p.pool.Validate();
+  p.batch = MakeBatch(s, rng, &p.pool);
   kernels::PlanOptions fixed = base;
   fixed.choose_layout = false;
   p.cascade = kernels::PlanCascade(p.batch, p.pool, fixed);

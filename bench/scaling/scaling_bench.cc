@@ -332,19 +332,12 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
         worker::ReferenceDecode(engine.worker().backend(),
                                 worker::ReferenceShape{hq, c.kv_heads, d, c.page_size, c.dtype, 0.f}, prefix, suffix,
                                 layer, &rv, &rs);
-        double num = 0, den = 0;
-        bool finite = true;
-        for (size_t k = 0; k < rv.size(); ++k) {
-          const double g = v[i * hq * d + k];
-          finite &= std::isfinite(g);
-          num += (g - rv[k]) * (g - rv[k]);
-          den += double(rv[k]) * rv[k];
-        }
+        const double err = RelError(v.data() + i * hq * d, rv.data(), rv.size());
+        bool lse_ok = true;
         for (int h = 0; h < hq; ++h)
-          finite &= std::isfinite(s[i * hq + h]) && std::abs(s[i * hq + h] - rs[h]) <= tol * std::max(1.f, std::abs(rs[h]));
-        const double err = std::sqrt(num / std::max(den, 1e-30));
-        row.check_err = std::max(row.check_err, finite ? err : INFINITY);
-        row.check_ok &= finite && err <= tol;
+          lse_ok &= std::isfinite(s[i * hq + h]) && std::abs(s[i * hq + h] - rs[h]) <= tol * std::max(1.f, std::abs(rs[h]));
+        row.check_err = std::max(row.check_err, lse_ok ? err : INFINITY);
+        row.check_ok &= lse_ok && err <= tol;
       }
     }
   }

@@ -127,6 +127,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   Backend& main = *backends_[0];
   sync_ = std::make_unique<StreamSync>(main);
   if (main.kind() == BackendKind::kCuda || options_.host_only) staging_ = std::make_unique<PinnedStaging>(main);
+  UpdateOtherStreams();
   out_v_ = BackendBuffer(&main);
   out_s_ = BackendBuffer(&main);
   append_ = BackendBuffer(&main);
@@ -172,6 +173,7 @@ void Worker::AddPipelineBackend(std::unique_ptr<Backend> backend) {
   ch.backend = backends_.back().get();
   ch.buf = std::make_unique<Buffers>(ch.backend);
   chunks_.push_back(std::move(ch));
+  UpdateOtherStreams();
 }
 
 void Worker::AddSplitBackend(std::unique_ptr<Backend> backend) {
@@ -184,16 +186,16 @@ void Worker::AddSplitBackend(std::unique_ptr<Backend> backend) {
   ch.split = split_backends_.back().get();
   ch.buf->v_own = std::make_unique<BackendBuffer>(ch.split);
   ch.buf->s_own = std::make_unique<BackendBuffer>(ch.split);
+  UpdateOtherStreams();
 }
 
-std::vector<void*> Worker::OtherStreams() const {
-  std::vector<void*> streams;
+void Worker::UpdateOtherStreams() {
+  other_streams_.clear();
   void* main = backends_[0]->stream();
   for (size_t i = 1; i < backends_.size(); ++i)
-    if (backends_[i]->stream() != main) streams.push_back(backends_[i]->stream());
-  for (const auto& b : split_backends_) streams.push_back(b->stream());
-  if (sync_ && sync_->comm_stream()) streams.push_back(sync_->comm_stream());
-  return streams;
+    if (backends_[i]->stream() != main) other_streams_.push_back(backends_[i]->stream());
+  for (const auto& b : split_backends_) other_streams_.push_back(b->stream());
+  if (sync_ && sync_->comm_stream()) other_streams_.push_back(sync_->comm_stream());
 }
 
 void Worker::UploadAsync(Backend& be, void* dst, const void* src, size_t bytes) {
@@ -238,15 +240,15 @@ void Worker::Execute(const StepPlan& plan) {
   if (!run_ahead && step_in_flight_) SynchronizeAll();
   if (staging_) staging_->NextStep();
   void* main = backends_[0]->stream();
-  const std::vector<void*> others = run_ahead ? OtherStreams() : std::vector<void*>{};
   // Run-ahead: the last step may still run; main's queue ends with its join (below), so every
   // other stream starting after main's tail starts after the whole last step. (Events and the
   // token append run on main itself.)
-  for (void* s : others) sync_->Wait(s, main);
+  if (run_ahead)
+    for (void* s : other_streams_) sync_->Wait(s, main);
   for (const PlanEvent& e : plan.events) ApplyEvent(e);
   Decode(plan);
   if (run_ahead) {
-    for (void* s : others) sync_->Wait(main, s);
+    for (void* s : other_streams_) sync_->Wait(main, s);
     sync_->EndStepRunAhead(main);
     step_in_flight_ = true;
   } else {

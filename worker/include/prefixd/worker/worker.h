@@ -266,8 +266,9 @@ class Worker {
                       const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream);
   void ReduceTree(Chunk& ch, int layer);
   void SynchronizeAll();
-  // Every stream of this worker but the main one (chunk, split and comm streams).
-  std::vector<void*> OtherStreams() const;
+  // other_streams_ = every stream of this worker but the main one (chunk, split and comm
+  // streams); called whenever a backend is added.
+  void UpdateOtherStreams();
   // Host → device copy of a step's per-step array on `be`'s stream, through PinnedStaging on
   // CUDA (src may change as soon as this returns).
   void UploadAsync(kernels::Backend& be, void* dst, const void* src, size_t bytes);
@@ -281,6 +282,7 @@ class Worker {
   std::unique_ptr<StreamSync> sync_;
   std::unique_ptr<PinnedStaging> staging_;  // CUDA and host-only: the per-step uploads' host side
   bool step_in_flight_ = false;  // the last step ran ahead and has not been waited for
+  std::vector<void*> other_streams_;  // UpdateOtherStreams
   kernels::KvPoolView kv_;
   std::vector<uint8_t> page_used_;       // consistency check against the coordinator's allocator
   std::map<int32_t, PrefixInfo> prefixes_;

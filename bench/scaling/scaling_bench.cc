@@ -76,6 +76,7 @@ struct Config {
   int warmup = 3, iters = 10, checks = 2;
   int chunks = 1;
   bool split = false;
+  bool send_first = false;  // WorkerOptions::send_before_decode
   int head_chunks = 1;
   bool breakdown = false;
   bool host_only = false;
@@ -115,6 +116,7 @@ class HostOnlyBackend final : public kernels::Backend {
     staging_.assign(flat.begin(), flat.end());
   }
   void RunCascade(const kernels::CascadeArgs&) override {}
+  void RunCascadeParts(const kernels::CascadeArgs&, unsigned) override {}
   void RunPrefixAttention(const kernels::PrefixAttentionArgs&) override {}
   void MergeStates(const float*, const float*, int, int, int, float*, float*) override {}
   void MergeStateInPlace(float*, float*, const float*, const float*, int, int) override {}
@@ -254,6 +256,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.reduction = c.reduction;
   eo.worker.keep_layer_outputs = true;
   eo.worker.split_own_rows = c.split;
+  eo.worker.send_before_decode = c.send_first;
   eo.worker.head_chunks = c.head_chunks;
   eo.worker.host_only = c.host_only;
   eo.worker.reuse_steady_plans = c.reuse_plans;
@@ -349,7 +352,7 @@ std::string CsvHeader() {
   return "mode,gpus,prefix,batch,suffix,layers,qo_heads,kv_heads,head_dim,dtype,reduction,chunks,step_ms,compute_ms,"
          "exposed_ms,exposed_pct,efficiency,tokens_per_s,prefix_tflops,mem_gib_per_gpu,check_rel_err,split,"
          "host_plan_ms,host_prepare_ms,host_layers_ms,host_wait_ms,bd_plan_ms,bd_prepare_ms,bd_queries_ms,"
-         "bd_attention_ms,bd_reduce_ms,fenced_ms,head_chunks,run_ahead,fresh_plans,rel_err_vs_1gpu";
+         "bd_attention_ms,bd_reduce_ms,fenced_ms,head_chunks,run_ahead,fresh_plans,rel_err_vs_1gpu,send_first";
 }
 
 std::string CsvRow(const Row& r) {
@@ -382,6 +385,7 @@ std::string CsvRow(const Row& r) {
     std::snprintf(buf, sizeof(buf), "%.3g", r.err_vs_1gpu);
     out += buf;
   }
+  out += c.send_first ? ",1" : ",0";
   return out;
 }
 
@@ -414,6 +418,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("split", "own rows last: each rank's own requests on a second stream, off the critical path "
                 "(overlaps both exchanges; on 4 H200s it hides most of them at 32 layers with short shards, and "
                 "is slower at 1 layer with long ones)")
+      ("send-before-decode", "send the states that travel (rows owned elsewhere: prefix + merge) before the "
+                             "own rows' suffix decode, which then overlaps the state exchange (a2a, no --split; "
+                             "worker.h)")
       ("head-chunks", "per layer, cut the KV heads into N chunks: chunk c+1's queries and chunk c's states travel "
                       "while a chunk computes (a2a only; worker.h); a list (e.g. 1,4) runs each",
        cxxopts::value<std::string>()->default_value("1"))
@@ -469,6 +476,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.checks = args["check"].as<int>();
   base.chunks = args["chunks"].as<int>();
   base.split = args.count("split") > 0;
+  base.send_first = args.count("send-before-decode") > 0;
   const std::vector<int> head_chunk_list = ParseList(args["head-chunks"].as<std::string>());
   for (int h : head_chunk_list)
     PREFIXD_CHECK_ARG(h >= 1 && base.kv_heads % h == 0, "--head-chunks: " << h << " does not divide the KV heads");
@@ -506,7 +514,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
     std::printf("# batch %d, suffix %d, layers %d, heads %d/%d, head_dim %d, %s, page %d, %d pipeline chunk(s)%s, "
                 "head chunks %s, %s plans; warm-up %d, %s %d steps\n",
                 base.batch, base.suffix, base.layers, base.qo_heads, base.kv_heads, base.head_dim,
-                kernels::DTypeName(base.dtype), base.page_size, base.chunks, base.split ? ", own rows split" : "",
+                kernels::DTypeName(base.dtype), base.page_size, base.chunks,
+                base.split ? ", own rows split" : base.send_first ? ", states sent before the decode" : "",
                 args["head-chunks"].as<std::string>().c_str(), base.reuse_plans ? "advanced" : "fresh", base.warmup,
                 base.run_ahead ? "host runs ahead; median interval of" : "median of", base.iters);
     std::printf("%6s %4s %8s %5s %5s %6s %8s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",

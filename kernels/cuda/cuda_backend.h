@@ -90,11 +90,9 @@ class CudaBackend final : public Backend {
   // PREFIXD_CONCURRENT_DECODE_SMS at construction (0: prefix and decode run one after the other).
   int concurrent_decode_sms() const { return concurrent_decode_sms_; }
 
-  // RunCascade in parts, for the kernel benchmark (prefix kernel, decode kernel, merge): each part
-  // alone reads/writes exactly what it does inside RunCascade (the decode part includes the fused
-  // merge of finishing requests; the merge part only merge_requests). RunCascade = all three.
-  enum CascadePart : unsigned { kPrefixPart = 1u, kDecodePart = 2u, kMergePart = 4u, kAllParts = 7u };
-  void RunCascadeParts(const CascadeArgs& args, unsigned parts);
+  // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
+  // the kernel benchmark times them one by one).
+  void RunCascadeParts(const CascadeArgs& args, unsigned parts) override;
 
  private:
   // A device int32 buffer fed through a pinned staging buffer; `copied` is recorded after each

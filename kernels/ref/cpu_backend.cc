@@ -92,6 +92,8 @@ void CpuBackend::LoadPlan(const CascadePlan& plan) {
   const size_t states = size_t(loaded.num_slots()) * loaded.num_qo_heads;
   partial_v_.assign(states * loaded.head_dim, std::numeric_limits<float>::quiet_NaN());
   partial_s_.assign(states, std::numeric_limits<float>::quiet_NaN());
+  in_merge_.assign(size_t(loaded.num_requests), 0);
+  for (const int32_t r : loaded.merge_requests) in_merge_[size_t(r)] = 1;
   plan_ = std::move(loaded);
   plan_loaded_ = true;
 }
@@ -143,7 +145,7 @@ void CpuBackend::RunDecodeItems(const KvLayer& kv, const uint16_t* q, float scal
   }
 }
 
-void CpuBackend::RunCascade(const CascadeArgs& args) {
+void CpuBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   PREFIXD_CHECK_ARG(plan_loaded_, "RunCascade: no plan loaded (call LoadPlan first)");
   CheckCascadeArgs(plan_, args);
   KvLayer kv = LayerOf(args.kv, args.layer);
@@ -152,26 +154,34 @@ void CpuBackend::RunCascade(const CascadeArgs& args) {
   kv.v += head_view;
   const float scale_log2 = ResolveSmScale(args.sm_scale, plan_.head_dim) * kLog2e;
   const auto* q = static_cast<const uint16_t*>(args.q);
-  RunPrefixItems(kv, q, scale_log2);
-  RunDecodeItems(kv, q, scale_log2);
+  if (parts & kPrefixPart) RunPrefixItems(kv, q, scale_log2);
+  // The decode part finishes the requests its items finish on the GPU (those outside
+  // merge_requests), the merge part the others: the same ⊕ over the same slots either way.
+  if (parts & kDecodePart) {
+    RunDecodeItems(kv, q, scale_log2);
+    for (int r = 0; r < plan_.num_requests; ++r)
+      if (!in_merge_[size_t(r)]) FinishRequest(args, r);
+  }
+  if (parts & kMergePart)
+    for (const int32_t r : plan_.merge_requests) FinishRequest(args, r);
+}
 
-  // n-ary ⊕ over each (request, qo head)'s slots; a request with no slots gets the empty state.
+void CpuBackend::FinishRequest(const CascadeArgs& args, int r) {
+  // n-ary ⊕ over the request's slots, per qo head; a request with no slots gets the empty state.
   const int num_heads = plan_.num_qo_heads, dim = plan_.head_dim;
   const int64_t slot_stride = int64_t(num_heads) * dim;
   float* tmp = scratch_.q(0);  // a D-float row when the caller wants no v_out
-  for (int r = 0; r < plan_.num_requests; ++r) {
-    const int32_t first = plan_.state_indptr[r], n = plan_.state_indptr[r + 1] - first;
-    for (int h = 0; h < num_heads; ++h) {
-      const int64_t row = int64_t(r) * num_heads + h;
-      float* v = args.v_out ? args.v_out + row * dim : tmp;
-      float s;
-      prefixd::kernels::MergeStates(&partial_v_[(first * num_heads + h) * int64_t(dim)], slot_stride,
-                                    &partial_s_[int64_t(first) * num_heads + h], num_heads, n, dim, v, &s);
-      if (args.s_out) args.s_out[row] = s;
-      if (args.o) {
-        auto* o = static_cast<uint16_t*>(args.o) + row * dim;
-        for (int d = 0; d < dim; ++d) o[d] = FromFloat(args.kv.shape.dtype, v[d]);
-      }
+  const int32_t first = plan_.state_indptr[r], n = plan_.state_indptr[r + 1] - first;
+  for (int h = 0; h < num_heads; ++h) {
+    const int64_t row = int64_t(r) * num_heads + h;
+    float* v = args.v_out ? args.v_out + row * dim : tmp;
+    float s;
+    prefixd::kernels::MergeStates(&partial_v_[(first * num_heads + h) * int64_t(dim)], slot_stride,
+                                  &partial_s_[int64_t(first) * num_heads + h], num_heads, n, dim, v, &s);
+    if (args.s_out) args.s_out[row] = s;
+    if (args.o) {
+      auto* o = static_cast<uint16_t*>(args.o) + row * dim;
+      for (int d = 0; d < dim; ++d) o[d] = FromFloat(args.kv.shape.dtype, v[d]);
     }
   }
 }

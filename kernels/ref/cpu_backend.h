@@ -30,7 +30,8 @@ class CpuBackend final : public Backend {
   void* stream() const override { return nullptr; }
 
   void LoadPlan(const CascadePlan& plan) override;
-  void RunCascade(const CascadeArgs& args) override;
+  void RunCascade(const CascadeArgs& args) override { RunCascadeParts(args, kAllParts); }
+  void RunCascadeParts(const CascadeArgs& args, unsigned parts) override;
   void RunPrefixAttention(const PrefixAttentionArgs& args) override;
 
   void MergeStates(const float* v_in, const float* s_in, int n, int rows, int head_dim, float* v_out,
@@ -42,6 +43,8 @@ class CpuBackend final : public Backend {
  private:
   void RunPrefixItems(const KvLayer& kv, const uint16_t* q, float scale_log2);
   void RunDecodeItems(const KvLayer& kv, const uint16_t* q, float scale_log2);
+  // n-ary ⊕ over the slots of request r into the outputs.
+  void FinishRequest(const CascadeArgs& args, int r);
 
   WorkspaceLimits limits_;
   bool plan_loaded_ = false;
@@ -49,6 +52,7 @@ class CpuBackend final : public Backend {
   // Partial states of the loaded plan: v [num_slots][H_qo][D], s [num_slots][H_qo]. Sized by
   // LoadPlan (capacity only grows), so RunCascade never allocates.
   std::vector<float> partial_v_, partial_s_;
+  std::vector<char> in_merge_;  // [num_requests]: in plan_.merge_requests (finished by the merge part)
   TileScratch scratch_;
 };
 

@@ -351,6 +351,16 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
   return PlanChosen(batch, pool, options, report);
 }
 
+bool CascadePlan::MergeNeedsDecode() const {
+  if (merge_requests.empty() || decode_items.empty()) return false;
+  std::vector<char> merged(size_t(num_requests), 0);
+  for (const int32_t r : merge_requests)
+    if (r >= 0 && r < num_requests) merged[size_t(r)] = 1;
+  for (const DecodeWorkItem& it : decode_items)
+    if (it.request >= 0 && it.request < num_requests && merged[size_t(it.request)]) return true;
+  return false;
+}
+
 void CascadePlan::Validate() const {
   PREFIXD_CHECK_ARG(num_requests >= 0, "plan: negative num_requests " << num_requests);
   PREFIXD_CHECK_ARG(num_kv_heads > 0 && num_qo_heads > 0 && num_qo_heads % num_kv_heads == 0,

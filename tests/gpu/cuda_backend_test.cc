@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "prefixd/common/error.h"
@@ -415,6 +416,35 @@ TEST(CudaCascade, EmptyRequestGetsEmptyState) {
   for (int h = 0; h < 4; ++h) EXPECT_EQ(got.s[h], kNegInf);
   for (int h = 4; h < 8; ++h) EXPECT_TRUE(std::isfinite(got.s[h]));
   for (int i = 4 * 64; i < 8 * 64; ++i) ASSERT_TRUE(std::isfinite(got.v[i])) << i;
+}
+
+// The cascade in parts (Backend::RunCascadeParts, as the worker's send-before-decode runs it:
+// prefix + merge, then the decode) gives the bits of the whole; so do three separate calls, also
+// for a plan whose split suffixes make the merge wait for the decode.
+TEST(CudaCascade, PartsMatchTheWholeCascade) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<GroupSpec> groups = {{1000, {300, 0, 17, 64}}, {0, {45, 2}}, {130, {0, 1}}};
+  for (const auto& [hq, hkv, d, dtype] : {std::tuple{32, 8, 128, kF16}, std::tuple{16, 16, 64, kBF16}}) {
+    SCOPED_TRACE("heads " + std::to_string(hq) + "/" + std::to_string(hkv) + ", d " + std::to_string(d));
+    const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, hkv, d, dtype};
+    kernels::PageAllocator alloc(shape.num_pages);
+    const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
+    const HostKvPool pool = RandomKvPool(rng, shape);
+    const auto q = MakeQueries(rng, pool, 0, batch, true, 45.f);
+    const CascadePlan fused = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+    ASSERT_FALSE(fused.merge_requests.empty());
+    ASSERT_FALSE(fused.MergeNeedsDecode());
+    ExpectCascadePartsMatchWhole(Device(), pool, 0, fused, q);
+    PlanOptions finest = Device().DefaultPlanOptions();
+    finest.target_items = 1 << 20;
+    finest.decode_chunk_align = finest.min_decode_chunk = 16;
+    const CascadePlan split = kernels::PlanCascade(batch, shape, finest);
+    ASSERT_TRUE(split.MergeNeedsDecode());
+    ExpectCascadePartsMatchWhole(Device(), pool, 0, split, q);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

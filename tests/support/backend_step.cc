@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 namespace prefixd::test {
 
@@ -60,6 +61,32 @@ StepResult RunStep(Backend& backend, const HostKvPool& pool, int layer, const ke
   backend.LoadPlan(plan);
   backend.RunCascade(args);
   return DownloadStep(mem, args, pool.shape.dtype, rows, pool.shape.head_dim);
+}
+
+StepResult ExpectCascadePartsMatchWhole(Backend& backend, const HostKvPool& pool, int layer,
+                                        const kernels::CascadePlan& plan, const std::vector<uint16_t>& q) {
+  const int64_t rows = int64_t(plan.num_requests) * plan.num_qo_heads;
+  backend.LoadPlan(plan);
+  auto run = [&](std::initializer_list<unsigned> parts) {
+    BackendBuffers mem(backend);
+    const kernels::CascadeArgs args = StepArgs(mem, pool, layer, q, rows);
+    for (const unsigned part : parts) backend.RunCascadeParts(args, part);
+    return DownloadStep(mem, args, pool.shape.dtype, rows, pool.shape.head_dim);
+  };
+  auto expect_same = [](const StepResult& got, const StepResult& want, const char* order) {
+    SCOPED_TRACE(order);
+    // EXPECT_EQ on the vectors: a NaN anywhere fails it (NaN != NaN), as it should.
+    EXPECT_EQ(got.v, want.v);
+    EXPECT_EQ(got.s, want.s);
+    EXPECT_EQ(got.o, want.o);
+  };
+  const StepResult whole = run({Backend::kAllParts});
+  expect_same(run({Backend::kPrefixPart, Backend::kDecodePart, Backend::kMergePart}), whole,
+              "prefix, decode, merge as three calls");
+  if (!plan.MergeNeedsDecode())
+    expect_same(run({Backend::kPrefixPart | Backend::kMergePart, Backend::kDecodePart}), whole,
+                "prefix + merge, then decode");
+  return whole;
 }
 
 std::vector<double> ToDouble(const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); }

@@ -57,6 +57,12 @@ StepResult DownloadStep(BackendBuffers& mem, const kernels::CascadeArgs& args, D
 StepResult RunStep(kernels::Backend& backend, const HostKvPool& pool, int layer, const kernels::CascadePlan& plan,
                    const std::vector<uint16_t>& q);
 
+// Runs `plan` whole and in parts (prefix, decode and merge as three calls; and, where the plan
+// allows it, prefix + merge before decode: Backend::RunCascadeParts), each into fresh poisoned
+// outputs, and expects the bits of the whole run from every order. Returns the whole run.
+StepResult ExpectCascadePartsMatchWhole(kernels::Backend& backend, const HostKvPool& pool, int layer,
+                                        const kernels::CascadePlan& plan, const std::vector<uint16_t>& q);
+
 std::vector<double> ToDouble(const std::vector<float>& x);
 
 // Rows planted with a key by MakeQueries: (request r, head h) with h % 3 == r % 3.

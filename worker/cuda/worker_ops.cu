@@ -136,9 +136,11 @@ void TreeFinishStates(void* stream, const float* sums, const float* s_max, const
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
-void* CreateStream() {
+void* CreateStream(bool highest_priority) {
   cudaStream_t s = nullptr;
-  PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int least = 0, greatest = 0;
+  if (highest_priority) PREFIXD_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  PREFIXD_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, highest_priority ? greatest : 0));
   return s;
 }
 

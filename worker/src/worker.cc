@@ -621,6 +621,7 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     auto o = [&](int i) { return bool(L.local_owned[i]); };
     ch.plan = kernels::PlanCascade(make_batch(x), pool, be.DefaultPlanOptions());
     be.LoadPlan(ch.plan);
+    ch.merge_needs_decode = ch.plan.MergeNeedsDecode();
     ch.plan_rows = rows_of(x);
     ch.split_plan = kernels::PlanCascade(make_batch(o), pool, ch.split->DefaultPlanOptions());
     ch.split->LoadPlan(ch.split_plan);
@@ -632,10 +633,12 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     view.num_kv_heads = pool.num_kv_heads / hc;
     ch.plan = kernels::PlanCascade(batch, view, be.DefaultPlanOptions());
     be.LoadPlan(ch.plan);
+    ch.merge_needs_decode = ch.plan.MergeNeedsDecode();
     ch.plan_rows = rows_of([](int) { return true; });
   } else if (b_loc > 0) {
     ch.plan = kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions());
     be.LoadPlan(ch.plan);
+    ch.merge_needs_decode = ch.plan.MergeNeedsDecode();
     ch.plan_rows = rows_of([](int) { return true; });
   }
   // Head chunks: the layout's indices over sub-rows of H_qo/N heads (own row j, chunk c: j·N + c).
@@ -774,6 +777,7 @@ bool Worker::PrepareChunkSteady(Chunk& ch) {
   if (has_plan) {
     PREFIXD_CHECK_INTERNAL(AdvancePlan(&ch.plan, ch.plan_rows, &ch.old_len), "steady plan advance failed");
     ch.backend->LoadPlan(ch.plan);
+    ch.merge_needs_decode = ch.plan.MergeNeedsDecode();
     ++plans_advanced_;
   }
   if (ch.is_split) {
@@ -865,19 +869,28 @@ void Worker::RunLayer(int layer) {
     // Without any state exchange every local row is owned: the cascade writes the outputs.
     const bool direct = !L.needs_state_exchange;
     PREFIXD_CHECK_INTERNAL(!direct || L.own_is_local, "chunk without state exchange has rows it does not own");
+    kernels::CascadeArgs args;
+    args.kv = kv_;
+    args.layer = layer;
+    args.q = L.own_is_local ? B.q_own.get() : B.q_local.get();
+    args.sm_scale = options_.sm_scale;
+    args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
+    args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
+    // send_before_decode (worker.h): the states that travel are final after prefix + merge.
+    const bool send_first = options_.send_before_decode && !direct &&
+                            options_.reduction == StateReduction::kAllToAll && L.num_local() > 0 &&
+                            !ch.plan.decode_items.empty() && !ch.merge_needs_decode;
     if (L.num_local() > 0) {
-      kernels::CascadeArgs args;
-      args.kv = kv_;
-      args.layer = layer;
-      args.q = L.own_is_local ? B.q_own.get() : B.q_local.get();
-      args.sm_scale = options_.sm_scale;
-      args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
-      args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
-      be.RunCascade(args);
+      if (send_first) {
+        be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergePart);
+        ++layers_sent_before_decode_;
+      } else {
+        be.RunCascade(args);
+      }
     }
     MarkPhase(&profile_.attention_ms);
     if (direct) continue;
-    if (options_.reduction == StateReduction::kAllToAll) ReduceAllToAll(ch, layer);
+    if (options_.reduction == StateReduction::kAllToAll) ReduceAllToAll(ch, layer, send_first ? &args : nullptr);
     else ReduceTree(ch, layer);
     MarkPhase(&profile_.reduce_ms);
   }
@@ -1034,14 +1047,15 @@ void Worker::RunSplitCascades(Chunk& ch, int layer) {
   MarkPhase(&profile_.reduce_ms);
 }
 
-void Worker::ReduceAllToAll(Chunk& ch, int layer) {
+void Worker::ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send) {
   Buffers& B = *ch.buf;
   ReduceAllToAll(ch, layer, B.v_loc.get<float>(), B.s_loc.get<float>(), B.st_pack, B.v_loc.get<float>(),
-                 B.s_loc.get<float>(), B.merge_src, nullptr);
+                 B.s_loc.get<float>(), B.merge_src, nullptr, decode_after_send);
 }
 
 void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
-                            const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream) {
+                            const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
+                            const kernels::CascadeArgs* decode_after_send) {
   const StepLayout& L = ch.layout;
   Buffers& B = *ch.buf;
   Backend& be = *ch.backend;
@@ -1052,6 +1066,8 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),
                      B.st_bytes.recv_bytes, B.st_bytes.recv_offsets, comm_stream);
+  // The own rows' suffix decode (it finishes them into the local states) while the states travel.
+  if (decode_after_send != nullptr) be.RunCascadeParts(*decode_after_send, kernels::Backend::kDecodePart);
   sync_->Wait(be.stream(), comm_stream);
   // The local states may come from another stream (split: O); the merge waits for them, which
   // also keeps the next layer's queries from overwriting what that stream still reads.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "prefixd/common/error.h"
 
@@ -134,7 +135,7 @@ namespace prefixd::worker {
 
 #if defined(PREFIXD_HAVE_CUDA)
 namespace cuda {
-void* CreateStream();
+void* CreateStream(bool highest_priority);
 void DestroyStream(void* stream) noexcept;
 void* CreateEvent();
 void DestroyEvent(void* event) noexcept;
@@ -155,7 +156,11 @@ constexpr size_t kEvents = 16;
 StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kernels::BackendKind::kCuda) {
 #if defined(PREFIXD_HAVE_CUDA)
   if (!cuda_) return;
-  comm_stream_ = cuda::CreateStream();
+  // Highest priority: when a collective's kernel and compute kernels become ready together (e.g.
+  // the state exchange and the decode that overlaps it), the collective's CTAs are dispatched
+  // first instead of waiting for SMs the compute grid fills. PREFIXD_COMM_STREAM_PRIORITY=0: normal.
+  const char* env = std::getenv("PREFIXD_COMM_STREAM_PRIORITY");
+  comm_stream_ = cuda::CreateStream(env == nullptr || std::string(env) != "0");
   try {
     for (size_t i = 0; i < kEvents; ++i) events_.push_back(cuda::CreateEvent());
     for (int i = 0; i < kMarks; ++i) marks_.push_back(cuda::CreateEvent());

@@ -209,6 +209,34 @@ TEST(CpuCascade, OutputsAreOptionalAndWorkspaceIsReusable) {
   EXPECT_EQ(s, want.s);
 }
 
+// The cascade in parts (Backend::RunCascadeParts) gives the bits of the whole: a fused plan whose
+// merge requests have no suffix (prefix + merge may then run before the decode), and a plan with
+// split suffixes, whose merge must follow the decode.
+TEST(CpuCascade, PartsMatchTheWholeCascade) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  // A request without a suffix in each group (a merge request), a group without a prefix.
+  const std::vector<GroupSpec> groups = {{300, {5, 0, 37}}, {0, {40, 2}}, {48, {0, 1}}};
+  const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, 2, 64, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(groups, 8, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
+  auto backend = kernels::MakeCpuBackend();
+
+  const CascadePlan fused = kernels::PlanCascade(batch, shape, OptionsFor(Split::kBackendDefault, *backend));
+  ASSERT_FALSE(fused.merge_requests.empty());
+  ASSERT_FALSE(fused.MergeNeedsDecode());
+  const StepResult want = RunStep(*backend, pool, 0, fused, q);
+  const StepResult got = ExpectCascadePartsMatchWhole(*backend, pool, 0, fused, q);
+  EXPECT_EQ(got.v, want.v);
+
+  const CascadePlan split = kernels::PlanCascade(batch, shape, OptionsFor(Split::kFinest, *backend));
+  ASSERT_TRUE(split.MergeNeedsDecode());
+  ExpectCascadePartsMatchWhole(*backend, pool, 0, split, q);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Non-cascade baseline: every request's table lists the prefix pages then its own; no sharing.
 

@@ -95,7 +95,16 @@ class Backend {
   // Copies the plan into the workspace's work buffer (one async copy). Validates capacity.
   virtual void LoadPlan(const CascadePlan& plan) = 0;
   // Runs the loaded plan: prefix items, decode items, then ⊕ per (request, qo head) into outputs.
+  // = RunCascadeParts(args, kAllParts).
   virtual void RunCascade(const CascadeArgs& args) = 0;
+  // The cascade in parts, for callers that put other work between them (e.g. sending the states
+  // of rows without a suffix while the decode kernel runs): kPrefixPart runs the prefix items,
+  // kDecodePart the decode items (a finishing item, DecodeWorkItem::finish, also ⊕-merges its
+  // request's prefix states and writes that request's outputs), kMergePart the ⊕ of every request
+  // in the plan's merge_requests. Parts of one plan run in that order, except that decode and
+  // merge may swap when no merge request has decode items (CascadePlan::MergeNeedsDecode()).
+  enum CascadePart : unsigned { kPrefixPart = 1u, kDecodePart = 2u, kMergePart = 4u, kAllParts = 7u };
+  virtual void RunCascadeParts(const CascadeArgs& args, unsigned parts) = 0;
   virtual void RunPrefixAttention(const PrefixAttentionArgs& args) = 0;
 
   // n-ary ⊕: v_in [n][rows][D], s_in [n][rows] (fp32, base 2) → v_out [rows][D], s_out [rows].

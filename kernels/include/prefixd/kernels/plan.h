@@ -107,6 +107,9 @@ struct CascadePlan {
                                            // others are finished by their decode items)
 
   int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
+  // Whether some request of merge_requests has decode items (a suffix split into chunks, or no
+  // fused merge): then the merge must follow the decode (Backend::RunCascadeParts).
+  bool MergeNeedsDecode() const;
   int gqa_group_size() const { return num_qo_heads / num_kv_heads; }
 
   // Flat int32 form: a header of counts, then the arrays above, in a fixed order.

@@ -85,6 +85,12 @@ struct WorkerOptions {
   bool keep_layer_outputs = true;
   // Own rows last (see above); needs a split backend per chunk (AddSplitBackend).
   bool split_own_rows = false;
+  // Send before decode: with the all-to-all reduction and no split, a chunk that exchanges states
+  // runs its cascade as prefix + merge (the rows owned elsewhere have no suffix: their states are
+  // final then), sends those states, and only then runs the own rows' suffix decode, which so
+  // overlaps the state exchange instead of delaying it. Only where no merged request waits for
+  // decode items (CascadePlan::MergeNeedsDecode); otherwise the cascade runs whole, as before.
+  bool send_before_decode = false;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
@@ -211,6 +217,8 @@ class Worker {
   int64_t plans_advanced() const { return plans_advanced_; }
   // Head chunks the last step ran with (1: none).
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
+  // Layers so far whose states were sent before the own rows' decode (send_before_decode).
+  int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
 
  private:
   struct Buffers;
@@ -236,6 +244,7 @@ class Worker {
     kernels::CascadePlan plan, split_plan;      // loaded on backend / split (split_plan: split only)
     std::vector<const RequestInfo*> plan_rows, split_rows;  // per plan request: its suffix's request, or null
     int advanced = 0;                           // steady steps since the plans were made
+    bool merge_needs_decode = false;            // plan.MergeNeedsDecode(), set with the plan
     std::vector<int32_t> old_len;               // scratch
   };
 
@@ -258,12 +267,15 @@ class Worker {
   void RunLayerHeadChunks(Chunk& ch, int layer);
   float* OutV(int layer, const Chunk& ch);
   float* OutS(int layer, const Chunk& ch);
-  void ReduceAllToAll(Chunk& ch, int layer);
+  // decode_after_send (send_before_decode): the chunk's cascade arguments, whose decode part runs
+  // once the states are on their way.
+  void ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send = nullptr);
   // Packs rows `pack` of (v_send, s_send), exchanges them, and merges each own row's local state
   // (merge_src's local rows index v_local / s_local, made on local_stream unless null) with what
   // arrived.
   void ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
-                      const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream);
+                      const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
+                      const kernels::CascadeArgs* decode_after_send = nullptr);
   void ReduceTree(Chunk& ch, int layer);
   void SynchronizeAll();
   // other_streams_ = every stream of this worker but the main one (chunk, split and comm
@@ -277,6 +289,7 @@ class Worker {
   void MarkPhase(double* phase);
 
   WorkerOptions options_;
+  int64_t layers_sent_before_decode_ = 0;
   std::vector<std::unique_ptr<kernels::Backend>> backends_;  // [0]: the main one, which owns the pool
   std::unique_ptr<comm::Comm> comm_;
   std::unique_ptr<StreamSync> sync_;

@@ -77,6 +77,7 @@ struct Config {
   int chunks = 1;
   bool split = false;
   bool send_first = false;  // WorkerOptions::send_before_decode
+  bool split_concurrent = false;
   int head_chunks = 1;
   bool breakdown = false;
   bool host_only = false;
@@ -257,6 +258,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.keep_layer_outputs = true;
   eo.worker.split_own_rows = c.split;
   eo.worker.send_before_decode = c.send_first;
+  eo.worker.split_concurrent = c.split_concurrent;
   eo.worker.head_chunks = c.head_chunks;
   eo.worker.host_only = c.host_only;
   eo.worker.reuse_steady_plans = c.reuse_plans;
@@ -418,6 +420,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("split", "own rows last: each rank's own requests on a second stream, off the critical path "
                 "(overlaps both exchanges; on 4 H200s it hides most of them at 32 layers with short shards, and "
                 "is slower at 1 layer with long ones)")
+      ("split-concurrent", "with --split: O's whole cascade on its stream beside X (the first split schedule) "
+                           "instead of ordered (O's prefix while the queries travel, then X, then O's decode while "
+                           "X's states travel)")
       ("send-before-decode", "send the states that travel (rows owned elsewhere: prefix + merge) before the "
                              "own rows' suffix decode, which then overlaps the state exchange (a2a, no --split; "
                              "worker.h)")
@@ -477,6 +482,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.chunks = args["chunks"].as<int>();
   base.split = args.count("split") > 0;
   base.send_first = args.count("send-before-decode") > 0;
+  base.split_concurrent = args.count("split-concurrent") > 0;
   const std::vector<int> head_chunk_list = ParseList(args["head-chunks"].as<std::string>());
   for (int h : head_chunk_list)
     PREFIXD_CHECK_ARG(h >= 1 && base.kv_heads % h == 0, "--head-chunks: " << h << " does not divide the KV heads");

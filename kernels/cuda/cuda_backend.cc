@@ -423,7 +423,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // may start while it drains (decode_attention.h). Concurrent: launched normally on the other
     // stream (its griddepcontrol.wait is then a no-op; no item reads prefix states).
     p.overlap_prefix = decode_pdl_ && prefix_part && !concurrent;
-    p.mma_warps = decode_mma_warps_;
+    // Warps per CTA of the tensor-core decode kernel: 2 (4 CTAs per SM) where the items fill the
+    // SMs; 4 where there are at most two items per SM (e.g. 32 long suffixes × 8 KV heads), so
+    // that an SM streams with 8 warps' bytes in flight instead of 4.
+    p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : plan_.num_decode_items <= 2 * num_sms_ ? 4 : 2;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;

@@ -137,7 +137,7 @@ class CudaBackend final : public Backend {
   // PREFIXD_DECODE_KERNEL=auto|simt|mma at construction: which decode kernel runs for GQA groups
   // that have both (for comparisons; auto is the fast choice).
   DecodeKernel decode_kernel_ = DecodeKernel::kAuto;
-  int decode_mma_warps_ = 0;   // PREFIXD_DECODE_WARPS (0: the launcher's default)
+  int decode_mma_warps_ = 0;   // PREFIXD_DECODE_WARPS (0: by the item count, RunCascadeParts)
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH

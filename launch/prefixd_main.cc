@@ -128,6 +128,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
        cxxopts::value<int>()->default_value("1"))
       ("split", "own rows last: each rank computes its own requests on a second stream while the queries and "
                 "the other rows' states travel (helps with many layers and short shards; bench/scaling/README.md)")
+      ("no-send-before-decode", "run each rank's cascade whole before its states are sent (by default the states "
+                                "of rows owned elsewhere are sent first and the own rows' suffix decode overlaps "
+                                "the exchange)")
       ("head-chunks", "per layer, cut the KV heads into N chunks whose query/state exchanges overlap the other "
                       "chunks' compute (a2a only; divides the KV heads)",
        cxxopts::value<int>()->default_value("1"))
@@ -195,6 +198,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.worker.keep_layer_outputs = true;
   eo.worker.head_chunks = args["head-chunks"].as<int>();
   eo.worker.split_own_rows = args.count("split") > 0;
+  eo.worker.send_before_decode = args.count("no-send-before-decode") == 0;
   eo.worker.run_ahead = args.count("sync-steps") == 0;
   eo.placement.shard_min_tokens = shard_min;
   eo.seed = args["seed"].as<uint64_t>();

@@ -76,8 +76,7 @@ struct Config {
   int warmup = 3, iters = 10, checks = 2;
   int chunks = 1;
   bool split = false;
-  bool send_first = false;  // WorkerOptions::send_before_decode
-  bool split_concurrent = false;
+  bool send_first = true;  // WorkerOptions::send_before_decode
   int head_chunks = 1;
   bool breakdown = false;
   bool host_only = false;
@@ -258,7 +257,6 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.keep_layer_outputs = true;
   eo.worker.split_own_rows = c.split;
   eo.worker.send_before_decode = c.send_first;
-  eo.worker.split_concurrent = c.split_concurrent;
   eo.worker.head_chunks = c.head_chunks;
   eo.worker.host_only = c.host_only;
   eo.worker.reuse_steady_plans = c.reuse_plans;
@@ -420,12 +418,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("split", "own rows last: each rank's own requests on a second stream, off the critical path "
                 "(overlaps both exchanges; on 4 H200s it hides most of them at 32 layers with short shards, and "
                 "is slower at 1 layer with long ones)")
-      ("split-concurrent", "with --split: O's whole cascade on its stream beside X (the first split schedule) "
-                           "instead of ordered (O's prefix while the queries travel, then X, then O's decode while "
-                           "X's states travel)")
-      ("send-before-decode", "send the states that travel (rows owned elsewhere: prefix + merge) before the "
-                             "own rows' suffix decode, which then overlaps the state exchange (a2a, no --split; "
-                             "worker.h)")
+      ("no-send-before-decode", "run each cascade whole before its states are sent (by default the states that "
+                                "travel, rows owned elsewhere, are sent after prefix + merge and the own rows' "
+                                "suffix decode overlaps the exchange; a2a without --split; worker.h)")
       ("head-chunks", "per layer, cut the KV heads into N chunks: chunk c+1's queries and chunk c's states travel "
                       "while a chunk computes (a2a only; worker.h); a list (e.g. 1,4) runs each",
        cxxopts::value<std::string>()->default_value("1"))
@@ -481,8 +476,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.checks = args["check"].as<int>();
   base.chunks = args["chunks"].as<int>();
   base.split = args.count("split") > 0;
-  base.send_first = args.count("send-before-decode") > 0;
-  base.split_concurrent = args.count("split-concurrent") > 0;
+  base.send_first = args.count("no-send-before-decode") == 0;
   const std::vector<int> head_chunk_list = ParseList(args["head-chunks"].as<std::string>());
   for (int h : head_chunk_list)
     PREFIXD_CHECK_ARG(h >= 1 && base.kv_heads % h == 0, "--head-chunks: " << h << " does not divide the KV heads");
@@ -521,7 +515,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                 "head chunks %s, %s plans; warm-up %d, %s %d steps\n",
                 base.batch, base.suffix, base.layers, base.qo_heads, base.kv_heads, base.head_dim,
                 kernels::DTypeName(base.dtype), base.page_size, base.chunks,
-                base.split ? ", own rows split" : base.send_first ? ", states sent before the decode" : "",
+                base.split ? ", own rows split" : base.send_first ? "" : ", cascades whole before the state exchange",
                 args["head-chunks"].as<std::string>().c_str(), base.reuse_plans ? "advanced" : "fresh", base.warmup,
                 base.run_ahead ? "host runs ahead; median interval of" : "median of", base.iters);
     std::printf("%6s %4s %8s %5s %5s %6s %8s %10s %10s %10s %7s %6s %8s %8s %9s\n", "mode", "gpus", "prefix", "batch",

@@ -78,7 +78,7 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
 class Harness {
  public:
   Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens, bool split = false,
-          int head_chunks = 1, bool run_ahead = false, bool send_first = false, bool split_concurrent = false)
+          int head_chunks = 1, bool run_ahead = false, bool send_first = false)
       : shape_(s), cuda_(cuda) {
     EngineOptions o;
     o.worker.pool.num_layers = s.layers;
@@ -91,7 +91,6 @@ class Harness {
     o.worker.reduction = reduction;
     o.worker.split_own_rows = split;
     o.worker.send_before_decode = send_first;
-    o.worker.split_concurrent = split_concurrent;
     o.worker.head_chunks = head_chunks;
     o.worker.run_ahead = run_ahead;
     o.placement.shard_min_tokens = shard_min_tokens;
@@ -168,7 +167,6 @@ bool AllRanksHaveGpu() {
 
 // Parameters: the state reduction, the worker's schedule ("chunksN": the step cut into N
 // pipeline chunks; "splitN": the same with own rows computed last, on their own backend;
-// "splitconcN": split with O's whole cascade concurrent with X (the other split schedule);
 // "sendfirstN": N chunks, the states that travel sent before the own rows' decode;
 // "headsN": each layer's KV heads cut into N head chunks, with GQA and H_kv a multiple of N; the
 // tree reduction runs those without head chunks), and the
@@ -184,7 +182,6 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
   StateReduction reduction() const { return std::get<0>(GetParam()); }
   bool split() const { return std::get<1>(GetParam()).rfind("split", 0) == 0; }
   bool send_first() const { return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0; }
-  bool split_concurrent() const { return std::get<1>(GetParam()).rfind("splitconc", 0) == 0; }
   int head_chunks() const {
     const std::string& m = std::get<1>(GetParam());
     return m.rfind("heads", 0) == 0 ? std::stoi(m.substr(5)) : 1;
@@ -192,7 +189,7 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
   int chunks() const {
     const std::string& m = std::get<1>(GetParam());
     if (head_chunks() > 1) return 1;
-    return std::stoi(m.substr(split_concurrent() ? 9 : split() ? 5 : send_first() ? 9 : 6));
+    return std::stoi(m.substr(split() ? 5 : send_first() ? 9 : 6));
   }
   // A random shape; with head chunks, H_kv = N or 2N KV heads and a GQA group of 2 or 4.
   Shape NewShape() {
@@ -221,7 +218,7 @@ TEST_P(EngineTest, EvenSplit) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), split_concurrent());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first());
   if (h.root()) {
     const int len = shape.page * n * (2 + int(rng_() % 4));  // whole pages on every rank
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, len));
@@ -252,7 +249,7 @@ TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30, split(), head_chunks(), false, send_first(), split_concurrent());
+  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30, split(), head_chunks(), false, send_first());
   if (h.root()) {
     PrefixHint hint;
     int total = 0;
@@ -275,7 +272,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), split_concurrent());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first());
   if (h.root()) {
     const int32_t a = h.coord().AddPrefix(RandomTokens(rng_, shape.page + 1));  // 2 pages
     EXPECT_EQ(int(h.coord().prefixes().at(a).holders.size()), std::min(n, 2));
@@ -295,7 +292,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
 TEST_P(EngineTest, SeveralPrefixes) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 48, split(), head_chunks(), false, send_first(), split_concurrent());
+  Harness h(shape, reduction(), chunks(), cuda(), 48, split(), head_chunks(), false, send_first());
   if (h.root()) {
     const int32_t big = h.coord().AddPrefix(RandomTokens(rng_, 150 + int(rng_() % 100)));   // sharded
     const int32_t small = h.coord().AddPrefix(RandomTokens(rng_, 10 + int(rng_() % 30)));   // whole
@@ -314,7 +311,7 @@ TEST_P(EngineTest, SeveralPrefixes) {
 TEST_P(EngineTest, JoinLeaveAndFree) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 24, split(), head_chunks(), false, send_first(), split_concurrent());
+  Harness h(shape, reduction(), chunks(), cuda(), 24, split(), head_chunks(), false, send_first());
   int32_t doc = -1;
   if (h.root()) {
     doc = h.coord().AddPrefix(RandomTokens(rng_, 60 + int(rng_() % 60)));
@@ -366,7 +363,7 @@ TEST_P(EngineTest, JoinLeaveAndFree) {
 TEST_P(EngineTest, RunAheadManySteps) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), /*run_ahead=*/true, send_first(), split_concurrent());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), /*run_ahead=*/true, send_first());
   int32_t doc = -1;
   if (h.root()) {
     doc = h.coord().AddPrefix(RandomTokens(rng_, shape.page * WorldSize() * 2 + 5));
@@ -387,7 +384,7 @@ TEST_P(EngineTest, RunAheadManySteps) {
 TEST_P(EngineTest, SteadyDecodeAcrossPages) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), split_concurrent());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first());
   const int steps = 2 * shape.page + 3;
   int32_t doc = -1;
   if (h.root()) {
@@ -420,7 +417,7 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
     shape.hkv = head_chunks();
     shape.hq = 2 * shape.hkv;
   }
-  Harness h(shape, reduction(), chunks(), cuda(), 8, split(), head_chunks(), false, send_first(), split_concurrent());
+  Harness h(shape, reduction(), chunks(), cuda(), 8, split(), head_chunks(), false, send_first());
   if (h.root()) {
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, 30));
     h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 3), 3, -1});
@@ -437,8 +434,8 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
-                                          testing::Values("chunks1", "chunks3", "split1", "split2", "splitconc1", "heads2", "heads4",
-                                                          "sendfirst1", "sendfirst3"),
+                                          testing::Values("chunks1", "chunks3", "split1", "split2", "heads2", "heads4", "sendfirst1",
+                                                          "sendfirst3"),
                                           testing::Values("cpu", "cuda")),
                          [](const testing::TestParamInfo<std::tuple<StateReduction, std::string, std::string>>& info) {
                            return std::get<2>(info.param) + "_" + worker::StateReductionName(std::get<0>(info.param)) +

@@ -1019,19 +1019,14 @@ void Worker::RunSplitCascades(Chunk& ch, int layer) {
   args.layer = layer;
   args.sm_scale = options_.sm_scale;
   // O: the own rows (own queries, made on the chunk's stream), on the split stream, off the
-  // critical path. Concurrent: the whole cascade at once, beside X and both exchanges. Ordered:
-  // only its prefix part here (it overlaps the query exchange); X's prefix waits for it.
-  kernels::CascadeArgs o_args = args;
-  o_args.q = B.q_own.get();
-  o_args.v_out = B.v_own->get<float>();
-  o_args.s_out = B.s_own->get<float>();
-  const bool ordered = !options_.split_concurrent && options_.reduction == StateReduction::kAllToAll;
+  // critical path: it overlaps the query exchange, X and the state exchange.
   sync_->Wait(sp.stream(), be.stream());
-  if (ordered) sp.RunCascadeParts(o_args, Backend::kPrefixPart);
-  else sp.RunCascade(o_args);
+  args.q = B.q_own.get();
+  args.v_out = B.v_own->get<float>();
+  args.s_out = B.s_own->get<float>();
+  sp.RunCascade(args);
   // X: the rows owned elsewhere, once their queries have arrived.
   sync_->Wait(be.stream(), comm_stream);
-  if (ordered) sync_->Wait(be.stream(), sp.stream());
   GatherRows(be, B.q_x.get(), B.q_recv.get(), B.q_own.get(), B.x_unpack, ch.num_x, row_words, 0);
   args.q = B.q_x.get();
   args.v_out = B.v_x.get<float>();
@@ -1039,13 +1034,8 @@ void Worker::RunSplitCascades(Chunk& ch, int layer) {
   be.RunCascade(args);
   MarkPhase(&profile_.attention_ms);
   if (options_.reduction == StateReduction::kAllToAll) {
-    // Ordered: O's suffix decode and merge once X's states are packed and on their way.
     ReduceAllToAll(ch, layer, B.v_x.get<float>(), B.s_x.get<float>(), B.x_pack, B.v_own->get<float>(),
-                   B.s_own->get<float>(), B.o_merge_src, sp.stream(), [&] {
-                     if (!ordered) return;
-                     sync_->Wait(sp.stream(), be.stream());
-                     sp.RunCascadeParts(o_args, Backend::kDecodePart | Backend::kMergePart);
-                   });
+                   B.s_own->get<float>(), B.o_merge_src, sp.stream());
   } else {
     // Tree: every local row's state in local-row order, then the usual reduction.
     sync_->Wait(be.stream(), sp.stream());
@@ -1059,16 +1049,13 @@ void Worker::RunSplitCascades(Chunk& ch, int layer) {
 
 void Worker::ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send) {
   Buffers& B = *ch.buf;
-  Backend& be = *ch.backend;
   ReduceAllToAll(ch, layer, B.v_loc.get<float>(), B.s_loc.get<float>(), B.st_pack, B.v_loc.get<float>(),
-                 B.s_loc.get<float>(), B.merge_src, nullptr, [&] {
-                   if (decode_after_send != nullptr) be.RunCascadeParts(*decode_after_send, Backend::kDecodePart);
-                 });
+                 B.s_loc.get<float>(), B.merge_src, nullptr, decode_after_send);
 }
 
 void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
                             const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
-                            const std::function<void()>& after_send) {
+                            const kernels::CascadeArgs* decode_after_send) {
   const StepLayout& L = ch.layout;
   Buffers& B = *ch.buf;
   Backend& be = *ch.backend;
@@ -1079,7 +1066,8 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),
                      B.st_bytes.recv_bytes, B.st_bytes.recv_offsets, comm_stream);
-  after_send();
+  // The own rows' suffix decode (it finishes them into the local states) while the states travel.
+  if (decode_after_send != nullptr) be.RunCascadeParts(*decode_after_send, kernels::Backend::kDecodePart);
   sync_->Wait(be.stream(), comm_stream);
   // The local states may come from another stream (split: O); the merge waits for them, which
   // also keeps the next layer's queries from overwriting what that stream still reads.

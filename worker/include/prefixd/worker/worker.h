@@ -28,10 +28,6 @@
 // and X's states travel; the owners' merge waits for both. The critical path per layer becomes
 // queries out → X → states back (X is (g−1)/g of the rows at g ranks) with O and the suffix
 // decode off it. Same states, same ⊕, so the results equal the unsplit path's to rounding.
-// Two schedules (WorkerOptions::split_concurrent): ordered (the default) never runs two cascades
-// at once: O's prefix part while the queries travel, then X, then O's suffix decode and merge
-// while X's states travel (each kernel keeps the whole GPU); concurrent runs O's whole cascade
-// on its stream beside X (the first version; two persistent prefix grids then share the SMs).
 //
 // Head chunks (WorkerOptions::head_chunks = N > 1, all-to-all reduction): per layer, the KV
 // heads are cut into N chunks; chunk c is every local row for KV heads [c·H_kv/N, (c+1)·H_kv/N)
@@ -56,7 +52,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -90,14 +85,14 @@ struct WorkerOptions {
   bool keep_layer_outputs = true;
   // Own rows last (see above); needs a split backend per chunk (AddSplitBackend).
   bool split_own_rows = false;
-  // Split schedule (see above): false = ordered, true = O's whole cascade concurrent with X.
-  bool split_concurrent = false;
   // Send before decode: with the all-to-all reduction and no split, a chunk that exchanges states
   // runs its cascade as prefix + merge (the rows owned elsewhere have no suffix: their states are
   // final then), sends those states, and only then runs the own rows' suffix decode, which so
   // overlaps the state exchange instead of delaying it. Only where no merged request waits for
-  // decode items (CascadePlan::MergeNeedsDecode); otherwise the cascade runs whole, as before.
-  bool send_before_decode = false;
+  // decode items (CascadePlan::MergeNeedsDecode); otherwise the cascade runs whole. On by default:
+  // on 4 H200s (P = 262144, B = 128, S = 512) the 1-layer step went 0.351 → 0.342 ms and the
+  // 32-layer step at P = 65536 5.5 → 5.3 ms (bench/scaling/README.md, session 3).
+  bool send_before_decode = true;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
@@ -280,10 +275,9 @@ class Worker {
   // Packs rows `pack` of (v_send, s_send), exchanges them, and merges each own row's local state
   // (merge_src's local rows index v_local / s_local, made on local_stream unless null) with what
   // arrived.
-  // after_send: work enqueued once the states are on their way (it overlaps the exchange).
   void ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
                       const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
-                      const std::function<void()>& after_send);
+                      const kernels::CascadeArgs* decode_after_send = nullptr);
   void ReduceTree(Chunk& ch, int layer);
   void SynchronizeAll();
   // other_streams_ = every stream of this worker but the main one (chunk, split and comm

@@ -5,8 +5,8 @@
 #      failure tests (a throwing / killed rank ends the job non-zero within 30 s);
 #   2. the scaling benchmark, each run with the host one step ahead of the GPUs (the default) and
 #      synchronising every step (--sync-steps): strong (P = 262144, both reductions, with the per-phase breakdown), weak
-#      (131072 tokens per GPU), exposed communication at P = 65536 with 32 layers (1 and 2 head
-#      chunks); and a 1M-token document with Llama-3-70B-shaped KV (80 layers, 64/8 heads × 128,
+#      (131072 tokens per GPU), exposed communication at P = 65536 with 32 layers; strong and
+#      exposed again with --no-send-before-decode and with --split; and a 1M-token document with Llama-3-70B-shaped KV (80 layers, 64/8 heads × 128,
 #      bf16: 320 GiB) on every GPU;
 #   3. the main job's embedded default on every GPU; a plot of the CSV;
 # PREFIXD_SCALING_ONLY=1 leaves out step 1 (the tests); PREFIXD_MPI_FILTER (a gtest filter, e.g.
@@ -76,13 +76,16 @@ for ra in "--sync-steps" ""; do
   run_scaling "strong$tag" 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --reduction both $bd $ra
   run_scaling "weak$tag" 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1 $ra
   run_scaling "exposed_c1$tag" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" $ra
-  run_scaling "exposed_heads2$tag" 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --head-chunks 2 $ra
 done
+# The states sent before the own rows' decode is the default; each cascade whole, for comparison.
+run_scaling strong_nosend 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --no-send-before-decode
+run_scaling exposed_nosend 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --no-send-before-decode
 # Own rows off the critical path (--split): the exchanges overlap own-row work.
 run_scaling strong_split 240 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --split
 run_scaling weak_split 240 --mode weak --prefix-per-gpu 131072 --batch 128 --suffix 512 --layers 1 --split
 run_scaling exposed_split 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --split
 if [ "${PREFIXD_SCALING_EXTRA:-0}" = 1 ]; then
+  run_scaling exposed_heads2 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --head-chunks 2
   run_scaling strong_heads2 180 --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 --head-chunks 2
   run_scaling exposed_c2 180 --mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus "$gpus" --chunks 2
 fi

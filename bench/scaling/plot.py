@@ -42,7 +42,8 @@ def groups(rows, mode):
                  f"L={r['layers']} {r['reduction']}" + (f" x{r['chunks']}" if r.get("chunks", "1") != "1" else "")
                  + (" split" if r.get("split", "0") == "1" else "")
                  + (f" h{r['head_chunks']}" if r.get("head_chunks", "1") not in ("1", "") else "")
-                 + (" ahead" if r.get("run_ahead", "0") == "1" else ""))
+                 + (" ahead" if r.get("run_ahead", "0") == "1" else "")
+                 + (" whole-cascade" if r.get("send_first", "1") == "0" else ""))
         out[label].append(r)
     for label in out:
         out[label].sort(key=lambda r: r["gpus"])

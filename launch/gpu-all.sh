@@ -5,7 +5,7 @@
 #                the kernel benchmark grid with the variants in $PREFIXD_BENCH_VARIANTS (one table);
 #      GPUs 1+ — the MPI tests with NCCL + CUDA at np 2 and 3, and the NCCL failure tests;
 #   B. on all GPUs — the MPI tests at np 4 and launch/gpu-scaling.sh's scaling runs and main job;
-# then the summaries last. Binaries: PREFIXD_BIN_DIR (default .carry/lead: prefixd,
+# then the summaries last; the logs so far are snapshotted to $OUT/logs.tgz every 30 s. Binaries: PREFIXD_BIN_DIR (default .carry/lead: prefixd,
 # prefixd_scaling_bench, prefixd_mpi_tests, prefixd_failure_rank, prefixd_gpu_tests,
 # prefixd_kernel_bench, side by side). Logs: one tarball and the CSVs under $OUT.
 set -uo pipefail
@@ -18,6 +18,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABL
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 nvidia-smi -L
 variants=${PREFIXD_BENCH_VARIANTS:-default,notrigger}
+# Every 30 s, the logs so far into $out/logs.tgz: a call cut off by its time limit still returns
+# what ran (session 3 lost a whole call's logs that way).
+( while sleep 30; do tar czf "$out/logs.tgz.part" -C "$work" . 2>/dev/null && mv -f "$out/logs.tgz.part" "$out/logs.tgz"; done ) &
+snapshot_pid=$!
+trap 'kill $snapshot_pid 2>/dev/null' EXIT
 
 # --- A. GPU 0: kernels; GPUs 1..: distributed tests (2 and 3 ranks) --------------------------
 (
@@ -44,6 +49,7 @@ wait $check_pid
 OUT=$work/scaling PREFIXD_MPI_NPS="$gpus" PREFIXD_SKIP_FAILURE=1 bash launch/gpu-scaling.sh >"$work/scaling.txt" 2>&1
 
 cp "$work"/kernel_bench.csv "$work"/scaling/scaling.csv "$work"/scaling/scaling.png "$out"/ 2>/dev/null
+kill $snapshot_pid 2>/dev/null; wait $snapshot_pid 2>/dev/null
 tar czf "$out/logs.tgz" -C "$work" .
 echo "================ A. gpu-check (GPU 0) ================"; tail -12 "$work/check.txt"
 echo "================ A. distributed tests (GPUs 1-$((gpus - 1))) ================"; grep -A20 'summary' "$work/dist.txt" | head -12

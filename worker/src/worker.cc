@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <limits>
 #include <set>
 
 #include "prefixd/comm/state_reduction.h"

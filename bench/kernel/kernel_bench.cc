@@ -321,6 +321,54 @@ void ComputeDerived(const Ceilings& c, Row* r) {
 // GPU runs.
 
 #ifdef PREFIXD_HAVE_CUDA
+// The benchmark's timing method from the command line.
+TimingOptions TimingFor(const Config& cfg) {
+  TimingOptions t;
+  t.warmups = cfg.warmups;
+  t.iters = cfg.iters;
+  t.flush_l2 = cfg.flush;
+  t.flush = cfg.flush_mode;
+  return t;
+}
+
+// Device buffers of one timed cascade step: the pool's K and V, the queries (random, fixed by
+// `seed`) and every output; freed, after a sync, when it goes out of scope.
+class DeviceStep {
+ public:
+  DeviceStep(kernels::cuda::CudaBackend& gpu, const KvPoolShape& pool, int rows, int head_dim, DType dtype,
+             uint64_t seed)
+      : gpu_(gpu) {
+    const int64_t kv_elems = pool.ElementsPerArray(), n = int64_t(rows) * head_dim;
+    args.kv = kernels::KvPoolView{pool, Alloc(kv_elems * 2), Alloc(kv_elems * 2)};
+    args.q = Alloc(n * 2);
+    args.o = Alloc(n * 2);
+    args.v_out = static_cast<float*>(Alloc(n * 4));
+    args.s_out = static_cast<float*>(Alloc(int64_t(rows) * 4));
+    FillRandom(args.kv.k, kv_elems, dtype, 1.f, seed + 1, gpu.stream());
+    FillRandom(args.kv.v, kv_elems, dtype, 1.f, seed + 2, gpu.stream());
+    FillRandom(const_cast<void*>(args.q), n, dtype, 1.f, seed + 3, gpu.stream());
+  }
+  ~DeviceStep() {
+    gpu_.Synchronize();
+    for (void* p : owned_) gpu_.Free(p);
+  }
+  DeviceStep(const DeviceStep&) = delete;
+  DeviceStep& operator=(const DeviceStep&) = delete;
+
+  kernels::CascadeArgs args;
+
+ private:
+  void* Alloc(int64_t bytes) {
+    owned_.push_back(gpu_.Alloc(size_t(bytes)));
+    return owned_.back();
+  }
+  kernels::cuda::CudaBackend& gpu_;
+  std::vector<void*> owned_;
+};
+#endif
+
+
+#ifdef PREFIXD_HAVE_CUDA
 Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& cfg, uint64_t seed) {
   Row row;
   row.shape = s;
@@ -329,20 +377,8 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   const DecodeBatch batch = MakeBatch(s, rng, &pool);
   void* stream = gpu.stream();
   const int64_t kv_elems = pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
-  std::vector<void*> owned;
-  auto alloc = [&](size_t bytes) {
-    owned.push_back(gpu.Alloc(bytes));
-    return owned.back();
-  };
-  kernels::CascadeArgs args;
-  args.kv = kernels::KvPoolView{pool, alloc(kv_elems * 2), alloc(kv_elems * 2)};
-  args.q = alloc(n * 2);
-  args.o = alloc(n * 2);
-  args.v_out = static_cast<float*>(alloc(n * 4));
-  args.s_out = static_cast<float*>(alloc(rows * 4));
-  FillRandom(args.kv.k, kv_elems, s.dtype, 1.f, seed + 1, stream);
-  FillRandom(args.kv.v, kv_elems, s.dtype, 1.f, seed + 2, stream);
-  FillRandom(const_cast<void*>(args.q), n, s.dtype, 1.f, seed + 3, stream);
+  DeviceStep step(gpu, pool, int(rows), s.head_dim, s.dtype, seed);
+  kernels::CascadeArgs& args = step.args;
 
   kernels::PlanOptions plan_options = gpu.DefaultPlanOptions();
   // Concurrent prefix/decode never fuses the merge (LoadPlan would unfuse the plan): plan it unfused
@@ -355,11 +391,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   row.merged_requests = int(plan.merge_requests.size());
   gpu.LoadPlan(plan);
 
-  TimingOptions t;
-  t.warmups = cfg.warmups;
-  t.iters = cfg.iters;
-  t.flush_l2 = cfg.flush;
-  t.flush = cfg.flush_mode;
+  const TimingOptions t = TimingFor(cfg);
   using CB = kernels::cuda::CudaBackend;
   auto time_us = [&](const std::function<void()>& fn) { return Median(TimeOnStream(stream, fn, t)) * 1e3; };
   if (row.prefix_items > 0) row.prefix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kPrefixPart); });
@@ -416,8 +448,6 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   } else if (cfg.baseline) {
     row.note += " no-baseline(prefix-not-whole-pages)";
   }
-  gpu.Synchronize();
-  for (void* p : owned) gpu.Free(p);
   return row;
 }
 #endif
@@ -704,26 +734,10 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
   const PlannerPlans& p = row.plans;
   void* stream = gpu.stream();
   const int64_t kv_elems = p.pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
-  std::vector<void*> owned;
-  auto alloc = [&](size_t bytes) {
-    owned.push_back(gpu.Alloc(bytes));
-    return owned.back();
-  };
-  kernels::CascadeArgs args;
-  args.kv = kernels::KvPoolView{p.pool, alloc(kv_elems * 2), alloc(kv_elems * 2)};
-  args.q = alloc(n * 2);
-  args.o = alloc(n * 2);
-  args.v_out = static_cast<float*>(alloc(n * 4));
-  args.s_out = static_cast<float*>(alloc(rows * 4));
-  FillRandom(args.kv.k, kv_elems, s.dtype, 1.f, seed + 1, stream);
-  FillRandom(args.kv.v, kv_elems, s.dtype, 1.f, seed + 2, stream);
-  FillRandom(const_cast<void*>(args.q), n, s.dtype, 1.f, seed + 3, stream);
+  DeviceStep step(gpu, p.pool, int(rows), s.head_dim, s.dtype, seed);
+  kernels::CascadeArgs& args = step.args;
 
-  TimingOptions t;
-  t.warmups = cfg.warmups;
-  t.iters = cfg.iters;
-  t.flush_l2 = cfg.flush;
-  t.flush = cfg.flush_mode;
+  const TimingOptions t = TimingFor(cfg);
   using CB = kernels::cuda::CudaBackend;
   auto time_us = [&](const std::function<void()>& fn) { return Median(TimeOnStream(stream, fn, t)) * 1e3; };
   auto label = [&](const char* layout, const char* part) {
@@ -785,8 +799,6 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
     Row check_row;
     if (!CheckRows(got, want, sample, s.h_qo, s.head_dim, s.dtype, &check_row)) row.wrong = 1;
   }
-  gpu.Synchronize();
-  for (void* ptr : owned) gpu.Free(ptr);
   return row;
 }
 #endif
@@ -1002,13 +1014,8 @@ int Main(int argc, char** argv) {
                                                        : "L2 flushed (256 MiB write: dirty lines) before each iteration",
                 cfg.warmups, cfg.iters);
     {
-      TimingOptions t;
-      t.warmups = cfg.warmups;
-      t.iters = cfg.iters;
-      t.flush_l2 = cfg.flush;
-      t.flush = cfg.flush_mode;
       std::printf("# empty region (one empty kernel between the events, same method): %.1f us\n",
-                  EmptyRegionUs(backend->stream(), t));
+                  EmptyRegionUs(backend->stream(), TimingFor(cfg)));
     }
     std::printf("# plan: fused merge %s (--no-fuse turns it off)\n", cfg.fuse ? "on" : "off");
     std::printf("# ceilings measured now: copy BW %.2f TB/s = (read+written bytes)/time of a %d GiB D2D copy;\n"

@@ -57,7 +57,8 @@ void DispatchHeadDim(const DecodeAttentionParams& p, cudaStream_t stream) {
 
 bool DecodeAttentionSupportsGroupSize(int g) { return g == 1 || g == 2 || g == 4 || g == 8; }
 
-// The default is 2 warps (4 CTAs per SM at head_dim 128): bench/RESULTS.md has the comparison.
+// Without a request, 2 warps (4 CTAs per SM at head_dim 128): bench/RESULTS.md has the comparison.
+// The CUDA backend asks for 4 where there are at most two items per SM (cuda_backend.cc).
 int DecodeMmaWarps(int requested) { return requested == 1 || requested == 2 || requested == 4 ? requested : 2; }
 
 void DecodeAttention(const DecodeAttentionParams& p, cudaStream_t stream) {

@@ -445,6 +445,7 @@ void Worker::Decode(const StepPlan& plan) {
     chunks_[c].own_offset = int(owned_output_ids_.size());
     const bool reuse = options_.reuse_steady_plans && steady && chunks_[c].reusable;
     if (!(reuse && PrepareChunkSteady(chunks_[c]))) PrepareChunk(chunks_[c], plan, entries);
+    chunks_[c].merge_needs_decode = chunks_[c].plan.MergeNeedsDecode();
   }
 
   const kernels::KvPoolShape& pool = options_.pool;
@@ -570,7 +571,6 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     auto o = [&](int i) { return bool(L.local_owned[i]); };
     ch.plan = kernels::PlanCascade(make_batch(x), pool, be.DefaultPlanOptions());
     be.LoadPlan(ch.plan);
-    ch.merge_needs_decode = ch.plan.MergeNeedsDecode();
     ch.plan_rows = rows_of(x);
     ch.split_plan = kernels::PlanCascade(make_batch(o), pool, ch.split->DefaultPlanOptions());
     ch.split->LoadPlan(ch.split_plan);
@@ -582,12 +582,10 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     view.num_kv_heads = pool.num_kv_heads / hc;
     ch.plan = kernels::PlanCascade(batch, view, be.DefaultPlanOptions());
     be.LoadPlan(ch.plan);
-    ch.merge_needs_decode = ch.plan.MergeNeedsDecode();
     ch.plan_rows = rows_of([](int) { return true; });
   } else if (b_loc > 0) {
     ch.plan = kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions());
     be.LoadPlan(ch.plan);
-    ch.merge_needs_decode = ch.plan.MergeNeedsDecode();
     ch.plan_rows = rows_of([](int) { return true; });
   }
   // Head chunks: the layout's indices over sub-rows of H_qo/N heads (own row j, chunk c: j·N + c).
@@ -726,7 +724,6 @@ bool Worker::PrepareChunkSteady(Chunk& ch) {
   if (has_plan) {
     PREFIXD_CHECK_INTERNAL(AdvancePlan(&ch.plan, ch.plan_rows, &ch.old_len), "steady plan advance failed");
     ch.backend->LoadPlan(ch.plan);
-    ch.merge_needs_decode = ch.plan.MergeNeedsDecode();
     ++plans_advanced_;
   }
   if (ch.is_split) {

@@ -160,7 +160,10 @@ StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kern
   // the state exchange and the decode that overlaps it), the collective's CTAs are dispatched
   // first instead of waiting for SMs the compute grid fills. PREFIXD_COMM_STREAM_PRIORITY=0: normal.
   const char* env = std::getenv("PREFIXD_COMM_STREAM_PRIORITY");
-  comm_stream_ = cuda::CreateStream(env == nullptr || std::string(env) != "0");
+  const std::string priority = env == nullptr ? "1" : env;
+  PREFIXD_CHECK_ARG(priority == "0" || priority == "1",
+                    "PREFIXD_COMM_STREAM_PRIORITY must be 0 or 1, got '" << priority << "'");
+  comm_stream_ = cuda::CreateStream(priority == "1");
   try {
     for (size_t i = 0; i < kEvents; ++i) events_.push_back(cuda::CreateEvent());
     for (int i = 0; i < kMarks; ++i) marks_.push_back(cuda::CreateEvent());

@@ -246,7 +246,7 @@ class Worker {
     kernels::CascadePlan plan, split_plan;      // loaded on backend / split (split_plan: split only)
     std::vector<const RequestInfo*> plan_rows, split_rows;  // per plan request: its suffix's request, or null
     int advanced = 0;                           // steady steps since the plans were made
-    bool merge_needs_decode = false;            // plan.MergeNeedsDecode(), set with the plan
+    bool merge_needs_decode = false;            // plan.MergeNeedsDecode(), set after each prepare
     std::vector<int32_t> old_len;               // scratch
   };
 

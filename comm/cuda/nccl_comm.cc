@@ -4,7 +4,9 @@
 #include <nccl.h>
 #include <sched.h>
 
+#include <cstdlib>
 #include <exception>
+#include <map>
 #include <string>
 
 #include "../src/internal.h"
@@ -72,11 +74,22 @@ class NcclComm final : public Comm {
     if (!hello.ok) PREFIXD_THROW(ErrorKind::kLibrary, "NCCL Comm: ncclGetUniqueId failed on rank 0");
     PREFIXD_NCCL_CHECK(ncclCommInitRank(&nccl_, size_, hello.id, rank_));
     RegisterForAbort(this);
+    const char* env = std::getenv("PREFIXD_NCCL_REGISTER");
+    const std::string reg = env == nullptr ? "1" : env;
+    PREFIXD_CHECK_ARG(reg == "0" || reg == "1", "PREFIXD_NCCL_REGISTER must be 0 or 1, got '" << reg << "'");
+    register_ = reg == "1";
   }
 
   ~NcclComm() override {
     UnregisterForAbort(this);
     if (nccl_ == nullptr) return;
+    // Buffers still registered (their owner outlived this Comm): deregistered while the
+    // communicator exists, then freed.
+    for (auto& [ptr, handle] : registered_) {
+      ncclCommDeregister(nccl_, handle);
+      ncclMemFree(ptr);
+    }
+    registered_.clear();
     // Destroyed while an exception unwinds (an error on this rank, its peers possibly waiting in a
     // collective with it): abort. ncclCommDestroy would wait for the unfinished collective, which
     // the failed rank never completes, and the job would hang before RunRankMain could abort it.
@@ -171,6 +184,31 @@ class NcclComm final : public Comm {
     }
   }
 
+  void* AllocRegistered(size_t bytes) override {
+    if (!register_ || bytes == 0) return nullptr;
+    ncclComm_t comm = Live();
+    void* ptr = nullptr;
+    PREFIXD_NCCL_CHECK_COMM(comm, ncclMemAlloc(&ptr, bytes));
+    void* handle = nullptr;
+    const ncclResult_t status = ncclCommRegister(comm, ptr, bytes, &handle);
+    if (status != ncclSuccess) {
+      ncclMemFree(ptr);
+      ThrowNcclError(status, comm, "ncclCommRegister (PREFIXD_NCCL_REGISTER=0 turns registration off)", __FILE__,
+                     __LINE__);
+    }
+    registered_.emplace(ptr, handle);
+    return ptr;
+  }
+
+  // Called from destructors: never throws (a failure here leaks the buffer, nothing else).
+  void FreeRegistered(void* ptr) noexcept override {
+    auto it = registered_.find(ptr);
+    if (it == registered_.end()) return;
+    if (nccl_ != nullptr) ncclCommDeregister(nccl_, it->second);  // after Abort: the handle died with it
+    ncclMemFree(ptr);
+    registered_.erase(it);
+  }
+
   void Abort() override {
     if (nccl_ == nullptr) return;
     ncclComm_t comm = nccl_;
@@ -194,6 +232,8 @@ class NcclComm final : public Comm {
   MPI_Comm mpi_;
   ncclComm_t nccl_ = nullptr;
   int rank_ = 0, size_ = 1;
+  bool register_ = true;                 // PREFIXD_NCCL_REGISTER
+  std::map<void*, void*> registered_;    // AllocRegistered's buffers → their registration handles
 };
 
 }  // namespace

@@ -40,7 +40,13 @@ void Worker::RunLayer(int layer) {
   const int row_words = hq * pool.head_dim * kernels::DTypeBytes(pool.dtype) / 4;
   void* comm_stream = sync_->comm_stream();
 
-  // 1. Every chunk's queries (made on their owners), and the rows other holders need.
+  const size_t q_row_bytes = size_t(row_words) * 4;
+  // The query exchange has nothing to overlap with when there is one chunk and no split: then it
+  // runs on the compute stream (WorkerOptions::queries_on_compute_stream).
+  const bool q_on_compute = options_.queries_on_compute_stream && chunks_.size() == 1 && !chunks_[0].is_split;
+
+  // 1. Every chunk's queries (made on their owners), and the rows other holders need: packed
+  //    for sending, or made in place in the local-row buffer (Chunk::queries_in_place).
   for (Chunk& ch : chunks_) {
     if (!ch.active) continue;
     const StepLayout& L = ch.layout;
@@ -53,9 +59,9 @@ void Worker::RunLayer(int layer) {
     q.head_dim = pool.head_dim;
     q.dtype = pool.dtype;
     q.layer = layer;
-    q.q = B.q_own.get();
+    q.q = ch.queries_in_place ? B.q_local.get<uint8_t>() + L.q_own_local_row0 * q_row_bytes : B.q_own.get();
     kernels::FillSyntheticQueries(*ch.backend, q);
-    if (L.needs_query_exchange)
+    if (L.needs_query_exchange && !ch.queries_in_place)
       GatherRows(*ch.backend, B.q_send.get(), B.q_own.get(), nullptr, B.q_pack, int(L.q_pack.size()), row_words, 0);
   }
   // 2. All chunks' queries go out first, so that later chunks' queries travel while earlier
@@ -63,10 +69,13 @@ void Worker::RunLayer(int layer) {
   for (Chunk& ch : chunks_) {
     if (!ch.active || !ch.layout.needs_query_exchange) continue;
     Buffers& B = *ch.buf;
-    sync_->Wait(comm_stream, ch.backend->stream());
+    void* q_stream = q_on_compute ? ch.backend->stream() : comm_stream;
+    sync_->Wait(q_stream, ch.backend->stream());
+    const void* send = ch.queries_in_place ? B.q_local.get() : B.q_send.get();
+    void* recv = ch.queries_in_place ? B.q_local.get() : B.q_recv.get();
     if (!options_.null_collectives)
-      comm_->AllToAllV(B.q_send.get(), B.q_bytes.send_bytes, B.q_bytes.send_offsets, B.q_recv.get(),
-                       B.q_bytes.recv_bytes, B.q_bytes.recv_offsets, comm_stream);
+      comm_->AllToAllV(send, B.q_bytes.send_bytes, B.q_bytes.send_offsets, recv, B.q_bytes.recv_bytes,
+                       B.q_bytes.recv_offsets, q_stream);
   }
   MarkPhase(&profile_.queries_ms);
   // 3. Per chunk: partial states, then their reduction to the owners on the comm stream while
@@ -80,8 +89,8 @@ void Worker::RunLayer(int layer) {
     const StepLayout& L = ch.layout;
     Buffers& B = *ch.buf;
     Backend& be = *ch.backend;
-    if (L.needs_query_exchange) sync_->Wait(be.stream(), comm_stream);
-    if (!L.own_is_local)
+    if (L.needs_query_exchange && !q_on_compute) sync_->Wait(be.stream(), comm_stream);
+    if (!L.own_is_local && !ch.queries_in_place)
       GatherRows(be, B.q_local.get(), B.q_recv.get(), B.q_own.get(), B.q_unpack, L.num_local(), row_words, 0);
     // Without any state exchange every local row is owned: the cascade writes the outputs.
     const bool direct = !L.needs_state_exchange;
@@ -89,7 +98,7 @@ void Worker::RunLayer(int layer) {
     kernels::CascadeArgs args;
     args.kv = kv_;
     args.layer = layer;
-    args.q = L.own_is_local ? B.q_own.get() : B.q_local.get();
+    args.q = L.own_is_local && !ch.queries_in_place ? B.q_own.get() : B.q_local.get();
     args.sm_scale = options_.sm_scale;
     args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
     args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();

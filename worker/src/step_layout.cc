@@ -40,7 +40,8 @@ StepLayout MakeStepLayout(const LayoutInput& in) {
   L.rank = me;
   L.num_ranks = n_ranks;
 
-  // Canonical order: stable by first appearance of the prefix; prefix-less requests last.
+  // Canonical order: by first appearance of the prefix (prefix-less requests last), then by owner
+  // (so that the rows one owner sends or receives are runs: q_direct), stable otherwise.
   std::map<int32_t, int> first_seen;
   std::vector<int32_t> prefix_order;  // prefixes by first appearance
   for (int e = 0; e < n; ++e)
@@ -51,7 +52,9 @@ StepLayout MakeStepLayout(const LayoutInput& in) {
   };
   L.order.resize(n);
   for (int e = 0; e < n; ++e) L.order[e] = e;
-  std::stable_sort(L.order.begin(), L.order.end(), [&](int a, int b) { return key(a) < key(b); });
+  std::stable_sort(L.order.begin(), L.order.end(), [&](int a, int b) {
+    return key(a) != key(b) ? key(a) < key(b) : in.owner_of[a] < in.owner_of[b];
+  });
   std::vector<int32_t> prefix(n), owner(n);  // by canonical position
   for (int c = 0; c < n; ++c) {
     prefix[c] = in.prefix_of[L.order[c]];
@@ -128,6 +131,34 @@ StepLayout MakeStepLayout(const LayoutInput& in) {
       for (int32_t h : in.holders.at(prefix[c]))
         if (h != owner[c]) L.needs_query_exchange = true;
   L.needs_state_exchange = L.needs_query_exchange;  // the same pairs move queries out and states back
+
+  // Queries in place: own rows one run of local rows, each peer's received rows a run in message
+  // order, each peer's sent rows a run of own rows.
+  L.q_recv_local_row0.assign(n_ranks, 0);
+  L.q_send_own_row0.assign(n_ranks, 0);
+  L.q_direct = true;
+  for (int j = 0; j < L.num_own(); ++j)
+    if (L.own_local_row[j] != L.own_local_row[0] + j) L.q_direct = false;
+  L.q_own_local_row0 = L.num_own() > 0 ? L.own_local_row[0] : 0;
+  std::vector<int32_t> local_of_recv(recv_rows, -1);
+  for (int i = 0; i < L.num_local(); ++i)
+    if (L.q_unpack[i] >= 0) local_of_recv[L.q_unpack[i]] = i;
+  int64_t recv_off = 0, send_off = 0;
+  for (int peer = 0; peer < n_ranks && L.q_direct; ++peer) {
+    const int64_t nr = L.q_recv_count[peer], ns = L.q_send_count[peer];
+    if (nr > 0) {
+      L.q_recv_local_row0[peer] = local_of_recv[recv_off];
+      for (int64_t t = 0; t < nr; ++t)
+        if (local_of_recv[recv_off + t] != L.q_recv_local_row0[peer] + t) L.q_direct = false;
+    }
+    if (ns > 0) {
+      L.q_send_own_row0[peer] = L.q_pack[send_off];
+      for (int64_t t = 0; t < ns; ++t)
+        if (L.q_pack[send_off + t] != L.q_send_own_row0[peer] + t) L.q_direct = false;
+    }
+    recv_off += nr;
+    send_off += ns;
+  }
 
   // (a) states back to the owners.
   L.st_send_count.assign(n_ranks, 0);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
 
 #include "prefixd/comm/state_reduction.h"
 #include "prefixd/common/error.h"
@@ -53,9 +55,25 @@ size_t Append(std::vector<uint8_t>* bytes, const std::vector<T>& v) {
 
 }  // namespace
 
+namespace {
+
+// An A/B switch from the environment: `name` unset keeps `*value`; otherwise it must be one of
+// the two spellings given.
+void EnvSwitch(const char* name, const char* off, const char* on, bool* value) {
+  const char* env = std::getenv(name);
+  if (env == nullptr) return;
+  const std::string v = env;
+  PREFIXD_CHECK_ARG(v == off || v == on, name << " must be " << off << " or " << on << ", got '" << v << "'");
+  *value = v == on;
+}
+
+}  // namespace
+
 Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, std::unique_ptr<comm::Comm> comm)
     : options_(options), comm_(std::move(comm)) {
   PREFIXD_CHECK_ARG(backend != nullptr && comm_ != nullptr, "Worker: backend and comm are required");
+  EnvSwitch("PREFIXD_QUERIES_IN_PLACE", "0", "1", &options_.queries_in_place);
+  EnvSwitch("PREFIXD_QUERY_STREAM", "comm", "compute", &options_.queries_on_compute_stream);
   options_.pool.Validate();
   const kernels::KvPoolShape& pool = options_.pool;
   PREFIXD_CHECK_ARG(options_.num_qo_heads > 0 && options_.num_qo_heads % pool.num_kv_heads == 0,
@@ -94,7 +112,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   page_used_.assign(pool.num_pages, 0);
   chunks_.resize(1);
   chunks_[0].backend = &main;
-  chunks_[0].buf = std::make_unique<Buffers>(&main);
+  chunks_[0].buf = std::make_unique<Buffers>(&main, comm_.get());
 }
 
 Worker::~Worker() {
@@ -120,7 +138,7 @@ void Worker::AddPipelineBackend(std::unique_ptr<Backend> backend) {
   backends_.push_back(std::move(backend));
   Chunk ch;
   ch.backend = backends_.back().get();
-  ch.buf = std::make_unique<Buffers>(ch.backend);
+  ch.buf = std::make_unique<Buffers>(ch.backend, comm_.get());
   chunks_.push_back(std::move(ch));
   UpdateOtherStreams();
 }
@@ -685,6 +703,14 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     B.s_own->Reserve(rows(b_own) * s_row);
   }
   B.q_bytes = comm::PeerMajorBytes(L.q_send_count, L.q_recv_count, q_row);
+  ch.queries_in_place = options_.queries_in_place && L.q_direct && L.needs_query_exchange && !ch.is_split && hc == 1;
+  if (ch.queries_in_place) {  // offsets into q_local (StepLayout::q_direct)
+    comm::ExchangeBytes& e = B.q_bytes;
+    for (int j = 0; j < nr; ++j) {
+      e.send_offsets[j] = size_t(L.q_own_local_row0 + L.q_send_own_row0[j]) * q_row;
+      e.recv_offsets[j] = size_t(L.q_recv_local_row0[j]) * q_row;
+    }
+  }
   B.st_bytes = comm::PeerMajorBytes(L.st_send_count, L.st_recv_count, st_row);
   if (hc > 1) {  // every chunk-major buffer holds N chunks of 1/N of a row: the same bytes
     B.v_hc.Reserve(rows(b_own) * v_row);

@@ -14,12 +14,15 @@
 namespace prefixd::worker {
 
 struct Worker::Buffers {
-  explicit Buffers(kernels::Backend* b)
-      : upload(b), q_own(b), q_send(b), q_recv(b), q_local(b), v_loc(b), s_loc(b), st_send(b), st_recv(b), v_in(b),
-        s_in(b), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b), v_hc(b), s_hc(b) {}
+  // c: the data Comm. The buffers that all-to-alls send from or receive into are its exchange
+  // buffers (BackendBuffer: registered with NCCL for zero-copy transfers).
+  Buffers(kernels::Backend* b, comm::Comm* c)
+      : upload(b), q_own(b), q_send(b, c), q_recv(b, c), q_local(b, c), v_loc(b), s_loc(b), st_send(b, c),
+        st_recv(b, c), v_in(b), s_in(b), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b), v_hc(b), s_hc(b) {}
   BackendBuffer upload;                   // per-step host arrays, one copy (layout below)
   std::vector<uint8_t> upload_host;       // their host copy (staged for the copy: UploadAsync)
-  BackendBuffer q_own, q_send, q_recv, q_local;
+  BackendBuffer q_own, q_send, q_recv;
+  BackendBuffer q_local;                  // also sent from and received into (StepLayout::q_direct)
   BackendBuffer v_loc, s_loc;             // this rank's partial states, [B_loc][H][D] / [B_loc][H]
   BackendBuffer st_send, st_recv;         // packed state rows
   BackendBuffer v_in, s_in;               // [merge_n][B_own][H][D] / [merge_n][B_own][H]

@@ -105,6 +105,25 @@ TEST_P(StepLayoutTest, ExchangesAgreeAndEveryOwnerGetsEveryShard) {
       }
     }
 
+    // Queries in place: where a rank's layout allows it, its own rows made at their local rows,
+    // each message sent from and received into the local-row buffer, must give the same rows.
+    for (int r = 0; r < n; ++r) {
+      if (!L[r].q_direct) continue;
+      std::vector<int> rows(L[r].num_local(), -1);
+      for (int j = 0; j < L[r].num_own(); ++j) rows.at(L[r].q_own_local_row0 + j) = L[r].order[L[r].own_rows[j]];
+      for (int peer = 0; peer < n; ++peer) {
+        // What this rank would send to peer, read from its own buffer, is what the packed path sends.
+        std::vector<int> sent;
+        for (int64_t t = 0; t < L[r].q_send_count[peer]; ++t)
+          sent.push_back(rows.at(L[r].q_own_local_row0 + L[r].q_send_own_row0[peer] + t));
+        EXPECT_EQ(sent, q_msg[r][peer]) << "rank " << r << " in-place send to " << peer;
+        for (int64_t t = 0; t < L[r].q_recv_count[peer]; ++t)
+          rows.at(L[r].q_recv_local_row0[peer] + t) = q_msg[peer][r].at(t);
+      }
+      for (int i = 0; i < L[r].num_local(); ++i)
+        EXPECT_EQ(rows[i], L[r].order[L[r].local_rows[i]]) << "rank " << r << " in-place local row " << i;
+    }
+
     // Local rows: each rank's row for entry e merges its shard (if it holds the prefix) and, on
     // the owner, the suffix.
     std::vector<std::vector<SimState>> local(n);
@@ -187,6 +206,26 @@ TEST(StepLayout, OneRankOwnsEverythingAndMovesNothing) {
   EXPECT_EQ(L.groups[0].num_rows, 2);
   EXPECT_EQ(L.groups[1].prefix_id, -1);
   EXPECT_EQ(L.order, (std::vector<int32_t>{0, 2, 1}));
+}
+
+// One document sharded over every rank, requests owned round-robin (the scaling benchmark's and
+// the main job's default): every rank moves its queries in place.
+TEST(StepLayout, OneSharedPrefixMovesQueriesInPlace) {
+  for (int n : {2, 3, 4, 8}) {
+    LayoutInput in;
+    in.num_ranks = n;
+    for (int r = 0; r < n; ++r) in.holders[7].push_back(r);
+    for (int i = 0; i < 21; ++i) {
+      in.prefix_of.push_back(7);
+      in.owner_of.push_back(i % n);
+    }
+    for (int r = 0; r < n; ++r) {
+      in.rank = r;
+      const StepLayout L = MakeStepLayout(in);
+      EXPECT_TRUE(L.needs_query_exchange);
+      EXPECT_TRUE(L.q_direct) << n << " ranks, rank " << r;
+    }
+  }
 }
 
 TEST(StepLayout, ShortPrefixWithItsRequestsOnOneRankNeedsNoCommunication) {

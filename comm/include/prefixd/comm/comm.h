@@ -48,6 +48,19 @@ class Comm {
   // Best-effort, non-blocking teardown after an error on this rank (ncclCommAbort); the caller
   // then aborts MPI so that no rank hangs in a collective.
   virtual void Abort() = 0;
+
+  // Memory for exchange buffers that this Comm moves without staging copies: NCCL allocates it
+  // with ncclMemAlloc and registers it with the communicator (ncclCommRegister), so that
+  // point-to-point transfers between GPUs of one host go straight from the sender's buffer to the
+  // receiver's. nullptr where the Comm has no such memory (MPI; NCCL with PREFIXD_NCCL_REGISTER=0,
+  // or when the allocation or registration fails): the caller then allocates as usual. NCCL's
+  // rule: a transfer uses registered buffers on every rank or on none, so all ranks must ask for
+  // the same buffers. Freed with FreeRegistered, before the Comm is destroyed.
+  virtual void* AllocRegistered(size_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
+  virtual void FreeRegistered(void* ptr) noexcept { (void)ptr; }
 };
 
 }  // namespace prefixd::comm

@@ -4,8 +4,8 @@
 // the peer's view too; since all ranks see the same plan, the two sides always agree.
 //
 // Rows and orders (R = this rank):
-//  - canonical order C: the decode list stably sorted by the first appearance of its prefix
-//    (requests without a prefix last). Every per-peer message lists its rows in C order.
+//  - canonical order C: the decode list stably sorted by the first appearance of its prefix, then
+//    by owner (requests without a prefix last). Every per-peer message lists its rows in C order.
 //  - local rows: what R's cascade computes. First one group per prefix that R holds a shard of
 //    (all of the prefix's decoding requests, in C order: R computes the shard's partial states for
 //    every one of them), then one group with an empty prefix for the requests R owns whose prefix
@@ -60,6 +60,14 @@ struct StepLayout {
   std::vector<int32_t> q_pack;         // [Σ send]: own row to put in each send row (peer-major)
   std::vector<int32_t> q_unpack;       // [B_loc]: recv row (≥ 0) or −2 − own row
   bool needs_query_exchange = false;   // any rank sends any query (same value on every rank)
+  // Queries in place (q_direct; this rank's own view, peers may differ): the own rows are one run
+  // of local rows from q_own_local_row0, the rows from each peer j one run from
+  // q_recv_local_row0[j] in message order, and what goes to peer j the own rows
+  // [q_send_own_row0[j], + q_send_count[j]). Then own queries are made straight into the
+  // local-row query buffer and the exchange sends from and receives into it: nothing is packed.
+  bool q_direct = false;
+  int32_t q_own_local_row0 = 0;
+  std::vector<int64_t> q_recv_local_row0, q_send_own_row0;  // [ranks]
 
   // (a) all-to-all of states (rows of H_qo·(D+1) floats: v then s).
   std::vector<int64_t> st_send_count, st_recv_count;  // [ranks]

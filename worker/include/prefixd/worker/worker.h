@@ -93,6 +93,15 @@ struct WorkerOptions {
   // on 4 H200s (P = 262144, B = 128, S = 512) the 1-layer step went 0.351 → 0.342 ms and the
   // 32-layer step at P = 65536 5.5 → 5.3 ms (bench/scaling/README.md, session 3).
   bool send_before_decode = true;
+  // Queries in place (StepLayout::q_direct, where the layout allows it and the chunk is not
+  // split): own queries are made straight into the local-row query buffer, which the query
+  // exchange sends from and receives into; no pack or unpack kernels. PREFIXD_QUERIES_IN_PLACE=0|1
+  // overrides it (A/B runs).
+  bool queries_in_place = true;
+  // With one request chunk and no split the query exchange has nothing to overlap with: it runs on
+  // the compute stream, without the two cross-stream waits. PREFIXD_QUERY_STREAM=compute|comm
+  // overrides it (A/B runs).
+  bool queries_on_compute_stream = true;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
@@ -238,6 +247,7 @@ class Worker {
     bool is_split = false;  // this step: X on backend, O on split (see above)
     int num_x = 0;          // rows of X (local rows owned elsewhere)
     int head_chunks = 1;    // this step (see above)
+    bool queries_in_place = false;  // this step: WorkerOptions::queries_in_place applies
     // Steady decoding (Decode's fast path): what the last full PrepareChunk made, updated in place
     // while no event happens and the decode list names the same requests in the same order.
     bool reusable = false;

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/error.h"
 
 namespace prefixd::worker::cuda {
 namespace {
@@ -84,6 +86,62 @@ __global__ void UnpackStatesKernel(const float* __restrict__ packed, const float
       s_in[kj * heads + h] = i == -1 ? -INFINITY : ss[h];
     }
   }
+}
+
+// One warp per (own row, head): the n contributions' LSEs (lane k holds state k, 32 at a time),
+// their max and weights, then the weighted v sum, W floats per lane over head_dim (W = 4 where
+// every row is 16-byte aligned). Sources as in UnpackStatesKernel; the arithmetic of
+// kernels::MergeStates.
+template <int W>
+__global__ void MergeExchangedStatesKernel(const float* __restrict__ packed, const float* __restrict__ v_local,
+                                           const float* __restrict__ s_local, const int32_t* __restrict__ idx, int n,
+                                           int rows, int heads, int head_dim, float* __restrict__ v_out,
+                                           float* __restrict__ s_out) {
+  using Vec = std::conditional_t<W == 4, float4, float>;
+  const int lane = threadIdx.x % 32;
+  const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (warp >= int64_t(rows) * heads) return;
+  const int j = int(warp / heads), h = int(warp % heads);
+  const int64_t vw = int64_t(heads) * head_dim, row = vw + heads;
+  auto s_of = [&](int32_t i) {
+    return i == -1 ? -INFINITY : i >= 0 ? packed[i * row + vw + h] : s_local[int64_t(-2 - i) * heads + h];
+  };
+  float m = -INFINITY;
+  for (int k0 = 0; k0 < n; k0 += 32) {
+    float x = k0 + lane < n ? s_of(idx[int64_t(k0 + lane) * rows + j]) : -INFINITY;
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    m = fmaxf(m, x);
+  }
+  float* vo = v_out + warp * head_dim;
+  const int units = head_dim / W;
+  if (m == -INFINITY) {
+    for (int u = lane; u < units; u += 32) reinterpret_cast<Vec*>(vo)[u] = Vec{};
+    if (lane == 0) s_out[warp] = -INFINITY;
+    return;
+  }
+  float sum_w = 0.f;
+  for (int k = 0; k < n; ++k) sum_w += exp2f(s_of(idx[int64_t(k) * rows + j]) - m);  // empty: 2^−inf = 0
+  const float inv = 1.f / sum_w;
+  for (int u = lane; u < units; u += 32) {
+    float acc[W] = {};
+    for (int k = 0; k < n; ++k) {
+      const int32_t i = idx[int64_t(k) * rows + j];
+      const float w = exp2f(s_of(i) - m);
+      if (w == 0.f) continue;  // the empty state (or a negligible one): its v is never read
+      const float* vi = i >= 0 ? packed + i * row + int64_t(h) * head_dim : v_local + int64_t(-2 - i) * vw + int64_t(h) * head_dim;
+      const Vec x = reinterpret_cast<const Vec*>(vi)[u];
+      const float* xs = reinterpret_cast<const float*>(&x);
+#pragma unroll
+      for (int e = 0; e < W; ++e) acc[e] += w * xs[e];
+    }
+    Vec out;
+    float* os = reinterpret_cast<float*>(&out);
+#pragma unroll
+    for (int e = 0; e < W; ++e) os[e] = acc[e] * inv;
+    reinterpret_cast<Vec*>(vo)[u] = out;
+  }
+  if (lane == 0) s_out[warp] = m + log2f(sum_w);
 }
 
 // Threads for `units` independent elements: 256 per block, at most 8 blocks per SM of an H200-sized
@@ -163,6 +221,21 @@ void UnpackStates(void* stream, const float* packed, const float* v_local, const
   } else {
     UnpackStatesKernel<false><<<ElementBlocks(n_rows * (vw + heads)), kThreads, 0, S(stream)>>>(
         packed, v_local, s_local, idx, n_rows, heads, head_dim, v_in, s_in);
+  }
+  PREFIXD_CUDA_CHECK_LAUNCH();
+}
+
+void MergeExchangedStates(void* stream, const float* packed, const float* v_local, const float* s_local,
+                          const int32_t* idx, int n, int rows, int heads, int head_dim, float* v_out, float* s_out) {
+  const int64_t threads = int64_t(rows) * heads * 32;
+  const int blocks = int((threads + kThreads - 1) / kThreads);
+  const bool vec = head_dim % 4 == 0 && heads % 4 == 0 && Aligned16(packed) && Aligned16(v_local) && Aligned16(v_out);
+  if (vec) {
+    MergeExchangedStatesKernel<4><<<blocks, kThreads, 0, S(stream)>>>(packed, v_local, s_local, idx, n, rows, heads,
+                                                                      head_dim, v_out, s_out);
+  } else {
+    MergeExchangedStatesKernel<1><<<blocks, kThreads, 0, S(stream)>>>(packed, v_local, s_local, idx, n, rows, heads,
+                                                                      head_dim, v_out, s_out);
   }
   PREFIXD_CUDA_CHECK_LAUNCH();
 }

@@ -182,9 +182,7 @@ void Worker::RunLayerHeadChunks(Chunk& ch, int layer) {
       UnpackStates(be, recv, v_loc, s_loc, B.merge_src, 1, b_own, hq_c, d, v_out, s_out);
       return;
     }
-    UnpackStates(be, recv, v_loc, s_loc, B.merge_src, L.merge_n, b_own, hq_c, d, B.v_in.get<float>(),
-                 B.s_in.get<float>());
-    be.MergeStates(B.v_in.get<float>(), B.s_in.get<float>(), L.merge_n, b_own * hq_c, d, v_out, s_out);
+    MergeExchangedStates(be, recv, v_loc, s_loc, B.merge_src, L.merge_n, b_own, hq_c, d, v_out, s_out);
   };
 
   // 2. Per chunk: its queries, its cascade over its KV heads, its states out; the previous
@@ -305,9 +303,7 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
     UnpackStates(be, B.st_recv.get<float>(), v_local, s_local, merge_src, 1, b_own, hq, d, v_out, s_out);
     return;
   }
-  UnpackStates(be, B.st_recv.get<float>(), v_local, s_local, merge_src, L.merge_n, b_own, hq, d, B.v_in.get<float>(),
-               B.s_in.get<float>());
-  be.MergeStates(B.v_in.get<float>(), B.s_in.get<float>(), L.merge_n, b_own * hq, d, v_out, s_out);
+  MergeExchangedStates(be, B.st_recv.get<float>(), v_local, s_local, merge_src, L.merge_n, b_own, hq, d, v_out, s_out);
 }
 
 void Worker::ReduceTree(Chunk& ch, int layer) {

@@ -688,8 +688,6 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   B.s_loc.Reserve(rows(b_loc) * s_row);
   B.st_send.Reserve(rows(Sum(L.st_send_count)) * st_row);
   B.st_recv.Reserve(rows(Sum(L.st_recv_count)) * st_row);
-  B.v_in.Reserve(rows(int64_t(L.merge_n) * b_own) * v_row);
-  B.s_in.Reserve(rows(int64_t(L.merge_n) * b_own) * s_row);
   if (options_.reduction == StateReduction::kTree) {
     B.s_max.Reserve(rows(L.num_decode()) * s_row);
     B.slab.Reserve(rows(int64_t(nr) * L.max_own) * st_row);

@@ -18,14 +18,13 @@ struct Worker::Buffers {
   // buffers (BackendBuffer: registered with NCCL for zero-copy transfers).
   Buffers(kernels::Backend* b, comm::Comm* c)
       : upload(b), q_own(b), q_send(b, c), q_recv(b, c), q_local(b, c), v_loc(b), s_loc(b), st_send(b, c),
-        st_recv(b, c), v_in(b), s_in(b), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b), v_hc(b), s_hc(b) {}
+        st_recv(b, c), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b), v_hc(b), s_hc(b) {}
   BackendBuffer upload;                   // per-step host arrays, one copy (layout below)
   std::vector<uint8_t> upload_host;       // their host copy (staged for the copy: UploadAsync)
   BackendBuffer q_own, q_send, q_recv;
   BackendBuffer q_local;                  // also sent from and received into (StepLayout::q_direct)
   BackendBuffer v_loc, s_loc;             // this rank's partial states, [B_loc][H][D] / [B_loc][H]
   BackendBuffer st_send, st_recv;         // packed state rows
-  BackendBuffer v_in, s_in;               // [merge_n][B_own][H][D] / [merge_n][B_own][H]
   BackendBuffer s_max, slab, slab_recv;   // tree reduction
   BackendBuffer q_x, v_x, s_x;            // split: X's queries and states [num_x]
   BackendBuffer v_hc, s_hc;               // head chunks: merged states, [N][B_own][H_qo/N][D] / [..][H_qo/N]
@@ -58,7 +57,7 @@ struct Worker::Buffers {
 
   int64_t bytes() const {
     const BackendBuffer* all[] = {&upload, &q_own, &q_send, &q_recv, &q_local, &v_loc, &s_loc, &st_send, &st_recv,
-                                  &v_in, &s_in, &s_max, &slab, &slab_recv, &q_x, &v_x, &s_x, &v_hc, &s_hc};
+                                  &s_max, &slab, &slab_recv, &q_x, &v_x, &s_x, &v_hc, &s_hc};
     int64_t n = 0;
     for (const BackendBuffer* b : all) n += int64_t(b->bytes());
     if (v_own) n += int64_t(v_own->bytes() + s_own->bytes());

@@ -19,6 +19,8 @@ void PackStates(void* stream, const float* v, const float* s, const int32_t* idx
                 float* out);
 void UnpackStates(void* stream, const float* packed, const float* v_local, const float* s_local, const int32_t* idx,
                   int n, int rows, int heads, int head_dim, float* v_in, float* s_in);
+void MergeExchangedStates(void* stream, const float* packed, const float* v_local, const float* s_local,
+                          const int32_t* idx, int n, int rows, int heads, int head_dim, float* v_out, float* s_out);
 void TreeScaleStates(void* stream, const float* v, const float* s, const float* s_max, const int32_t* m_pos,
                      const int32_t* dst, int rows, int heads, int head_dim, float* out);
 void TreeFinishStates(void* stream, const float* sums, const float* s_max, const int32_t* m_pos, int rows, int heads,
@@ -94,6 +96,43 @@ void UnpackStates(kernels::Backend& backend, const float* packed, const float* v
       std::memcpy(so, s_local + int64_t(-2 - i) * heads, size_t(heads) * 4);
     }
   }
+}
+
+void MergeExchangedStates(kernels::Backend& backend, const float* packed, const float* v_local, const float* s_local,
+                          const int32_t* idx, int n, int rows, int heads, int head_dim, float* v_out, float* s_out) {
+  if (rows <= 0 || n <= 0) return;
+  PREFIXD_WORKER_DISPATCH(backend, MergeExchangedStates(backend.stream(), packed, v_local, s_local, idx, n, rows,
+                                                        heads, head_dim, v_out, s_out));
+  const int64_t vw = int64_t(heads) * head_dim, row = vw + heads;
+  for (int j = 0; j < rows; ++j)
+    for (int h = 0; h < heads; ++h) {
+      auto v_of = [&](int32_t i) {
+        return i >= 0 ? packed + i * row + int64_t(h) * head_dim : v_local + int64_t(-2 - i) * vw + int64_t(h) * head_dim;
+      };
+      auto s_of = [&](int32_t i) {
+        return i == -1 ? kNegInf : i >= 0 ? packed[i * row + vw + h] : s_local[int64_t(-2 - i) * heads + h];
+      };
+      float m = kNegInf;
+      for (int k = 0; k < n; ++k) m = std::max(m, s_of(idx[int64_t(k) * rows + j]));
+      float* vo = v_out + (int64_t(j) * heads + h) * head_dim;
+      for (int d = 0; d < head_dim; ++d) vo[d] = 0.f;
+      if (m == kNegInf) {
+        s_out[int64_t(j) * heads + h] = kNegInf;
+        continue;
+      }
+      float sum_w = 0.f;
+      for (int k = 0; k < n; ++k) {
+        const int32_t i = idx[int64_t(k) * rows + j];
+        const float w = std::exp2(s_of(i) - m);  // 0 for the empty state: its v is never read
+        if (w == 0.f) continue;
+        sum_w += w;
+        const float* vi = v_of(i);
+        for (int d = 0; d < head_dim; ++d) vo[d] += w * vi[d];
+      }
+      const float inv = 1.f / sum_w;  // sum_w ≥ 1: the max state's weight is 1
+      for (int d = 0; d < head_dim; ++d) vo[d] *= inv;
+      s_out[int64_t(j) * heads + h] = m + std::log2(sum_w);
+    }
 }
 
 void TreeScaleStates(kernels::Backend& backend, const float* v, const float* s, const float* s_max,

@@ -2,6 +2,7 @@
 // tree's scale / sum / finish must equal the n-ary ⊕ of the same states.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -54,6 +55,53 @@ TEST(WorkerOps, PackUnpackRoundTrip) {
   EXPECT_EQ(s_row(s_in, 2), std::vector<float>(heads, kNegInf));
   EXPECT_EQ(v_row(v_in, 3), v_row(v, 4));
   EXPECT_EQ(s_row(s_in, 3), s_row(s, 4));
+}
+
+// The fused unpack + n-ary merge against UnpackStates followed by the backend's MergeStates, and
+// both against a float64 merge: empty contributions, a whole row empty, LSEs far apart.
+TEST(WorkerOps, MergeExchangedStatesEqualsUnpackThenMerge) {
+  std::mt19937_64 rng(test::TestSeed());
+  auto be = kernels::MakeCpuBackend();
+  const int heads = 3, d = 8, local_rows = 4, recv_rows = 6, own = 3, n = 3, row = heads * (d + 1);
+  const std::vector<float> v_local = Random(rng, local_rows * heads * d, -1, 1);
+  std::vector<float> s_local = Random(rng, local_rows * heads, -200, 200);
+  std::vector<float> packed = Random(rng, recv_rows * row, -1, 1);
+  for (int r = 0; r < recv_rows; ++r)
+    for (int h = 0; h < heads; ++h) packed[r * row + heads * d + h] = float(int(rng() % 400) - 200) + 0.25f;
+  s_local[1 * heads + 2] = kNegInf;  // an empty head in a local row
+  // idx[k][j]: own row 0 ← local 1, recv 4, empty; row 1 ← local 3, recv 0, recv 2; row 2 ← empty ×3.
+  const int32_t idx[n * own] = {-3, -5, -1, 4, 0, -1, -1, 2, -1};
+  std::vector<float> v_in(n * own * heads * d), s_in(n * own * heads), v_ref(own * heads * d), s_ref(own * heads);
+  UnpackStates(*be, packed.data(), v_local.data(), s_local.data(), idx, n, own, heads, d, v_in.data(), s_in.data());
+  be->MergeStates(v_in.data(), s_in.data(), n, own * heads, d, v_ref.data(), s_ref.data());
+  std::vector<float> v_out(own * heads * d, std::nanf("")), s_out(own * heads, std::nanf(""));
+  MergeExchangedStates(*be, packed.data(), v_local.data(), s_local.data(), idx, n, own, heads, d, v_out.data(),
+                       s_out.data());
+  for (size_t i = 0; i < v_out.size(); ++i) {
+    ASSERT_FALSE(std::isnan(v_out[i])) << i;
+    EXPECT_NEAR(v_out[i], v_ref[i], 1e-6f * (1.f + std::abs(v_ref[i]))) << i;
+  }
+  for (size_t i = 0; i < s_out.size(); ++i) {
+    ASSERT_FALSE(std::isnan(s_out[i])) << i;
+    if (std::isinf(s_ref[i])) EXPECT_EQ(s_out[i], s_ref[i]) << i;
+    else EXPECT_NEAR(s_out[i], s_ref[i], 1e-5f * (1.f + std::abs(s_ref[i]))) << i;
+  }
+  // Row 2 is all empty: (0, −inf).
+  for (int h = 0; h < heads; ++h) EXPECT_EQ(s_out[2 * heads + h], kNegInf);
+  for (int e = 0; e < heads * d; ++e) EXPECT_EQ(v_out[2 * heads * d + e], 0.f);
+  // float64 reference for row 1, head 0 (three non-empty states).
+  {
+    const int h = 0;
+    const double s0 = s_local[3 * heads + h], s1 = packed[0 * row + heads * d + h], s2 = packed[2 * row + heads * d + h];
+    const double m = std::max({s0, s1, s2});
+    const double w0 = std::exp2(s0 - m), w1 = std::exp2(s1 - m), w2 = std::exp2(s2 - m), sw = w0 + w1 + w2;
+    EXPECT_NEAR(s_out[1 * heads + h], m + std::log2(sw), 1e-4 * (1 + std::abs(m)));
+    for (int e = 0; e < d; ++e) {
+      const double x = (w0 * v_local[(3 * heads + h) * d + e] + w1 * packed[0 * row + h * d + e] +
+                        w2 * packed[2 * row + h * d + e]) / sw;
+      EXPECT_NEAR(v_out[(1 * heads + h) * d + e], x, 1e-5 * (1 + std::abs(x))) << e;
+    }
+  }
 }
 
 TEST(WorkerOps, TreeReductionEqualsNaryMerge) {

@@ -29,6 +29,13 @@ void PackStates(kernels::Backend& backend, const float* v, const float* s, const
 void UnpackStates(kernels::Backend& backend, const float* packed, const float* v_local, const float* s_local,
                   const int32_t* idx, int n, int rows, int heads, int head_dim, float* v_in, float* s_in);
 
+// UnpackStates and the n-ary ⊕ in one pass (no v_in / s_in round trip): for own row j and head h,
+// the n states idx[k·rows + j] (k < n; same sources as UnpackStates, −1 the empty state) are
+// merged as kernels::MergeStates does (max LSE first, then the weighted sum) into
+// v_out[j][h] (D floats) and s_out[j][h]. All empty: (0, −inf).
+void MergeExchangedStates(kernels::Backend& backend, const float* packed, const float* v_local, const float* s_local,
+                          const int32_t* idx, int n, int rows, int heads, int head_dim, float* v_out, float* s_out);
+
 // Tree reduction, scale: for local row r and head h with m = s_max[m_pos[r]][h] and
 // w = 2^(s[r][h] − m) (0 when s is −inf): out[dst[r]] = [w·v[r] | w] (packed-row layout).
 // Rows of `out` that no dst names are left as they are (the caller zeroes the slab).

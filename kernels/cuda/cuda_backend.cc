@@ -96,6 +96,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     }
   };
   env_flag("PREFIXD_DECODE_PDL", &decode_pdl_);
+  env_flag("PREFIXD_MERGE_PDL", &merge_pdl_);
   env_flag("PREFIXD_DECODE_EVICT_FIRST", &decode_evict_first_);
   env_flag("PREFIXD_DECODE_PREFETCH", &decode_prefetch_);
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
@@ -116,6 +117,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     d << " [decode kernel forced: " << (decode_kernel_ == DecodeKernel::kCudaCores ? "simt" : "mma") << "]";
   if (decode_mma_warps_ != 0) d << " [decode warps forced: " << decode_mma_warps_ << "]";
   if (!decode_pdl_) d << " [decode PDL off]";
+  if (!merge_pdl_) d << " [merge PDL off]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (concurrent_decode_sms_ > 0)
@@ -453,6 +455,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.o = args.o;
   m.v_out = args.v_out;
   m.s_out = args.s_out;
+  // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
+  m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream_);
 }
 

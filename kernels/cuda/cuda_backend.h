@@ -22,6 +22,8 @@
 //   PREFIXD_DECODE_KERNEL=auto|simt|mma   decode kernel for GQA groups that have both
 //   PREFIXD_DECODE_WARPS=1|2|4            warps per CTA of the tensor-core decode kernel
 //   PREFIXD_DECODE_PDL=0|1                programmatic dependent launch of the decode kernel (1)
+//   PREFIXD_MERGE_PDL=0|1                 the same for the merge right behind the prefix kernel, in a
+//                                         prefix + merge part (RunCascadeParts) (1)
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
@@ -139,6 +141,7 @@ class CudaBackend final : public Backend {
   DecodeKernel decode_kernel_ = DecodeKernel::kAuto;
   int decode_mma_warps_ = 0;   // PREFIXD_DECODE_WARPS (0: by the item count, RunCascadeParts)
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
+  bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   // PREFIXD_CONCURRENT_DECODE_SMS (0: off). When on: the decode kernel's stream (lowest priority;

@@ -38,6 +38,11 @@ struct MergeStatesParams {
   void* o = nullptr;
   float* v_out = nullptr;
   float* s_out = nullptr;
+  // Launched as a programmatic dependent of the previous kernel on the stream (the prefix kernel,
+  // which signals at its CTAs' last items): the merge grid is scheduled while that one drains and
+  // waits (griddepcontrol.wait) for its completion and memory flush before reading any state. On
+  // a normal launch the wait returns at once.
+  bool programmatic_launch = false;
 };
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream);

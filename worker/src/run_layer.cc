@@ -251,8 +251,9 @@ void Worker::RunSplitCascades(Chunk& ch, int layer) {
   sp.RunCascade(args);
   // X: the rows owned elsewhere, once their queries have arrived.
   sync_->Wait(be.stream(), comm_stream);
-  GatherRows(be, B.q_x.get(), B.q_recv.get(), B.q_own.get(), B.x_unpack, ch.num_x, row_words, 0);
-  args.q = B.q_x.get();
+  if (!ch.x_queries_as_received)
+    GatherRows(be, B.q_x.get(), B.q_recv.get(), B.q_own.get(), B.x_unpack, ch.num_x, row_words, 0);
+  args.q = ch.x_queries_as_received ? B.q_recv.get() : B.q_x.get();
   args.v_out = B.v_x.get<float>();
   args.s_out = B.s_x.get<float>();
   be.RunCascade(args);

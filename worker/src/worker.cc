@@ -633,6 +633,11 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
       PREFIXD_CHECK_INTERNAL(x_row[i] >= 0, "split: sending the state of own row " << i);
       x_pack.push_back(x_row[i]);
     }
+    // X's queries are the received rows in order (the owner-sorted layout of one document): the
+    // cascade reads them where they arrived.
+    ch.x_queries_as_received = int64_t(x_unpack.size()) == Sum(L.q_recv_count);
+    for (size_t i = 0; i < x_unpack.size() && ch.x_queries_as_received; ++i)
+      ch.x_queries_as_received = x_unpack[i] == int32_t(i);
     o_merge_src = L.merge_src;
     for (int32_t& src : o_merge_src)
       if (src <= -2) {

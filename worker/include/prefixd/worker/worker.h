@@ -248,6 +248,7 @@ class Worker {
     int num_x = 0;          // rows of X (local rows owned elsewhere)
     int head_chunks = 1;    // this step (see above)
     bool queries_in_place = false;  // this step: WorkerOptions::queries_in_place applies
+    bool x_queries_as_received = false;  // split: X's rows are the received query rows, in order
     // Steady decoding (Decode's fast path): what the last full PrepareChunk made, updated in place
     // while no event happens and the decode list names the same requests in the same order.
     bool reusable = false;

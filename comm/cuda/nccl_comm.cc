@@ -74,8 +74,10 @@ class NcclComm final : public Comm {
     if (!hello.ok) PREFIXD_THROW(ErrorKind::kLibrary, "NCCL Comm: ncclGetUniqueId failed on rank 0");
     PREFIXD_NCCL_CHECK(ncclCommInitRank(&nccl_, size_, hello.id, rank_));
     RegisterForAbort(this);
+    // Off by default: on 4 H200s it measured no faster (bench/scaling/README.md, session 4), and
+    // with NCCL_P2P_USE_CUDA_MEMCPY=1 a registered run failed with a launch failure (run 17).
     const char* env = std::getenv("PREFIXD_NCCL_REGISTER");
-    const std::string reg = env == nullptr ? "1" : env;
+    const std::string reg = env == nullptr ? "0" : env;
     PREFIXD_CHECK_ARG(reg == "0" || reg == "1", "PREFIXD_NCCL_REGISTER must be 0 or 1, got '" << reg << "'");
     register_ = reg == "1";
   }
@@ -232,7 +234,7 @@ class NcclComm final : public Comm {
   MPI_Comm mpi_;
   ncclComm_t nccl_ = nullptr;
   int rank_ = 0, size_ = 1;
-  bool register_ = true;                 // PREFIXD_NCCL_REGISTER
+  bool register_ = false;                // PREFIXD_NCCL_REGISTER
   std::map<void*, void*> registered_;    // AllocRegistered's buffers → their registration handles
 };
 

@@ -15,7 +15,7 @@ namespace prefixd::worker {
 
 struct Worker::Buffers {
   // c: the data Comm. The buffers that all-to-alls send from or receive into are its exchange
-  // buffers (BackendBuffer: registered with NCCL for zero-copy transfers).
+  // buffers (BackendBuffer: from Comm::AllocRegistered where the Comm offers it).
   Buffers(kernels::Backend* b, comm::Comm* c)
       : upload(b), q_own(b), q_send(b, c), q_recv(b, c), q_local(b, c), v_loc(b), s_loc(b), st_send(b, c),
         st_recv(b, c), s_max(b), slab(b), slab_recv(b), q_x(b), v_x(b), s_x(b), v_hc(b), s_hc(b) {}

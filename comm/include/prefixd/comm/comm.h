@@ -52,8 +52,8 @@ class Comm {
   // Memory for exchange buffers that this Comm moves without staging copies: NCCL allocates it
   // with ncclMemAlloc and registers it with the communicator (ncclCommRegister), so that
   // point-to-point transfers between GPUs of one host go straight from the sender's buffer to the
-  // receiver's. nullptr where the Comm has no such memory (MPI; NCCL with PREFIXD_NCCL_REGISTER=0,
-  // or when the allocation or registration fails): the caller then allocates as usual. NCCL's
+  // receiver's. nullptr where the Comm has no such memory (MPI; NCCL unless PREFIXD_NCCL_REGISTER=1,
+  // the default being off): the caller then allocates as usual. NCCL's
   // rule: a transfer uses registered buffers on every rank or on none, so all ranks must ask for
   // the same buffers. Freed with FreeRegistered, before the Comm is destroyed.
   virtual void* AllocRegistered(size_t bytes) {

@@ -20,17 +20,13 @@
 
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 
 namespace prefixd::kernels::cuda {
 namespace decode {
 
-// Waits until the grid this one programmatically depends on (DecodeAttentionParams::overlap_prefix)
-// has completed and its writes are visible; returns at once for a normal launch.
-__device__ __forceinline__ void WaitForPrefixGrid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
+// The prefix grid this one programmatically depends on (DecodeAttentionParams::overlap_prefix).
+__device__ __forceinline__ void WaitForPrefixGrid() { WaitForPrimaryGrid(); }
 
 // L2 cache policy for the streamed K/V (DecodeAttentionParams::evict_first).
 __device__ __forceinline__ uint64_t KvStreamPolicy(bool evict_first) {
@@ -253,17 +249,8 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 template <typename Kernel>
 void LaunchDecodeKernel(Kernel kernel, int threads, int smem_bytes, const DecodeAttentionParams& p,
                         cudaStream_t stream) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(unsigned(p.num_items));
-  config.blockDim = dim3(unsigned(threads));
-  config.dynamicSmemBytes = size_t(smem_bytes);
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = p.overlap_prefix ? 1 : 0;
-  PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+  LaunchMaybeProgrammatic(kernel, dim3(unsigned(p.num_items)), dim3(unsigned(threads)), size_t(smem_bytes), stream,
+                          p.overlap_prefix, p);
 }
 
 }  // namespace decode

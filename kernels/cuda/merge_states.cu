@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "prefixd/common/cuda_check.h"
 
 namespace prefixd::kernels::cuda {
@@ -45,9 +46,7 @@ __device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index
 
 __global__ void MergeStatesKernel(MergeStatesParams p) {
   constexpr int kBatch = 8;  // states whose v loads are in flight together
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // MergeStatesParams::programmatic_launch
-#endif
+  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int lane = threadIdx.x % kWarpSize;
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (row >= p.rows) return;
@@ -178,16 +177,8 @@ void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
                     "MergeStates: negative number of states " << params.num_states);
   PREFIXD_CHECK_ARG(params.num_heads > 0, "MergeStates: num_heads must be positive");
   if (params.rows <= 0) return;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(unsigned(BlocksForRows(params.rows)));
-  config.blockDim = dim3(unsigned(kWarpsPerBlock * kWarpSize));
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = params.programmatic_launch ? 1 : 0;
-  PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, MergeStatesKernel, params));
+  LaunchMaybeProgrammatic(MergeStatesKernel, dim3(unsigned(BlocksForRows(params.rows))),
+                          dim3(unsigned(kWarpsPerBlock * kWarpSize)), 0, stream, params.programmatic_launch, params);
 }
 
 void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,

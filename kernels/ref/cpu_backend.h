@@ -41,7 +41,8 @@ class CpuBackend final : public Backend {
   void CastStates(const float* v, int64_t count, DType dtype, void* out) override;
 
  private:
-  void RunPrefixItems(const KvLayer& kv, const uint16_t* q, float scale_log2);
+  // Prefix items [first, end) of the loaded plan.
+  void RunPrefixItems(const KvLayer& kv, const uint16_t* q, float scale_log2, size_t first, size_t end);
   void RunDecodeItems(const KvLayer& kv, const uint16_t* q, float scale_log2);
   // n-ary ⊕ over the slots of request r into the outputs.
   void FinishRequest(const CascadeArgs& args, int r);

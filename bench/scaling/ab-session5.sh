@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Session 5's A/B on nvidia-h200-x4 (one call): own rows first (an early prefix pass over the own
+# rows while the query exchange runs) and prefix waves, each against its switch:
+#   PREFIXD_OWN_ROWS_FIRST=0|1        the early pass (worker.h, WorkerOptions::own_rows_first)
+#   PREFIXD_EARLY_PASS_FREE_SMS=k     SMs the early pass leaves to the exchange's kernels (16)
+#   PREFIXD_PREFIX_MAX_WAVES=w        prefix items cut into up to w waves (3; 1 = session 4)
+# First the GPU tests of the cascade parts and the NCCL + CUDA MPI tests at 4 ranks, then the strong
+# (P = 262144, 1 layer) and exposed-communication (P = 65536, 32 layers) runs. Binaries: $BIN
+# (carried). Every log and CSV goes to $OUT as it is written.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-/tmp/b}
+OUT=${OUT:-/tmp/ab-s5}
+WORK=${WORK:-/tmp/ab-s5-work}  # per-run CSV and logs; packed into $OUT/runs.tgz after each run
+mkdir -p "$OUT" "$WORK"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+mpi() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 \
+  -x PREFIXD_OWN_ROWS_FIRST -x PREFIXD_EARLY_PASS_FREE_SMS -x PREFIXD_PREFIX_MAX_WAVES "$@"; }
+S="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20"
+E="--mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus 4 -n 10"
+run() {  # name, env assignments (space-separated, may be empty), bench args
+  local name=$1 envs=$2; shift 2
+  echo "== $name: $envs $*" | tee -a "$OUT/ab.log"
+  ( for e in $envs; do export "$e"; done
+    timeout 150 bash -c "$(declare -f mpi); mpi $BIN/prefixd_scaling_bench $* --csv $WORK/$name.csv" ) >"$WORK/$name.txt" 2>&1
+  echo "   rc $?" | tee -a "$OUT/ab.log"
+  grep -E "^(strong|weak) |^# check" "$WORK/$name.txt" | tee -a "$OUT/ab.log"
+  tar czf "$OUT/runs.tgz" -C "$WORK" .
+}
+STAGE=${STAGE:-1}
+if [ "$STAGE" = 1 ]; then
+timeout 120 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:*Plan*' >"$OUT/gpu_tests.log" 2>&1
+echo "gpu tests (cascade parts, plans): rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
+  >"$OUT/mpi_np4.log" 2>&1
+echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+run new1 "" $S --gpus 1,2,4
+run off1 "PREFIXD_OWN_ROWS_FIRST=0" $S --gpus 1,2,4
+run free0 "PREFIXD_EARLY_PASS_FREE_SMS=0" $S --gpus 2,4
+run free32 "PREFIXD_EARLY_PASS_FREE_SMS=32" $S --gpus 2,4
+run waves1 "PREFIXD_PREFIX_MAX_WAVES=1" $S --gpus 2,4
+run off_waves1 "PREFIXD_OWN_ROWS_FIRST=0 PREFIXD_PREFIX_MAX_WAVES=1" $S --gpus 1,2,4
+run new2 "" $S --gpus 1,2,4
+run e_new "" $E
+run e_off "PREFIXD_OWN_ROWS_FIRST=0" $E
+run e_free0 "PREFIXD_EARLY_PASS_FREE_SMS=0" $E
+fi

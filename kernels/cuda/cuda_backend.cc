@@ -20,8 +20,8 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Shapes of plan.cc's serialised form (Serialize): a 14-int header, then the arrays in order.
-constexpr int64_t kHeaderInts = 14;
+// Shapes of plan.cc's serialised form (Serialize): a 13-int header, then the arrays in order.
+constexpr int64_t kHeaderInts = 13;
 constexpr int64_t kPrefixItemInts = sizeof(PrefixWorkItem) / sizeof(int32_t);
 constexpr int64_t kDecodeItemInts = sizeof(DecodeWorkItem) / sizeof(int32_t);
 constexpr int64_t kGroupInts = sizeof(PrefixGroup) / sizeof(int32_t);
@@ -32,9 +32,6 @@ static_assert(kPrefixItemInts == 7 && kDecodeItemInts == 6 && kGroupInts == 4,
 // least this many tokens, on multiples of the prefix kernel's KV tile.
 constexpr int kPrefixChunkAlign = 64;
 constexpr int kMinPrefixChunk = 256;
-// A prefix item's fixed cost (pipeline fill, epilogue) in prefix tokens of work, for the planner's
-// choice of waves (PlanOptions::prefix_item_overhead_tokens): ~1 µs of a 128-row tile at D = 128.
-constexpr int kPrefixItemOverheadTokens = 128;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -106,21 +103,14 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   num_sms_ = prop.multiProcessorCount;
-  // An integer knob in [lo, hi]; unset or empty keeps *value.
-  auto env_int = [&](const char* name, int lo, int hi, int* value) {
-    const char* env = std::getenv(name);
-    if (env == nullptr || *env == '\0') return;
+  if (const char* env = std::getenv("PREFIXD_CONCURRENT_DECODE_SMS"); env != nullptr && *env != '\0') {
     char* end = nullptr;
     const long k = std::strtol(env, &end, 10);
-    PREFIXD_CHECK_ARG(end != env && *end == '\0' && k >= lo && k <= hi,
-                      name << " must be an integer in [" << lo << ", " << hi << "] (device " << device_ << " has "
-                           << num_sms_ << " SMs), got '" << env << "'");
-    *value = int(k);
-  };
-  env_int("PREFIXD_CONCURRENT_DECODE_SMS", 0, num_sms_ - 1, &concurrent_decode_sms_);
-  early_pass_free_sms_ = std::min(early_pass_free_sms_, num_sms_ / 2);
-  env_int("PREFIXD_EARLY_PASS_FREE_SMS", 0, num_sms_ - 1, &early_pass_free_sms_);
-  env_int("PREFIXD_PREFIX_MAX_WAVES", 1, 8, &prefix_max_waves_);
+    PREFIXD_CHECK_ARG(end != env && *end == '\0' && k >= 0 && k < num_sms_,
+                      "PREFIXD_CONCURRENT_DECODE_SMS must be an integer in [0, " << num_sms_ << ") (SMs of device "
+                                                                               << device_ << "), got '" << env << "'");
+    concurrent_decode_sms_ = int(k);
+  }
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
   if (decode_kernel_ != DecodeKernel::kAuto)
@@ -130,8 +120,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!merge_pdl_) d << " [merge PDL off]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
-  if (std::getenv("PREFIXD_EARLY_PASS_FREE_SMS")) d << " [early prefix pass leaves " << early_pass_free_sms_ << " SMs]";
-  if (prefix_max_waves_ != kDefaultPrefixMaxWaves) d << " [prefix waves <= " << prefix_max_waves_ << "]";
   if (concurrent_decode_sms_ > 0)
     d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
   // Read by the sm_90a prefix launcher at every launch (prefix_attention_sm90a.h); named here when set.
@@ -230,14 +218,6 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
     o.fuse_merge = false;
   }
   if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
-  // Waves (plan.h): up to prefix_max_waves_ items per CTA where that fills the CTAs better, an item
-  // costing ~kPrefixItemOverheadTokens more than its tokens. The early pass (the worker's own rows,
-  // while the query exchange runs) leaves early_pass_free_sms_ SMs to the exchange's kernels: a
-  // prefix CTA holds a whole SM, and a CTA of the exchange that waited for one would hold up the
-  // late pass.
-  o.prefix_max_waves = prefix_max_waves_;
-  o.prefix_item_overhead_tokens = kPrefixItemOverheadTokens;
-  o.early_prefix_target_items = (num_sms_ - early_pass_free_sms_) * PrefixAttentionCtasPerSm(128, DType::kFloat16);
   // Layout choice by the cost model (PlanOptions::choose_layout): off by default. The built-in H200
   // parameters pick within 5% of the faster layout on all 60 shapes of the s2 planner run offline
   // (cost_model_test.cc) but on 59 of 60 when checked on the GPU (bench/NOTES-planner.md), and
@@ -368,7 +348,6 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.header.num_pages = plan.num_pages;
   loaded.prefix_items = reinterpret_cast<const PrefixWorkItem*>(d + o_prefix);
   loaded.num_prefix_items = int(np);
-  loaded.num_early_prefix_items = plan.num_early_prefix_items;
   loaded.decode_items = reinterpret_cast<const DecodeWorkItem*>(d + o_decode);
   loaded.num_decode_items = int(nd);
   loaded.state_indptr = d + o_state;
@@ -403,10 +382,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // finishing decode items. The fork is recorded BEFORE the prefix launch (after it, the decode
   // would wait for the prefix grid to complete); the decode launch waits for it on the other stream,
   // which also gives the prefix grid a head start in being dispatched.
-  // The prefix items of the parts asked for: the early pass [0, num_early), the late pass the rest.
-  const int prefix_first = (parts & kPrefixEarlyPart) ? 0 : plan_.num_early_prefix_items;
-  const int prefix_end = (parts & kPrefixLatePart) ? plan_.num_prefix_items : plan_.num_early_prefix_items;
-  const bool prefix_part = prefix_end > prefix_first;
+  const bool prefix_part = (parts & kPrefixPart) && plan_.num_prefix_items > 0;
   const bool decode_part = (parts & kDecodePart) && plan_.num_decode_items > 0;
   const bool concurrent = concurrent_decode_sms_ > 0 && prefix_part && decode_part;
   cudaStream_t decode_stream = stream_;
@@ -419,8 +395,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   if (prefix_part) {
     PrefixAttentionParams p;
     SetAttentionInputs(&p, k, v, shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim, scale_log2);
-    p.items = plan_.prefix_items + prefix_first;
-    p.num_items = prefix_end - prefix_first;
+    p.items = plan_.prefix_items;
+    p.num_items = plan_.num_prefix_items;
     p.groups = plan_.groups;
     p.state_indptr = plan_.state_indptr;
     p.max_item_rows = plan_.max_prefix_item_rows;
@@ -429,9 +405,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // The prefix of a step that runs concurrently (it has decode items) is capped, also when timed
     // alone (RunCascadeParts), so that the part times are those of the step's kernels.
     if (concurrent_decode_sms_ > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_decode_sms_;
-    // The early pass alone runs beside the query exchange: it leaves SMs to it (DefaultPlanOptions).
-    if (prefix_first == 0 && prefix_end == plan_.num_early_prefix_items && prefix_end < plan_.num_prefix_items)
-      p.max_ctas = num_sms_ - early_pass_free_sms_;
     PrefixAttention(p, stream_);
   }
   if (decode_part) {

@@ -29,9 +29,6 @@
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (0; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
-//   PREFIXD_EARLY_PASS_FREE_SMS=k         SMs the early prefix pass (PlanOptions::early_groups) leaves
-//                                         to the query exchange beside it (16)
-//   PREFIXD_PREFIX_MAX_WAVES=w            DefaultPlanOptions().prefix_max_waves (3)
 //
 // Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, for small
 // batches where the compute-bound prefix kernel and the memory-bound decode kernel each leave the
@@ -119,7 +116,6 @@ class CudaBackend final : public Backend {
     CascadePlan header;  // shapes only; the arrays live on the device
     const PrefixWorkItem* prefix_items = nullptr;
     int num_prefix_items = 0;
-    int num_early_prefix_items = 0;  // the first ones (CascadePlan::num_early_prefix_items)
     const DecodeWorkItem* decode_items = nullptr;
     int num_decode_items = 0;
     const int32_t* state_indptr = nullptr;
@@ -151,10 +147,6 @@ class CudaBackend final : public Backend {
   // PREFIXD_CONCURRENT_DECODE_SMS (0: off). When on: the decode kernel's stream (lowest priority;
   // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.
   int concurrent_decode_sms_ = 0;
-  // PREFIXD_EARLY_PASS_FREE_SMS: SMs the early prefix pass leaves free (DefaultPlanOptions).
-  int early_pass_free_sms_ = 16;
-  static constexpr int kDefaultPrefixMaxWaves = 3;
-  int prefix_max_waves_ = kDefaultPrefixMaxWaves;  // PREFIXD_PREFIX_MAX_WAVES (PlanOptions::prefix_max_waves)
   cudaStream_t decode_stream_ = nullptr;
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;

@@ -98,10 +98,9 @@ void CpuBackend::LoadPlan(const CascadePlan& plan) {
   plan_loaded_ = true;
 }
 
-void CpuBackend::RunPrefixItems(const KvLayer& kv, const uint16_t* q, float scale_log2, size_t first, size_t end) {
+void CpuBackend::RunPrefixItems(const KvLayer& kv, const uint16_t* q, float scale_log2) {
   const int g = plan_.gqa_group_size(), num_heads = plan_.num_qo_heads, dim = plan_.head_dim;
-  for (size_t i_item = first; i_item < end; ++i_item) {
-    const PrefixWorkItem& item = plan_.prefix_items[i_item];
+  for (const PrefixWorkItem& item : plan_.prefix_items) {
     const PrefixGroup& grp = plan_.groups[item.group];
     const int64_t first_slot = int64_t(grp.prefix.first_page) * plan_.page_size;
     for (int32_t r0 = item.row_begin; r0 < item.row_end; r0 += kTileRows) {
@@ -155,10 +154,7 @@ void CpuBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   kv.v += head_view;
   const float scale_log2 = ResolveSmScale(args.sm_scale, plan_.head_dim) * kLog2e;
   const auto* q = static_cast<const uint16_t*>(args.q);
-  // The early pass is the first num_early_prefix_items items, the late pass the others.
-  const size_t early = size_t(plan_.num_early_prefix_items);
-  RunPrefixItems(kv, q, scale_log2, (parts & kPrefixEarlyPart) ? 0 : early,
-                 (parts & kPrefixLatePart) ? plan_.prefix_items.size() : early);
+  if (parts & kPrefixPart) RunPrefixItems(kv, q, scale_log2);
   // The decode part finishes the requests its items finish on the GPU (those outside
   // merge_requests), the merge part the others: the same ⊕ over the same slots either way.
   if (parts & kDecodePart) {

@@ -41,8 +41,7 @@ class CpuBackend final : public Backend {
   void CastStates(const float* v, int64_t count, DType dtype, void* out) override;
 
  private:
-  // Prefix items [first, end) of the loaded plan.
-  void RunPrefixItems(const KvLayer& kv, const uint16_t* q, float scale_log2, size_t first, size_t end);
+  void RunPrefixItems(const KvLayer& kv, const uint16_t* q, float scale_log2);
   void RunDecodeItems(const KvLayer& kv, const uint16_t* q, float scale_log2);
   // n-ary ⊕ over the slots of request r into the outputs.
   void FinishRequest(const CascadeArgs& args, int r);

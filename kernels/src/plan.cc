@@ -11,8 +11,8 @@ namespace prefixd::kernels {
 namespace {
 
 constexpr int32_t kPlanMagic = 0x50445043;  // "PDPC": prefixd plan, cascade
-constexpr int32_t kPlanVersion = 3;  // 2: DecodeWorkItem::finish, merge_requests; 3: num_early_prefix_items
-constexpr int kHeaderInts = 14;
+constexpr int32_t kPlanVersion = 2;  // 2: DecodeWorkItem::finish, merge_requests
+constexpr int kHeaderInts = 13;
 constexpr int kPrefixItemInts = 7;
 constexpr int kDecodeItemInts = 6;
 constexpr int kGroupInts = 4;
@@ -75,33 +75,6 @@ std::vector<int64_t> ChooseChunkCounts(const std::vector<int64_t>& lens, const s
   return counts;
 }
 
-// The prefix chunk counts of the groups with a non-zero length in lens (the others get 0):
-// ChooseChunkCounts for 1..options.prefix_max_waves waves of target items, keeping the count of
-// waves w with the least predicted time w · (longest chunk + prefix_item_overhead_tokens), the
-// fewest waves on a tie (PlanOptions).
-std::vector<int64_t> ChoosePrefixChunkCounts(const std::vector<int64_t>& lens, const std::vector<int64_t>& weights,
-                                             const PlanOptions& options, int64_t target) {
-  std::vector<int64_t> best;
-  int64_t best_cost = 0;
-  for (int w = 1; w <= options.prefix_max_waves; ++w) {
-    std::vector<int64_t> counts =
-        ChooseChunkCounts(lens, weights, options.prefix_chunk_align, options.min_prefix_chunk, target * w);
-    int64_t items = 0, longest = 0;
-    for (size_t i = 0; i < lens.size(); ++i) {
-      if (counts[i] == 0) continue;
-      items += weights[i] * counts[i];
-      const std::vector<int32_t> bounds = SplitRange(int32_t(lens[i]), counts[i], options.prefix_chunk_align);
-      for (int64_t c = 0; c < counts[i]; ++c) longest = std::max<int64_t>(longest, bounds[c + 1] - bounds[c]);
-    }
-    const int64_t cost = CeilDiv(std::max<int64_t>(items, 1), target) * (longest + options.prefix_item_overhead_tokens);
-    if (best.empty() || cost < best_cost) {
-      best = std::move(counts);
-      best_cost = cost;
-    }
-  }
-  return best;
-}
-
 void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.target_items >= 1, "plan options: target_items must be ≥ 1, got " << o.target_items);
   PREFIXD_CHECK_ARG(o.prefix_target_items >= 0,
@@ -111,12 +84,6 @@ void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.min_prefix_chunk >= 1, "plan options: min_prefix_chunk must be ≥ 1, got " << o.min_prefix_chunk);
   PREFIXD_CHECK_ARG(o.decode_chunk_align >= 1, "plan options: decode_chunk_align must be ≥ 1, got " << o.decode_chunk_align);
   PREFIXD_CHECK_ARG(o.min_decode_chunk >= 1, "plan options: min_decode_chunk must be ≥ 1, got " << o.min_decode_chunk);
-  PREFIXD_CHECK_ARG(o.prefix_max_waves >= 1, "plan options: prefix_max_waves must be ≥ 1, got " << o.prefix_max_waves);
-  PREFIXD_CHECK_ARG(o.prefix_item_overhead_tokens >= 0,
-                    "plan options: prefix_item_overhead_tokens must be ≥ 0, got " << o.prefix_item_overhead_tokens);
-  PREFIXD_CHECK_ARG(o.early_prefix_target_items >= 0,
-                    "plan options: early_prefix_target_items must be ≥ 0 (0: the prefix target), got "
-                        << o.early_prefix_target_items);
 }
 
 // Groups must list requests 0..B-1 in order, each group non-empty; prefix runs must lie in the pool.
@@ -189,39 +156,28 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
   const int g = plan.gqa_group_size();
   const int num_groups = int(batch.groups.size());
 
-  // Prefix items: row tiles × KV heads per group; split along the KV axis when too few. Each pass
-  // (the early groups, then the others; PlanOptions::early_groups) is split on its own.
-  PREFIXD_CHECK_ARG(options.early_groups.empty() || int(options.early_groups.size()) == num_groups,
-                    "plan options: early_groups has " << options.early_groups.size() << " entries for " << num_groups
-                                                      << " groups");
-  auto is_early = [&](int gi) { return !options.early_groups.empty() && options.early_groups[gi] != 0; };
-  const int64_t prefix_target = options.prefix_target_items > 0 ? options.prefix_target_items : options.target_items;
-  std::vector<int64_t> prefix_weight(num_groups), prefix_chunks(num_groups, 0);
-  for (int gi = 0; gi < num_groups; ++gi)
-    prefix_weight[gi] =
-        int64_t(plan.num_kv_heads) * CeilDiv(int64_t(batch.groups[gi].num_requests) * g, options.prefix_tile_rows);
+  // Prefix items: row tiles × KV heads per group; split along the KV axis when too few.
+  std::vector<int64_t> prefix_len(num_groups), prefix_weight(num_groups);
+  for (int gi = 0; gi < num_groups; ++gi) {
+    const PrefixGroup& grp = batch.groups[gi];
+    prefix_len[gi] = grp.prefix.num_tokens;
+    prefix_weight[gi] = int64_t(plan.num_kv_heads) * CeilDiv(int64_t(grp.num_requests) * g, options.prefix_tile_rows);
+  }
+  const std::vector<int64_t> prefix_chunks = ChooseChunkCounts(
+      prefix_len, prefix_weight, options.prefix_chunk_align, options.min_prefix_chunk,
+      options.prefix_target_items > 0 ? options.prefix_target_items : options.target_items);
   plan.group_num_chunks.resize(num_groups);
-  for (const bool early : {true, false}) {
-    std::vector<int64_t> len(num_groups, 0);
-    for (int gi = 0; gi < num_groups; ++gi)
-      if (is_early(gi) == early) len[gi] = batch.groups[gi].prefix.num_tokens;
-    const int64_t target = early && options.early_prefix_target_items > 0 ? options.early_prefix_target_items : prefix_target;
-    const std::vector<int64_t> chunks = ChoosePrefixChunkCounts(len, prefix_weight, options, target);
-    for (int gi = 0; gi < num_groups; ++gi) {
-      if (is_early(gi) != early) continue;
-      const PrefixGroup& grp = batch.groups[gi];
-      prefix_chunks[gi] = chunks[gi];
-      plan.group_num_chunks[gi] = int32_t(chunks[gi]);
-      if (chunks[gi] == 0) continue;
-      const std::vector<int32_t> bounds = SplitRange(grp.prefix.num_tokens, chunks[gi], options.prefix_chunk_align);
-      const int32_t rows = grp.num_requests * g;
-      for (int32_t c = 0; c < chunks[gi]; ++c)
-        for (int32_t h = 0; h < plan.num_kv_heads; ++h)
-          for (int32_t r0 = 0; r0 < rows; r0 += options.prefix_tile_rows)
-            plan.prefix_items.push_back(PrefixWorkItem{gi, h, r0, std::min(rows, r0 + options.prefix_tile_rows),
-                                                       bounds[c], bounds[c + 1], c});
-    }
-    if (early) plan.num_early_prefix_items = int32_t(plan.prefix_items.size());
+  for (int gi = 0; gi < num_groups; ++gi) {
+    const PrefixGroup& grp = batch.groups[gi];
+    plan.group_num_chunks[gi] = int32_t(prefix_chunks[gi]);
+    if (prefix_chunks[gi] == 0) continue;
+    const std::vector<int32_t> bounds = SplitRange(grp.prefix.num_tokens, prefix_chunks[gi], options.prefix_chunk_align);
+    const int32_t rows = grp.num_requests * g;
+    for (int32_t c = 0; c < prefix_chunks[gi]; ++c)
+      for (int32_t h = 0; h < plan.num_kv_heads; ++h)
+        for (int32_t r0 = 0; r0 < rows; r0 += options.prefix_tile_rows)
+          plan.prefix_items.push_back(PrefixWorkItem{gi, h, r0, std::min(rows, r0 + options.prefix_tile_rows),
+                                                     bounds[c], bounds[c + 1], c});
   }
   plan.request_group.assign(b, 0);
   for (int gi = 0; gi < num_groups; ++gi)
@@ -445,15 +401,6 @@ void CascadePlan::Validate() const {
                                            << it.row_begin << ", " << it.row_end << "), tokens [" << it.kv_begin << ", "
                                            << it.kv_end << "), chunk " << it.chunk << ") is out of range");
   }
-  // The early pass is a run of whole groups at the front of the list.
-  PREFIXD_CHECK_ARG(num_early_prefix_items >= 0 && size_t(num_early_prefix_items) <= prefix_items.size(),
-                    "plan: " << num_early_prefix_items << " early prefix items of " << prefix_items.size());
-  {
-    std::vector<uint8_t> pass(size_t(num_groups), 0);  // 1: early items seen, 2: late items seen
-    for (size_t i = 0; i < prefix_items.size(); ++i) pass[size_t(prefix_items[i].group)] |= i < size_t(num_early_prefix_items) ? 1 : 2;
-    for (int gi = 0; gi < num_groups; ++gi)
-      PREFIXD_CHECK_ARG(pass[size_t(gi)] != 3, "plan: group " << gi << " has prefix items in both the early and the late pass");
-  }
   // Every request is finished exactly once: by the merge step (listed in merge_requests) or by its
   // decode items, which then are one finishing item per KV head covering the whole suffix.
   std::vector<uint8_t> merged(num_requests, 0);
@@ -506,7 +453,7 @@ std::vector<int32_t> CascadePlan::Serialize() const {
               suffix.indices.size() + suffix.last_page_len.size() + merge_requests.size());
   out.insert(out.end(), {kPlanMagic, kPlanVersion, num_requests, num_qo_heads, num_kv_heads, head_dim, page_size,
                          num_pages, int32_t(prefix_items.size()), int32_t(decode_items.size()), int32_t(groups.size()),
-                         int32_t(suffix.indices.size()), int32_t(merge_requests.size()), num_early_prefix_items});
+                         int32_t(suffix.indices.size()), int32_t(merge_requests.size())});
   for (const auto& it : prefix_items)
     out.insert(out.end(), {it.group, it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end, it.chunk});
   for (const auto& it : decode_items)
@@ -543,7 +490,6 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
   p.num_pages = in.Next();
   const int32_t n_prefix = in.Next(), n_decode = in.Next(), n_groups = in.Next(), n_indices = in.Next(),
                 n_merge = in.Next();
-  p.num_early_prefix_items = in.Next();  // checked by Validate
   PREFIXD_CHECK_ARG(p.num_requests >= 0 && n_prefix >= 0 && n_decode >= 0 && n_groups >= 0 && n_indices >= 0 &&
                         n_merge >= 0,
                     "serialised plan: negative count in header (requests " << p.num_requests << ", prefix items "

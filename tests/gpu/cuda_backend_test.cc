@@ -444,13 +444,6 @@ TEST(CudaCascade, PartsMatchTheWholeCascade) {
     const CascadePlan split = kernels::PlanCascade(batch, shape, finest);
     ASSERT_TRUE(split.MergeNeedsDecode());
     ExpectCascadePartsMatchWhole(Device(), pool, 0, split, q);
-    // The prefix in two passes (PlanOptions::early_groups), as the worker runs its own rows early.
-    PlanOptions early_options = Device().DefaultPlanOptions();
-    early_options.early_groups = {1, 0, 0};
-    const CascadePlan early = kernels::PlanCascade(batch, shape, early_options);
-    ASSERT_GT(early.num_early_prefix_items, 0);
-    ASSERT_LT(size_t(early.num_early_prefix_items), early.prefix_items.size());
-    ExpectCascadePartsMatchWhole(Device(), pool, 0, early, q);
   }
 }
 

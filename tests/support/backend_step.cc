@@ -86,14 +86,6 @@ StepResult ExpectCascadePartsMatchWhole(Backend& backend, const HostKvPool& pool
   if (!plan.MergeNeedsDecode())
     expect_same(run({Backend::kPrefixPart | Backend::kMergePart, Backend::kDecodePart}), whole,
                 "prefix + merge, then decode");
-  // The prefix in its two passes (PlanOptions::early_groups; without an early pass the early part
-  // runs nothing and the late part every prefix item), as the worker runs them around the query
-  // exchange.
-  expect_same(run({Backend::kPrefixEarlyPart, Backend::kPrefixLatePart, Backend::kDecodePart, Backend::kMergePart}),
-              whole, "early prefix, late prefix, decode, merge");
-  if (!plan.MergeNeedsDecode())
-    expect_same(run({Backend::kPrefixEarlyPart, Backend::kPrefixLatePart | Backend::kMergePart, Backend::kDecodePart}),
-                whole, "early prefix, then late prefix + merge, then decode");
   return whole;
 }
 

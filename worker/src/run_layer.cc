@@ -41,10 +41,9 @@ void Worker::RunLayer(int layer) {
   void* comm_stream = sync_->comm_stream();
 
   const size_t q_row_bytes = size_t(row_words) * 4;
-  // The query exchange has nothing to overlap with when there is one chunk, no split and no early
-  // pass: then it runs on the compute stream (WorkerOptions::queries_on_compute_stream).
-  const bool q_on_compute = options_.queries_on_compute_stream && chunks_.size() == 1 && !chunks_[0].is_split &&
-                            !chunks_[0].early_pass;
+  // The query exchange has nothing to overlap with when there is one chunk and no split: then it
+  // runs on the compute stream (WorkerOptions::queries_on_compute_stream).
+  const bool q_on_compute = options_.queries_on_compute_stream && chunks_.size() == 1 && !chunks_[0].is_split;
 
   // 1. Every chunk's queries (made on their owners), and the rows other holders need: packed
   //    for sending, or made in place in the local-row buffer (Chunk::queries_in_place).
@@ -90,6 +89,9 @@ void Worker::RunLayer(int layer) {
     const StepLayout& L = ch.layout;
     Buffers& B = *ch.buf;
     Backend& be = *ch.backend;
+    if (L.needs_query_exchange && !q_on_compute) sync_->Wait(be.stream(), comm_stream);
+    if (!L.own_is_local && !ch.queries_in_place)
+      GatherRows(be, B.q_local.get(), B.q_recv.get(), B.q_own.get(), B.q_unpack, L.num_local(), row_words, 0);
     // Without any state exchange every local row is owned: the cascade writes the outputs.
     const bool direct = !L.needs_state_exchange;
     PREFIXD_CHECK_INTERNAL(!direct || L.own_is_local, "chunk without state exchange has rows it does not own");
@@ -100,27 +102,16 @@ void Worker::RunLayer(int layer) {
     args.sm_scale = options_.sm_scale;
     args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
     args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
-    // Own rows first (worker.h): their prefix items need only the own queries, made above; they
-    // run while the other rows' queries travel.
-    unsigned prefix = kernels::Backend::kPrefixPart;
-    if (ch.early_pass) {
-      be.RunCascadeParts(args, kernels::Backend::kPrefixEarlyPart);
-      prefix = kernels::Backend::kPrefixLatePart;
-      ++layers_with_early_pass_;
-    }
-    if (L.needs_query_exchange && !q_on_compute) sync_->Wait(be.stream(), comm_stream);
-    if (!L.own_is_local && !ch.queries_in_place)
-      GatherRows(be, B.q_local.get(), B.q_recv.get(), B.q_own.get(), B.q_unpack, L.num_local(), row_words, 0);
     // send_before_decode (worker.h): the states that travel are final after prefix + merge.
     const bool send_first = options_.send_before_decode && !direct &&
                             options_.reduction == StateReduction::kAllToAll && L.num_local() > 0 &&
                             !ch.plan.decode_items.empty() && !ch.merge_needs_decode;
     if (L.num_local() > 0) {
       if (send_first) {
-        be.RunCascadeParts(args, prefix | kernels::Backend::kMergePart);
+        be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergePart);
         ++layers_sent_before_decode_;
       } else {
-        be.RunCascadeParts(args, prefix | kernels::Backend::kDecodePart | kernels::Backend::kMergePart);
+        be.RunCascade(args);
       }
     }
     MarkPhase(&profile_.attention_ms);

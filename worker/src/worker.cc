@@ -74,7 +74,6 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   PREFIXD_CHECK_ARG(backend != nullptr && comm_ != nullptr, "Worker: backend and comm are required");
   EnvSwitch("PREFIXD_QUERIES_IN_PLACE", "0", "1", &options_.queries_in_place);
   EnvSwitch("PREFIXD_QUERY_STREAM", "comm", "compute", &options_.queries_on_compute_stream);
-  EnvSwitch("PREFIXD_OWN_ROWS_FIRST", "0", "1", &options_.own_rows_first);
   options_.pool.Validate();
   const kernels::KvPoolShape& pool = options_.pool;
   PREFIXD_CHECK_ARG(options_.num_qo_heads > 0 && options_.num_qo_heads % pool.num_kv_heads == 0,
@@ -539,16 +538,10 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   // Head chunks: all-to-all only (the tree reduction falls back to whole heads).
   const int hc = options_.reduction == StateReduction::kAllToAll && !ch.is_split ? options_.head_chunks : 1;
   ch.head_chunks = hc;
-  ch.queries_in_place = options_.queries_in_place && L.q_direct && L.needs_query_exchange && !ch.is_split && hc == 1;
-  // Own rows first (WorkerOptions::own_rows_first): the own rows of each prefix become a group of
-  // their own, planned as the early pass.
-  const bool own_first = options_.own_rows_first && ch.queries_in_place;
 
   // The local cascade: one group per held prefix (its shard here), then the suffix-only group.
-  // `keep` picks the rows of a split half (all rows when not split). With own_first, a held
-  // prefix's rows are cut where ownership changes (own rows are one run per prefix: the canonical
-  // order sorts them by owner) and the own runs are marked early (*early, one flag per group).
-  auto make_batch = [&](auto keep, std::vector<uint8_t>* early = nullptr) {
+  // `keep` picks the rows of a split half (all rows when not split).
+  auto make_batch = [&](auto keep) {
     kernels::DecodeBatch batch;
     batch.num_qo_heads = hq;
     int rows = 0;
@@ -559,20 +552,9 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
         const ShardPlacement& s = p.shards.at(p.my_shard);
         pg.prefix = kernels::PrefixRun{s.first_page, s.num_tokens};
       }
-      const bool cut = early != nullptr && g.prefix_id >= 0;
-      auto close_group = [&](bool own) {
-        pg.num_requests = rows - pg.first_request;
-        if (pg.num_requests == 0) return;
-        batch.groups.push_back(pg);
-        if (early) early->push_back(cut && own ? 1 : 0);
-      };
       pg.first_request = rows;
       for (int i = g.first_row; i < g.first_row + g.num_rows; ++i) {
         if (!keep(i)) continue;
-        if (cut && rows > pg.first_request && L.local_owned[i] != L.local_owned[i - 1]) {
-          close_group(L.local_owned[i - 1]);
-          pg.first_request = rows;
-        }
         ++rows;
         if (!L.local_owned[i]) {
           batch.suffix.AddSeq({}, 0);
@@ -583,7 +565,8 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
         batch.suffix.AddSeq(std::vector<int32_t>(r.pages.begin(), r.pages.begin() + pages),
                             r.length - (pages - 1) * ps);
       }
-      close_group(g.num_rows > 0 && L.local_owned[g.first_row + g.num_rows - 1]);
+      pg.num_requests = rows - pg.first_request;
+      if (pg.num_requests > 0) batch.groups.push_back(pg);
     }
     return batch;
   };
@@ -619,9 +602,7 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of([](int) { return true; });
   } else if (b_loc > 0) {
-    kernels::PlanOptions o = be.DefaultPlanOptions();
-    const kernels::DecodeBatch batch = make_batch([](int) { return true; }, own_first ? &o.early_groups : nullptr);
-    ch.plan = kernels::PlanCascade(batch, pool, o);
+    ch.plan = kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions());
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of([](int) { return true; });
   }
@@ -725,9 +706,7 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     B.s_own->Reserve(rows(b_own) * s_row);
   }
   B.q_bytes = comm::PeerMajorBytes(L.q_send_count, L.q_recv_count, q_row);
-  // An early pass needs prefix items on both sides of it (else it is just the prefix).
-  ch.early_pass = ch.plan.num_early_prefix_items > 0 &&
-                  size_t(ch.plan.num_early_prefix_items) < ch.plan.prefix_items.size();
+  ch.queries_in_place = options_.queries_in_place && L.q_direct && L.needs_query_exchange && !ch.is_split && hc == 1;
   if (ch.queries_in_place) {  // offsets into q_local (StepLayout::q_direct)
     comm::ExchangeBytes& e = B.q_bytes;
     for (int j = 0; j < nr; ++j) {

@@ -43,7 +43,6 @@ void ExpectSamePlan(const CascadePlan& a, const CascadePlan& b) {
   EXPECT_EQ(a.page_size, b.page_size);
   EXPECT_EQ(a.num_pages, b.num_pages);
   EXPECT_TRUE(a.prefix_items == b.prefix_items);
-  EXPECT_EQ(a.num_early_prefix_items, b.num_early_prefix_items);
   EXPECT_TRUE(a.decode_items == b.decode_items);
   EXPECT_EQ(a.state_indptr, b.state_indptr);
   EXPECT_EQ(a.request_group, b.request_group);
@@ -190,13 +189,6 @@ TEST(PlanCascade, RandomBatchesCoverEveryTokenOnceWithGoodChunks) {
     o.min_decode_chunk = mins[rng() % 4];
     SCOPED_TRACE("trial " + std::to_string(trial));
     o.fuse_merge = rng() % 4 != 0;
-    if (rng() % 3 == 0) {  // waves, an early pass
-      o.prefix_max_waves = 1 + int(rng() % 3);
-      o.prefix_item_overhead_tokens = int(rng() % 300);
-      o.early_groups.resize(s.batch.groups.size());
-      for (uint8_t& e : o.early_groups) e = uint8_t(rng() % 2);
-      o.early_prefix_target_items = rng() % 2 ? 0 : 1 + int(rng() % 200);
-    }
     const CascadePlan plan = PlanCascade(s.batch, s.shape, o);
     ExpectExactCoverage(s.batch, plan);
     ExpectFinishedOnce(s.batch, plan, o.fuse_merge);
@@ -209,20 +201,9 @@ TEST(PlanCascade, RandomBatchesCoverEveryTokenOnceWithGoodChunks) {
       ExpectGoodChunks(bounds, o.prefix_chunk_align, o.min_prefix_chunk, "group " + std::to_string(gi));
       any_prefix_split |= plan.group_num_chunks[gi] > 1;
     }
-    // Per pass: split beyond its target (times the waves allowed) only where no split was needed.
-    const int prefix_target = o.prefix_target_items > 0 ? o.prefix_target_items : o.target_items;
-    const int early_target = o.early_prefix_target_items > 0 ? o.early_prefix_target_items : prefix_target;
-    for (const bool early : {true, false}) {
-      bool split = false;
-      for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-        split |= (!o.early_groups.empty() && o.early_groups[gi]) == early && plan.group_num_chunks[gi] > 1;
-      const int items = early ? plan.num_early_prefix_items : int(plan.prefix_items.size()) - plan.num_early_prefix_items;
-      if (split) EXPECT_LE(items, (early ? early_target : prefix_target) * o.prefix_max_waves) << "split beyond the target";
-    }
-    // The early pass: whole groups, those marked, first.
-    for (size_t i = 0; i < plan.prefix_items.size(); ++i) {
-      const bool marked = !o.early_groups.empty() && o.early_groups[size_t(plan.prefix_items[i].group)];
-      ASSERT_EQ(marked, i < size_t(plan.num_early_prefix_items)) << "prefix item " << i;
+    if (any_prefix_split) {
+      EXPECT_LE(int(plan.prefix_items.size()), o.prefix_target_items > 0 ? o.prefix_target_items : o.target_items)
+          << "split beyond the target";
     }
     split_prefix += any_prefix_split;
     bool any_decode_split = false;
@@ -261,57 +242,6 @@ TEST(PlanCascade, SplitsALongPrefixIntoEqualAlignedChunksUpToTheTarget) {
   o.min_prefix_chunk = 256;
   o.prefix_target_items = 8;  // the prefix's own target (the suffix keeps target_items)
   EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks[0], 4);
-}
-
-// The early pass (PlanOptions::early_groups): its groups' items first, each pass split to fill its
-// own target; waves (prefix_max_waves) where a second wave of items fills the CTAs better.
-TEST(PlanCascade, SplitsTheEarlyPassAndTheRestEachOnTheirOwn) {
-  std::mt19937_64 rng(test::TestSeed());
-  // One document split as the distributed engine splits it: the own rows (group 1) between the
-  // rows owned elsewhere (groups 0 and 2); a request is 4 GQA rows, a row tile 128 rows.
-  BatchSetup s = MakeSetup({{16384, std::vector<int>(128, 16)}}, 32, 8, 16, rng);
-  const PrefixGroup whole = s.batch.groups[0];
-  s.batch.groups = {{whole.prefix, 0, 48}, {whole.prefix, 48, 32}, {whole.prefix, 80, 48}};
-  PlanOptions o;
-  o.target_items = 264;
-  o.prefix_target_items = 132;
-  o.prefix_tile_rows = 128;
-  o.prefix_chunk_align = 64;
-  o.min_prefix_chunk = 512;
-  // One pass: 8 KV heads × (2 + 1 + 2) row tiles = 40 tiles, 3 chunks = 120 items.
-  CascadePlan plan = PlanCascade(s.batch, s.shape, o);
-  EXPECT_EQ(plan.num_early_prefix_items, 0);
-  EXPECT_EQ(plan.prefix_items.size(), 120u);
-  // Early pass of group 1: 8 tiles, 16 chunks of 1024 = 128 items; the rest: 32 tiles × 4 = 128.
-  o.early_groups = {0, 1, 0};
-  plan = PlanCascade(s.batch, s.shape, o);
-  EXPECT_EQ(plan.num_early_prefix_items, 128);
-  EXPECT_EQ(plan.prefix_items.size(), 256u);
-  EXPECT_EQ(plan.group_num_chunks, (std::vector<int32_t>{4, 16, 4}));
-  for (int i = 0; i < 128; ++i) ASSERT_EQ(plan.prefix_items[size_t(i)].group, 1) << i;
-  EXPECT_EQ(plan.state_indptr[49] - plan.state_indptr[48], 17);  // 16 prefix chunks + 1 suffix chunk
-  ExpectExactCoverage(s.batch, plan);
-  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
-  o.early_prefix_target_items = 120;  // the early pass leaves 12 SMs free: 8 × 15 chunks
-  EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks[1], 15);
-
-  // Waves: the late pass's 32 tiles fill 128 of 132 CTAs with one wave of 4 chunks, which more
-  // waves do not beat (they add items' fixed costs), so one wave stays; so does the early pass's.
-  o.early_prefix_target_items = 0;
-  o.prefix_max_waves = 3;
-  o.prefix_item_overhead_tokens = 128;
-  EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks, (std::vector<int32_t>{4, 16, 4}));
-  // 24 tiles: one wave is 5 chunks (120 items, 91% of the CTAs), two waves 11 chunks (264 items,
-  // every CTA two): 2 · (1536 + 128) < 3328 + 128 tokens, so two waves.
-  s.batch.groups = {{whole.prefix, 0, 32}, {whole.prefix, 32, 32}, {whole.prefix, 64, 64}};
-  plan = PlanCascade(s.batch, s.shape, o);
-  EXPECT_EQ(plan.group_num_chunks, (std::vector<int32_t>{11, 16, 11}));
-  EXPECT_EQ(plan.prefix_items.size() - size_t(plan.num_early_prefix_items), 264u);
-  o.prefix_max_waves = 1;
-  EXPECT_EQ(PlanCascade(s.batch, s.shape, o).group_num_chunks, (std::vector<int32_t>{5, 16, 5}));
-
-  o.early_groups = {1, 0};  // one entry per group
-  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "early_groups");
 }
 
 TEST(PlanCascade, SplitsAPrefixIntoMoreChunksThanPages) {

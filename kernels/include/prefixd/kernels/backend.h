@@ -99,21 +99,11 @@ class Backend {
   virtual void RunCascade(const CascadeArgs& args) = 0;
   // The cascade in parts, for callers that put other work between them (e.g. sending the states
   // of rows without a suffix while the decode kernel runs): kPrefixPart runs the prefix items,
-  // in two passes when the plan has an early pass (PlanOptions::early_groups): kPrefixEarlyPart its
-  // first CascadePlan::num_early_prefix_items, kPrefixLatePart the others (so that a caller can
-  // start the early pass before the late pass's queries exist); kDecodePart the decode items (a
-  // finishing item, DecodeWorkItem::finish, also ⊕-merges its request's prefix states and writes
-  // that request's outputs), kMergePart the ⊕ of every request in the plan's merge_requests.
-  // Parts of one plan run in that order, except that decode and merge may swap when no merge
-  // request has decode items (CascadePlan::MergeNeedsDecode()).
-  enum CascadePart : unsigned {
-    kPrefixEarlyPart = 1u,
-    kDecodePart = 2u,
-    kMergePart = 4u,
-    kPrefixLatePart = 8u,
-    kPrefixPart = kPrefixEarlyPart | kPrefixLatePart,
-    kAllParts = 15u
-  };
+  // kDecodePart the decode items (a finishing item, DecodeWorkItem::finish, also ⊕-merges its
+  // request's prefix states and writes that request's outputs), kMergePart the ⊕ of every request
+  // in the plan's merge_requests. Parts of one plan run in that order, except that decode and
+  // merge may swap when no merge request has decode items (CascadePlan::MergeNeedsDecode()).
+  enum CascadePart : unsigned { kPrefixPart = 1u, kDecodePart = 2u, kMergePart = 4u, kAllParts = 7u };
   virtual void RunCascadeParts(const CascadeArgs& args, unsigned parts) = 0;
   virtual void RunPrefixAttention(const PrefixAttentionArgs& args) = 0;
 

@@ -56,20 +56,6 @@ struct PlanOptions {
   int target_items = 132 * 2;       // enough independent items to fill the device (SMs × CTAs/SM)
   int prefix_target_items = 0;      // the same for prefix items alone (0: target_items), e.g. SMs
                                     // for a persistent prefix kernel of one CTA per SM
-  // Waves: the prefix items may also be cut to fill w ∈ [1, prefix_max_waves] waves of
-  // prefix_target_items; the w with the least predicted time, w · (longest chunk +
-  // prefix_item_overhead_tokens), wins (ties: fewer waves). E.g. 24 row tiles fill 132 CTAs with
-  // 120 items (5 chunks, 91% of the CTAs busy) or with 264 (11 chunks, two items per CTA).
-  int prefix_max_waves = 1;
-  int prefix_item_overhead_tokens = 0;  // an item's fixed cost (start, epilogue), in prefix tokens
-  // Early pass (empty: none). Groups marked 1 form the early pass: their prefix items come first
-  // in prefix_items (CascadePlan::num_early_prefix_items of them) and are split to fill
-  // early_prefix_target_items (0: the prefix target) on their own; the other groups' items follow,
-  // split on their own as usual. A backend runs the passes as separate parts
-  // (Backend::kPrefixEarlyPart, kPrefixLatePart), e.g. the distributed engine's own rows, whose
-  // queries exist before the query exchange ends, while the exchange runs. One entry per group.
-  std::vector<uint8_t> early_groups;
-  int early_prefix_target_items = 0;
   int prefix_tile_rows = 64;        // rows of one prefix item (the GPU kernel's M tile)
   int prefix_chunk_align = 64;      // prefix chunk boundaries are multiples of this (KV tile)
   int min_prefix_chunk = 512;       // never split a prefix finer than this many tokens
@@ -111,7 +97,6 @@ struct CascadePlan {
   int num_pages = 0;  // pool pages the page ids were checked against (run needs a pool this big)
 
   std::vector<PrefixWorkItem> prefix_items;
-  int32_t num_early_prefix_items = 0;      // the first ones form the early pass (PlanOptions::early_groups)
   std::vector<DecodeWorkItem> decode_items;
   std::vector<int32_t> state_indptr;       // [num_requests + 1]
   std::vector<int32_t> request_group;      // [num_requests]

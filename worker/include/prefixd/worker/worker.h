@@ -102,12 +102,6 @@ struct WorkerOptions {
   // the compute stream, without the two cross-stream waits. PREFIXD_QUERY_STREAM=compute|comm
   // overrides it (A/B runs).
   bool queries_on_compute_stream = true;
-  // Own rows first: with queries in place, each prefix's own rows (whose queries are made here)
-  // are their own group of the plan, whose prefix items form an early pass
-  // (PlanOptions::early_groups) that runs while the query exchange brings the other rows'
-  // queries; the query exchange then runs on the comm stream. PREFIXD_OWN_ROWS_FIRST=0|1
-  // overrides it (A/B runs).
-  bool own_rows_first = true;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
@@ -236,7 +230,6 @@ class Worker {
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
   // Layers so far whose states were sent before the own rows' decode (send_before_decode).
   int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
-  int64_t layers_with_early_pass() const { return layers_with_early_pass_; }  // own_rows_first ran
 
  private:
   struct Buffers;
@@ -255,7 +248,6 @@ class Worker {
     int num_x = 0;          // rows of X (local rows owned elsewhere)
     int head_chunks = 1;    // this step (see above)
     bool queries_in_place = false;  // this step: WorkerOptions::queries_in_place applies
-    bool early_pass = false;        // this step: the plan has an early pass (own_rows_first)
     bool x_queries_as_received = false;  // split: X's rows are the received query rows, in order
     // Steady decoding (Decode's fast path): what the last full PrepareChunk made, updated in place
     // while no event happens and the decode list names the same requests in the same order.
@@ -311,7 +303,6 @@ class Worker {
 
   WorkerOptions options_;
   int64_t layers_sent_before_decode_ = 0;
-  int64_t layers_with_early_pass_ = 0;
   std::vector<std::unique_ptr<kernels::Backend>> backends_;  // [0]: the main one, which owns the pool
   std::unique_ptr<comm::Comm> comm_;
   std::unique_ptr<StreamSync> sync_;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 5's A/B on nvidia-h200-x4 (one call): own rows first (an early prefix pass over the own
+# Session 5's A/B on nvidia-h200-x4 (run 1, one call; the code it measured was reverted, commit
+# "Revert own rows first"): own rows first (an early prefix pass over the own
 # rows while the query exchange runs) and prefix waves, each against its switch:
 #   PREFIXD_OWN_ROWS_FIRST=0|1        the early pass (worker.h, WorkerOptions::own_rows_first)
 #   PREFIXD_EARLY_PASS_FREE_SMS=k     SMs the early pass leaves to the exchange's kernels (16)

@@ -240,6 +240,13 @@ TEST_P(EngineTest, EvenSplit) {
   MPI_Allreduce(MPI_IN_PLACE, &sent_first, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (send_first() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(sent_first, 0);
   if (!send_first()) EXPECT_EQ(sent_first, 0);
+  // The K/V append ran behind the first layer's query exchange where that applies (one request
+  // chunk, not split, whole heads: the tree reduction always has them).
+  int64_t behind = h.engine().worker().appends_behind_queries();
+  MPI_Allreduce(MPI_IN_PLACE, &behind, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const bool whole_heads = head_chunks() == 1 || reduction() == StateReduction::kTree;
+  if (n > 1 && chunks() == 1 && !split() && whole_heads) EXPECT_GT(behind, 0) << "no append ran behind the queries";
+  if (!whole_heads) EXPECT_EQ(behind, 0);
   // Head chunks ran with the all-to-all reduction; the tree falls back to whole heads.
   EXPECT_EQ(h.engine().worker().last_head_chunks(), reduction() == StateReduction::kAllToAll ? head_chunks() : 1);
 }

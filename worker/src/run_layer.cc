@@ -43,7 +43,8 @@ void Worker::RunLayer(int layer) {
   const size_t q_row_bytes = size_t(row_words) * 4;
   // The query exchange has nothing to overlap with when there is one chunk and no split: then it
   // runs on the compute stream (WorkerOptions::queries_on_compute_stream).
-  const bool q_on_compute = options_.queries_on_compute_stream && chunks_.size() == 1 && !chunks_[0].is_split;
+  const bool q_on_compute = options_.queries_on_compute_stream && chunks_.size() == 1 && !chunks_[0].is_split &&
+                            !append_pending_;
 
   // 1. Every chunk's queries (made on their owners), and the rows other holders need: packed
   //    for sending, or made in place in the local-row buffer (Chunk::queries_in_place).
@@ -76,6 +77,11 @@ void Worker::RunLayer(int layer) {
     if (!options_.null_collectives)
       comm_->AllToAllV(send, B.q_bytes.send_bytes, B.q_bytes.send_offsets, recv, B.q_bytes.recv_bytes,
                        B.q_bytes.recv_offsets, q_stream);
+  }
+  // The step's K/V append (Decode), while the queries travel; the suffix decode below reads it.
+  if (append_pending_) {
+    kernels::FillSyntheticKv(*chunks_[0].backend, kv_, append_tokens_);
+    append_pending_ = false;
   }
   MarkPhase(&profile_.queries_ms);
   // 3. Per chunk: partial states, then their reduction to the owners on the comm stream while

@@ -74,6 +74,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   PREFIXD_CHECK_ARG(backend != nullptr && comm_ != nullptr, "Worker: backend and comm are required");
   EnvSwitch("PREFIXD_QUERIES_IN_PLACE", "0", "1", &options_.queries_in_place);
   EnvSwitch("PREFIXD_QUERY_STREAM", "comm", "compute", &options_.queries_on_compute_stream);
+  EnvSwitch("PREFIXD_APPEND_BEHIND_QUERIES", "0", "1", &options_.append_behind_query_exchange);
   options_.pool.Validate();
   const kernels::KvPoolShape& pool = options_.pool;
   PREFIXD_CHECK_ARG(options_.num_qo_heads > 0 && options_.num_qo_heads % pool.num_kv_heads == 0,
@@ -431,10 +432,13 @@ void Worker::Decode(const StepPlan& plan) {
   }
 
   // The decoded tokens' K/V, every layer at once (synthetic; a model would write layer by layer),
-  // on the main stream; every chunk's stream waits for it below.
+  // on the main stream; every chunk's stream waits for it below. Or, where the first layer's query
+  // exchange can hide it (WorkerOptions::append_behind_query_exchange), RunLayer launches it there.
   Backend& main = *backends_[0];
+  append_pending_ = false;
+  kernels::SyntheticKvTokens& append = append_tokens_;
   if (!app_hash.empty()) {
-    kernels::SyntheticKvTokens append;
+    append = kernels::SyntheticKvTokens{};
     append.n = int64_t(app_hash.size());
     if (main.kind() == BackendKind::kCpu && !options_.host_only) {  // host arrays: FillSyntheticKv also checks them
       append.hashes = app_hash.data();
@@ -450,7 +454,7 @@ void Worker::Decode(const StepPlan& plan) {
       append.positions = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_p);
       append.slots = reinterpret_cast<const int64_t*>(append_.get<uint8_t>() + o_s);
     }
-    if (!options_.host_only) kernels::FillSyntheticKv(main, kv_, append);
+    append_pending_ = !options_.host_only;
   }
 
   // Chunks: contiguous pieces of the decode list (sizes differ by at most one), the same on
@@ -464,6 +468,18 @@ void Worker::Decode(const StepPlan& plan) {
     const bool reuse = options_.reuse_steady_plans && steady && chunks_[c].reusable;
     if (!(reuse && PrepareChunkSteady(chunks_[c]))) PrepareChunk(chunks_[c], plan, entries);
     chunks_[c].merge_needs_decode = chunks_[c].plan.MergeNeedsDecode();
+  }
+
+  // The append waits for layer 0's query exchange to be under way where there is one chunk whose
+  // queries travel on the comm stream (RunLayer) and which computes on the main stream; else now.
+  const Chunk& first = chunks_[0];
+  const bool behind_queries = append_pending_ && options_.append_behind_query_exchange && num_chunks == 1 &&
+                              first.active && !first.is_split && first.head_chunks == 1 &&
+                              first.layout.needs_query_exchange && first.backend == &main;
+  if (behind_queries) ++appends_behind_queries_;
+  if (append_pending_ && !behind_queries) {
+    kernels::FillSyntheticKv(main, kv_, append);
+    append_pending_ = false;
   }
 
   const kernels::KvPoolShape& pool = options_.pool;

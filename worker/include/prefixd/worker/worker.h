@@ -61,6 +61,7 @@
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/kv_cache.h"
 #include "prefixd/kernels/plan.h"
+#include "prefixd/kernels/synthetic_kv.h"
 #include "prefixd/worker/backend_buffer.h"
 #include "prefixd/worker/step_layout.h"
 #include "prefixd/worker/step_plan.h"
@@ -102,6 +103,12 @@ struct WorkerOptions {
   // the compute stream, without the two cross-stream waits. PREFIXD_QUERY_STREAM=compute|comm
   // overrides it (A/B runs).
   bool queries_on_compute_stream = true;
+  // The step's K/V append (the decoded tokens' K/V, which only the suffix decode reads) runs while
+  // the first layer's queries travel instead of before them: the query exchange then goes to the
+  // comm stream. Where there is one request chunk, not split, in whole heads, computed on the main
+  // backend; elsewhere the append runs first, as always. PREFIXD_APPEND_BEHIND_QUERIES=0|1
+  // overrides it (A/B runs).
+  bool append_behind_query_exchange = true;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
@@ -230,6 +237,7 @@ class Worker {
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
   // Layers so far whose states were sent before the own rows' decode (send_before_decode).
   int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
+  int64_t appends_behind_queries() const { return appends_behind_queries_; }  // steps whose append did
 
  private:
   struct Buffers;
@@ -303,6 +311,11 @@ class Worker {
 
   WorkerOptions options_;
   int64_t layers_sent_before_decode_ = 0;
+  // This step's K/V append (Decode): its tokens, and whether it still has to run behind layer 0's
+  // query exchange (WorkerOptions::append_behind_query_exchange).
+  kernels::SyntheticKvTokens append_tokens_;
+  bool append_pending_ = false;
+  int64_t appends_behind_queries_ = 0;
   std::vector<std::unique_ptr<kernels::Backend>> backends_;  // [0]: the main one, which owns the pool
   std::unique_ptr<comm::Comm> comm_;
   std::unique_ptr<StreamSync> sync_;

@@ -16,7 +16,8 @@ WORK=${WORK:-/tmp/ab-s5-work}  # per-run CSV and logs; packed into $OUT/runs.tgz
 mkdir -p "$OUT" "$WORK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 mpi() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 \
-  -x PREFIXD_OWN_ROWS_FIRST -x PREFIXD_EARLY_PASS_FREE_SMS -x PREFIXD_PREFIX_MAX_WAVES "$@"; }
+  -x PREFIXD_OWN_ROWS_FIRST -x PREFIXD_EARLY_PASS_FREE_SMS -x PREFIXD_PREFIX_MAX_WAVES \
+  -x PREFIXD_APPEND_BEHIND_QUERIES "$@"; }
 S="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20"
 E="--mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus 4 -n 10"
 run() {  # name, env assignments (space-separated, may be empty), bench args
@@ -45,4 +46,17 @@ run new2 "" $S --gpus 1,2,4
 run e_new "" $E
 run e_off "PREFIXD_OWN_ROWS_FIRST=0" $E
 run e_free0 "PREFIXD_EARLY_PASS_FREE_SMS=0" $E
+fi
+# Run 3 (STAGE=2): the K/V append behind the first layer's query exchange
+# (PREFIXD_APPEND_BEHIND_QUERIES=0|1, on by default), alternating on and off.
+if [ "$STAGE" = 2 ]; then
+timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
+  >"$OUT/mpi_np4.log" 2>&1
+echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+run s2_on1 "" $S --gpus 1,2,4
+run s2_off1 "PREFIXD_APPEND_BEHIND_QUERIES=0" $S --gpus 1,2,4
+run s2_on2 "" $S --gpus 1,2,4
+run s2_off2 "PREFIXD_APPEND_BEHIND_QUERIES=0" $S --gpus 1,2,4
+run s2_e_on "" $E
+run s2_e_off "PREFIXD_APPEND_BEHIND_QUERIES=0" $E
 fi

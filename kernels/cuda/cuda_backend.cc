@@ -441,7 +441,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
   }
   if (!(parts & kMergePart) || plan_.num_merge_requests == 0 ||
-      (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr))
+      (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr && args.merge_packed_out == nullptr))
     return;
   MergeStatesParams m;
   m.v_in = partial_v_;
@@ -455,6 +455,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.o = args.o;
   m.v_out = args.v_out;
   m.s_out = args.s_out;
+  m.packed_row = args.merge_packed_row;
+  m.packed_out = args.merge_packed_out;
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
   m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream_);

@@ -55,6 +55,9 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
   // distance between consecutive states; and the output row.
   int n;
   int64_t first, stride, out_row = row;
+  // MergeStatesParams::packed_row: where this row's v and s go instead (null: the usual outputs).
+  float* packed_v = nullptr;
+  float* packed_s = nullptr;
   if (p.run_indptr != nullptr) {
     const int head = row % p.num_heads;
     const int request = p.requests != nullptr ? p.requests[row / p.num_heads] : row / p.num_heads;
@@ -63,6 +66,11 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
     first = int64_t(begin) * p.num_heads + head;
     stride = p.num_heads;
     out_row = int64_t(request) * p.num_heads + head;
+    if (p.packed_row != nullptr && p.packed_row[request] >= 0) {
+      float* packed = p.packed_out + int64_t(p.packed_row[request]) * p.num_heads * (p.head_dim + 1);
+      packed_v = packed + int64_t(head) * p.head_dim;
+      packed_s = packed + int64_t(p.num_heads) * p.head_dim + head;
+    }
   } else {
     n = p.num_states;
     first = row;
@@ -128,11 +136,25 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
       }
     }
     acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+    if (packed_v != nullptr) {  // a packed row is H·(D + 1) floats: 16-byte aligned only for H % 4 == 0
+      if ((reinterpret_cast<uintptr_t>(packed_v) & 15) == 0) {
+        reinterpret_cast<float4*>(packed_v)[d4] = acc;
+      } else {
+        packed_v[4 * d4] = acc.x;
+        packed_v[4 * d4 + 1] = acc.y;
+        packed_v[4 * d4 + 2] = acc.z;
+        packed_v[4 * d4 + 3] = acc.w;
+      }
+      continue;
+    }
     const int64_t out_index = out_row * p.head_dim + d4 * 4;
     if (p.v_out != nullptr) reinterpret_cast<float4*>(p.v_out + out_index)[0] = acc;
     if (p.o != nullptr) StoreCast4(p.out_dtype, p.o, out_index, acc);
   }
-  if (p.s_out != nullptr && lane == 0) p.s_out[out_row] = m == -INFINITY ? m : m + log2f(sum_w);
+  const float s_final = m == -INFINITY ? m : m + log2f(sum_w);
+  if (lane != 0) return;
+  if (packed_s != nullptr) *packed_s = s_final;
+  else if (p.s_out != nullptr) p.s_out[out_row] = s_final;
 }
 
 __global__ void MergeStateInPlaceKernel(float* v, float* s, const float* v_other,

@@ -38,6 +38,11 @@ struct MergeStatesParams {
   void* o = nullptr;
   float* v_out = nullptr;
   float* s_out = nullptr;
+  // Runs mode only (optional): request q with packed_row[q] ≥ 0 writes row packed_row[q] of
+  // packed_out, [v: num_heads·head_dim | s: num_heads] fp32, instead of o / v_out / s_out
+  // (CascadeArgs::merge_packed_row).
+  const int32_t* packed_row = nullptr;
+  float* packed_out = nullptr;
   // Launched as a programmatic dependent of the previous kernel on the stream (the prefix kernel,
   // which signals at its CTAs' last items): the merge grid is scheduled while that one drains and
   // waits (griddepcontrol.wait) for its completion and memory flush before reading any state. On

@@ -160,24 +160,32 @@ void CpuBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   if (parts & kDecodePart) {
     RunDecodeItems(kv, q, scale_log2);
     for (int r = 0; r < plan_.num_requests; ++r)
-      if (!in_merge_[size_t(r)]) FinishRequest(args, r);
+      if (!in_merge_[size_t(r)]) FinishRequest(args, r, false);
   }
   if (parts & kMergePart)
-    for (const int32_t r : plan_.merge_requests) FinishRequest(args, r);
+    for (const int32_t r : plan_.merge_requests) FinishRequest(args, r, true);
 }
 
-void CpuBackend::FinishRequest(const CascadeArgs& args, int r) {
+void CpuBackend::FinishRequest(const CascadeArgs& args, int r, bool merge_part) {
   // n-ary ⊕ over the request's slots, per qo head; a request with no slots gets the empty state.
   const int num_heads = plan_.num_qo_heads, dim = plan_.head_dim;
   const int64_t slot_stride = int64_t(num_heads) * dim;
   float* tmp = scratch_.q(0);  // a D-float row when the caller wants no v_out
   const int32_t first = plan_.state_indptr[r], n = plan_.state_indptr[r + 1] - first;
+  // CascadeArgs::merge_packed_row: the merge part writes this request's packed row instead.
+  float* packed = merge_part && args.merge_packed_row != nullptr && args.merge_packed_row[r] >= 0
+                      ? args.merge_packed_out + int64_t(args.merge_packed_row[r]) * num_heads * (dim + 1)
+                      : nullptr;
   for (int h = 0; h < num_heads; ++h) {
     const int64_t row = int64_t(r) * num_heads + h;
-    float* v = args.v_out ? args.v_out + row * dim : tmp;
+    float* v = packed ? packed + int64_t(h) * dim : args.v_out ? args.v_out + row * dim : tmp;
     float s;
     prefixd::kernels::MergeStates(&partial_v_[(first * num_heads + h) * int64_t(dim)], slot_stride,
                                   &partial_s_[int64_t(first) * num_heads + h], num_heads, n, dim, v, &s);
+    if (packed) {
+      packed[int64_t(num_heads) * dim + h] = s;
+      continue;
+    }
     if (args.s_out) args.s_out[row] = s;
     if (args.o) {
       auto* o = static_cast<uint16_t*>(args.o) + row * dim;

@@ -43,8 +43,9 @@ class CpuBackend final : public Backend {
  private:
   void RunPrefixItems(const KvLayer& kv, const uint16_t* q, float scale_log2);
   void RunDecodeItems(const KvLayer& kv, const uint16_t* q, float scale_log2);
-  // n-ary ⊕ over the slots of request r into the outputs.
-  void FinishRequest(const CascadeArgs& args, int r);
+  // n-ary ⊕ over the slots of request r into the outputs (the merge part: or its packed row,
+  // CascadeArgs::merge_packed_row).
+  void FinishRequest(const CascadeArgs& args, int r, bool merge_part);
 
   WorkspaceLimits limits_;
   bool plan_loaded_ = false;

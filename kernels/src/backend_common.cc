@@ -65,6 +65,8 @@ void CheckCascadeArgs(const CascadePlan& plan, const CascadeArgs& args) {
                                                     << ", page_size " << plan.page_size << ", " << plan.num_pages
                                                     << " pages)");
   PREFIXD_CHECK_ARG(args.q != nullptr || plan.num_requests == 0, "RunCascade: q is null");
+  PREFIXD_CHECK_ARG((args.merge_packed_row == nullptr) == (args.merge_packed_out == nullptr),
+                    "RunCascade: merge_packed_row and merge_packed_out go together");
   ResolveSmScale(args.sm_scale, s.head_dim);
 }
 

@@ -427,7 +427,8 @@ TEST(CudaCascade, PartsMatchTheWholeCascade) {
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   const std::vector<GroupSpec> groups = {{1000, {300, 0, 17, 64}}, {0, {45, 2}}, {130, {0, 1}}};
-  for (const auto& [hq, hkv, d, dtype] : {std::tuple{32, 8, 128, kF16}, std::tuple{16, 16, 64, kBF16}}) {
+  for (const auto& [hq, hkv, d, dtype] :
+       {std::tuple{32, 8, 128, kF16}, std::tuple{16, 16, 64, kBF16}, std::tuple{2, 1, 64, kF16}}) {
     SCOPED_TRACE("heads " + std::to_string(hq) + "/" + std::to_string(hkv) + ", d " + std::to_string(d));
     const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, hkv, d, dtype};
     kernels::PageAllocator alloc(shape.num_pages);
@@ -444,6 +445,10 @@ TEST(CudaCascade, PartsMatchTheWholeCascade) {
     const CascadePlan split = kernels::PlanCascade(batch, shape, finest);
     ASSERT_TRUE(split.MergeNeedsDecode());
     ExpectCascadePartsMatchWhole(Device(), pool, 0, split, q);
+    // The merge part writing packed rows (CascadeArgs::merge_packed_row): H·(D + 1) floats per
+    // row, 16-byte aligned for 32 and 16 heads, not for 2 (the kernel's scalar stores).
+    ExpectMergePartPacksRows(Device(), pool, 0, fused, q);
+    ExpectMergePartPacksRows(Device(), pool, 0, split, q);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 
 namespace prefixd::test {
@@ -87,6 +88,57 @@ StepResult ExpectCascadePartsMatchWhole(Backend& backend, const HostKvPool& pool
     expect_same(run({Backend::kPrefixPart | Backend::kMergePart, Backend::kDecodePart}), whole,
                 "prefix + merge, then decode");
   return whole;
+}
+
+void ExpectMergePartPacksRows(Backend& backend, const HostKvPool& pool, int layer, const kernels::CascadePlan& plan,
+                              const std::vector<uint16_t>& q) {
+  const int heads = plan.num_qo_heads, dim = plan.head_dim;
+  const int64_t rows = int64_t(plan.num_requests) * heads, packed_floats = int64_t(heads) * (dim + 1);
+  const StepResult whole = RunStep(backend, pool, layer, plan, q);
+  std::vector<int32_t> packed_row(size_t(plan.num_requests), -1);
+  const int num_packed = int(plan.merge_requests.size());
+  for (int i = 0; i < num_packed; ++i) packed_row[size_t(plan.merge_requests[size_t(i)])] = num_packed - 1 - i;
+
+  BackendBuffers mem(backend);
+  kernels::CascadeArgs args = StepArgs(mem, pool, layer, q, rows);
+  args.merge_packed_row = static_cast<const int32_t*>(mem.Upload(packed_row.data(), packed_row.size() * 4 + 4));
+  args.merge_packed_out = static_cast<float*>(mem.Poisoned(size_t(num_packed * packed_floats) * 4 + 4));
+  backend.LoadPlan(plan);
+  if (plan.MergeNeedsDecode()) {
+    backend.RunCascadeParts(args, Backend::kPrefixPart | Backend::kDecodePart);
+    backend.RunCascadeParts(args, Backend::kMergePart);
+  } else {
+    backend.RunCascadeParts(args, Backend::kPrefixPart | Backend::kMergePart);
+    backend.RunCascadeParts(args, Backend::kDecodePart);
+  }
+  const StepResult got = DownloadStep(mem, args, pool.shape.dtype, rows, dim);
+  const std::vector<float> packed = mem.Download<float>(args.merge_packed_out, size_t(num_packed * packed_floats));
+  uint32_t poison;
+  std::memset(&poison, 0xFF, 4);
+  auto bits = [](float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    return b;
+  };
+  for (int r = 0; r < plan.num_requests; ++r) {
+    SCOPED_TRACE("request " + std::to_string(r) + (packed_row[size_t(r)] >= 0 ? " (packed)" : ""));
+    for (int h = 0; h < heads; ++h) {
+      const int64_t row = int64_t(r) * heads + h;
+      if (packed_row[size_t(r)] < 0) {  // finished by the decode part as usual
+        ASSERT_EQ(bits(got.s[size_t(row)]), bits(whole.s[size_t(row)])) << "head " << h;
+        for (int d = 0; d < dim; ++d)
+          ASSERT_EQ(bits(got.v[size_t(row * dim + d)]), bits(whole.v[size_t(row * dim + d)])) << "head " << h << ", d " << d;
+        continue;
+      }
+      const float* p = packed.data() + packed_row[size_t(r)] * packed_floats;
+      ASSERT_EQ(bits(p[int64_t(heads) * dim + h]), bits(whole.s[size_t(row)])) << "packed s, head " << h;
+      ASSERT_EQ(bits(got.s[size_t(row)]), poison) << "s_out written for a packed request, head " << h;
+      for (int d = 0; d < dim; ++d) {
+        ASSERT_EQ(bits(p[int64_t(h) * dim + d]), bits(whole.v[size_t(row * dim + d)])) << "packed v, head " << h << ", d " << d;
+        ASSERT_EQ(bits(got.v[size_t(row * dim + d)]), poison) << "v_out written for a packed request, head " << h;
+      }
+    }
+  }
 }
 
 std::vector<double> ToDouble(const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); }

@@ -63,6 +63,13 @@ StepResult RunStep(kernels::Backend& backend, const HostKvPool& pool, int layer,
 StepResult ExpectCascadePartsMatchWhole(kernels::Backend& backend, const HostKvPool& pool, int layer,
                                         const kernels::CascadePlan& plan, const std::vector<uint16_t>& q);
 
+// Runs `plan` whole, then in parts with the merge part writing packed rows
+// (CascadeArgs::merge_packed_row: every merge request, in reverse order), and expects each packed
+// row [v | s] to hold the bits of that request's whole-run state, the merge requests' ordinary
+// outputs left as they were (poison), and every other request's outputs as in the whole run.
+void ExpectMergePartPacksRows(kernels::Backend& backend, const HostKvPool& pool, int layer,
+                              const kernels::CascadePlan& plan, const std::vector<uint16_t>& q);
+
 std::vector<double> ToDouble(const std::vector<float>& x);
 
 // Rows planted with a key by MakeQueries: (request r, head h) with h % 3 == r % 3.

@@ -114,6 +114,12 @@ void Worker::RunLayer(int layer) {
                             !ch.plan.decode_items.empty() && !ch.merge_needs_decode;
     if (L.num_local() > 0) {
       if (send_first) {
+        // The rows that travel are the merge part's (they have no suffix here): it packs them
+        // into the send buffer itself (WorkerOptions::merge_into_send_buffer).
+        if (options_.merge_into_send_buffer) {
+          args.merge_packed_row = B.st_send_row;
+          args.merge_packed_out = B.st_send.get<float>();
+        }
         be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergePart);
         ++layers_sent_before_decode_;
       } else {
@@ -280,8 +286,9 @@ void Worker::RunSplitCascades(Chunk& ch, int layer) {
 
 void Worker::ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send) {
   Buffers& B = *ch.buf;
-  ReduceAllToAll(ch, layer, B.v_loc.get<float>(), B.s_loc.get<float>(), B.st_pack, B.v_loc.get<float>(),
-                 B.s_loc.get<float>(), B.merge_src, nullptr, decode_after_send);
+  const bool packed = decode_after_send != nullptr && decode_after_send->merge_packed_row != nullptr;
+  ReduceAllToAll(ch, layer, B.v_loc.get<float>(), B.s_loc.get<float>(), packed ? nullptr : B.st_pack,
+                 B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, nullptr, decode_after_send);
 }
 
 void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
@@ -292,7 +299,7 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   Backend& be = *ch.backend;
   const int hq = options_.num_qo_heads, d = options_.pool.head_dim, b_own = L.num_own();
   void* comm_stream = sync_->comm_stream();
-  PackStates(be, v_send, s_send, pack, int(L.st_pack.size()), hq, d, B.st_send.get<float>());
+  if (pack != nullptr) PackStates(be, v_send, s_send, pack, int(L.st_pack.size()), hq, d, B.st_send.get<float>());
   sync_->Wait(comm_stream, be.stream());
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),

@@ -75,6 +75,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   EnvSwitch("PREFIXD_QUERIES_IN_PLACE", "0", "1", &options_.queries_in_place);
   EnvSwitch("PREFIXD_QUERY_STREAM", "comm", "compute", &options_.queries_on_compute_stream);
   EnvSwitch("PREFIXD_APPEND_BEHIND_QUERIES", "0", "1", &options_.append_behind_query_exchange);
+  EnvSwitch("PREFIXD_MERGE_INTO_SEND", "0", "1", &options_.merge_into_send_buffer);
   options_.pool.Validate();
   const kernels::KvPoolShape& pool = options_.pool;
   PREFIXD_CHECK_ARG(options_.num_qo_heads > 0 && options_.num_qo_heads % pool.num_kv_heads == 0,
@@ -670,7 +671,10 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   const size_t o_hash = Append(&up, own_hash), o_pos = Append(&up, own_pos);
   PREFIXD_CHECK_INTERNAL(o_hash == 0, "upload layout: own_hash must come first");
   ch.o_pos = o_pos;
+  std::vector<int32_t> st_send_row(size_t(b_loc), -1);
+  for (size_t i = 0; i < L.st_pack.size(); ++i) st_send_row[size_t(L.st_pack[i])] = int32_t(i);
   const size_t o_qp = Append(&up, L.q_pack), o_qu = Append(&up, L.q_unpack), o_sp = Append(&up, L.st_pack);
+  const size_t o_sr = Append(&up, st_send_row);
   const size_t o_ms = Append(&up, L.merge_src), o_tm = Append(&up, L.tree_max_src);
   const size_t o_tl = Append(&up, L.tree_local_pos), o_td = Append(&up, L.tree_dst), o_to = Append(&up, L.tree_own_pos);
   const size_t o_xu = Append(&up, x_unpack), o_xp = Append(&up, x_pack), o_om = Append(&up, o_merge_src);
@@ -684,6 +688,7 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   B.q_pack = reinterpret_cast<const int32_t*>(base + o_qp);
   B.q_unpack = reinterpret_cast<const int32_t*>(base + o_qu);
   B.st_pack = reinterpret_cast<const int32_t*>(base + o_sp);
+  B.st_send_row = reinterpret_cast<const int32_t*>(base + o_sr);
   B.merge_src = reinterpret_cast<const int32_t*>(base + o_ms);
   B.tree_max_src = reinterpret_cast<const int32_t*>(base + o_tm);
   B.tree_local_pos = reinterpret_cast<const int32_t*>(base + o_tl);

@@ -37,6 +37,9 @@ struct Worker::Buffers {
   const int32_t* q_pack = nullptr;
   const int32_t* q_unpack = nullptr;
   const int32_t* st_pack = nullptr;
+  // [B_loc]: the send row of each local row (st_pack inverted), −1 for rows not sent: where the
+  // merge part writes the packed states itself (WorkerOptions::merge_into_send_buffer).
+  const int32_t* st_send_row = nullptr;
   const int32_t* merge_src = nullptr;
   const int32_t* tree_max_src = nullptr;
   const int32_t* tree_local_pos = nullptr;

@@ -235,6 +235,9 @@ TEST(CpuCascade, PartsMatchTheWholeCascade) {
   const CascadePlan split = kernels::PlanCascade(batch, shape, OptionsFor(Split::kFinest, *backend));
   ASSERT_TRUE(split.MergeNeedsDecode());
   ExpectCascadePartsMatchWhole(*backend, pool, 0, split, q);
+  // The merge part writing packed rows (CascadeArgs::merge_packed_row), 8 heads: 16-byte rows.
+  ExpectMergePartPacksRows(*backend, pool, 0, fused, q);
+  ExpectMergePartPacksRows(*backend, pool, 0, split, q);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -51,6 +51,14 @@ struct CascadeArgs {
   // token strides stay the pool's. 0: the plan covers all of the pool's KV heads.
   int kv_head_offset = 0;
   int kv_head_count = 0;
+  // Packed outputs of the merge part (Backend::kMergePart; optional): a request r with
+  // merge_packed_row[r] ≥ 0 that the merge part finishes writes its final state to row
+  // merge_packed_row[r] of merge_packed_out, in the packed layout [v: H_qo·D | s: H_qo] (fp32) of
+  // the distributed engine's state exchange, instead of v_out / s_out / o. So the merge writes the
+  // send buffer directly (no pack pass). merge_packed_row has one entry per request (device memory
+  // on the CUDA backend, host memory on the CPU one).
+  const int32_t* merge_packed_row = nullptr;
+  float* merge_packed_out = nullptr;
 };
 
 // Multi-query attention of n query rows against one contiguous prefix run, returning states.

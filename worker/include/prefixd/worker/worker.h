@@ -109,6 +109,11 @@ struct WorkerOptions {
   // backend; elsewhere the append runs first, as always. PREFIXD_APPEND_BEHIND_QUERIES=0|1
   // overrides it (A/B runs).
   bool append_behind_query_exchange = true;
+  // With send_before_decode, the merge part writes the states that travel straight into the send
+  // buffer, packed (CascadeArgs::merge_packed_row), instead of the local-state buffer that a pack
+  // pass then copies from: one kernel less before the state exchange. PREFIXD_MERGE_INTO_SEND=0|1
+  // overrides it (A/B runs).
+  bool merge_into_send_buffer = true;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
@@ -289,11 +294,12 @@ class Worker {
   float* OutV(int layer, const Chunk& ch);
   float* OutS(int layer, const Chunk& ch);
   // decode_after_send (send_before_decode): the chunk's cascade arguments, whose decode part runs
-  // once the states are on their way.
+  // once the states are on their way (and whose merge part, with merge_packed_row set, has already
+  // written the send buffer).
   void ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send = nullptr);
-  // Packs rows `pack` of (v_send, s_send), exchanges them, and merges each own row's local state
-  // (merge_src's local rows index v_local / s_local, made on local_stream unless null) with what
-  // arrived.
+  // Packs rows `pack` of (v_send, s_send) (pack null: the send buffer holds them already),
+  // exchanges them, and merges each own row's local state (merge_src's local rows index v_local /
+  // s_local, made on local_stream unless null) with what arrived.
   void ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
                       const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
                       const kernels::CascadeArgs* decode_after_send = nullptr);

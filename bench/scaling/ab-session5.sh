@@ -17,7 +17,7 @@ mkdir -p "$OUT" "$WORK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 mpi() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 \
   -x PREFIXD_OWN_ROWS_FIRST -x PREFIXD_EARLY_PASS_FREE_SMS -x PREFIXD_PREFIX_MAX_WAVES \
-  -x PREFIXD_APPEND_BEHIND_QUERIES "$@"; }
+  -x PREFIXD_APPEND_BEHIND_QUERIES -x PREFIXD_MERGE_INTO_SEND "$@"; }
 S="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20"
 E="--mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus 4 -n 10"
 run() {  # name, env assignments (space-separated, may be empty), bench args
@@ -59,4 +59,22 @@ run s2_on2 "" $S --gpus 1,2,4
 run s2_off2 "PREFIXD_APPEND_BEHIND_QUERIES=0" $S --gpus 1,2,4
 run s2_e_on "" $E
 run s2_e_off "PREFIXD_APPEND_BEHIND_QUERIES=0" $E
+fi
+# Run 5 (STAGE=3): the merge writing the send buffer (PREFIXD_MERGE_INTO_SEND=0|1, on by default),
+# after the GPU tests of the cascade parts (also under compute-sanitizer memcheck).
+if [ "$STAGE" = 3 ]; then
+timeout 120 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*' >"$OUT/gpu_tests.log" 2>&1
+echo "gpu tests CudaCascade.*: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.Parts*' \
+  >"$OUT/memcheck.log" 2>&1
+echo "memcheck CudaCascade.Parts*: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$OUT/ab.log"
+timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
+  >"$OUT/mpi_np4.log" 2>&1
+echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+run s3_on1 "" $S --gpus 1,2,4
+run s3_off1 "PREFIXD_MERGE_INTO_SEND=0" $S --gpus 1,2,4
+run s3_on2 "" $S --gpus 1,2,4
+run s3_off2 "PREFIXD_MERGE_INTO_SEND=0" $S --gpus 1,2,4
+run s3_e_on "" $E
+run s3_e_off "PREFIXD_MERGE_INTO_SEND=0" $E
 fi

@@ -101,7 +101,7 @@ void ExpectMergePartPacksRows(Backend& backend, const HostKvPool& pool, int laye
 
   BackendBuffers mem(backend);
   kernels::CascadeArgs args = StepArgs(mem, pool, layer, q, rows);
-  args.merge_packed_row = static_cast<const int32_t*>(mem.Upload(packed_row.data(), packed_row.size() * 4 + 4));
+  args.merge_packed_row = static_cast<const int32_t*>(mem.Upload(packed_row.data(), packed_row.size() * 4));
   args.merge_packed_out = static_cast<float*>(mem.Poisoned(size_t(num_packed * packed_floats) * 4 + 4));
   backend.LoadPlan(plan);
   if (plan.MergeNeedsDecode()) {

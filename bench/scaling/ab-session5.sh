@@ -29,13 +29,16 @@ run() {  # name, env assignments (space-separated, may be empty), bench args
   grep -E "^(strong|weak) |^# check" "$WORK/$name.txt" | tee -a "$OUT/ab.log"
   tar czf "$OUT/runs.tgz" -C "$WORK" .
 }
+mpi_tests_np4() {  # the NCCL + CUDA MPI tests of the schedules these changes touch, 4 ranks
+  timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
+    >"$OUT/mpi_np4.log" 2>&1
+  echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+}
 STAGE=${STAGE:-1}
 if [ "$STAGE" = 1 ]; then
 timeout 120 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:*Plan*' >"$OUT/gpu_tests.log" 2>&1
 echo "gpu tests (cascade parts, plans): rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
-  >"$OUT/mpi_np4.log" 2>&1
-echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+mpi_tests_np4
 run new1 "" $S --gpus 1,2,4
 run off1 "PREFIXD_OWN_ROWS_FIRST=0" $S --gpus 1,2,4
 run free0 "PREFIXD_EARLY_PASS_FREE_SMS=0" $S --gpus 2,4
@@ -50,9 +53,7 @@ fi
 # Run 3 (STAGE=2): the K/V append behind the first layer's query exchange
 # (PREFIXD_APPEND_BEHIND_QUERIES=0|1, on by default), alternating on and off.
 if [ "$STAGE" = 2 ]; then
-timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
-  >"$OUT/mpi_np4.log" 2>&1
-echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+mpi_tests_np4
 run s2_on1 "" $S --gpus 1,2,4
 run s2_off1 "PREFIXD_APPEND_BEHIND_QUERIES=0" $S --gpus 1,2,4
 run s2_on2 "" $S --gpus 1,2,4
@@ -68,9 +69,7 @@ echo "gpu tests CudaCascade.*: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_
 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.Parts*' \
   >"$OUT/memcheck.log" 2>&1
 echo "memcheck CudaCascade.Parts*: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$OUT/ab.log"
-timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
-  >"$OUT/mpi_np4.log" 2>&1
-echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+mpi_tests_np4
 run s3_on1 "" $S --gpus 1,2,4
 run s3_off1 "PREFIXD_MERGE_INTO_SEND=0" $S --gpus 1,2,4
 run s3_on2 "" $S --gpus 1,2,4

@@ -58,6 +58,7 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
   // MergeStatesParams::packed_row: where this row's v and s go instead (null: the usual outputs).
   float* packed_v = nullptr;
   float* packed_s = nullptr;
+  bool packed_v_aligned = false;  // a packed row is H·(D + 1) floats: 16-byte aligned only for H % 4 == 0
   if (p.run_indptr != nullptr) {
     const int head = row % p.num_heads;
     const int request = p.requests != nullptr ? p.requests[row / p.num_heads] : row / p.num_heads;
@@ -70,6 +71,7 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
       float* packed = p.packed_out + int64_t(p.packed_row[request]) * p.num_heads * (p.head_dim + 1);
       packed_v = packed + int64_t(head) * p.head_dim;
       packed_s = packed + int64_t(p.num_heads) * p.head_dim + head;
+      packed_v_aligned = (reinterpret_cast<uintptr_t>(packed_v) & 15) == 0;
     }
   } else {
     n = p.num_states;
@@ -136,8 +138,8 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
       }
     }
     acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-    if (packed_v != nullptr) {  // a packed row is H·(D + 1) floats: 16-byte aligned only for H % 4 == 0
-      if ((reinterpret_cast<uintptr_t>(packed_v) & 15) == 0) {
+    if (packed_v != nullptr) {
+      if (packed_v_aligned) {
         reinterpret_cast<float4*>(packed_v)[d4] = acc;
       } else {
         packed_v[4 * d4] = acc.x;

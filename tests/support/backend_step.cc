@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <initializer_list>
 
 namespace prefixd::test {
@@ -113,13 +112,8 @@ void ExpectMergePartPacksRows(Backend& backend, const HostKvPool& pool, int laye
   }
   const StepResult got = DownloadStep(mem, args, pool.shape.dtype, rows, dim);
   const std::vector<float> packed = mem.Download<float>(args.merge_packed_out, size_t(num_packed * packed_floats));
-  uint32_t poison;
-  std::memset(&poison, 0xFF, 4);
-  auto bits = [](float x) {
-    uint32_t b;
-    std::memcpy(&b, &x, 4);
-    return b;
-  };
+  const uint32_t poison = 0xFFFFFFFFu;  // BackendBuffers::Poisoned's bytes
+  auto bits = [](float x) { return kernels::FloatBits(x); };
   for (int r = 0; r < plan.num_requests; ++r) {
     SCOPED_TRACE("request " + std::to_string(r) + (packed_row[size_t(r)] >= 0 ? " (packed)" : ""));
     for (int h = 0; h < heads; ++h) {

@@ -141,6 +141,10 @@ TEST_F(BadInput, RunArgumentsDisagreeWithThePlan) {
   a = Args();
   a.sm_scale = std::nanf("");
   EXPECT_INVALID_ARGUMENT(backend->RunCascade(a), "sm_scale");
+  a = Args();
+  float packed[4];
+  a.merge_packed_out = packed;  // without merge_packed_row
+  EXPECT_INVALID_ARGUMENT(backend->RunCascade(a), "merge_packed_row and merge_packed_out go together");
 }
 
 TEST_F(BadInput, LoadPlanRejectsABrokenPlanAndKeepsTheOldOne) {

@@ -242,7 +242,8 @@ class Worker {
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
   // Layers so far whose states were sent before the own rows' decode (send_before_decode).
   int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
-  int64_t appends_behind_queries() const { return appends_behind_queries_; }  // steps whose append did
+  // Steps whose K/V append ran behind the first layer's query exchange (append_behind_query_exchange).
+  int64_t appends_behind_queries() const { return appends_behind_queries_; }
 
  private:
   struct Buffers;

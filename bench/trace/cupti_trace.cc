@@ -11,6 +11,7 @@
 //
 // bench/trace/timeline.py reads those files. Only a measurement tool: nothing in prefixd links it.
 #include <cupti.h>
+#include <cxxabi.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -53,17 +54,29 @@ const char* CopyKind(uint8_t kind) {
   }
 }
 
+// Kernel names come mangled; the table is for people.
+std::string Demangle(const char* name) {
+  if (name == nullptr) return "?";
+  int status = 0;
+  char* plain = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && plain ? plain : name;
+  std::free(plain);
+  for (char& c : out)
+    if (c == ',') c = ';';  // a CSV field
+  return out;
+}
+
 void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   std::vector<std::string> rows;
   CUpti_Activity* record = nullptr;
-  char line[1024];
+  char line[4096];
   while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       std::snprintf(line, sizeof line, "kernel,%u,%u,%llu,%llu,%llu,%llu,%d,%d,0,%s", k->deviceId, k->streamId,
                     (unsigned long long)k->start, (unsigned long long)k->end, (unsigned long long)k->queued,
                     (unsigned long long)k->submitted, k->gridX * k->gridY * k->gridZ, k->blockX * k->blockY * k->blockZ,
-                    k->name ? k->name : "?");
+                    Demangle(k->name).c_str());
     } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       std::snprintf(line, sizeof line, "memcpy,%u,%u,%llu,%llu,0,0,0,0,%llu,%s", m->deviceId, m->streamId,

@@ -19,6 +19,7 @@ import statistics
 
 
 def short(name):
+    name = name.replace("(anonymous namespace)::", "")
     name = re.sub(r"\(.*", "", name)  # drop the parameter list
     name = re.sub(r"<.*>", "<>", name)
     name = name.split("::")[-1]

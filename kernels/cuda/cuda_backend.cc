@@ -99,6 +99,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   env_flag("PREFIXD_MERGE_PDL", &merge_pdl_);
   env_flag("PREFIXD_DECODE_EVICT_FIRST", &decode_evict_first_);
   env_flag("PREFIXD_DECODE_PREFETCH", &decode_prefetch_);
+  env_flag("PREFIXD_UPLOAD_BATCH", &upload_batch_enabled_);
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -190,6 +191,8 @@ void CudaBackend::FreeStaged(StagedBuffer* b) noexcept {
 }
 
 int32_t* CudaBackend::BeginUpload(StagedBuffer* b) {
+  // A copy of this buffer still in the open upload batch reads the staging memory: launch it.
+  if (std::find(uploads_copied_.begin(), uploads_copied_.end(), b->copied) != uploads_copied_.end()) FlushUploads();
   // The previous upload's copy may still be queued behind earlier work: the staging buffer is
   // free only once it has run. (A no-op wait when nothing was uploaded yet.)
   PREFIXD_CUDA_CHECK(cudaEventSynchronize(b->copied));
@@ -197,8 +200,41 @@ int32_t* CudaBackend::BeginUpload(StagedBuffer* b) {
 }
 
 void CudaBackend::EndUpload(StagedBuffer* b, int64_t ints) {
-  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(b->device, b->host, size_t(ints) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-  PREFIXD_CUDA_CHECK(cudaEventRecord(b->copied, stream_));
+  EnqueueUpload(b->device, b->host, size_t(ints) * sizeof(int32_t));
+  if (batching_ && !uploads_.empty()) uploads_copied_.push_back(b->copied);  // recorded at the launch
+  else PREFIXD_CUDA_CHECK(cudaEventRecord(b->copied, stream_));
+}
+
+void CudaBackend::EnqueueUpload(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  if (batching_ && upload_batch_enabled_) {
+    if (uploads_.Add(dst, src, bytes)) return;
+    if (uploads_.full()) {
+      FlushUploads();
+      if (uploads_.Add(dst, src, bytes)) return;
+    }
+  }
+  FlushUploads();  // what is queued goes first: copies stay in call order
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaBackend::FlushUploads() {
+  if (!uploads_.empty()) {
+    PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+    uploads_.Launch(stream_);
+  }
+  for (cudaEvent_t e : uploads_copied_) PREFIXD_CUDA_CHECK(cudaEventRecord(e, stream_));
+  uploads_copied_.clear();
+}
+
+void CudaBackend::BeginUploadBatch() {
+  FlushUploads();
+  batching_ = true;
+}
+
+void CudaBackend::EndUploadBatch() {
+  FlushUploads();
+  batching_ = false;
 }
 
 PlanOptions CudaBackend::DefaultPlanOptions() const {
@@ -251,6 +287,7 @@ void CudaBackend::Free(void* ptr) {
 void CudaBackend::CopyToDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToDevice: null pointer");
+  FlushUploads();
   PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // src may be freed as soon as we return
 }
@@ -258,12 +295,13 @@ void CudaBackend::CopyToDevice(void* dst, const void* src, size_t bytes) {
 void CudaBackend::CopyToDeviceAsync(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToDeviceAsync: null pointer");
-  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  EnqueueUpload(dst, src, bytes);
 }
 
 void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyToHost: null pointer");
+  FlushUploads();
   PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the caller reads dst next
 }
@@ -271,16 +309,21 @@ void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
 void CudaBackend::CopyDeviceToDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   PREFIXD_CHECK_ARG(dst != nullptr && src != nullptr, "CopyDeviceToDevice: null pointer");
+  FlushUploads();
   PREFIXD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
 void CudaBackend::Fill(void* dst, uint8_t byte, size_t bytes) {
   if (bytes == 0) return;
   PREFIXD_CHECK_ARG(dst != nullptr, "Fill: null pointer");
+  FlushUploads();
   PREFIXD_CUDA_CHECK(cudaMemsetAsync(dst, byte, bytes, stream_));
 }
 
-void CudaBackend::Synchronize() { PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaBackend::Synchronize() {
+  FlushUploads();
+  PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 void CudaBackend::LoadPlan(const CascadePlan& given) {
   // All checks first: a plan that fails leaves the previous one loaded.
@@ -377,6 +420,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const void* k = static_cast<const char*>(args.kv.k) + layer_bytes;
   const void* v = static_cast<const char*>(args.kv.v) + layer_bytes;
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  FlushUploads();
+  // The stream of this call (CascadeArgs::stream); everything below is ordered on it.
+  cudaStream_t const stream = args.stream != nullptr ? static_cast<cudaStream_t>(args.stream) : stream_;
   // Concurrent prefix/decode (cuda_backend.h): the decode kernel on decode_stream_, forked from
   // stream_ just before the prefix launch and joined back before the merge; the loaded plan has no
   // finishing decode items. The fork is recorded BEFORE the prefix launch (after it, the decode
@@ -385,9 +431,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const bool prefix_part = (parts & kPrefixPart) && plan_.num_prefix_items > 0;
   const bool decode_part = (parts & kDecodePart) && plan_.num_decode_items > 0;
   const bool concurrent = concurrent_decode_sms_ > 0 && prefix_part && decode_part;
-  cudaStream_t decode_stream = stream_;
+  cudaStream_t decode_stream = stream;
   if (concurrent) {
-    PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+    PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream));
     PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(decode_stream_, fork_, 0));
     decode_stream = decode_stream_;
   }
@@ -405,7 +451,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // The prefix of a step that runs concurrently (it has decode items) is capped, also when timed
     // alone (RunCascadeParts), so that the part times are those of the step's kernels.
     if (concurrent_decode_sms_ > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_decode_sms_;
-    PrefixAttention(p, stream_);
+    PrefixAttention(p, stream);
   }
   if (decode_part) {
     DecodeAttentionParams p;
@@ -434,11 +480,11 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.prefetch_prefix_states = decode_prefetch_;
     DecodeAttention(p, decode_stream);
   }
-  // The join comes before any early return: stream_ (and so Synchronize, a graph capture's end,
+  // The join comes before any early return: the call's stream (and so Synchronize, a graph capture's end,
   // the merge, the next step) always waits for the decode kernel.
   if (concurrent) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(join_, decode_stream_));
-    PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+    PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream, join_, 0));
   }
   if (!(parts & kMergePart) || plan_.num_merge_requests == 0 ||
       (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr && args.merge_packed_out == nullptr))
@@ -459,11 +505,12 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.packed_out = args.merge_packed_out;
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
   m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
-  cuda::MergeStates(m, stream_);
+  cuda::MergeStates(m, stream);
 }
 
 void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {
   CheckPrefixAttentionArgs(args);
+  FlushUploads();
   const KvPoolShape& shape = args.kv.shape;
   const int n = args.num_queries, num_heads = args.num_qo_heads, dim = shape.head_dim;
   const int g = num_heads / shape.num_kv_heads;
@@ -559,6 +606,7 @@ void CudaBackend::MergeStates(const float* v_in, const float* s_in, int n, int r
   PREFIXD_CHECK_ARG(n >= 0 && rows >= 0 && head_dim > 0 && head_dim % 4 == 0,
                     "MergeStates: bad sizes n " << n << ", rows " << rows << ", head_dim " << head_dim
                                                 << " (head_dim must be a positive multiple of 4)");
+  FlushUploads();
   if (rows == 0) return;
   PREFIXD_CHECK_ARG(v_out != nullptr && s_out != nullptr && (n == 0 || (v_in != nullptr && s_in != nullptr)),
                     "MergeStates: null pointer");
@@ -579,6 +627,7 @@ void CudaBackend::MergeStateInPlace(float* v, float* s, const float* v_other, co
   PREFIXD_CHECK_ARG(rows >= 0 && head_dim > 0 && head_dim % 4 == 0,
                     "MergeStateInPlace: bad sizes rows " << rows << ", head_dim " << head_dim
                                                          << " (head_dim must be a positive multiple of 4)");
+  FlushUploads();
   if (rows == 0) return;
   PREFIXD_CHECK_ARG(v != nullptr && s != nullptr && v_other != nullptr && s_other != nullptr,
                     "MergeStateInPlace: null pointer");
@@ -590,6 +639,7 @@ void CudaBackend::CastStates(const float* v, int64_t count, DType dtype, void* o
   PREFIXD_CHECK_ARG(count >= 0, "CastStates: negative count " << count);
   if (count == 0) return;
   PREFIXD_CHECK_ARG(v != nullptr && out != nullptr, "CastStates: null pointer");
+  FlushUploads();
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cuda::CastStates(v, count, dtype, out, stream_);
 }

@@ -50,8 +50,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/upload_batch.h"
 #include "prefixd/kernels/backend.h"
 
 namespace prefixd::kernels::cuda {
@@ -77,6 +79,8 @@ class CudaBackend final : public Backend {
   void Fill(void* dst, uint8_t byte, size_t bytes) override;
   void Synchronize() override;
   void* stream() const override { return stream_; }
+  void BeginUploadBatch() override;
+  void EndUploadBatch() override;
 
   void LoadPlan(const CascadePlan& plan) override;
   void RunCascade(const CascadeArgs& args) override;
@@ -110,6 +114,11 @@ class CudaBackend final : public Backend {
   static void FreeStaged(StagedBuffer* buffer) noexcept;
   int32_t* BeginUpload(StagedBuffer* buffer);  // waits for the previous upload's copy
   void EndUpload(StagedBuffer* buffer, int64_t ints);
+  // A host → device copy on stream_: into the open upload batch where it qualifies, else (after
+  // launching what the batch holds, so that copies stay in call order) cudaMemcpyAsync.
+  void EnqueueUpload(void* dst, const void* src, size_t bytes);
+  // Launches the batch's copies and records the `copied` events of the staged buffers in it.
+  void FlushUploads();
 
   // Device views into the loaded plan (plan.cc's serialised layout).
   struct LoadedPlan {
@@ -151,6 +160,13 @@ class CudaBackend final : public Backend {
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;
   LoadedPlan plan_;
+  // Upload batch (Backend::BeginUploadBatch): open or not, its copies, and the staged buffers
+  // whose `copied` event is recorded when it is launched. PREFIXD_UPLOAD_BATCH=0 at construction:
+  // every upload a cudaMemcpyAsync (A/B runs).
+  bool upload_batch_enabled_ = true;
+  bool batching_ = false;
+  UploadBatch uploads_;
+  std::vector<cudaEvent_t> uploads_copied_;
 };
 
 }  // namespace prefixd::kernels::cuda

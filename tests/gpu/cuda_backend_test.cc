@@ -964,6 +964,115 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The decode part on another stream (CascadeArgs::stream, as the worker runs it beside the state
+// exchange), ordered by events: the bits of the whole cascade.
+
+TEST(CudaCascade, DecodePartOnAnotherStreamMatchesTheWhole) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<GroupSpec> groups = {{1000, {300, 0, 17, 64}}, {0, {45, 2}}, {130, {0, 1}}};
+  const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, 8, 128, kBF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(groups, 32, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = MakeQueries(rng, pool, 0, batch, true, 45.f);
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+  ASSERT_FALSE(plan.MergeNeedsDecode());
+  ASSERT_FALSE(plan.decode_items.empty());
+  const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads;
+  const StepResult whole = RunStep(Device(), pool, 0, plan, q);
+
+  auto main = static_cast<cudaStream_t>(Device().stream());
+  cudaStream_t side = nullptr;
+  cudaEvent_t merged = nullptr, decoded = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&merged, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&decoded, cudaEventDisableTiming), cudaSuccess);
+  {
+    BackendBuffers mem(Device());
+    kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
+    Device().LoadPlan(plan);
+    Device().RunCascadeParts(args, Backend::kPrefixPart | Backend::kMergePart);
+    ASSERT_EQ(cudaEventRecord(merged, main), cudaSuccess);
+    ASSERT_EQ(cudaStreamWaitEvent(side, merged, 0), cudaSuccess);
+    kernels::CascadeArgs decode = args;
+    decode.stream = side;
+    Device().RunCascadeParts(decode, Backend::kDecodePart);
+    ASSERT_EQ(cudaEventRecord(decoded, side), cudaSuccess);
+    ASSERT_EQ(cudaStreamWaitEvent(main, decoded, 0), cudaSuccess);
+    const StepResult got = DownloadStep(mem, args, shape.dtype, rows, shape.head_dim);
+    for (size_t i = 0; i < whole.v.size(); ++i) ASSERT_EQ(kernels::FloatBits(got.v[i]), kernels::FloatBits(whole.v[i])) << i;
+    for (size_t i = 0; i < whole.s.size(); ++i) ASSERT_EQ(kernels::FloatBits(got.s[i]), kernels::FloatBits(whole.s[i])) << i;
+    for (size_t i = 0; i < whole.o.size(); ++i) ASSERT_EQ(kernels::FloatBits(got.o[i]), kernels::FloatBits(whole.o[i])) << i;
+  }
+  cudaEventDestroy(merged);
+  cudaEventDestroy(decoded);
+  cudaStreamDestroy(side);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// The upload batch (Backend::BeginUploadBatch): copies from pinned memory done by one kernel,
+// others by the copy engine, all landing as if each had been a cudaMemcpyAsync in call order
+// (a destination written twice keeps the second); a plan loaded twice in one batch computes with
+// the second; the step computed from a batched plan is the oracle's.
+
+TEST(CudaBackend, UploadBatchLandsEveryCopyInCallOrder) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  std::mt19937_64 rng(TestSeed());
+  constexpr size_t kBytes = 3 * 4096 + 16;
+  uint8_t* pinned = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&pinned), 2 * kBytes, cudaHostAllocDefault), cudaSuccess);
+  for (size_t i = 0; i < 2 * kBytes; ++i) pinned[i] = uint8_t(rng());
+  std::vector<uint8_t> pageable(777);
+  for (uint8_t& b : pageable) b = uint8_t(rng());
+  {
+    BackendBuffers mem(Device());
+    auto* dst = static_cast<uint8_t*>(mem.Poisoned(2 * kBytes));
+    Device().BeginUploadBatch();
+    Device().CopyToDeviceAsync(dst, pinned, kBytes);                      // 16-byte units
+    Device().CopyToDeviceAsync(dst + kBytes + 3, pinned + kBytes + 5, 1001);  // unaligned: bytes
+    Device().CopyToDeviceAsync(dst + kBytes + 2000, pageable.data(), pageable.size());  // copy engine
+    Device().CopyToDeviceAsync(dst + 64, pinned + kBytes, 32);            // overwrites [64, 96)
+    Device().EndUploadBatch();
+    const auto got = mem.Download<uint8_t>(dst, 2 * kBytes);
+    std::vector<uint8_t> want(2 * kBytes, 0xFF);
+    std::memcpy(want.data(), pinned, kBytes);
+    std::memcpy(want.data() + kBytes + 3, pinned + kBytes + 5, 1001);
+    std::memcpy(want.data() + kBytes + 2000, pageable.data(), pageable.size());
+    std::memcpy(want.data() + 64, pinned + kBytes, 32);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "byte " << i;
+  }
+  cudaFreeHost(pinned);
+
+  // Plans through a batch: the second LoadPlan of one batch wins and the step is the oracle's.
+  const std::vector<GroupSpec> groups = {{700, {17, 40, 1}}, {0, {300}}, {130, {0, 9}}};
+  const KvPoolShape shape{1, PagesNeeded(groups, 16) + 2, 16, 8, 128, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(groups, 32, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
+  const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads;
+  kernels::PageAllocator other_alloc(shape.num_pages);
+  const DecodeBatch other = BuildBatch({{700, {17}}}, 32, 16, other_alloc, rng);  // one request
+  BackendBuffers mem(Device());
+  const kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
+  Device().BeginUploadBatch();
+  Device().LoadPlan(kernels::PlanCascade(other, shape, Device().DefaultPlanOptions()));
+  Device().LoadPlan(kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions()));
+  Device().EndUploadBatch();
+  Device().RunCascade(args);
+  const StepResult got = DownloadStep(mem, args, shape.dtype, rows, shape.head_dim);
+  const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(shape.head_dim)));
+  ExpectMatchesOracle(got, want, shape.dtype, "batched plan upload");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
 // Bad inputs: a clear error, nothing launched, and the backend still computes correctly after.
 
 TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {

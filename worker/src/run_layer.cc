@@ -300,13 +300,23 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   const int hq = options_.num_qo_heads, d = options_.pool.head_dim, b_own = L.num_own();
   void* comm_stream = sync_->comm_stream();
   if (pack != nullptr) PackStates(be, v_send, s_send, pack, int(L.st_pack.size()), hq, d, B.st_send.get<float>());
-  sync_->Wait(comm_stream, be.stream());
+  // The own rows' suffix decode (it finishes them into the local states) runs while the states
+  // travel: on the side stream, with the exchange on the compute stream right behind what it
+  // sends (WorkerOptions::decode_on_side_stream), or else on the compute stream, the exchange on
+  // the comm stream.
+  void* side = decode_after_send != nullptr && options_.decode_on_side_stream ? sync_->side_stream() : nullptr;
+  void* exchange_stream = side != nullptr ? be.stream() : comm_stream;
+  if (side != nullptr) sync_->Wait(side, be.stream());  // the decode reads the prefix states
+  sync_->Wait(exchange_stream, be.stream());
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),
-                     B.st_bytes.recv_bytes, B.st_bytes.recv_offsets, comm_stream);
-  // The own rows' suffix decode (it finishes them into the local states) while the states travel.
-  if (decode_after_send != nullptr) be.RunCascadeParts(*decode_after_send, kernels::Backend::kDecodePart);
-  sync_->Wait(be.stream(), comm_stream);
+                     B.st_bytes.recv_bytes, B.st_bytes.recv_offsets, exchange_stream);
+  if (decode_after_send != nullptr) {
+    kernels::CascadeArgs decode = *decode_after_send;
+    decode.stream = side;
+    be.RunCascadeParts(decode, kernels::Backend::kDecodePart);
+  }
+  sync_->Wait(be.stream(), side != nullptr ? side : comm_stream);
   // The local states may come from another stream (split: O); the merge waits for them, which
   // also keeps the next layer's queries from overwriting what that stream still reads.
   if (local_stream != nullptr) sync_->Wait(be.stream(), local_stream);

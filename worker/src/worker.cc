@@ -57,6 +57,34 @@ size_t Append(std::vector<uint8_t>* bytes, const std::vector<T>& v) {
 
 namespace {
 
+// Backend::BeginUploadBatch on every backend of the worker for a scope; closed by Close(), or on
+// the way out of an exception, so that no later kernel reads a destination whose copy still waits.
+class UploadBatchScope {
+ public:
+  using Backends = std::vector<std::unique_ptr<Backend>>;
+  UploadBatchScope(Backends& a, Backends& b) : a_(a), b_(b) {
+    for (auto& x : a_) x->BeginUploadBatch();
+    for (auto& x : b_) x->BeginUploadBatch();
+  }
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    for (auto& x : a_) x->EndUploadBatch();
+    for (auto& x : b_) x->EndUploadBatch();
+  }
+  ~UploadBatchScope() {
+    try {
+      Close();
+    } catch (...) {  // already unwinding from the first error
+    }
+  }
+
+ private:
+  Backends& a_;
+  Backends& b_;
+  bool closed_ = false;
+};
+
 // An A/B switch from the environment: `name` unset keeps `*value`; otherwise it must be one of
 // the two spellings given.
 void EnvSwitch(const char* name, const char* off, const char* on, bool* value) {
@@ -76,6 +104,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   EnvSwitch("PREFIXD_QUERY_STREAM", "comm", "compute", &options_.queries_on_compute_stream);
   EnvSwitch("PREFIXD_APPEND_BEHIND_QUERIES", "0", "1", &options_.append_behind_query_exchange);
   EnvSwitch("PREFIXD_MERGE_INTO_SEND", "0", "1", &options_.merge_into_send_buffer);
+  EnvSwitch("PREFIXD_DECODE_ON_SIDE_STREAM", "0", "1", &options_.decode_on_side_stream);
   options_.pool.Validate();
   const kernels::KvPoolShape& pool = options_.pool;
   PREFIXD_CHECK_ARG(options_.num_qo_heads > 0 && options_.num_qo_heads % pool.num_kv_heads == 0,
@@ -165,6 +194,7 @@ void Worker::UpdateOtherStreams() {
     if (backends_[i]->stream() != main) other_streams_.push_back(backends_[i]->stream());
   for (const auto& b : split_backends_) other_streams_.push_back(b->stream());
   if (sync_ && sync_->comm_stream()) other_streams_.push_back(sync_->comm_stream());
+  if (sync_ && sync_->side_stream()) other_streams_.push_back(sync_->side_stream());
 }
 
 void Worker::UploadAsync(Backend& be, void* dst, const void* src, size_t bytes) {
@@ -437,6 +467,9 @@ void Worker::Decode(const StepPlan& plan) {
   // exchange can hide it (WorkerOptions::append_behind_query_exchange), RunLayer launches it there.
   Backend& main = *backends_[0];
   append_pending_ = false;
+  // The step's uploads (the tokens below, the chunks' plans and per-step arrays) as one operation
+  // per backend (Backend::BeginUploadBatch), closed before anything reads them.
+  UploadBatchScope upload_batch(backends_, split_backends_);
   kernels::SyntheticKvTokens& append = append_tokens_;
   if (!app_hash.empty()) {
     append = kernels::SyntheticKvTokens{};
@@ -470,6 +503,7 @@ void Worker::Decode(const StepPlan& plan) {
     if (!(reuse && PrepareChunkSteady(chunks_[c]))) PrepareChunk(chunks_[c], plan, entries);
     chunks_[c].merge_needs_decode = chunks_[c].plan.MergeNeedsDecode();
   }
+  upload_batch.Close();
 
   // The append waits for layer 0's query exchange to be under way where there is one chunk whose
   // queries travel on the comm stream (RunLayer) and which computes on the main stream; else now.

@@ -204,6 +204,7 @@ StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kern
                     "PREFIXD_COMM_STREAM_PRIORITY must be 0 or 1, got '" << priority << "'");
   comm_stream_ = cuda::CreateStream(priority == "1");
   try {
+    side_stream_ = cuda::CreateStream(false);
     for (size_t i = 0; i < kEvents; ++i) events_.push_back(cuda::CreateEvent());
     for (int i = 0; i < kMarks; ++i) marks_.push_back(cuda::CreateEvent());
     for (void*& e : step_done_) e = cuda::CreateEvent();
@@ -212,6 +213,7 @@ StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kern
     for (void* e : marks_) cuda::DestroyEvent(e);
     for (void* e : step_done_)
       if (e) cuda::DestroyEvent(e);
+    if (side_stream_) cuda::DestroyStream(side_stream_);
     cuda::DestroyStream(comm_stream_);
     throw;
   }
@@ -224,6 +226,7 @@ StreamSync::~StreamSync() {
   for (void* e : marks_) cuda::DestroyEvent(e);
   for (void* e : step_done_)
     if (e) cuda::DestroyEvent(e);
+  if (side_stream_) cuda::DestroyStream(side_stream_);
   if (comm_stream_) cuda::DestroyStream(comm_stream_);
 #endif
 }
@@ -262,6 +265,7 @@ void StreamSync::WaitFor(void* waiter, int mark) {
 void StreamSync::Synchronize() {
 #if defined(PREFIXD_HAVE_CUDA)
   if (comm_stream_) cuda::SynchronizeStream(comm_stream_);
+  if (side_stream_) cuda::SynchronizeStream(side_stream_);
 #endif
 }
 

@@ -59,6 +59,12 @@ struct CascadeArgs {
   // on the CUDA backend, host memory on the CPU one).
   const int32_t* merge_packed_row = nullptr;
   float* merge_packed_out = nullptr;
+  // CUDA: the stream this call's kernels run on (cudaStream_t; null: the backend's own). For a
+  // caller that runs one part beside other work of the backend's stream, e.g. the own rows' decode
+  // on a side stream while the state exchange runs on the compute stream. The caller orders that
+  // stream against the backend's (the loaded plan and the partial-state workspace are shared).
+  // The CPU backend runs in call order and ignores it.
+  void* stream = nullptr;
 };
 
 // Multi-query attention of n query rows against one contiguous prefix run, returning states.
@@ -94,6 +100,13 @@ class Backend {
   // Host → backend, stream-ordered, without waiting for it: the caller keeps `src` unchanged and
   // alive until the stream has passed the copy (e.g. until the next Synchronize). CPU: a copy.
   virtual void CopyToDeviceAsync(void* dst, const void* src, size_t bytes) { CopyToDevice(dst, src, bytes); }
+  // Upload batch (CUDA): from BeginUploadBatch to EndUploadBatch, CopyToDeviceAsync's and
+  // LoadPlan's copies from pinned host memory are queued and then done by one kernel (at
+  // EndUploadBatch, or before any other operation of this backend), so that a step starts with
+  // one operation instead of one copy-engine transfer per upload. Their destinations must stay
+  // allocated, and nothing may read them, until EndUploadBatch. The CPU backend copies at once.
+  virtual void BeginUploadBatch() {}
+  virtual void EndUploadBatch() {}
   virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;    // backend → host
   virtual void CopyDeviceToDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual void Fill(void* dst, uint8_t byte, size_t bytes) = 0;             // e.g. poisoning

@@ -114,6 +114,14 @@ struct WorkerOptions {
   // pass then copies from: one kernel less before the state exchange. PREFIXD_MERGE_INTO_SEND=0|1
   // overrides it (A/B runs).
   bool merge_into_send_buffer = true;
+  // With send_before_decode, the state exchange runs on the compute stream right behind the merge
+  // and the own rows' decode on a side stream (StreamSync::side_stream), instead of the exchange on
+  // the comm stream and the decode on the compute stream. Why: the decode launch, next in its
+  // stream, reached the SMs before the exchange's kernel, whose stream still had to see the merge's
+  // event; its CTAs then filled the SMs and the exchange's kernel waited for them to drain (device
+  // timeline on 4 H200s, bench/scaling/README.md, session 6). PREFIXD_DECODE_ON_SIDE_STREAM=0|1
+  // overrides it (A/B runs).
+  bool decode_on_side_stream = true;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.

@@ -64,6 +64,9 @@ class StreamSync {
   StreamSync& operator=(const StreamSync&) = delete;
 
   void* comm_stream() const { return comm_stream_; }
+  // A second compute stream (normal priority; null on the CPU): the own rows' suffix decode while
+  // the state exchange runs on the compute stream (WorkerOptions::decode_on_side_stream).
+  void* side_stream() const { return side_stream_; }
   // Work enqueued on `waiter` from now on starts after the work enqueued on `producer` so far.
   void Wait(void* waiter, void* producer);
   // Deferred form of Wait (head chunks: a chunk's state exchange is waited for only after the
@@ -73,7 +76,7 @@ class StreamSync {
   static constexpr int kMarks = 64;
   int Record(void* producer);
   void WaitFor(void* waiter, int mark);
-  // Blocks until the comm stream is idle.
+  // Blocks until the comm and side streams are idle.
   void Synchronize();
   // Run-ahead (WorkerOptions::run_ahead): marks the end of the step just enqueued on `stream`
   // (every other stream already joined into it), then blocks the host until the step before it
@@ -84,6 +87,7 @@ class StreamSync {
  private:
   bool cuda_ = false;
   void* comm_stream_ = nullptr;
+  void* side_stream_ = nullptr;
   std::vector<void*> events_;
   size_t next_event_ = 0;
   std::vector<void*> marks_;

@@ -1,0 +1,57 @@
+// UploadBatch (upload_batch.h): the copy kernel and the host-side queue.
+#include "kernels/cuda/upload_batch.h"
+
+#include <algorithm>
+
+#include "prefixd/common/cuda_check.h"
+
+namespace prefixd::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Thread i of the grid moves units i, i + stride, ... of the concatenated copies; every copy's
+// loads are in flight together, so the batch costs about one bus round trip.
+__global__ void UploadBatchKernel(const __grid_constant__ UploadBatch::Copies c) {
+  const uint32_t total = c.first_unit[c.n];
+  const uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t u = blockIdx.x * blockDim.x + threadIdx.x; u < total; u += stride) {
+    int k = 0;
+    while (u >= c.first_unit[k + 1]) ++k;  // at most kMaxCopies steps
+    const uint32_t i = u - c.first_unit[k];
+    if (c.unit_shift[k] == 4) reinterpret_cast<uint4*>(c.dst[k])[i] = reinterpret_cast<const uint4*>(c.src[k])[i];
+    else c.dst[k][i] = c.src[k][i];
+  }
+}
+
+}  // namespace
+
+bool UploadBatch::Add(void* dst, const void* src, size_t bytes) {
+  if (full() || bytes == 0 || bytes > kMaxCopyBytes) return false;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, src) != cudaSuccess) {
+    (void)cudaGetLastError();  // not a pointer the runtime knows: not batched
+    return false;
+  }
+  if (attr.type != cudaMemoryTypeHost || attr.devicePointer == nullptr) return false;
+  const auto* device_src = static_cast<const uint8_t*>(attr.devicePointer);
+  const bool vector = ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(device_src) | bytes) & 15) == 0;
+  copies_.dst[n_] = static_cast<uint8_t*>(dst);
+  copies_.src[n_] = device_src;
+  copies_.unit_shift[n_] = vector ? 4 : 0;
+  copies_.first_unit[n_ + 1] = copies_.first_unit[n_] + uint32_t(bytes >> copies_.unit_shift[n_]);
+  copies_.n = ++n_;
+  return true;
+}
+
+void UploadBatch::Launch(cudaStream_t stream) {
+  if (n_ == 0) return;
+  const uint32_t units = copies_.first_unit[n_];
+  const int blocks = int(std::min<uint32_t>((units + kThreads - 1) / kThreads, 256));
+  UploadBatchKernel<<<std::max(blocks, 1), kThreads, 0, stream>>>(copies_);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+  copies_ = Copies{};
+  n_ = 0;
+}
+
+}  // namespace prefixd::kernels::cuda

@@ -475,6 +475,11 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // SMs; 4 where there are at most two items per SM (e.g. 32 long suffixes × 8 KV heads), so
     // that an SM streams with 8 warps' bytes in flight instead of 4.
     p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : plan_.num_decode_items <= 2 * num_sms_ ? 4 : 2;
+    // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, so the most warps per CTA.
+    if (args.decode_free_sms > 0) {
+      p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
+      if (decode_mma_warps_ == 0) p.mma_warps = 4;
+    }
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;

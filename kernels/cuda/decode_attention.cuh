@@ -103,146 +103,148 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
   constexpr int STEP = GROUPS * kUnroll;  // tokens per CTA step
   static_assert(HEAD_DIM % kVec == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0, "row group = aligned lanes");
 
-  const DecodeWorkItem item = p.items[blockIdx.x];
-  const int group = threadIdx.x / TPR;
-  const int lane = threadIdx.x % TPR;  // this thread's 8 elements: [lane · 8, lane · 8 + 8)
-  const int first_head = item.kv_head * GQA;
-  const int2 bases = ItemBases(p, item);  // {page_indptr, state_indptr}[item.request]
-  const int page_base = bases.x;
-  const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
-
-  // Queries of the GQA group, pre-scaled by sm_scale · log2(e) so scores are base-2 logits.
-  float q[GQA][kVec];
-#pragma unroll
-  for (int j = 0; j < GQA; ++j) {
-    const int64_t row = int64_t(item.request) * p.num_qo_heads + first_head + j;
-    const uint4 raw =
-        *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + row * HEAD_DIM + lane * kVec);
-    Unpack8<T>(raw, q[j]);
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) q[j][e] *= p.sm_scale_log2;
-  }
-
-  float m[GQA], l[GQA], acc[GQA][kVec];
-#pragma unroll
-  for (int j = 0; j < GQA; ++j) {
-    m[j] = -INFINITY;
-    l[j] = 0.f;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) acc[j][e] = 0.f;
-  }
-
-  const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM + lane * kVec;
-  const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM + lane * kVec;
-
-  // Stage s holds K then V for the STEP tokens of one step: [kStages][2][STEP][HEAD_DIM]. This
-  // thread's pieces: rows group · kUnroll + u, elements [lane · 8, lane · 8 + 8).
   extern __shared__ __align__(16) uint8_t smem[];
-  T* stages = reinterpret_cast<T*>(smem);
-  auto piece = [&](int stage, int kv, int u) {
-    return stages + ((stage * 2 + kv) * STEP + group * kUnroll + u) * HEAD_DIM + lane * kVec;
-  };
+  ForEachDecodeItem(p, [&](int index) {
+    const DecodeWorkItem item = p.items[index];
+    const int group = threadIdx.x / TPR;
+    const int lane = threadIdx.x % TPR;  // this thread's 8 elements: [lane · 8, lane · 8 + 8)
+    const int first_head = item.kv_head * GQA;
+    const int2 bases = ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
+    const int page_base = bases.x;
+    const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
 
-  // Issues the copies of step `step` (zero-fill past kv_end). Its token offsets were looked up one
-  // step earlier (`offset`), so the page-table load never stalls the issue; then looks up the
-  // offsets of the step after it.
-  const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;  // uniform over the CTA
-  int64_t offset[kUnroll];
-  auto lookup = [&](int step) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int t = item.kv_begin + step * STEP + group * kUnroll + u;
-      offset[u] = t < item.kv_end ? TokenOffset(p, page_base, t) : -1;
-    }
-  };
-  auto issue = [&](int step) {
-    if (step < num_steps) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const bool valid = offset[u] >= 0;
-        CopyAsync16(piece(step % kStages, 0, u), valid ? k_head + offset[u] : k_head, valid ? 16 : 0, kv_policy);
-        CopyAsync16(piece(step % kStages, 1, u), valid ? v_head + offset[u] : v_head, valid ? 16 : 0, kv_policy);
-      }
-      lookup(step + 1);
-    }
-    CopyAsyncCommit();  // an empty group past the end keeps the wait count below uniform
-  };
-
-  lookup(0);
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue(s);
-  PrefetchPrefixStates<HEAD_DIM, GQA, kThreads>(p, item, bases.y);
-
-  for (int step = 0; step < num_steps; ++step) {
-    issue(step + kStages - 1);  // refills the stage this thread finished reading last step
-    CopyAsyncWait<kStages - 1>();  // this thread's copies of `step` have landed
-    const int t0 = item.kv_begin + step * STEP + group * kUnroll;
-
-    // Scores x[u][j] (base-2 logits); tokens past the range are −inf.
-    float x[kUnroll][GQA];
-    float v_f[kUnroll][kVec];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      float k_f[kVec];
-      Unpack8<T>(*reinterpret_cast<const uint4*>(piece(step % kStages, 0, u)), k_f);
-      Unpack8<T>(*reinterpret_cast<const uint4*>(piece(step % kStages, 1, u)), v_f[u]);
-#pragma unroll
-      for (int j = 0; j < GQA; ++j) {
-        float dot = 0.f;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) dot = fmaf(q[j][e], k_f[e], dot);
-        dot = RowGroupSum<TPR>(dot);
-        x[u][j] = t0 + u < item.kv_end ? dot : -INFINITY;
-      }
-    }
-
-    // Online softmax: rescale the running state to the new max, then add this step's tokens.
-#pragma unroll
+    // Queries of the GQA group, pre-scaled by sm_scale · log2(e) so scores are base-2 logits.
+    float q[GQA][kVec];
+  #pragma unroll
     for (int j = 0; j < GQA; ++j) {
-      float m_new = m[j];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) m_new = fmaxf(m_new, x[u][j]);
-      if (m_new == -INFINITY) continue;  // no valid token yet (uniform across the row group)
-      const float scale = exp2f(m[j] - m_new);  // m[j] = −inf gives 0: nothing to rescale
-      l[j] *= scale;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) acc[j][e] *= scale;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const float w = exp2f(x[u][j] - m_new);
-        l[j] += w;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[j][e] = fmaf(w, v_f[u][e], acc[j][e]);
-      }
-      m[j] = m_new;
+      const int64_t row = int64_t(item.request) * p.num_qo_heads + first_head + j;
+      const uint4 raw =
+          *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + row * HEAD_DIM + lane * kVec);
+      Unpack8<T>(raw, q[j]);
+  #pragma unroll
+      for (int e = 0; e < kVec; ++e) q[j][e] *= p.sm_scale_log2;
     }
-  }
-  CopyAsyncWait<0>();
-  __syncthreads();  // every thread is done with the stages: they become the state exchange area
 
-  // ⊕ of the row groups' states: unnormalised (acc, l) relative to m, per group and head.
-  auto& smem_acc = *reinterpret_cast<float(*)[GROUPS][GQA][HEAD_DIM]>(smem);
-  auto& smem_m = *reinterpret_cast<float(*)[GROUPS][GQA]>(smem + GROUPS * GQA * HEAD_DIM * 4);
-  auto& smem_l = *reinterpret_cast<float(*)[GROUPS][GQA]>(smem + GROUPS * GQA * (HEAD_DIM + 1) * 4);
-#pragma unroll
-  for (int j = 0; j < GQA; ++j) {
-    float4* dst = reinterpret_cast<float4*>(&smem_acc[group][j][lane * kVec]);
-    dst[0] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
-    dst[1] = make_float4(acc[j][4], acc[j][5], acc[j][6], acc[j][7]);
-    if (lane == 0) {
-      smem_m[group][j] = m[j];
-      smem_l[group][j] = l[j];
+    float m[GQA], l[GQA], acc[GQA][kVec];
+  #pragma unroll
+    for (int j = 0; j < GQA; ++j) {
+      m[j] = -INFINITY;
+      l[j] = 0.f;
+  #pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[j][e] = 0.f;
     }
-  }
-  __syncthreads();
-  FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, kThreads, DecodeSmemBytes<HEAD_DIM, GQA>()>(p, item, bases.y, smem);
+
+    const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM + lane * kVec;
+    const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM + lane * kVec;
+
+    // Stage s holds K then V for the STEP tokens of one step: [kStages][2][STEP][HEAD_DIM]. This
+    // thread's pieces: rows group · kUnroll + u, elements [lane · 8, lane · 8 + 8).
+    T* stages = reinterpret_cast<T*>(smem);
+    auto piece = [&](int stage, int kv, int u) {
+      return stages + ((stage * 2 + kv) * STEP + group * kUnroll + u) * HEAD_DIM + lane * kVec;
+    };
+
+    // Issues the copies of step `step` (zero-fill past kv_end). Its token offsets were looked up one
+    // step earlier (`offset`), so the page-table load never stalls the issue; then looks up the
+    // offsets of the step after it.
+    const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;  // uniform over the CTA
+    int64_t offset[kUnroll];
+    auto lookup = [&](int step) {
+  #pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int t = item.kv_begin + step * STEP + group * kUnroll + u;
+        offset[u] = t < item.kv_end ? TokenOffset(p, page_base, t) : -1;
+      }
+    };
+    auto issue = [&](int step) {
+      if (step < num_steps) {
+  #pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const bool valid = offset[u] >= 0;
+          CopyAsync16(piece(step % kStages, 0, u), valid ? k_head + offset[u] : k_head, valid ? 16 : 0, kv_policy);
+          CopyAsync16(piece(step % kStages, 1, u), valid ? v_head + offset[u] : v_head, valid ? 16 : 0, kv_policy);
+        }
+        lookup(step + 1);
+      }
+      CopyAsyncCommit();  // an empty group past the end keeps the wait count below uniform
+    };
+
+    lookup(0);
+  #pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) issue(s);
+    PrefetchPrefixStates<HEAD_DIM, GQA, kThreads>(p, item, bases.y);
+
+    for (int step = 0; step < num_steps; ++step) {
+      issue(step + kStages - 1);  // refills the stage this thread finished reading last step
+      CopyAsyncWait<kStages - 1>();  // this thread's copies of `step` have landed
+      const int t0 = item.kv_begin + step * STEP + group * kUnroll;
+
+      // Scores x[u][j] (base-2 logits); tokens past the range are −inf.
+      float x[kUnroll][GQA];
+      float v_f[kUnroll][kVec];
+  #pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        float k_f[kVec];
+        Unpack8<T>(*reinterpret_cast<const uint4*>(piece(step % kStages, 0, u)), k_f);
+        Unpack8<T>(*reinterpret_cast<const uint4*>(piece(step % kStages, 1, u)), v_f[u]);
+  #pragma unroll
+        for (int j = 0; j < GQA; ++j) {
+          float dot = 0.f;
+  #pragma unroll
+          for (int e = 0; e < kVec; ++e) dot = fmaf(q[j][e], k_f[e], dot);
+          dot = RowGroupSum<TPR>(dot);
+          x[u][j] = t0 + u < item.kv_end ? dot : -INFINITY;
+        }
+      }
+
+      // Online softmax: rescale the running state to the new max, then add this step's tokens.
+  #pragma unroll
+      for (int j = 0; j < GQA; ++j) {
+        float m_new = m[j];
+  #pragma unroll
+        for (int u = 0; u < kUnroll; ++u) m_new = fmaxf(m_new, x[u][j]);
+        if (m_new == -INFINITY) continue;  // no valid token yet (uniform across the row group)
+        const float scale = exp2f(m[j] - m_new);  // m[j] = −inf gives 0: nothing to rescale
+        l[j] *= scale;
+  #pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[j][e] *= scale;
+  #pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const float w = exp2f(x[u][j] - m_new);
+          l[j] += w;
+  #pragma unroll
+          for (int e = 0; e < kVec; ++e) acc[j][e] = fmaf(w, v_f[u][e], acc[j][e]);
+        }
+        m[j] = m_new;
+      }
+    }
+    CopyAsyncWait<0>();
+    __syncthreads();  // every thread is done with the stages: they become the state exchange area
+
+    // ⊕ of the row groups' states: unnormalised (acc, l) relative to m, per group and head.
+    auto& smem_acc = *reinterpret_cast<float(*)[GROUPS][GQA][HEAD_DIM]>(smem);
+    auto& smem_m = *reinterpret_cast<float(*)[GROUPS][GQA]>(smem + GROUPS * GQA * HEAD_DIM * 4);
+    auto& smem_l = *reinterpret_cast<float(*)[GROUPS][GQA]>(smem + GROUPS * GQA * (HEAD_DIM + 1) * 4);
+  #pragma unroll
+    for (int j = 0; j < GQA; ++j) {
+      float4* dst = reinterpret_cast<float4*>(&smem_acc[group][j][lane * kVec]);
+      dst[0] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+      dst[1] = make_float4(acc[j][4], acc[j][5], acc[j][6], acc[j][7]);
+      if (lane == 0) {
+        smem_m[group][j] = m[j];
+        smem_l[group][j] = l[j];
+      }
+    }
+    __syncthreads();
+    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, kThreads, DecodeSmemBytes<HEAD_DIM, GQA>()>(p, item, bases.y, smem);
+  });
 }
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
   constexpr int smem_bytes = DecodeSmemBytes<HEAD_DIM, GQA>();
   static_assert(smem_bytes <= 48 * 1024, "within the default dynamic shared-memory limit");
-  LaunchDecodeKernel(DecodeAttentionKernel<T, HEAD_DIM, GQA>, kThreads, smem_bytes, params, stream);
+  LaunchDecodeKernel<DecodeAttentionKernel<T, HEAD_DIM, GQA>>(kThreads, smem_bytes, params, stream);
 }
 
 }  // namespace decode

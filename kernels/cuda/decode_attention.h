@@ -87,6 +87,12 @@ struct DecodeAttentionParams {
   // Finishing items prefetch their prefix-chunk states into L2 at the start (evict-last), so that
   // the epilogue's staging copies hit L2 instead of waiting on HBM.
   bool prefetch_prefix_states = true;
+  // 0: one CTA per item. > 0: at most max_sms CTAs, each looping over items blockIdx.x,
+  // + gridDim.x, ..., with more than half of an SM's shared memory reserved per CTA, so that no
+  // two share an SM: the kernel runs on max_sms SMs and leaves the others free for a kernel that
+  // runs beside it (a collective's: NCCL's 640-thread blocks do not fit an SM that holds a decode
+  // CTA, whose registers they would need).
+  int max_sms = 0;
 };
 
 // GQA group sizes (num_qo_heads / num_kv_heads) the kernel is compiled for.

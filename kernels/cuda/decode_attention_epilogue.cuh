@@ -16,6 +16,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "prefixd/common/cuda_check.h"
@@ -43,10 +45,20 @@ __device__ __forceinline__ void CopyAsync16Policy(uint32_t dst, const void* src,
                "r"(src_bytes), "l"(policy));
 }
 
-// {page_indptr[request], state_indptr[request]} of this CTA's item (DecodeAttentionParams::item_bases).
-__device__ __forceinline__ int2 ItemBases(const DecodeAttentionParams& p, const DecodeWorkItem& item) {
-  if (p.item_bases != nullptr) return p.item_bases[blockIdx.x];
+// {page_indptr[request], state_indptr[request]} of item `index` (DecodeAttentionParams::item_bases).
+__device__ __forceinline__ int2 ItemBases(const DecodeAttentionParams& p, const DecodeWorkItem& item, int index) {
+  if (p.item_bases != nullptr) return p.item_bases[index];
   return make_int2(p.page_indptr[item.request], p.state_indptr[item.request]);
+}
+
+// The items of this CTA: one per CTA, or (DecodeAttentionParams::max_sms) every gridDim.x-th, the
+// shared memory free again between two (the last item's epilogue has read it).
+template <typename RunItem>
+__device__ __forceinline__ void ForEachDecodeItem(const DecodeAttentionParams& p, RunItem run_item) {
+  for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
+    if (i != int(blockIdx.x)) __syncthreads();
+    run_item(i);
+  }
 }
 
 // A finishing item's prefix-chunk states, slots [run_begin, + slot_offset) of its GQA heads, into
@@ -244,12 +256,36 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
   }
 }
 
-// Launches kernel<<<num_items, threads, smem_bytes, stream>>>(p), as a programmatic dependent
-// launch when p.overlap_prefix (DecodeAttentionParams says why that is safe).
-template <typename Kernel>
-void LaunchDecodeKernel(Kernel kernel, int threads, int smem_bytes, const DecodeAttentionParams& p,
-                        cudaStream_t stream) {
-  LaunchMaybeProgrammatic(kernel, dim3(unsigned(p.num_items)), dim3(unsigned(threads)), size_t(smem_bytes), stream,
+// Shared memory per CTA that keeps a second CTA off its SM (DecodeAttentionParams::max_sms), and
+// the most one CTA may ask for, on the current device.
+struct SmemLimits {
+  int one_per_sm = 0, max_per_block = 0;
+};
+SmemLimits DecodeSmemLimits();
+
+// Launches KERNEL<<<grid, threads, smem, stream>>>(p): one CTA per item, or at most p.max_sms CTAs
+// with one per SM; as a programmatic dependent launch when p.overlap_prefix (DecodeAttentionParams
+// says why that is safe). Above 48 KiB the kernel's dynamic shared-memory limit is raised to the
+// device's maximum, once per kernel and device.
+template <auto KERNEL>
+void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams& p, cudaStream_t stream) {
+  int grid = p.num_items, smem = smem_bytes;
+  if (p.max_sms > 0) {
+    grid = std::min(grid, p.max_sms);
+    smem = std::max(smem, DecodeSmemLimits().one_per_sm);
+  }
+  if (smem > 48 * 1024) {
+    static std::atomic<uint64_t> raised_on_device{0};
+    int device = 0;
+    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+    const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
+    if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
+      PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              DecodeSmemLimits().max_per_block));
+      raised_on_device.fetch_or(bit, std::memory_order_release);
+    }
+  }
+  LaunchMaybeProgrammatic(KERNEL, dim3(unsigned(grid)), dim3(unsigned(threads)), size_t(smem), stream,
                           p.overlap_prefix, p);
 }
 

@@ -21,8 +21,6 @@
 // rounded to the input dtype for the mma (as in the prefix kernel). Only the first g rows are real.
 #pragma once
 
-#include <atomic>
-
 #include "kernels/cuda/attention_state.cuh"
 #include "kernels/cuda/decode_attention.cuh"
 #include "kernels/cuda/mma_sm80.cuh"
@@ -58,167 +56,157 @@ __global__ void __launch_bounds__(32 * WARPS)
 
   extern __shared__ __align__(128) uint8_t decode_mma_smem[];
   uint8_t* smem = decode_mma_smem;
-  const DecodeWorkItem item = p.items[blockIdx.x];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int quad_row = lane / 4, quad_col = 2 * (lane % 4);  // C/A fragment coordinates
-  const int2 bases = ItemBases(p, item);  // {page_indptr, state_indptr}[item.request]
-  const int page_base = bases.x;
-  const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
-  const int first_head = item.kv_head * GQA;
+  ForEachDecodeItem(p, [&](int index) {
+    const DecodeWorkItem item = p.items[index];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int quad_row = lane / 4, quad_col = 2 * (lane % 4);  // C/A fragment coordinates
+    const int2 bases = ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
+    const int page_base = bases.x;
+    const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
+    const int first_head = item.kv_head * GQA;
 
-  // Q as the A operand, straight from global memory: row quad_row (< g) at columns quad_col and
-  // quad_col + 8 of each k-step; the padding rows (8..15, and g..7) are zeros.
-  uint32_t q_frag[D_STEPS][2];
-  {
-    const T* q_row = static_cast<const T*>(p.q) +
-                     (int64_t(item.request) * p.num_qo_heads + first_head + quad_row) * HEAD_DIM;
-#pragma unroll
-    for (int ks = 0; ks < D_STEPS; ++ks) {
-      q_frag[ks][0] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
-      q_frag[ks][1] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
+    // Q as the A operand, straight from global memory: row quad_row (< g) at columns quad_col and
+    // quad_col + 8 of each k-step; the padding rows (8..15, and g..7) are zeros.
+    uint32_t q_frag[D_STEPS][2];
+    {
+      const T* q_row = static_cast<const T*>(p.q) +
+                       (int64_t(item.request) * p.num_qo_heads + first_head + quad_row) * HEAD_DIM;
+  #pragma unroll
+      for (int ks = 0; ks < D_STEPS; ++ks) {
+        q_frag[ks][0] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
+        q_frag[ks][1] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
+      }
     }
-  }
 
-  // This warp's tiles: [kMmaStages][K, V][16 rows][ROW_BYTES], rows XOR-swizzled.
-  const uint32_t warp_smem = SmemAddress(smem) + warp * kMmaStages * 2 * TILE;
-  const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM;
-  const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM;
-  const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;
+    // This warp's tiles: [kMmaStages][K, V][16 rows][ROW_BYTES], rows XOR-swizzled.
+    const uint32_t warp_smem = SmemAddress(smem) + warp * kMmaStages * 2 * TILE;
+    const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM;
+    const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM;
+    const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;
 
-  // Lane r (mod 16) looks up the pool offset of token r of a tile, one step ahead of its copy;
-  // the copying lanes get it by shuffle (a tile is 16 tokens, a page table entry serves many).
-  auto lookup = [&](int step) -> int64_t {
-    const int t = item.kv_begin + step * STEP + warp * kMmaWarpTokens + lane % 16;
-    return t < item.kv_end ? TokenOffset(p, page_base, t) : int64_t(-1);
-  };
-  int64_t next_offset = lookup(0);
-  auto issue = [&](int step) {
-    if (step < num_steps) {
-      const int64_t my_offset = next_offset;
+    // Lane r (mod 16) looks up the pool offset of token r of a tile, one step ahead of its copy;
+    // the copying lanes get it by shuffle (a tile is 16 tokens, a page table entry serves many).
+    auto lookup = [&](int step) -> int64_t {
+      const int t = item.kv_begin + step * STEP + warp * kMmaWarpTokens + lane % 16;
+      return t < item.kv_end ? TokenOffset(p, page_base, t) : int64_t(-1);
+    };
+    int64_t next_offset = lookup(0);
+    auto issue = [&](int step) {
+      if (step < num_steps) {
+        const int64_t my_offset = next_offset;
+        const uint32_t k_tile = warp_smem + (step % kMmaStages) * 2 * TILE, v_tile = k_tile + TILE;
+  #pragma unroll
+        for (int i = 0; i < COPIES; ++i) {
+          const int c = lane + 32 * i, row = c / ROW_CHUNKS, chunk = c % ROW_CHUNKS;
+          const int64_t offset = __shfl_sync(0xffffffffu, my_offset, row);
+          const bool valid = offset >= 0;
+          const int64_t src = valid ? offset + chunk * 8 : 0;
+          CopyAsync16Policy(k_tile + SwizzledOffset<ROW_BYTES>(row, chunk), k_head + src, valid ? 16 : 0, kv_policy);
+          CopyAsync16Policy(v_tile + SwizzledOffset<ROW_BYTES>(row, chunk), v_head + src, valid ? 16 : 0, kv_policy);
+        }
+        next_offset = lookup(step + 1);
+      }
+      CpAsyncCommit();  // empty groups past the end keep the wait count uniform
+    };
+  #pragma unroll
+    for (int s = 0; s < kMmaStages - 1; ++s) issue(s);
+    PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, bases.y);
+
+    float o[D_TILES][4];
+  #pragma unroll
+    for (int dt = 0; dt < D_TILES; ++dt)
+  #pragma unroll
+      for (int e = 0; e < 4; ++e) o[dt][e] = 0.f;
+    float row_max = -INFINITY, row_sum = 0.f;  // of row quad_row (scaled, base 2); sum is per lane
+    const float scale = p.sm_scale_log2;
+
+    for (int step = 0; step < num_steps; ++step) {
+      issue(step + kMmaStages - 1);
+      CpAsyncWait<kMmaStages - 1>();
+      __syncwarp();  // every lane's copies of this tile are visible to the whole warp
       const uint32_t k_tile = warp_smem + (step % kMmaStages) * 2 * TILE, v_tile = k_tile + TILE;
-#pragma unroll
-      for (int i = 0; i < COPIES; ++i) {
-        const int c = lane + 32 * i, row = c / ROW_CHUNKS, chunk = c % ROW_CHUNKS;
-        const int64_t offset = __shfl_sync(0xffffffffu, my_offset, row);
-        const bool valid = offset >= 0;
-        const int64_t src = valid ? offset + chunk * 8 : 0;
-        CopyAsync16Policy(k_tile + SwizzledOffset<ROW_BYTES>(row, chunk), k_head + src, valid ? 16 : 0, kv_policy);
-        CopyAsync16Policy(v_tile + SwizzledOffset<ROW_BYTES>(row, chunk), v_head + src, valid ? 16 : 0, kv_policy);
-      }
-      next_offset = lookup(step + 1);
-    }
-    CpAsyncCommit();  // empty groups past the end keep the wait count uniform
-  };
-#pragma unroll
-  for (int s = 0; s < kMmaStages - 1; ++s) issue(s);
-  PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, bases.y);
 
-  float o[D_TILES][4];
-#pragma unroll
-  for (int dt = 0; dt < D_TILES; ++dt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[dt][e] = 0.f;
-  float row_max = -INFINITY, row_sum = 0.f;  // of row quad_row (scaled, base 2); sum is per lane
-  const float scale = p.sm_scale_log2;
-
-  for (int step = 0; step < num_steps; ++step) {
-    issue(step + kMmaStages - 1);
-    CpAsyncWait<kMmaStages - 1>();
-    __syncwarp();  // every lane's copies of this tile are visible to the whole warp
-    const uint32_t k_tile = warp_smem + (step % kMmaStages) * 2 * TILE, v_tile = k_tile + TILE;
-
-    // S = Q·Kᵀ over 16 tokens: two n-tiles of 8. K rows are tokens (the col-major B operand).
-    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-    const LaneTileAddress<ROW_BYTES> k_lane(k_tile, (lane & 7) + 8 * (lane / 16), (lane / 8) % 2);
-#pragma unroll
-    for (int ks = 0; ks < D_STEPS; ++ks) {
-      uint32_t b[4];
-      LdMatrixX4(b, k_lane.At(ks, 0));
-      const uint32_t a[4] = {q_frag[ks][0], 0u, q_frag[ks][1], 0u};
-      Mma::Run(s[0], a, b[0], b[1]);
-      Mma::Run(s[1], a, b[2], b[3]);
-    }
-
-    // Mask tokens past the item; then the online softmax of row quad_row (elements 0, 1 of each
-    // n-tile; elements 2, 3 belong to the zero padding rows 8..15 and are ignored).
-    const int tile_first = item.kv_begin + step * STEP + warp * kMmaWarpTokens;
-    float tile_max = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        if (tile_first + 8 * nt + quad_col + e >= item.kv_end) s[nt][e] = -INFINITY;
-        tile_max = fmaxf(tile_max, s[nt][e]);
-      }
-    const float new_max = fmaxf(row_max, QuadMax(tile_max) * scale);
-    const float subtract = SafeMax(new_max);
-    const float rescale = FastExp2(row_max - subtract);
-    row_max = new_max;
-    row_sum *= rescale;
-#pragma unroll
-    for (int dt = 0; dt < D_TILES; ++dt) {
-      o[dt][0] *= rescale;
-      o[dt][1] *= rescale;
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        s[nt][e] = FastExp2(fmaf(s[nt][e], scale, -subtract));
-        row_sum += s[nt][e];
+      // S = Q·Kᵀ over 16 tokens: two n-tiles of 8. K rows are tokens (the col-major B operand).
+      float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+      const LaneTileAddress<ROW_BYTES> k_lane(k_tile, (lane & 7) + 8 * (lane / 16), (lane / 8) % 2);
+  #pragma unroll
+      for (int ks = 0; ks < D_STEPS; ++ks) {
+        uint32_t b[4];
+        LdMatrixX4(b, k_lane.At(ks, 0));
+        const uint32_t a[4] = {q_frag[ks][0], 0u, q_frag[ks][1], 0u};
+        Mma::Run(s[0], a, b[0], b[1]);
+        Mma::Run(s[1], a, b[2], b[3]);
       }
 
-    // O += P·V: S's C fragments are P's A fragment (k = the 16 tokens); V via ldmatrix.trans.
-    const uint32_t a[4] = {Mma::Pack(s[0][0], s[0][1]), 0u, Mma::Pack(s[1][0], s[1][1]), 0u};
-    const LaneTileAddress<ROW_BYTES> v_lane(v_tile, lane & 15, lane / 16);
-#pragma unroll
-    for (int dp = 0; dp < D_STEPS; ++dp) {
-      uint32_t b[4];
-      LdMatrixX4Trans(b, v_lane.At(dp, 0));
-      Mma::Run(o[2 * dp], a, b[0], b[1]);
-      Mma::Run(o[2 * dp + 1], a, b[2], b[3]);
-    }
-    __syncwarp();  // all reads of this stage are done before a later issue refills it
-  }
-  CpAsyncWait<0>();
-  __syncthreads();  // every warp is done with its tiles: the region becomes the exchange area
+      // Mask tokens past the item; then the online softmax of row quad_row (elements 0, 1 of each
+      // n-tile; elements 2, 3 belong to the zero padding rows 8..15 and are ignored).
+      const int tile_first = item.kv_begin + step * STEP + warp * kMmaWarpTokens;
+      float tile_max = -INFINITY;
+  #pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+  #pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          if (tile_first + 8 * nt + quad_col + e >= item.kv_end) s[nt][e] = -INFINITY;
+          tile_max = fmaxf(tile_max, s[nt][e]);
+        }
+      const float new_max = fmaxf(row_max, QuadMax(tile_max) * scale);
+      const float subtract = SafeMax(new_max);
+      const float rescale = FastExp2(row_max - subtract);
+      row_max = new_max;
+      row_sum *= rescale;
+  #pragma unroll
+      for (int dt = 0; dt < D_TILES; ++dt) {
+        o[dt][0] *= rescale;
+        o[dt][1] *= rescale;
+      }
+  #pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+  #pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          s[nt][e] = FastExp2(fmaf(s[nt][e], scale, -subtract));
+          row_sum += s[nt][e];
+        }
 
-  // The warps' states for FinishDecodeItem: unnormalised O and sum relative to row_max.
-  auto& smem_o = *reinterpret_cast<float(*)[WARPS][GQA][HEAD_DIM]>(smem);
-  auto& smem_m = *reinterpret_cast<float(*)[WARPS][GQA]>(smem + WARPS * GQA * HEAD_DIM * 4);
-  auto& smem_l = *reinterpret_cast<float(*)[WARPS][GQA]>(smem + WARPS * GQA * (HEAD_DIM + 1) * 4);
-  const float sum = QuadSum(row_sum);
-  if (quad_row < GQA) {
-#pragma unroll
-    for (int dt = 0; dt < D_TILES; ++dt) {
-      smem_o[warp][quad_row][8 * dt + quad_col] = o[dt][0];
-      smem_o[warp][quad_row][8 * dt + quad_col + 1] = o[dt][1];
+      // O += P·V: S's C fragments are P's A fragment (k = the 16 tokens); V via ldmatrix.trans.
+      const uint32_t a[4] = {Mma::Pack(s[0][0], s[0][1]), 0u, Mma::Pack(s[1][0], s[1][1]), 0u};
+      const LaneTileAddress<ROW_BYTES> v_lane(v_tile, lane & 15, lane / 16);
+  #pragma unroll
+      for (int dp = 0; dp < D_STEPS; ++dp) {
+        uint32_t b[4];
+        LdMatrixX4Trans(b, v_lane.At(dp, 0));
+        Mma::Run(o[2 * dp], a, b[0], b[1]);
+        Mma::Run(o[2 * dp + 1], a, b[2], b[3]);
+      }
+      __syncwarp();  // all reads of this stage are done before a later issue refills it
     }
-    if (lane % 4 == 0) {
-      smem_m[warp][quad_row] = row_max;
-      smem_l[warp][quad_row] = sum;
+    CpAsyncWait<0>();
+    __syncthreads();  // every warp is done with its tiles: the region becomes the exchange area
+
+    // The warps' states for FinishDecodeItem: unnormalised O and sum relative to row_max.
+    auto& smem_o = *reinterpret_cast<float(*)[WARPS][GQA][HEAD_DIM]>(smem);
+    auto& smem_m = *reinterpret_cast<float(*)[WARPS][GQA]>(smem + WARPS * GQA * HEAD_DIM * 4);
+    auto& smem_l = *reinterpret_cast<float(*)[WARPS][GQA]>(smem + WARPS * GQA * (HEAD_DIM + 1) * 4);
+    const float sum = QuadSum(row_sum);
+    if (quad_row < GQA) {
+  #pragma unroll
+      for (int dt = 0; dt < D_TILES; ++dt) {
+        smem_o[warp][quad_row][8 * dt + quad_col] = o[dt][0];
+        smem_o[warp][quad_row][8 * dt + quad_col + 1] = o[dt][1];
+      }
+      if (lane % 4 == 0) {
+        smem_m[warp][quad_row] = row_max;
+        smem_l[warp][quad_row] = sum;
+      }
     }
-  }
-  __syncthreads();
-  FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>()>(p, item, bases.y, smem);
+    __syncthreads();
+    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>()>(p, item, bases.y, smem);
+  });
 }
 
 template <typename T, int HEAD_DIM, int GQA, int WARPS>
 void LaunchMmaWarps(const DecodeAttentionParams& params, cudaStream_t stream) {
-  constexpr int smem_bytes = DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>();
-  // Above 48 KiB the dynamic shared-memory limit must be raised, once per device.
-  if constexpr (smem_bytes > 48 * 1024) {
-    static std::atomic<uint64_t> raised_on_device{0};
-    int device = 0;
-    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-    const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
-    if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
-      PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-      raised_on_device.fetch_or(bit, std::memory_order_release);
-    }
-  }
-  LaunchDecodeKernel(DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS>, 32 * WARPS, smem_bytes, params, stream);
+  LaunchDecodeKernel<DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS>>(32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>(),
+                                                                         params, stream);
 }
 
 template <typename T, int HEAD_DIM, int GQA>

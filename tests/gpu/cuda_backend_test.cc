@@ -965,18 +965,19 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
 
 // ---------------------------------------------------------------------------------------------
 // The decode part on another stream (CascadeArgs::stream, as the worker runs it beside the state
-// exchange), ordered by events: the bits of the whole cascade.
+// exchange), ordered by events: the bits of the whole cascade; also with SMs left free
+// (CascadeArgs::decode_free_sms: one CTA per SM looping over the items), down to 3 CTAs.
 
-TEST(CudaCascade, DecodePartOnAnotherStreamMatchesTheWhole) {
-  PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
+void ExpectDecodePartOnSideStreamMatchesWhole(int hq, int hkv, int d, DType dtype) {
+  SCOPED_TRACE("heads " + std::to_string(hq) + "/" + std::to_string(hkv) + ", d " + std::to_string(d));
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   const std::vector<GroupSpec> groups = {{1000, {300, 0, 17, 64}}, {0, {45, 2}}, {130, {0, 1}}};
-  const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, 8, 128, kBF16};
+  const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, hkv, d, dtype};
   kernels::PageAllocator alloc(shape.num_pages);
-  const DecodeBatch batch = BuildBatch(groups, 32, 16, alloc, rng);
+  const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
   const auto q = MakeQueries(rng, pool, 0, batch, true, 45.f);
   const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
@@ -991,7 +992,12 @@ TEST(CudaCascade, DecodePartOnAnotherStreamMatchesTheWhole) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaEventCreateWithFlags(&merged, cudaEventDisableTiming), cudaSuccess);
   ASSERT_EQ(cudaEventCreateWithFlags(&decoded, cudaEventDisableTiming), cudaSuccess);
-  {
+  int sms = 0, device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  ASSERT_GT(int(plan.decode_items.size()), 3);
+  for (const int free_sms : {0, 24, sms - 3}) {
+    SCOPED_TRACE("decode_free_sms " + std::to_string(free_sms));
     BackendBuffers mem(Device());
     kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
     Device().LoadPlan(plan);
@@ -1000,6 +1006,7 @@ TEST(CudaCascade, DecodePartOnAnotherStreamMatchesTheWhole) {
     ASSERT_EQ(cudaStreamWaitEvent(side, merged, 0), cudaSuccess);
     kernels::CascadeArgs decode = args;
     decode.stream = side;
+    decode.decode_free_sms = free_sms;
     Device().RunCascadeParts(decode, Backend::kDecodePart);
     ASSERT_EQ(cudaEventRecord(decoded, side), cudaSuccess);
     ASSERT_EQ(cudaStreamWaitEvent(main, decoded, 0), cudaSuccess);
@@ -1011,6 +1018,14 @@ TEST(CudaCascade, DecodePartOnAnotherStreamMatchesTheWhole) {
   cudaEventDestroy(merged);
   cudaEventDestroy(decoded);
   cudaStreamDestroy(side);
+}
+#endif
+
+TEST(CudaCascade, DecodePartOnAnotherStreamMatchesTheWhole) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  ExpectDecodePartOnSideStreamMatchesWhole(32, 8, 128, kBF16);  // the tensor-core decode kernel
+  ExpectDecodePartOnSideStreamMatchesWhole(16, 16, 64, kF16);   // the CUDA-core one
 #endif
 }
 

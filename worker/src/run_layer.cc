@@ -314,6 +314,7 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   if (decode_after_send != nullptr) {
     kernels::CascadeArgs decode = *decode_after_send;
     decode.stream = side;
+    if (side != nullptr) decode.decode_free_sms = options_.decode_free_sms;
     be.RunCascadeParts(decode, kernels::Backend::kDecodePart);
   }
   sync_->Wait(be.stream(), side != nullptr ? side : comm_stream);

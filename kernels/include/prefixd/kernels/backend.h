@@ -65,6 +65,10 @@ struct CascadeArgs {
   // stream against the backend's (the loaded plan and the partial-state workspace are shared).
   // The CPU backend runs in call order and ignores it.
   void* stream = nullptr;
+  // CUDA: SMs the decode part leaves free (0: it may use all): its kernel then runs one CTA per
+  // SM on the others, each looping over items, so that a kernel launched beside it (the state
+  // exchange's) finds whole SMs. The CPU backend ignores it.
+  int decode_free_sms = 0;
 };
 
 // Multi-query attention of n query rows against one contiguous prefix run, returning states.

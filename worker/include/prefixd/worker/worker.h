@@ -122,6 +122,11 @@ struct WorkerOptions {
   // timeline on 4 H200s, bench/scaling/README.md, session 6). PREFIXD_DECODE_ON_SIDE_STREAM=0|1
   // overrides it (A/B runs).
   bool decode_on_side_stream = true;
+  // With decode_on_side_stream: SMs the side-stream decode leaves free for the state exchange's
+  // kernel (CascadeArgs::decode_free_sms). NCCL's all-to-all ran 24 blocks of 640 threads on the
+  // 4 × H200 machines, and none fits an SM that holds a decode CTA. 0: the decode uses every SM.
+  // PREFIXD_DECODE_FREE_SMS=n overrides it (A/B runs).
+  int decode_free_sms = 24;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Session 6's A/B on nvidia-h200-x4 (one call): the two changes the device timeline of session 6
+# pointed at (bench/trace/), each against its switch:
+#   PREFIXD_DECODE_ON_SIDE_STREAM=0|1  the own rows' decode on a side stream, the state exchange on
+#                                      the compute stream (WorkerOptions::decode_on_side_stream)
+#   PREFIXD_UPLOAD_BATCH=0|1           the step's uploads as one kernel (Backend::BeginUploadBatch)
+# First the GPU tests of the touched backend paths and the NCCL + CUDA MPI tests at 4 ranks, then
+# strong (P = 262144, 1 layer) and exposed-communication (P = 65536, 32 layers) runs, alternating,
+# then one traced 4-GPU step. Binaries: $BIN (carried). Logs: $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-/tmp/b}
+OUT=${OUT:-/tmp/ab-s6}
+WORK=${WORK:-/tmp/ab-s6-work}
+mkdir -p "$OUT" "$WORK"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+mpi() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 \
+  -x PREFIXD_DECODE_ON_SIDE_STREAM -x PREFIXD_UPLOAD_BATCH -x NCCL_NTHREADS -x PREFIXD_COMM_STREAM_PRIORITY -x PREFIXD_DECODE_WARPS -x PREFIXD_DECODE_FREE_SMS "$@"; }
+S="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20"
+E="--mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus 4 -n 10"
+run() {  # name, env assignments (space-separated, may be empty), bench args
+  local name=$1 envs=$2; shift 2
+  echo "== $name: $envs $*" | tee -a "$OUT/ab.log"
+  ( for e in $envs; do export "$e"; done
+    timeout 150 bash -c "$(declare -f mpi); mpi $BIN/prefixd_scaling_bench $* --csv $WORK/$name.csv" ) >"$WORK/$name.txt" 2>&1
+  echo "   rc $?" | tee -a "$OUT/ab.log"
+  grep -E "^(strong|weak) |^# check" "$WORK/$name.txt" | tee -a "$OUT/ab.log"
+  tar czf "$OUT/runs.tgz" -C "$WORK" .
+}
+STAGE=${STAGE:-1}
+if [ "$STAGE" = 1 ]; then
+timeout 200 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:CudaBackend.*:CudaGraph.*:CudaBackendErrors.*' >"$OUT/gpu_tests.log" 2>&1
+echo "gpu tests (cascade, backend, graph, errors): rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
+  >"$OUT/mpi_np4.log" 2>&1
+echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+run new1 "" $S --gpus 1,2,4
+run side0_1 "PREFIXD_DECODE_ON_SIDE_STREAM=0" $S --gpus 1,2,4
+run upload0_1 "PREFIXD_UPLOAD_BATCH=0" $S --gpus 1,2,4
+run both0_1 "PREFIXD_DECODE_ON_SIDE_STREAM=0 PREFIXD_UPLOAD_BATCH=0" $S --gpus 1,2,4
+run new2 "" $S --gpus 1,2,4
+run e_new "" $E
+run e_side0 "PREFIXD_DECODE_ON_SIDE_STREAM=0" $E
+run e_upload0 "PREFIXD_UPLOAD_BATCH=0" $E
+run e_new2 "" $E
+# One traced 4-GPU step of the new default (bench/trace/).
+mkdir -p "$WORK/trace4"
+LD_LIBRARY_PATH=$BIN timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 \
+  -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" -x PREFIXD_TRACE_DIR="$WORK/trace4" \
+  $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4/out.txt" 2>&1
+python3 bench/trace/timeline.py "$WORK/trace4"/trace.*.csv --top 3 >"$OUT/trace4.txt" 2>&1
+tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi
+# Run 3 (STAGE=2): the state exchange's kernel still started after the decode's CTAs had filled
+# the SMs (trace of run 2). Can fewer NCCL threads per block (NCCL_NTHREADS) let its blocks fit
+# beside them? And is the 1-GPU time (0.897-0.945 ms in run 2) steadier when every GPU has just
+# run (--gpus 4,1,2,4: a 4-GPU pass first)?
+if [ "$STAGE" = 2 ]; then
+W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4,1,2,4"
+run warm_1 "" $W
+run nt256 "NCCL_NTHREADS=256" $S --gpus 4
+run nt128 "NCCL_NTHREADS=128" $S --gpus 4
+run nt512 "NCCL_NTHREADS=512" $S --gpus 4
+run side0_nt256 "PREFIXD_DECODE_ON_SIDE_STREAM=0 NCCL_NTHREADS=256" $S --gpus 4
+run warm_2 "" $W
+run warm_nt256 "NCCL_NTHREADS=256" $W
+run e_nt256 "NCCL_NTHREADS=256" $E
+run e_nt128 "NCCL_NTHREADS=128" $E
+run e_side0_nt256 "PREFIXD_DECODE_ON_SIDE_STREAM=0 NCCL_NTHREADS=256" $E
+run e_default "" $E
+mkdir -p "$WORK/trace4b"
+LD_LIBRARY_PATH=$BIN NCCL_NTHREADS=256 timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
+  -x NCCL_NVLS_ENABLE=0 -x NCCL_NTHREADS -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
+  -x PREFIXD_TRACE_DIR="$WORK/trace4b" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4b/out.txt" 2>&1
+python3 bench/trace/timeline.py "$WORK/trace4b"/trace.*.csv --top 3 >"$OUT/trace4b.txt" 2>&1
+tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi
+# Run 4 (STAGE=3): run 3's trace shows the exchange's kernel still waiting for the decode's CTAs
+# (with 128-512 NCCL threads alike): 4-warp decode CTAs (96 KiB of shared memory, two on nearly
+# every SM) leave no room for its blocks. 2-warp CTAs (48 KiB; PREFIXD_DECODE_WARPS=2) would.
+if [ "$STAGE" = 3 ]; then
+W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4,1,2,4"
+run s3_default1 "" $W
+run s3_warps2_1 "PREFIXD_DECODE_WARPS=2" $W
+run s3_warps2_side0_1 "PREFIXD_DECODE_WARPS=2 PREFIXD_DECODE_ON_SIDE_STREAM=0" $W
+run s3_default2 "" $W
+run s3_warps2_2 "PREFIXD_DECODE_WARPS=2" $W
+run s3_e_default "" $E
+run s3_e_warps2 "PREFIXD_DECODE_WARPS=2" $E
+run s3_e_warps2_side0 "PREFIXD_DECODE_WARPS=2 PREFIXD_DECODE_ON_SIDE_STREAM=0" $E
+run s3_e_warps2_b "PREFIXD_DECODE_WARPS=2" $E
+mkdir -p "$WORK/trace4c"
+LD_LIBRARY_PATH=$BIN PREFIXD_DECODE_WARPS=2 timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
+  -x NCCL_NVLS_ENABLE=0 -x PREFIXD_DECODE_WARPS -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
+  -x PREFIXD_TRACE_DIR="$WORK/trace4c" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4c/out.txt" 2>&1
+python3 bench/trace/timeline.py "$WORK/trace4c"/trace.*.csv --top 3 >"$OUT/trace4c.txt" 2>&1
+tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi
+# Run 5 (STAGE=4): with 2-warp CTAs too the exchange's kernel waited for the decode (run 4): its
+# 640-thread blocks need registers no SM holding a decode CTA has. New binaries: the side-stream
+# decode leaves SMs free (PREFIXD_DECODE_FREE_SMS, default 24: one decode CTA per SM on the rest).
+if [ "$STAGE" = 4 ]; then
+timeout 200 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:CudaBackend.*:CudaGraph.*:CudaBackendErrors.*:*Decode*' >"$OUT/gpu_tests.log" 2>&1
+echo "gpu tests: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+timeout 200 compute-sanitizer --tool memcheck $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.DecodePartOnAnotherStream*:CudaBackend.UploadBatch*' >"$OUT/memcheck.log" 2>&1
+echo "memcheck: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
+  >"$OUT/mpi_np4.log" 2>&1
+echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4,1,2,4"
+run s4_default1 "" $W
+run s4_free0_1 "PREFIXD_DECODE_FREE_SMS=0" $W
+run s4_free32_1 "PREFIXD_DECODE_FREE_SMS=32" $W
+run s4_side0_1 "PREFIXD_DECODE_ON_SIDE_STREAM=0" $W
+run s4_default2 "" $W
+run s4_free0_2 "PREFIXD_DECODE_FREE_SMS=0" $W
+run s4_e_default "" $E
+run s4_e_free0 "PREFIXD_DECODE_FREE_SMS=0" $E
+run s4_e_free32 "PREFIXD_DECODE_FREE_SMS=32" $E
+run s4_e_side0 "PREFIXD_DECODE_ON_SIDE_STREAM=0" $E
+run s4_e_default2 "" $E
+mkdir -p "$WORK/trace4d"
+LD_LIBRARY_PATH=$BIN timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
+  -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
+  -x PREFIXD_TRACE_DIR="$WORK/trace4d" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4d/out.txt" 2>&1
+python3 bench/trace/timeline.py "$WORK/trace4d"/trace.*.csv --top 3 >"$OUT/trace4d.txt" 2>&1
+tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi

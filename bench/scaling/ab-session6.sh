@@ -126,3 +126,30 @@ LD_LIBRARY_PATH=$BIN timeout 100 mpirun --allow-run-as-root --oversubscribe --bi
 python3 bench/trace/timeline.py "$WORK/trace4d"/trace.*.csv --top 3 >"$OUT/trace4d.txt" 2>&1
 tar czf "$OUT/runs.tgz" -C "$WORK" .
 fi
+# Run 6 (STAGE=5): run 5 overlapped the exchange with the decode (32 layers: 15.9% exposed against
+# 26.6%) but the decode on 108 one-per-SM CTAs of 4 warps took 35 µs instead of 22: the step did
+# not get faster. New binaries: those CTAs have 8 warps (twice the bytes in flight per SM).
+if [ "$STAGE" = 5 ]; then
+timeout 200 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:CudaBackend.*:*Decode*' >"$OUT/gpu_tests.log" 2>&1
+echo "gpu tests: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+timeout 200 compute-sanitizer --tool memcheck $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.DecodePartOnAnotherStream*' >"$OUT/memcheck.log" 2>&1
+echo "memcheck: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_sendfirst1*:*cuda_a2a_chunks1*'" >"$OUT/mpi_np4.log" 2>&1
+echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4,1,2,4"
+run s5_default1 "" $W
+run s5_free0_1 "PREFIXD_DECODE_FREE_SMS=0" $W
+run s5_w4_1 "PREFIXD_DECODE_WARPS=4" $W
+run s5_default2 "" $W
+run s5_free0_2 "PREFIXD_DECODE_FREE_SMS=0" $W
+run s5_e_default "" $E
+run s5_e_free0 "PREFIXD_DECODE_FREE_SMS=0" $E
+run s5_e_w4 "PREFIXD_DECODE_WARPS=4" $E
+run s5_e_default2 "" $E
+mkdir -p "$WORK/trace4e"
+LD_LIBRARY_PATH=$BIN timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
+  -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
+  -x PREFIXD_TRACE_DIR="$WORK/trace4e" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4e/out.txt" 2>&1
+python3 bench/trace/timeline.py "$WORK/trace4e"/trace.*.csv --top 3 >"$OUT/trace4e.txt" 2>&1
+tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi

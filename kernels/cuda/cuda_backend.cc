@@ -84,8 +84,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   }
   if (const char* env = std::getenv("PREFIXD_DECODE_WARPS")) {
     const std::string choice = env;
-    PREFIXD_CHECK_ARG(choice == "1" || choice == "2" || choice == "4",
-                      "PREFIXD_DECODE_WARPS must be 1, 2 or 4, got '" << choice << "'");
+    PREFIXD_CHECK_ARG(choice == "1" || choice == "2" || choice == "4" || choice == "8",
+                      "PREFIXD_DECODE_WARPS must be 1, 2, 4 or 8, got '" << choice << "'");
     decode_mma_warps_ = std::stoi(choice);
   }
   auto env_flag = [](const char* name, bool* flag) {
@@ -475,10 +475,11 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // SMs; 4 where there are at most two items per SM (e.g. 32 long suffixes × 8 KV heads), so
     // that an SM streams with 8 warps' bytes in flight instead of 4.
     p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : plan_.num_decode_items <= 2 * num_sms_ ? 4 : 2;
-    // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, so the most warps per CTA.
+    // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, which then needs 8 warps
+    // to keep enough bytes in flight for its share of the bandwidth.
     if (args.decode_free_sms > 0) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
-      if (decode_mma_warps_ == 0) p.mma_warps = 4;
+      if (decode_mma_warps_ == 0) p.mma_warps = 8;
     }
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;

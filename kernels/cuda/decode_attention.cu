@@ -83,7 +83,9 @@ SmemLimits DecodeSmemLimits() {
 
 // Without a request, 2 warps (4 CTAs per SM at head_dim 128): bench/RESULTS.md has the comparison.
 // The CUDA backend asks for 4 where there are at most two items per SM (cuda_backend.cc).
-int DecodeMmaWarps(int requested) { return requested == 1 || requested == 2 || requested == 4 ? requested : 2; }
+int DecodeMmaWarps(int requested) {
+  return requested == 1 || requested == 2 || requested == 4 || requested == 8 ? requested : 2;
+}
 
 void DecodeAttention(const DecodeAttentionParams& p, cudaStream_t stream) {
   PREFIXD_CHECK_ARG(p.num_kv_heads > 0 && p.num_qo_heads % p.num_kv_heads == 0,

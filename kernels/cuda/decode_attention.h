@@ -26,7 +26,8 @@ namespace prefixd::kernels::cuda {
 // falls back to CUDA cores where no tensor-core instantiation exists). For comparisons.
 enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
 
-// Warps per CTA of the tensor-core kernel (1, 2 or 4; 0 = the launcher's choice). Each warp streams
+// Warps per CTA of the tensor-core kernel (1, 2, 4 or 8; 0 = the launcher's choice; 8 for one
+// CTA per SM, DecodeAttentionParams::max_sms). Each warp streams
 // its own 16-token tiles through 3 stages of shared memory (8 KiB per stage at head_dim 128), so
 // fewer warps per CTA means more, smaller CTAs per SM: a CTA's serial start (work item → page
 // table → first K/V tile) and end (cross-warp ⊕, state write) then overlap other CTAs' streaming.

@@ -7,7 +7,8 @@
 // query rows are the M dimension of mma.sync m16n8k16 (padded to 16 rows with zeros), so the
 // arithmetic per byte costs tensor-core instructions only and the kernel is bound by memory again.
 //
-// Layout: one CTA of WARPS warps (1, 2 or 4) per work item. Each warp owns its own token stream —
+// Layout: one CTA of WARPS warps (1, 2, 4 or 8) per work item (or looping over items,
+// DecodeAttentionParams::max_sms). Each warp owns its own token stream —
 // tokens [16·warp + 16·WARPS·i, +16) of the item — and copies, computes and keeps an online-softmax
 // state for it alone: its K/V tiles go through its own region of shared memory with cp.async,
 // STAGES deep, and since a warp reads only what its own lanes copied, a __syncwarp orders the
@@ -15,7 +16,7 @@
 // shared memory by FinishDecodeItem (decode_attention_epilogue.cuh), which also finishes the
 // request for a finishing item. WARPS trades CTA size for CTAs per SM (DecodeMmaWarps): with
 // 3 stages a warp needs 24 KiB of shared memory at head_dim 128, so 4 warps fit 2 CTAs per SM,
-// 2 warps 4, 1 warp 9.
+// 2 warps 4, 1 warp 9; 8 warps (192 KiB) are for one CTA per SM.
 //
 // Per 16-token tile: S = Q·Kᵀ (16×16, fp32) → mask → online softmax (base 2) → O += P·V, with P
 // rounded to the input dtype for the mma (as in the prefix kernel). Only the first g rows are real.
@@ -44,7 +45,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
   static_assert(GQA <= 8, "the g query rows sit in the upper 8 rows of the m16 tile");
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "O accumulators of head_dim 256 would not fit");
-  static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4, "warps per CTA");
+  static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4 || WARPS == 8, "warps per CTA");
   using Mma = MmaOp<T>;
   constexpr int ROW_BYTES = HEAD_DIM * 2;
   constexpr int ROW_CHUNKS = HEAD_DIM / 8;                 // 16-byte chunks per token row
@@ -214,6 +215,7 @@ void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t 
   switch (DecodeMmaWarps(params.mma_warps)) {
     case 1: return LaunchMmaWarps<T, HEAD_DIM, GQA, 1>(params, stream);
     case 2: return LaunchMmaWarps<T, HEAD_DIM, GQA, 2>(params, stream);
+    case 8: return LaunchMmaWarps<T, HEAD_DIM, GQA, 8>(params, stream);
     default: return LaunchMmaWarps<T, HEAD_DIM, GQA, 4>(params, stream);
   }
 }

@@ -15,7 +15,8 @@ WORK=${WORK:-/tmp/ab-s6-work}
 mkdir -p "$OUT" "$WORK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 mpi() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 \
-  -x PREFIXD_DECODE_ON_SIDE_STREAM -x PREFIXD_UPLOAD_BATCH -x NCCL_NTHREADS -x PREFIXD_COMM_STREAM_PRIORITY -x PREFIXD_DECODE_WARPS -x PREFIXD_DECODE_FREE_SMS "$@"; }
+  -x PREFIXD_DECODE_ON_SIDE_STREAM -x PREFIXD_UPLOAD_BATCH -x NCCL_NTHREADS -x PREFIXD_COMM_STREAM_PRIORITY -x PREFIXD_DECODE_WARPS -x PREFIXD_DECODE_FREE_SMS \
+  -x NCCL_MAX_CTAS -x NCCL_MAX_P2P_NCHANNELS "$@"; }
 S="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20"
 E="--mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus 4 -n 10"
 run() {  # name, env assignments (space-separated, may be empty), bench args
@@ -151,5 +152,29 @@ LD_LIBRARY_PATH=$BIN timeout 100 mpirun --allow-run-as-root --oversubscribe --bi
   -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
   -x PREFIXD_TRACE_DIR="$WORK/trace4e" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4e/out.txt" 2>&1
 python3 bench/trace/timeline.py "$WORK/trace4e"/trace.*.csv --top 3 >"$OUT/trace4e.txt" 2>&1
+tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi
+# Run 7 (STAGE=6): in run 6 the decode on 108 SMs took 32 µs (256 items: 3 on some CTAs) and the
+# overlapped exchange 34 µs. Fewer NCCL CTAs (NCCL_MAX_CTAS, NCCL_MAX_P2P_NCHANNELS) would let the
+# decode keep more SMs (PREFIXD_DECODE_FREE_SMS to match). New gpu_tests binary: the one-CTA-per-SM
+# decode compared with the float64 oracle (8 warps sum in another order than the whole run's 4).
+if [ "$STAGE" = 6 ]; then
+timeout 200 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:CudaBackend.*:*Decode*' >"$OUT/gpu_tests.log" 2>&1
+echo "gpu tests: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+timeout 200 compute-sanitizer --tool memcheck $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.DecodePartOnAnotherStream*' >"$OUT/memcheck.log" 2>&1
+echo "memcheck: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4"
+for v in "default|" "cta8|NCCL_MAX_CTAS=8 PREFIXD_DECODE_FREE_SMS=8" "cta4|NCCL_MAX_CTAS=4 PREFIXD_DECODE_FREE_SMS=4" \
+         "p2p8|NCCL_MAX_P2P_NCHANNELS=8 PREFIXD_DECODE_FREE_SMS=8" "cta8_free0|NCCL_MAX_CTAS=8 PREFIXD_DECODE_FREE_SMS=0" \
+         "cta12|NCCL_MAX_CTAS=12 PREFIXD_DECODE_FREE_SMS=12" "default_b|"; do
+  run "s6_${v%%|*}" "${v#*|}" $W
+  run "s6_e_${v%%|*}" "${v#*|}" $E
+done
+mkdir -p "$WORK/trace4f"
+LD_LIBRARY_PATH=$BIN NCCL_MAX_CTAS=8 PREFIXD_DECODE_FREE_SMS=8 timeout 100 mpirun --allow-run-as-root --oversubscribe \
+  --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 -x NCCL_MAX_CTAS -x PREFIXD_DECODE_FREE_SMS -x LD_LIBRARY_PATH \
+  -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" -x PREFIXD_TRACE_DIR="$WORK/trace4f" \
+  $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4f/out.txt" 2>&1
+python3 bench/trace/timeline.py "$WORK/trace4f"/trace.*.csv --top 3 >"$OUT/trace4f.txt" 2>&1
 tar czf "$OUT/runs.tgz" -C "$WORK" .
 fi

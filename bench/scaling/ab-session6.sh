@@ -6,7 +6,9 @@
 #   PREFIXD_UPLOAD_BATCH=0|1           the step's uploads as one kernel (Backend::BeginUploadBatch)
 # First the GPU tests of the touched backend paths and the NCCL + CUDA MPI tests at 4 ranks, then
 # strong (P = 262144, 1 layer) and exposed-communication (P = 65536, 32 layers) runs, alternating,
-# then one traced 4-GPU step. Binaries: $BIN (carried). Logs: $OUT.
+# then one traced 4-GPU step. Binaries: $BIN (carried). Logs: $OUT. STAGE=1..6 are runs 2-7 of
+# bench/scaling/README.md "Session 6" (after the runs, their repeated lines became the helpers
+# below, with the same commands).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-/tmp/b}
@@ -18,6 +20,7 @@ mpi() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_
   -x PREFIXD_DECODE_ON_SIDE_STREAM -x PREFIXD_UPLOAD_BATCH -x NCCL_NTHREADS -x PREFIXD_COMM_STREAM_PRIORITY -x PREFIXD_DECODE_WARPS -x PREFIXD_DECODE_FREE_SMS \
   -x NCCL_MAX_CTAS -x NCCL_MAX_P2P_NCHANNELS "$@"; }
 S="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20"
+W="$S --gpus 4,1,2,4"  # a 4-GPU pass first: every GPU has just run when 1, 2, 4 are timed
 E="--mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus 4 -n 10"
 run() {  # name, env assignments (space-separated, may be empty), bench args
   local name=$1 envs=$2; shift 2
@@ -28,13 +31,32 @@ run() {  # name, env assignments (space-separated, may be empty), bench args
   grep -E "^(strong|weak) |^# check" "$WORK/$name.txt" | tee -a "$OUT/ab.log"
   tar czf "$OUT/runs.tgz" -C "$WORK" .
 }
+gpu_tests() {  # gtest filter
+  timeout 200 $BIN/prefixd_gpu_tests --gtest_filter="$1" >"$OUT/gpu_tests.log" 2>&1
+  echo "gpu tests ($1): rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+}
+memcheck() {  # gtest filter
+  timeout 200 compute-sanitizer --tool memcheck $BIN/prefixd_gpu_tests --gtest_filter="$1" >"$OUT/memcheck.log" 2>&1
+  echo "memcheck ($1): rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+}
+mpi_tests_np4() {  # gtest filter: the NCCL + CUDA MPI tests at 4 ranks
+  timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='$1'" >"$OUT/mpi_np4.log" 2>&1
+  echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+}
+traced() {  # name, env assignments, bench args: one run under the CUPTI library, its per-step table
+  local name=$1 envs=$2; shift 2
+  mkdir -p "$WORK/$name"
+  ( for e in $envs; do export "$e"; done
+    export LD_LIBRARY_PATH=$BIN CUDA_INJECTION64_PATH=$BIN/libprefixd_cupti_trace.so PREFIXD_TRACE_DIR=$WORK/$name
+    timeout 100 bash -c "$(declare -f mpi); mpi -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH -x PREFIXD_TRACE_DIR \
+      $BIN/prefixd_scaling_bench $*" ) >"$WORK/$name/out.txt" 2>&1
+  python3 bench/trace/timeline.py "$WORK/$name"/trace.*.csv --top 3 >"$OUT/$name.txt" 2>&1
+  tar czf "$OUT/runs.tgz" -C "$WORK" .
+}
 STAGE=${STAGE:-1}
 if [ "$STAGE" = 1 ]; then
-timeout 200 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:CudaBackend.*:CudaGraph.*:CudaBackendErrors.*' >"$OUT/gpu_tests.log" 2>&1
-echo "gpu tests (cascade, backend, graph, errors): rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
-  >"$OUT/mpi_np4.log" 2>&1
-echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
+gpu_tests 'CudaCascade.*:CudaBackend.*:CudaGraph.*:CudaBackendErrors.*'
+mpi_tests_np4 '*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'
 run new1 "" $S --gpus 1,2,4
 run side0_1 "PREFIXD_DECODE_ON_SIDE_STREAM=0" $S --gpus 1,2,4
 run upload0_1 "PREFIXD_UPLOAD_BATCH=0" $S --gpus 1,2,4
@@ -45,19 +67,13 @@ run e_side0 "PREFIXD_DECODE_ON_SIDE_STREAM=0" $E
 run e_upload0 "PREFIXD_UPLOAD_BATCH=0" $E
 run e_new2 "" $E
 # One traced 4-GPU step of the new default (bench/trace/).
-mkdir -p "$WORK/trace4"
-LD_LIBRARY_PATH=$BIN timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 \
-  -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" -x PREFIXD_TRACE_DIR="$WORK/trace4" \
-  $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4/out.txt" 2>&1
-python3 bench/trace/timeline.py "$WORK/trace4"/trace.*.csv --top 3 >"$OUT/trace4.txt" 2>&1
-tar czf "$OUT/runs.tgz" -C "$WORK" .
+traced trace4 "" $S --gpus 4
 fi
 # Run 3 (STAGE=2): the state exchange's kernel still started after the decode's CTAs had filled
 # the SMs (trace of run 2). Can fewer NCCL threads per block (NCCL_NTHREADS) let its blocks fit
 # beside them? And is the 1-GPU time (0.897-0.945 ms in run 2) steadier when every GPU has just
 # run (--gpus 4,1,2,4: a 4-GPU pass first)?
 if [ "$STAGE" = 2 ]; then
-W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4,1,2,4"
 run warm_1 "" $W
 run nt256 "NCCL_NTHREADS=256" $S --gpus 4
 run nt128 "NCCL_NTHREADS=128" $S --gpus 4
@@ -69,18 +85,12 @@ run e_nt256 "NCCL_NTHREADS=256" $E
 run e_nt128 "NCCL_NTHREADS=128" $E
 run e_side0_nt256 "PREFIXD_DECODE_ON_SIDE_STREAM=0 NCCL_NTHREADS=256" $E
 run e_default "" $E
-mkdir -p "$WORK/trace4b"
-LD_LIBRARY_PATH=$BIN NCCL_NTHREADS=256 timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
-  -x NCCL_NVLS_ENABLE=0 -x NCCL_NTHREADS -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
-  -x PREFIXD_TRACE_DIR="$WORK/trace4b" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4b/out.txt" 2>&1
-python3 bench/trace/timeline.py "$WORK/trace4b"/trace.*.csv --top 3 >"$OUT/trace4b.txt" 2>&1
-tar czf "$OUT/runs.tgz" -C "$WORK" .
+traced trace4b "NCCL_NTHREADS=256" $S --gpus 4
 fi
 # Run 4 (STAGE=3): run 3's trace shows the exchange's kernel still waiting for the decode's CTAs
 # (with 128-512 NCCL threads alike): 4-warp decode CTAs (96 KiB of shared memory, two on nearly
 # every SM) leave no room for its blocks. 2-warp CTAs (48 KiB; PREFIXD_DECODE_WARPS=2) would.
 if [ "$STAGE" = 3 ]; then
-W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4,1,2,4"
 run s3_default1 "" $W
 run s3_warps2_1 "PREFIXD_DECODE_WARPS=2" $W
 run s3_warps2_side0_1 "PREFIXD_DECODE_WARPS=2 PREFIXD_DECODE_ON_SIDE_STREAM=0" $W
@@ -90,25 +100,15 @@ run s3_e_default "" $E
 run s3_e_warps2 "PREFIXD_DECODE_WARPS=2" $E
 run s3_e_warps2_side0 "PREFIXD_DECODE_WARPS=2 PREFIXD_DECODE_ON_SIDE_STREAM=0" $E
 run s3_e_warps2_b "PREFIXD_DECODE_WARPS=2" $E
-mkdir -p "$WORK/trace4c"
-LD_LIBRARY_PATH=$BIN PREFIXD_DECODE_WARPS=2 timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
-  -x NCCL_NVLS_ENABLE=0 -x PREFIXD_DECODE_WARPS -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
-  -x PREFIXD_TRACE_DIR="$WORK/trace4c" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4c/out.txt" 2>&1
-python3 bench/trace/timeline.py "$WORK/trace4c"/trace.*.csv --top 3 >"$OUT/trace4c.txt" 2>&1
-tar czf "$OUT/runs.tgz" -C "$WORK" .
+traced trace4c "PREFIXD_DECODE_WARPS=2" $S --gpus 4
 fi
 # Run 5 (STAGE=4): with 2-warp CTAs too the exchange's kernel waited for the decode (run 4): its
 # 640-thread blocks need registers no SM holding a decode CTA has. New binaries: the side-stream
 # decode leaves SMs free (PREFIXD_DECODE_FREE_SMS, default 24: one decode CTA per SM on the rest).
 if [ "$STAGE" = 4 ]; then
-timeout 200 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:CudaBackend.*:CudaGraph.*:CudaBackendErrors.*:*Decode*' >"$OUT/gpu_tests.log" 2>&1
-echo "gpu tests: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-timeout 200 compute-sanitizer --tool memcheck $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.DecodePartOnAnotherStream*:CudaBackend.UploadBatch*' >"$OUT/memcheck.log" 2>&1
-echo "memcheck: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
-  >"$OUT/mpi_np4.log" 2>&1
-echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
-W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4,1,2,4"
+gpu_tests 'CudaCascade.*:CudaBackend.*:CudaGraph.*:CudaBackendErrors.*:*Decode*'
+memcheck 'CudaCascade.DecodePartOnAnotherStream*:CudaBackend.UploadBatch*'
+mpi_tests_np4 '*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'
 run s4_default1 "" $W
 run s4_free0_1 "PREFIXD_DECODE_FREE_SMS=0" $W
 run s4_free32_1 "PREFIXD_DECODE_FREE_SMS=32" $W
@@ -120,24 +120,15 @@ run s4_e_free0 "PREFIXD_DECODE_FREE_SMS=0" $E
 run s4_e_free32 "PREFIXD_DECODE_FREE_SMS=32" $E
 run s4_e_side0 "PREFIXD_DECODE_ON_SIDE_STREAM=0" $E
 run s4_e_default2 "" $E
-mkdir -p "$WORK/trace4d"
-LD_LIBRARY_PATH=$BIN timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
-  -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
-  -x PREFIXD_TRACE_DIR="$WORK/trace4d" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4d/out.txt" 2>&1
-python3 bench/trace/timeline.py "$WORK/trace4d"/trace.*.csv --top 3 >"$OUT/trace4d.txt" 2>&1
-tar czf "$OUT/runs.tgz" -C "$WORK" .
+traced trace4d "" $S --gpus 4
 fi
 # Run 6 (STAGE=5): run 5 overlapped the exchange with the decode (32 layers: 15.9% exposed against
 # 26.6%) but the decode on 108 one-per-SM CTAs of 4 warps took 35 µs instead of 22: the step did
 # not get faster. New binaries: those CTAs have 8 warps (twice the bytes in flight per SM).
 if [ "$STAGE" = 5 ]; then
-timeout 200 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:CudaBackend.*:*Decode*' >"$OUT/gpu_tests.log" 2>&1
-echo "gpu tests: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-timeout 200 compute-sanitizer --tool memcheck $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.DecodePartOnAnotherStream*' >"$OUT/memcheck.log" 2>&1
-echo "memcheck: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_sendfirst1*:*cuda_a2a_chunks1*'" >"$OUT/mpi_np4.log" 2>&1
-echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
-W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4,1,2,4"
+gpu_tests 'CudaCascade.*:CudaBackend.*:*Decode*'
+memcheck 'CudaCascade.DecodePartOnAnotherStream*'
+mpi_tests_np4 '*cuda_a2a_sendfirst1*:*cuda_a2a_chunks1*'
 run s5_default1 "" $W
 run s5_free0_1 "PREFIXD_DECODE_FREE_SMS=0" $W
 run s5_w4_1 "PREFIXD_DECODE_WARPS=4" $W
@@ -147,34 +138,21 @@ run s5_e_default "" $E
 run s5_e_free0 "PREFIXD_DECODE_FREE_SMS=0" $E
 run s5_e_w4 "PREFIXD_DECODE_WARPS=4" $E
 run s5_e_default2 "" $E
-mkdir -p "$WORK/trace4e"
-LD_LIBRARY_PATH=$BIN timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
-  -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" \
-  -x PREFIXD_TRACE_DIR="$WORK/trace4e" $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4e/out.txt" 2>&1
-python3 bench/trace/timeline.py "$WORK/trace4e"/trace.*.csv --top 3 >"$OUT/trace4e.txt" 2>&1
-tar czf "$OUT/runs.tgz" -C "$WORK" .
+traced trace4e "" $S --gpus 4
 fi
 # Run 7 (STAGE=6): in run 6 the decode on 108 SMs took 32 µs (256 items: 3 on some CTAs) and the
 # overlapped exchange 34 µs. Fewer NCCL CTAs (NCCL_MAX_CTAS, NCCL_MAX_P2P_NCHANNELS) would let the
 # decode keep more SMs (PREFIXD_DECODE_FREE_SMS to match). New gpu_tests binary: the one-CTA-per-SM
 # decode compared with the float64 oracle (8 warps sum in another order than the whole run's 4).
 if [ "$STAGE" = 6 ]; then
-timeout 200 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:CudaBackend.*:*Decode*' >"$OUT/gpu_tests.log" 2>&1
-echo "gpu tests: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-timeout 200 compute-sanitizer --tool memcheck $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.DecodePartOnAnotherStream*' >"$OUT/memcheck.log" 2>&1
-echo "memcheck: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-W="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20 --gpus 4"
+gpu_tests 'CudaCascade.*:CudaBackend.*:*Decode*'
+memcheck 'CudaCascade.DecodePartOnAnotherStream*'
+W="$S --gpus 4"
 for v in "default|" "cta8|NCCL_MAX_CTAS=8 PREFIXD_DECODE_FREE_SMS=8" "cta4|NCCL_MAX_CTAS=4 PREFIXD_DECODE_FREE_SMS=4" \
          "p2p8|NCCL_MAX_P2P_NCHANNELS=8 PREFIXD_DECODE_FREE_SMS=8" "cta8_free0|NCCL_MAX_CTAS=8 PREFIXD_DECODE_FREE_SMS=0" \
          "cta12|NCCL_MAX_CTAS=12 PREFIXD_DECODE_FREE_SMS=12" "default_b|"; do
   run "s6_${v%%|*}" "${v#*|}" $W
   run "s6_e_${v%%|*}" "${v#*|}" $E
 done
-mkdir -p "$WORK/trace4f"
-LD_LIBRARY_PATH=$BIN NCCL_MAX_CTAS=8 PREFIXD_DECODE_FREE_SMS=8 timeout 100 mpirun --allow-run-as-root --oversubscribe \
-  --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 -x NCCL_MAX_CTAS -x PREFIXD_DECODE_FREE_SMS -x LD_LIBRARY_PATH \
-  -x CUDA_INJECTION64_PATH="$BIN/libprefixd_cupti_trace.so" -x PREFIXD_TRACE_DIR="$WORK/trace4f" \
-  $BIN/prefixd_scaling_bench $S --gpus 4 >"$WORK/trace4f/out.txt" 2>&1
-python3 bench/trace/timeline.py "$WORK/trace4f"/trace.*.csv --top 3 >"$OUT/trace4f.txt" 2>&1
-tar czf "$OUT/runs.tgz" -C "$WORK" .
+traced trace4f "NCCL_MAX_CTAS=8 PREFIXD_DECODE_FREE_SMS=8" $S --gpus 4
 fi

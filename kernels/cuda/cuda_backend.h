@@ -20,12 +20,13 @@
 // decode kernel is a programmatic dependent launch of the prefix kernel (decode_attention.h).
 // Environment knobs, read at construction, for comparisons (Describe() names forced ones):
 //   PREFIXD_DECODE_KERNEL=auto|simt|mma   decode kernel for GQA groups that have both
-//   PREFIXD_DECODE_WARPS=1|2|4            warps per CTA of the tensor-core decode kernel
+//   PREFIXD_DECODE_WARPS=1|2|4|8          warps per CTA of the tensor-core decode kernel
 //   PREFIXD_DECODE_PDL=0|1                programmatic dependent launch of the decode kernel (1)
 //   PREFIXD_MERGE_PDL=0|1                 the same for the merge right behind the prefix kernel, in a
 //                                         prefix + merge part (RunCascadeParts) (1)
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
+//   PREFIXD_UPLOAD_BATCH=0|1              a step's uploads as one copy kernel (BeginUploadBatch) (1)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (0; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)

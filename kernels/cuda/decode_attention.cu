@@ -3,7 +3,6 @@
 #include "kernels/cuda/decode_attention.h"
 
 #include <algorithm>
-#include <atomic>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -63,21 +62,13 @@ bool DecodeAttentionSupportsGroupSize(int g) { return g == 1 || g == 2 || g == 4
 
 namespace decode {
 SmemLimits DecodeSmemLimits() {
-  static std::atomic<int> cached_device{-1};
-  static std::atomic<int> cached_one{0}, cached_max{0};
-  int device = 0;
+  int device = 0, per_sm = 0, per_block = 0, reserved = 0;
   PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-  if (cached_device.load(std::memory_order_acquire) != device) {
-    int per_sm = 0, per_block = 0, reserved = 0;
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
-    // Two CTAs need 2 · (smem + reserved) ≤ per_sm: one more byte than half the rest keeps one out.
-    cached_one.store(std::min(per_block, (per_sm - 2 * reserved) / 2 + 16), std::memory_order_relaxed);
-    cached_max.store(per_block, std::memory_order_relaxed);
-    cached_device.store(device, std::memory_order_release);
-  }
-  return SmemLimits{cached_one.load(std::memory_order_relaxed), cached_max.load(std::memory_order_relaxed)};
+  PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  // Two CTAs need 2 · (smem + reserved) ≤ per_sm: a little more than half the rest keeps one out.
+  return SmemLimits{std::min(per_block, (per_sm - 2 * reserved) / 2 + 16), per_block};
 }
 }  // namespace decode
 

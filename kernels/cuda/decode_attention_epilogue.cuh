@@ -17,12 +17,12 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/smem_limit.cuh"
 
 namespace prefixd::kernels::cuda {
 namespace decode {
@@ -274,17 +274,7 @@ void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams
     grid = std::min(grid, p.max_sms);
     smem = std::max(smem, DecodeSmemLimits().one_per_sm);
   }
-  if (smem > 48 * 1024) {
-    static std::atomic<uint64_t> raised_on_device{0};
-    int device = 0;
-    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-    const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
-    if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
-      PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              DecodeSmemLimits().max_per_block));
-      raised_on_device.fetch_or(bit, std::memory_order_release);
-    }
-  }
+  if (smem > 48 * 1024) RaiseDynamicSmemLimitOnce<KERNEL>(DecodeSmemLimits().max_per_block);
   LaunchMaybeProgrammatic(KERNEL, dim3(unsigned(grid)), dim3(unsigned(threads)), size_t(smem), stream,
                           p.overlap_prefix, p);
 }

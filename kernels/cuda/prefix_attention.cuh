@@ -21,13 +21,13 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "kernels/cuda/attention_state.cuh"
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/mma_sm80.cuh"
 #include "kernels/cuda/prefix_attention.h"
+#include "kernels/cuda/smem_limit.cuh"
 
 namespace prefixd::kernels::cuda {
 
@@ -335,17 +335,7 @@ __global__ void __launch_bounds__(CFG::THREADS, 2)
 template <typename CFG>
 void LaunchPrefixAttentionConfig(const PrefixAttentionParams& params, cudaStream_t stream) {
   if (params.num_items == 0) return;
-  // Above 48 KiB the dynamic shared-memory limit must be raised, once per device and kernel.
-  static std::atomic<uint64_t> raised_on_device{0};
-  int device = 0;
-  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
-  if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
-    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(PrefixAttentionKernel<CFG>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            CFG::SMEM_BYTES));
-    raised_on_device.fetch_or(bit, std::memory_order_acq_rel);
-  }
+  RaiseDynamicSmemLimitOnce<PrefixAttentionKernel<CFG>>(CFG::SMEM_BYTES);
   PrefixAttentionKernel<CFG><<<params.num_items, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(params);
   PREFIXD_CUDA_CHECK_LAUNCH();
 }

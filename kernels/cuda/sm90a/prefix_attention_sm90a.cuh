@@ -29,13 +29,13 @@
 #include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "kernels/cuda/attention_state.cuh"
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
+#include "kernels/cuda/smem_limit.cuh"
 
 namespace prefixd::kernels::cuda::sm90a {
 
@@ -555,15 +555,7 @@ struct WgmmaLaunch {
 
 template <typename CFG>
 void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
-  static std::atomic<uint64_t> raised_on_device{0};
-  int device = 0;
-  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
-  if (bit == 0 || !(raised_on_device.load(std::memory_order_acquire) & bit)) {
-    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(PrefixAttentionWgmmaKernel<CFG>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, CFG::SMEM_BYTES));
-    raised_on_device.fetch_or(bit, std::memory_order_acq_rel);
-  }
+  RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
       l.params, l.tmap_k, l.tmap_v, l.trigger_dependents ? 1 : 0, static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();

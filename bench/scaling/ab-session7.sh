@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 7's A/B on nvidia-h200-x4 (one call per STAGE). Helpers: ab-lib.sh.
+# Binaries: $BIN (carried). Logs: $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-/tmp/b}
+OUT=${OUT:-/tmp/ab-s7}
+WORK=${WORK:-/tmp/ab-s7-work}
+export AB_FORWARD="PREFIXD_CONCURRENT_DECODE_SMS"
+source bench/scaling/ab-lib.sh
+STAGE=${STAGE:-1}
+# Run 1 (STAGE=1): the prefix kernel's persistent grid has 128 CTAs at these shapes (32 row tiles
+# × 4 KV splits), so 4 of the 132 SMs idle for its whole ~220 µs at 4 GPUs (~880 µs at 1). The
+# backend's concurrent mode (PREFIXD_CONCURRENT_DECODE_SMS=k: the decode on a second stream beside
+# a prefix grid capped at SMs − k CTAs, every request finished by the merge kernel) would put the
+# own rows' decode (32 µs after the prefix today, on 108 SMs beside the state exchange) on those
+# idle SMs. Never measured in the distributed engine. Binaries of session 6 (commit 3975167).
+if [ "$STAGE" = 1 ]; then
+run s7_default1 "" $W
+run s7_conc4_1 "PREFIXD_CONCURRENT_DECODE_SMS=4" $W
+run s7_conc4_w2 "PREFIXD_CONCURRENT_DECODE_SMS=4 PREFIXD_DECODE_WARPS=2" $S --gpus 4
+run s7_conc4_w8 "PREFIXD_CONCURRENT_DECODE_SMS=4 PREFIXD_DECODE_WARPS=8" $S --gpus 4
+run s7_conc8 "PREFIXD_CONCURRENT_DECODE_SMS=8" $S --gpus 4
+run s7_default2 "" $W
+run s7_conc4_2 "PREFIXD_CONCURRENT_DECODE_SMS=4" $W
+run s7_e_default "" $E
+run s7_e_conc4 "PREFIXD_CONCURRENT_DECODE_SMS=4" $E
+traced trace4_conc4 "PREFIXD_CONCURRENT_DECODE_SMS=4" $S --gpus 4
+fi

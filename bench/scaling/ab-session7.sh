@@ -27,3 +27,25 @@ run s7_e_default "" $E
 run s7_e_conc4 "PREFIXD_CONCURRENT_DECODE_SMS=4" $E
 traced trace4_conc4 "PREFIXD_CONCURRENT_DECODE_SMS=4" $S --gpus 4
 fi
+# Run 2 (STAGE=2): the streaming decode kernel (kernels/cuda/decode_attention_mma_stream.cuh; the
+# one-CTA-per-SM decode keeps every warp's copies in flight across items). Kernel grid with the
+# plain cascade's decode as that kernel on every SM (PREFIXD_DECODE_PERSISTENT=1) against the
+# default; the engine's decode beside the exchange with it (default) and without
+# (PREFIXD_DECODE_STREAM=0); then its tests.
+if [ "$STAGE" = 2 ]; then
+export AB_FORWARD="$AB_FORWARD PREFIXD_DECODE_STREAM PREFIXD_DECODE_PERSISTENT"
+CUDA_VISIBLE_DEVICES=0 timeout 150 $BIN/prefixd_kernel_bench --heads 32/32,32/8 \
+  --variants default,persistent,persistent+nostream,w4 --csv "$OUT/kernel_bench.csv" >"$OUT/kernel_bench.txt" 2>&1
+echo "kernel bench: rc $?" | tee -a "$OUT/ab.log"; tail -14 "$OUT/kernel_bench.txt" | tee -a "$OUT/ab.log"
+CUDA_VISIBLE_DEVICES=0 gpu_tests 'Variants/CudaDecodeVariantTest.*:CudaCascade.*:CudaBackend.*:*Decode*'
+run s7_stream1 "" $W
+run s7_nostream1 "PREFIXD_DECODE_STREAM=0" $W
+run s7_e_stream "" $E
+run s7_e_nostream "PREFIXD_DECODE_STREAM=0" $E
+run s7_free16 "PREFIXD_DECODE_FREE_SMS=16" $S --gpus 4
+run s7_e_free16 "PREFIXD_DECODE_FREE_SMS=16" $E
+run s7_stream2 "" $W
+mpi_tests_np4 '*cuda_a2a_sendfirst1*:*cuda_a2a_chunks1*'
+traced trace4_stream "" $S --gpus 4
+CUDA_VISIBLE_DEVICES=0 memcheck '*persistent*:CudaCascade.DecodePartOnAnotherStream*'
+fi

@@ -100,6 +100,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   env_flag("PREFIXD_DECODE_EVICT_FIRST", &decode_evict_first_);
   env_flag("PREFIXD_DECODE_PREFETCH", &decode_prefetch_);
   env_flag("PREFIXD_UPLOAD_BATCH", &upload_batch_enabled_);
+  env_flag("PREFIXD_DECODE_STREAM", &decode_stream_items_);
+  env_flag("PREFIXD_DECODE_PERSISTENT", &decode_persistent_);
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -121,6 +123,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!merge_pdl_) d << " [merge PDL off]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
+  if (!decode_stream_items_) d << " [decode streaming off]";
+  if (decode_persistent_) d << " [decode persistent]";
   if (concurrent_decode_sms_ > 0)
     d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
   // Read by the sm_90a prefix launcher at every launch (prefix_attention_sm90a.h); named here when set.
@@ -480,7 +484,11 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     if (args.decode_free_sms > 0) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
+    } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
+      // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item.
+      p.max_sms = num_sms_;
     }
+    p.stream_items = decode_stream_items_;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;

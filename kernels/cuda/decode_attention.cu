@@ -16,6 +16,8 @@ template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream);
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t stream);
+template <typename T, int HEAD_DIM, int GQA>
+void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStream_t stream);
 }  // namespace decode
 
 namespace {
@@ -28,16 +30,23 @@ bool UseTensorCores(const DecodeAttentionParams& p) {
   return HEAD_DIM <= 128 && p.kernel != DecodeKernel::kCudaCores;
 }
 
+// One CTA per SM looping over items (max_sms): the streaming kernel, unless turned off.
+template <typename T, int HEAD_DIM, int GQA>
+void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream) {
+  if (p.max_sms > 0 && p.stream_items) return decode::LaunchDecodeAttentionMmaStream<T, HEAD_DIM, GQA>(p, stream);
+  decode::LaunchDecodeAttentionMma<T, HEAD_DIM, GQA>(p, stream);
+}
+
 template <typename T, int HEAD_DIM>
 void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
   switch (p.num_qo_heads / p.num_kv_heads) {
     case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
     case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
     case 4:
-      if (UseTensorCores<HEAD_DIM>(p)) return decode::LaunchDecodeAttentionMma<T, HEAD_DIM, 4>(p, stream);
+      if (UseTensorCores<HEAD_DIM>(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 4>(p, stream);
     case 8:
-      if (UseTensorCores<HEAD_DIM>(p)) return decode::LaunchDecodeAttentionMma<T, HEAD_DIM, 8>(p, stream);
+      if (UseTensorCores<HEAD_DIM>(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
   }
   PREFIXD_THROW(ErrorKind::kUnsupported, "DecodeAttention: GQA group size "
@@ -57,6 +66,11 @@ void DispatchHeadDim(const DecodeAttentionParams& p, cudaStream_t stream) {
 }
 
 }  // namespace
+
+bool DecodeUsesTensorCores(const DecodeAttentionParams& p) {
+  const int g = p.num_kv_heads > 0 ? p.num_qo_heads / p.num_kv_heads : 0;
+  return (g == 4 || g == 8) && p.head_dim <= 128 && p.kernel != DecodeKernel::kCudaCores;
+}
 
 bool DecodeAttentionSupportsGroupSize(int g) { return g == 1 || g == 2 || g == 4 || g == 8; }
 

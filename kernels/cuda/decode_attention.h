@@ -94,7 +94,15 @@ struct DecodeAttentionParams {
   // runs beside it (a collective's: NCCL's 640-thread blocks do not fit an SM that holds a decode
   // CTA, whose registers they would need).
   int max_sms = 0;
+  // With max_sms, the tensor-core kernel's streaming variant (decode_attention_mma_stream.cuh:
+  // every warp's copies stay in flight across the CTA's items); false: the one-item-at-a-time
+  // loop (for comparisons).
+  bool stream_items = true;
 };
+
+// Whether `params` run the tensor-core kernel (GQA group 4 or 8, head_dim ≤ 128, not forced to CUDA
+// cores), the one with a streaming variant.
+bool DecodeUsesTensorCores(const DecodeAttentionParams& params);
 
 // GQA group sizes (num_qo_heads / num_kv_heads) the kernel is compiled for.
 bool DecodeAttentionSupportsGroupSize(int gqa_group_size);

@@ -130,14 +130,19 @@ __device__ __forceinline__ void StageAsyncWaitAll() {
 // parts' states: acc [NPART][GQA][HEAD_DIM], m [NPART][GQA], l [NPART][GQA] (fp32). Everything
 // after PartStateBytes is free (the K/V stages are drained) and stages prefix chunks.
 // run_begin: state_indptr[item.request] (ItemBases).
+// SMEM_BYTES = 0: nothing after the parts' states is free (the streaming kernel's K/V ring stays in
+// flight there): the prefix chunks' states are read straight from global memory (L2), a few chunks'
+// loads in flight at a time, instead of staged with cp.async (whose wait would also wait for the
+// ring's copies).
 template <typename T, int HEAD_DIM, int GQA, int NPART, int THREADS, int SMEM_BYTES>
 __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p, const DecodeWorkItem& item,
                                                  int run_begin, uint8_t* smem) {
   constexpr int D4 = HEAD_DIM / 4;
   constexpr int OUT4 = GQA * D4;  // float4s of the group's output
   constexpr int PER_THREAD = (OUT4 + THREADS - 1) / THREADS;
+  constexpr bool STAGED = SMEM_BYTES > 0;
   constexpr int STAGE_OFFSET = PartStateBytes<HEAD_DIM, GQA, NPART>();
-  constexpr int CHUNKS_PER_PASS = (SMEM_BYTES - STAGE_OFFSET) / PrefixChunkBytes<HEAD_DIM, GQA>();
+  constexpr int CHUNKS_PER_PASS = STAGED ? (SMEM_BYTES - STAGE_OFFSET) / PrefixChunkBytes<HEAD_DIM, GQA>() : 4;
   static_assert(HEAD_DIM % 4 == 0 && CHUNKS_PER_PASS >= 1, "room for one prefix chunk");
   const float* part_acc = reinterpret_cast<const float*>(smem);
   const float* part_m = part_acc + NPART * GQA * HEAD_DIM;
@@ -202,12 +207,48 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
     run_w[i] = s_own[i] == -INFINITY ? 0.f : 1.f;
     run_acc[i] = v_own[i];
   }
-  float* stage_v = reinterpret_cast<float*>(smem + STAGE_OFFSET);  // [CHUNKS_PER_PASS][GQA][HEAD_DIM]
-  float* stage_s = stage_v + CHUNKS_PER_PASS * GQA * HEAD_DIM;     // [CHUNKS_PER_PASS][GQA]
+  // One prefix chunk's state (s, v) into the running ⊕ of output float4 i.
+  auto accumulate = [&](int i, float s, float4 v) {
+    if (s == -INFINITY) return;  // empty: weight 0
+    if (s > run_m[i]) {          // new max: rescale what was summed (2^−inf = 0 at the start)
+      const float rescale = exp2f(run_m[i] - s);
+      run_w[i] *= rescale;
+      run_acc[i] = Scale4(run_acc[i], rescale);
+      run_m[i] = s;
+    }
+    const float w = exp2f(s - run_m[i]);
+    run_w[i] += w;
+    run_acc[i] = Fma4(w, v, run_acc[i]);
+  };
   const int num_prefix = item.slot_offset;
   // The g heads of one slot are adjacent rows: chunk c's v is GQA · HEAD_DIM contiguous floats.
   const int64_t prefix_state = int64_t(run_begin) * p.num_qo_heads + first_head;
-  for (int c0 = 0; c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
+  if constexpr (!STAGED) {
+    // Straight from L2 (ld.global.cg: the prefix grid wrote them; nothing stale can sit in L1).
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; ++i) {
+      const int idx = threadIdx.x + i * THREADS;
+      if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+      const int j = idx / D4;
+      for (int c0 = 0; c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
+        float s[CHUNKS_PER_PASS];
+        float4 v[CHUNKS_PER_PASS];
+#pragma unroll
+        for (int u = 0; u < CHUNKS_PER_PASS; ++u) {
+          const int64_t state = prefix_state + int64_t(c0 + u) * p.num_qo_heads;
+          const bool in = c0 + u < num_prefix;
+          s[u] = in ? __ldcg(p.partial_s + state + j) : -INFINITY;
+          v[u] = in ? __ldcg(reinterpret_cast<const float4*>(p.partial_v + state * HEAD_DIM) + idx)
+                    : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int u = 0; u < CHUNKS_PER_PASS; ++u) accumulate(i, s[u], v[u]);
+      }
+    }
+  }
+  float* stage_v = reinterpret_cast<float*>(smem + STAGE_OFFSET);  // [CHUNKS_PER_PASS][GQA][HEAD_DIM]
+  float* stage_s = stage_v + CHUNKS_PER_PASS * GQA * HEAD_DIM;     // [CHUNKS_PER_PASS][GQA]
+  for (int c0 = 0; STAGED && c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
     const int chunks = min(CHUNKS_PER_PASS, num_prefix - c0);
     for (int idx = threadIdx.x; idx < chunks * OUT4; idx += THREADS) {
       const int c = idx / OUT4, rest = idx % OUT4;
@@ -224,19 +265,8 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
       const int idx = threadIdx.x + i * THREADS;
       if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
       const int j = idx / D4;
-      for (int c = 0; c < chunks; ++c) {
-        const float s = stage_s[c * GQA + j];
-        if (s == -INFINITY) continue;  // empty: weight 0
-        if (s > run_m[i]) {            // new max: rescale what was summed (2^−inf = 0 at the start)
-          const float rescale = exp2f(run_m[i] - s);
-          run_w[i] *= rescale;
-          run_acc[i] = Scale4(run_acc[i], rescale);
-          run_m[i] = s;
-        }
-        const float w = exp2f(s - run_m[i]);
-        run_w[i] += w;
-        run_acc[i] = Fma4(w, reinterpret_cast<const float4*>(stage_v)[c * OUT4 + idx], run_acc[i]);
-      }
+      for (int c = 0; c < chunks; ++c)
+        accumulate(i, stage_s[c * GQA + j], reinterpret_cast<const float4*>(stage_v)[c * OUT4 + idx]);
     }
     __syncthreads();  // the stage is read before the next pass overwrites it
   }

@@ -40,53 +40,179 @@ constexpr int DecodeMmaSmemBytes() {
   return EpilogueSmemBytes<HEAD_DIM, GQA, WARPS>(WARPS * kMmaStages * 2 * MmaTileBytes<HEAD_DIM>());
 }
 
+// ---- The pieces of one warp's work, shared with the streaming kernel (decode_attention_mma_stream.cuh)
+
+// One warp's online-softmax state of row quad_row (< g) of the m16 tile: unnormalised O (C
+// fragments of the HEAD_DIM / 8 n-tiles), the running max (scaled, base 2) and this lane's part of
+// the running sum.
+template <int HEAD_DIM>
+struct MmaWarpState {
+  float o[HEAD_DIM / 8][4];
+  float row_max, row_sum;
+
+  __device__ __forceinline__ void Reset() {
+#pragma unroll
+    for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[dt][e] = 0.f;
+    row_max = -INFINITY;
+    row_sum = 0.f;
+  }
+};
+
+// Q as the A operand, straight from global memory: row quad_row (< g) at columns quad_col and
+// quad_col + 8 of each k-step; the padding rows (8..15, and g..7) are zeros.
+template <typename T, int HEAD_DIM, int GQA>
+__device__ __forceinline__ void LoadMmaQueries(const DecodeAttentionParams& p, const DecodeWorkItem& item, int lane,
+                                               uint32_t (&q_frag)[HEAD_DIM / 16][2]) {
+  const int quad_row = lane / 4, quad_col = 2 * (lane % 4);
+  const T* q_row = static_cast<const T*>(p.q) +
+                   (int64_t(item.request) * p.num_qo_heads + item.kv_head * GQA + quad_row) * HEAD_DIM;
+#pragma unroll
+  for (int ks = 0; ks < HEAD_DIM / 16; ++ks) {
+    q_frag[ks][0] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
+    q_frag[ks][1] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
+  }
+}
+
+// The copies of one warp's 16-token tile: K into k_tile, V into k_tile + one tile, rows
+// XOR-swizzled. Lane r (mod 16) holds the pool offset of token r (−1 past the item: zero-filled);
+// the copying lanes get it by shuffle.
+template <typename T, int HEAD_DIM>
+__device__ __forceinline__ void IssueMmaTileCopies(uint32_t k_tile, const T* k_head, const T* v_head, int64_t my_offset,
+                                                   int lane, uint64_t kv_policy) {
+  constexpr int ROW_BYTES = HEAD_DIM * 2;
+  constexpr int ROW_CHUNKS = HEAD_DIM / 8;                 // 16-byte chunks per token row
+  constexpr int COPIES = kMmaWarpTokens * ROW_CHUNKS / 32;  // chunks per lane per tile
+  const uint32_t v_tile = k_tile + MmaTileBytes<HEAD_DIM>();
+#pragma unroll
+  for (int i = 0; i < COPIES; ++i) {
+    const int c = lane + 32 * i, row = c / ROW_CHUNKS, chunk = c % ROW_CHUNKS;
+    const int64_t offset = __shfl_sync(0xffffffffu, my_offset, row);
+    const bool valid = offset >= 0;
+    const int64_t src = valid ? offset + chunk * 8 : 0;
+    CopyAsync16Policy(k_tile + SwizzledOffset<ROW_BYTES>(row, chunk), k_head + src, valid ? 16 : 0, kv_policy);
+    CopyAsync16Policy(v_tile + SwizzledOffset<ROW_BYTES>(row, chunk), v_head + src, valid ? 16 : 0, kv_policy);
+  }
+}
+
+// One 16-token tile (K at k_tile, V right after it, tokens [tile_first, + 16), those at or past
+// kv_end masked): S = Q·Kᵀ → online softmax (base 2) → O += P·V.
+template <typename T, int HEAD_DIM, int GQA>
+__device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM / 16][2], uint32_t k_tile,
+                                              int tile_first, int kv_end, float scale, int lane,
+                                              MmaWarpState<HEAD_DIM>& st) {
+  using Mma = MmaOp<T>;
+  constexpr int ROW_BYTES = HEAD_DIM * 2;
+  constexpr int D_STEPS = HEAD_DIM / 16;  // k-steps of Q·Kᵀ, d-pairs of P·V
+  constexpr int D_TILES = HEAD_DIM / 8;   // n-tiles of O
+  const int quad_col = 2 * (lane % 4);
+  const uint32_t v_tile = k_tile + MmaTileBytes<HEAD_DIM>();
+
+  // S = Q·Kᵀ over 16 tokens: two n-tiles of 8. K rows are tokens (the col-major B operand).
+  float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+  const LaneTileAddress<ROW_BYTES> k_lane(k_tile, (lane & 7) + 8 * (lane / 16), (lane / 8) % 2);
+#pragma unroll
+  for (int ks = 0; ks < D_STEPS; ++ks) {
+    uint32_t b[4];
+    LdMatrixX4(b, k_lane.At(ks, 0));
+    const uint32_t a[4] = {q_frag[ks][0], 0u, q_frag[ks][1], 0u};
+    Mma::Run(s[0], a, b[0], b[1]);
+    Mma::Run(s[1], a, b[2], b[3]);
+  }
+
+  // Mask tokens past the item; then the online softmax of row quad_row (elements 0, 1 of each
+  // n-tile; elements 2, 3 belong to the zero padding rows 8..15 and are ignored).
+  float tile_max = -INFINITY;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      if (tile_first + 8 * nt + quad_col + e >= kv_end) s[nt][e] = -INFINITY;
+      tile_max = fmaxf(tile_max, s[nt][e]);
+    }
+  const float new_max = fmaxf(st.row_max, QuadMax(tile_max) * scale);
+  const float subtract = SafeMax(new_max);
+  const float rescale = FastExp2(st.row_max - subtract);
+  st.row_max = new_max;
+  st.row_sum *= rescale;
+#pragma unroll
+  for (int dt = 0; dt < D_TILES; ++dt) {
+    st.o[dt][0] *= rescale;
+    st.o[dt][1] *= rescale;
+  }
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      s[nt][e] = FastExp2(fmaf(s[nt][e], scale, -subtract));
+      st.row_sum += s[nt][e];
+    }
+
+  // O += P·V: S's C fragments are P's A fragment (k = the 16 tokens); V via ldmatrix.trans.
+  const uint32_t a[4] = {Mma::Pack(s[0][0], s[0][1]), 0u, Mma::Pack(s[1][0], s[1][1]), 0u};
+  const LaneTileAddress<ROW_BYTES> v_lane(v_tile, lane & 15, lane / 16);
+#pragma unroll
+  for (int dp = 0; dp < D_STEPS; ++dp) {
+    uint32_t b[4];
+    LdMatrixX4Trans(b, v_lane.At(dp, 0));
+    Mma::Run(st.o[2 * dp], a, b[0], b[1]);
+    Mma::Run(st.o[2 * dp + 1], a, b[2], b[3]);
+  }
+}
+
+// A warp's state into the parts area FinishDecodeItem reads (its layout: acc [WARPS][GQA][HEAD_DIM],
+// m [WARPS][GQA], l [WARPS][GQA]): unnormalised O and sum relative to row_max.
+template <int HEAD_DIM, int GQA, int WARPS>
+__device__ __forceinline__ void StoreMmaWarpState(uint8_t* parts, int warp, int lane, const MmaWarpState<HEAD_DIM>& st) {
+  auto& part_o = *reinterpret_cast<float(*)[WARPS][GQA][HEAD_DIM]>(parts);
+  auto& part_m = *reinterpret_cast<float(*)[WARPS][GQA]>(parts + WARPS * GQA * HEAD_DIM * 4);
+  auto& part_l = *reinterpret_cast<float(*)[WARPS][GQA]>(parts + WARPS * GQA * (HEAD_DIM + 1) * 4);
+  const int quad_row = lane / 4, quad_col = 2 * (lane % 4);
+  const float sum = QuadSum(st.row_sum);
+  if (quad_row < GQA) {
+#pragma unroll
+    for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+      part_o[warp][quad_row][8 * dt + quad_col] = st.o[dt][0];
+      part_o[warp][quad_row][8 * dt + quad_col + 1] = st.o[dt][1];
+    }
+    if (lane % 4 == 0) {
+      part_m[warp][quad_row] = st.row_max;
+      part_l[warp][quad_row] = sum;
+    }
+  }
+}
+
+// ---- The kernel: one CTA per item (or looping over items, DecodeAttentionParams::max_sms)
+
 template <typename T, int HEAD_DIM, int GQA, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS)
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
   static_assert(GQA <= 8, "the g query rows sit in the upper 8 rows of the m16 tile");
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "O accumulators of head_dim 256 would not fit");
   static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4 || WARPS == 8, "warps per CTA");
-  using Mma = MmaOp<T>;
-  constexpr int ROW_BYTES = HEAD_DIM * 2;
-  constexpr int ROW_CHUNKS = HEAD_DIM / 8;                 // 16-byte chunks per token row
-  constexpr int COPIES = kMmaWarpTokens * ROW_CHUNKS / 32;  // chunks per lane per tile
-  constexpr int D_STEPS = HEAD_DIM / 16;                   // k-steps of Q·Kᵀ, d-pairs of P·V
-  constexpr int D_TILES = HEAD_DIM / 8;                    // n-tiles of O
   constexpr int TILE = MmaTileBytes<HEAD_DIM>();
-  constexpr int STEP = WARPS * kMmaWarpTokens;             // tokens per CTA step
+  constexpr int STEP = WARPS * kMmaWarpTokens;  // tokens per CTA step
 
   extern __shared__ __align__(128) uint8_t decode_mma_smem[];
   uint8_t* smem = decode_mma_smem;
   ForEachDecodeItem(p, [&](int index) {
     const DecodeWorkItem item = p.items[index];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int quad_row = lane / 4, quad_col = 2 * (lane % 4);  // C/A fragment coordinates
     const int2 bases = ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
     const int page_base = bases.x;
     const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
-    const int first_head = item.kv_head * GQA;
+    uint32_t q_frag[HEAD_DIM / 16][2];
+    LoadMmaQueries<T, HEAD_DIM, GQA>(p, item, lane, q_frag);
 
-    // Q as the A operand, straight from global memory: row quad_row (< g) at columns quad_col and
-    // quad_col + 8 of each k-step; the padding rows (8..15, and g..7) are zeros.
-    uint32_t q_frag[D_STEPS][2];
-    {
-      const T* q_row = static_cast<const T*>(p.q) +
-                       (int64_t(item.request) * p.num_qo_heads + first_head + quad_row) * HEAD_DIM;
-  #pragma unroll
-      for (int ks = 0; ks < D_STEPS; ++ks) {
-        q_frag[ks][0] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
-        q_frag[ks][1] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
-      }
-    }
-
-    // This warp's tiles: [kMmaStages][K, V][16 rows][ROW_BYTES], rows XOR-swizzled.
+    // This warp's tiles: [kMmaStages][K, V][16 rows][ROW_BYTES].
     const uint32_t warp_smem = SmemAddress(smem) + warp * kMmaStages * 2 * TILE;
     const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM;
     const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM;
     const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;
 
-    // Lane r (mod 16) looks up the pool offset of token r of a tile, one step ahead of its copy;
-    // the copying lanes get it by shuffle (a tile is 16 tokens, a page table entry serves many).
+    // Lane r (mod 16) looks up the pool offset of token r of a tile one step ahead of its copy
+    // (a tile is 16 tokens, a page table entry serves many).
     auto lookup = [&](int step) -> int64_t {
       const int t = item.kv_begin + step * STEP + warp * kMmaWarpTokens + lane % 16;
       return t < item.kv_end ? TokenOffset(p, page_base, t) : int64_t(-1);
@@ -94,17 +220,8 @@ __global__ void __launch_bounds__(32 * WARPS)
     int64_t next_offset = lookup(0);
     auto issue = [&](int step) {
       if (step < num_steps) {
-        const int64_t my_offset = next_offset;
-        const uint32_t k_tile = warp_smem + (step % kMmaStages) * 2 * TILE, v_tile = k_tile + TILE;
-  #pragma unroll
-        for (int i = 0; i < COPIES; ++i) {
-          const int c = lane + 32 * i, row = c / ROW_CHUNKS, chunk = c % ROW_CHUNKS;
-          const int64_t offset = __shfl_sync(0xffffffffu, my_offset, row);
-          const bool valid = offset >= 0;
-          const int64_t src = valid ? offset + chunk * 8 : 0;
-          CopyAsync16Policy(k_tile + SwizzledOffset<ROW_BYTES>(row, chunk), k_head + src, valid ? 16 : 0, kv_policy);
-          CopyAsync16Policy(v_tile + SwizzledOffset<ROW_BYTES>(row, chunk), v_head + src, valid ? 16 : 0, kv_policy);
-        }
+        IssueMmaTileCopies<T, HEAD_DIM>(warp_smem + (step % kMmaStages) * 2 * TILE, k_head, v_head, next_offset, lane,
+                                        kv_policy);
         next_offset = lookup(step + 1);
       }
       CpAsyncCommit();  // empty groups past the end keep the wait count uniform
@@ -113,92 +230,20 @@ __global__ void __launch_bounds__(32 * WARPS)
     for (int s = 0; s < kMmaStages - 1; ++s) issue(s);
     PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, bases.y);
 
-    float o[D_TILES][4];
-  #pragma unroll
-    for (int dt = 0; dt < D_TILES; ++dt)
-  #pragma unroll
-      for (int e = 0; e < 4; ++e) o[dt][e] = 0.f;
-    float row_max = -INFINITY, row_sum = 0.f;  // of row quad_row (scaled, base 2); sum is per lane
-    const float scale = p.sm_scale_log2;
-
+    MmaWarpState<HEAD_DIM> state;
+    state.Reset();
     for (int step = 0; step < num_steps; ++step) {
       issue(step + kMmaStages - 1);
       CpAsyncWait<kMmaStages - 1>();
       __syncwarp();  // every lane's copies of this tile are visible to the whole warp
-      const uint32_t k_tile = warp_smem + (step % kMmaStages) * 2 * TILE, v_tile = k_tile + TILE;
-
-      // S = Q·Kᵀ over 16 tokens: two n-tiles of 8. K rows are tokens (the col-major B operand).
-      float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-      const LaneTileAddress<ROW_BYTES> k_lane(k_tile, (lane & 7) + 8 * (lane / 16), (lane / 8) % 2);
-  #pragma unroll
-      for (int ks = 0; ks < D_STEPS; ++ks) {
-        uint32_t b[4];
-        LdMatrixX4(b, k_lane.At(ks, 0));
-        const uint32_t a[4] = {q_frag[ks][0], 0u, q_frag[ks][1], 0u};
-        Mma::Run(s[0], a, b[0], b[1]);
-        Mma::Run(s[1], a, b[2], b[3]);
-      }
-
-      // Mask tokens past the item; then the online softmax of row quad_row (elements 0, 1 of each
-      // n-tile; elements 2, 3 belong to the zero padding rows 8..15 and are ignored).
-      const int tile_first = item.kv_begin + step * STEP + warp * kMmaWarpTokens;
-      float tile_max = -INFINITY;
-  #pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-  #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          if (tile_first + 8 * nt + quad_col + e >= item.kv_end) s[nt][e] = -INFINITY;
-          tile_max = fmaxf(tile_max, s[nt][e]);
-        }
-      const float new_max = fmaxf(row_max, QuadMax(tile_max) * scale);
-      const float subtract = SafeMax(new_max);
-      const float rescale = FastExp2(row_max - subtract);
-      row_max = new_max;
-      row_sum *= rescale;
-  #pragma unroll
-      for (int dt = 0; dt < D_TILES; ++dt) {
-        o[dt][0] *= rescale;
-        o[dt][1] *= rescale;
-      }
-  #pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-  #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          s[nt][e] = FastExp2(fmaf(s[nt][e], scale, -subtract));
-          row_sum += s[nt][e];
-        }
-
-      // O += P·V: S's C fragments are P's A fragment (k = the 16 tokens); V via ldmatrix.trans.
-      const uint32_t a[4] = {Mma::Pack(s[0][0], s[0][1]), 0u, Mma::Pack(s[1][0], s[1][1]), 0u};
-      const LaneTileAddress<ROW_BYTES> v_lane(v_tile, lane & 15, lane / 16);
-  #pragma unroll
-      for (int dp = 0; dp < D_STEPS; ++dp) {
-        uint32_t b[4];
-        LdMatrixX4Trans(b, v_lane.At(dp, 0));
-        Mma::Run(o[2 * dp], a, b[0], b[1]);
-        Mma::Run(o[2 * dp + 1], a, b[2], b[3]);
-      }
+      MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, warp_smem + (step % kMmaStages) * 2 * TILE,
+                                      item.kv_begin + step * STEP + warp * kMmaWarpTokens, item.kv_end,
+                                      p.sm_scale_log2, lane, state);
       __syncwarp();  // all reads of this stage are done before a later issue refills it
     }
     CpAsyncWait<0>();
     __syncthreads();  // every warp is done with its tiles: the region becomes the exchange area
-
-    // The warps' states for FinishDecodeItem: unnormalised O and sum relative to row_max.
-    auto& smem_o = *reinterpret_cast<float(*)[WARPS][GQA][HEAD_DIM]>(smem);
-    auto& smem_m = *reinterpret_cast<float(*)[WARPS][GQA]>(smem + WARPS * GQA * HEAD_DIM * 4);
-    auto& smem_l = *reinterpret_cast<float(*)[WARPS][GQA]>(smem + WARPS * GQA * (HEAD_DIM + 1) * 4);
-    const float sum = QuadSum(row_sum);
-    if (quad_row < GQA) {
-  #pragma unroll
-      for (int dt = 0; dt < D_TILES; ++dt) {
-        smem_o[warp][quad_row][8 * dt + quad_col] = o[dt][0];
-        smem_o[warp][quad_row][8 * dt + quad_col + 1] = o[dt][1];
-      }
-      if (lane % 4 == 0) {
-        smem_m[warp][quad_row] = row_max;
-        smem_l[warp][quad_row] = sum;
-      }
-    }
+    StoreMmaWarpState<HEAD_DIM, GQA, WARPS>(smem, warp, lane, state);
     __syncthreads();
     FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>()>(p, item, bases.y, smem);
   });

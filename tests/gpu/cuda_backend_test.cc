@@ -592,13 +592,16 @@ INSTANTIATE_TEST_SUITE_P(
 // prefetch (PREFIXD_DECODE_WARPS / _PDL / _EVICT_FIRST / _PREFETCH); and with the sm_90a prefix
 // kernel triggering the decode launch early (PREFIXD_PREFIX_PDL_TRIGGER, read at every prefix
 // launch), also with a capped persistent grid (PREFIXD_SM90A_MAX_CTAS: several items per prefix
-// CTA, so decode CTAs start while prefix CTAs still compute their last items).
+// CTA, so decode CTAs start while prefix CTAs still compute their last items); and the decode as
+// one CTA per SM looping over the items (PREFIXD_DECODE_PERSISTENT), as the streaming kernel or
+// (PREFIXD_DECODE_STREAM=0) one item at a time.
 struct DecodeVariant {
   int warps;
   bool pdl;
   bool evict_first = true, prefetch = true;
   bool trigger = false;
   int prefix_max_ctas = 0;  // 0: one prefix CTA per SM
+  bool persistent = false, stream = true;
 };
 
 class CudaDecodeVariantTest : public ::testing::TestWithParam<DecodeVariant> {};
@@ -613,8 +616,11 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
   setenv("PREFIXD_DECODE_PDL", variant.pdl ? "1" : "0", 1);
   setenv("PREFIXD_DECODE_EVICT_FIRST", variant.evict_first ? "1" : "0", 1);
   setenv("PREFIXD_DECODE_PREFETCH", variant.prefetch ? "1" : "0", 1);
+  setenv("PREFIXD_DECODE_PERSISTENT", variant.persistent ? "1" : "0", 1);
+  setenv("PREFIXD_DECODE_STREAM", variant.stream ? "1" : "0", 1);
   std::unique_ptr<Backend> backend = MakeDeviceBackend();
-  for (const char* name : {"PREFIXD_DECODE_WARPS", "PREFIXD_DECODE_PDL", "PREFIXD_DECODE_EVICT_FIRST", "PREFIXD_DECODE_PREFETCH"})
+  for (const char* name : {"PREFIXD_DECODE_WARPS", "PREFIXD_DECODE_PDL", "PREFIXD_DECODE_EVICT_FIRST", "PREFIXD_DECODE_PREFETCH",
+                           "PREFIXD_DECODE_PERSISTENT", "PREFIXD_DECODE_STREAM"})
     unsetenv(name);
   // The prefix-side knobs are read at every launch: set for the whole test, unset on every exit.
   struct PrefixEnv {
@@ -629,6 +635,10 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
   } prefix_env(variant);
   EXPECT_NE(backend->Describe().find("warps forced: " + std::to_string(variant.warps)), std::string::npos)
       << backend->Describe();
+  EXPECT_EQ(backend->Describe().find("[decode persistent]") != std::string::npos, variant.persistent)
+      << backend->Describe();
+  EXPECT_EQ(backend->Describe().find("[decode streaming off]") != std::string::npos, !variant.stream)
+      << backend->Describe();
   struct Shape {
     DType dtype;
     int h_qo, h_kv, dim;
@@ -640,6 +650,9 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
       {kBF16, 64, 8, 128, {{200, {45, 1000}}, {70, {16}}}, Split::kFineChunks},
       {kF16, 16, 4, 64, {{333, {5, 80}}, {0, {0}}}, Split::kFinest},
       {kBF16, 16, 2, 64, {{2000, {255, 256, 257}}}, Split::kDevice},
+      // Finishing items that merge many prefix chunks (the streaming kernel reads them from L2,
+      // four at a time).
+      {kF16, 32, 8, 128, {{700, {33, 250, 0}}, {0, {40}}}, Split::kFinePrefix},
   };
   for (const Shape& s : shapes) {
     const KvPoolShape shape{1, PagesNeeded(s.groups, 16) + 3, 16, s.h_kv, s.dim, s.dtype};
@@ -664,13 +677,18 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaDecodeVariantTest,
                                            DecodeVariant{1, true, true, true, true}, DecodeVariant{2, true, true, true, true},
                                            DecodeVariant{4, true, true, true, true},
                                            DecodeVariant{2, false, true, true, true},
-                                           DecodeVariant{2, true, true, true, true, 3}),
+                                           DecodeVariant{2, true, true, true, true, 3},
+                                           DecodeVariant{8, true, true, true, false, 0, true},
+                                           DecodeVariant{8, false, true, true, false, 0, true},
+                                           DecodeVariant{8, true, false, false, true, 3, true},
+                                           DecodeVariant{8, true, true, true, false, 0, true, false}),
                          [](const ::testing::TestParamInfo<DecodeVariant>& info) {
                            const DecodeVariant& v = info.param;
                            return "warps" + std::to_string(v.warps) + (v.pdl ? "_pdl" : "_nopdl") +
                                   (v.evict_first ? "" : "_noevict") + (v.prefetch ? "" : "_noprefetch") +
                                   (v.trigger ? "_trigger" : "") +
-                                  (v.prefix_max_ctas > 0 ? "_prefixctas" + std::to_string(v.prefix_max_ctas) : "");
+                                  (v.prefix_max_ctas > 0 ? "_prefixctas" + std::to_string(v.prefix_max_ctas) : "") +
+                                  (v.persistent ? "_persistent" : "") + (v.stream ? "" : "_nostream");
                          });
 
 // ---------------------------------------------------------------------------------------------

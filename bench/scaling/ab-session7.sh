@@ -49,3 +49,44 @@ mpi_tests_np4 '*cuda_a2a_sendfirst1*:*cuda_a2a_chunks1*'
 traced trace4_stream "" $S --gpus 4
 CUDA_VISIBLE_DEVICES=0 memcheck '*persistent*:CudaCascade.DecodePartOnAnotherStream*'
 fi
+# Run 3 (STAGE=3): in run 2's trace the state exchange (NCCL send/recv, ~528 KB per peer) took
+# 39 µs beside the decode and was the step's critical path. NCCL's p2p settings: the LL protocol
+# for messages up to 1 MiB (NCCL_P2P_LL_THRESHOLD, default 16 KiB) and smaller NVLink chunks
+# (NCCL_P2P_NVL_CHUNKSIZE, default 512 KiB: our messages travel as one chunk, not pipelined).
+# Then where the decode kernels stall (Nsight Compute) and racecheck of the streaming kernel.
+if [ "$STAGE" = 3 ]; then
+export AB_FORWARD="$AB_FORWARD PREFIXD_DECODE_STREAM NCCL_P2P_LL_THRESHOLD NCCL_P2P_NVL_CHUNKSIZE"
+for v in "default|" "ll1m|NCCL_P2P_LL_THRESHOLD=1048576" "chunk128k|NCCL_P2P_NVL_CHUNKSIZE=131072" \
+         "chunk64k|NCCL_P2P_NVL_CHUNKSIZE=65536" "ll1m_nostream|NCCL_P2P_LL_THRESHOLD=1048576 PREFIXD_DECODE_STREAM=0" \
+         "default_b|"; do
+  run "s7n_${v%%|*}" "${v#*|}" $S --gpus 4
+  run "s7n_e_${v%%|*}" "${v#*|}" $E
+done
+run s7n_ll1m_W "NCCL_P2P_LL_THRESHOLD=1048576" $W
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+for v in default persistent; do
+  ( [ $v = persistent ] && export PREFIXD_DECODE_PERSISTENT=1
+    CUDA_VISIBLE_DEVICES=0 timeout 120 $NCU --kernel-name regex:DecodeAttention --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+      --section Occupancy $BIN/prefixd_kernel_bench --heads 32/8 -b 256 -p 8192 -s 256 --no-baseline --no-graph \
+      -n 3 -w 1 -c 0 ) >"$WORK/ncu_$v.txt" 2>&1
+  echo "ncu $v: rc $?" | tee -a "$OUT/ab.log"
+done
+cat "$WORK"/ncu_*.txt >"$OUT/ncu.txt"
+CUDA_VISIBLE_DEVICES=0 timeout 200 compute-sanitizer --tool racecheck $BIN/prefixd_gpu_tests \
+  --gtest_filter='*warps8_pdl_persistent:CudaCascade.DecodePartOnAnotherStream*' >"$OUT/racecheck.log" 2>&1
+echo "racecheck: rc $? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi
+# Run 4 (STAGE=4, nvidia-h200): the tensor-core decode kernels' copies rewritten from their SASS
+# (the 2-warp kernel's loop was ~460 instructions per 16-token tile, ~240 of them copy issue:
+# per-copy shuffles of 64-bit offsets and address arithmetic; ~40 a runtime division by the page
+# size): one page-table lookup per page-contiguous tile, a strided pointer, shared-memory offsets
+# computed once, shifts for power-of-two page sizes (~300 per tile). Decode tests, memcheck, grid.
+if [ "$STAGE" = 4 ]; then
+CUDA_VISIBLE_DEVICES=0 timeout 150 $BIN/prefixd_kernel_bench --heads 32/32,32/8 \
+  --variants default,persistent,w4 --csv "$OUT/kernel_bench.csv" >"$OUT/kernel_bench.txt" 2>&1
+echo "kernel bench: rc $?" | tee -a "$OUT/ab.log"; tail -24 "$OUT/kernel_bench.txt" | tee -a "$OUT/ab.log"
+CUDA_VISIBLE_DEVICES=0 gpu_tests 'Variants/CudaDecodeVariantTest.*:CudaCascade.*:CudaBackend.*:*Decode*:*Fused*'
+CUDA_VISIBLE_DEVICES=0 memcheck '*persistent*:CudaCascade.DecodePartOnAnotherStream*:Variants/CudaDecodeVariantTest.*warps2_pdl'
+fi

@@ -88,11 +88,20 @@ __device__ __forceinline__ float RowGroupSum(float x) {
   return x;
 }
 
-// Element offset of suffix token t of `request` in one layer's K (or V) array, at head 0.
+// Element offset of suffix token t of `request` in one layer's K (or V) array, at head 0. A
+// power-of-two page size (the default 16) takes shifts instead of a ~40-instruction division.
 __device__ __forceinline__ int64_t TokenOffset(const DecodeAttentionParams& p, int page_base,
                                                int t) {
-  const int page = p.page_indices[page_base + t / p.page_size];
-  return (int64_t(page) * p.page_size + t % p.page_size) * p.token_stride;
+  int page_slot, row;
+  if ((p.page_size & (p.page_size - 1)) == 0) {
+    page_slot = t >> (__ffs(p.page_size) - 1);
+    row = t & (p.page_size - 1);
+  } else {
+    page_slot = t / p.page_size;
+    row = t % p.page_size;
+  }
+  const int page = p.page_indices[page_base + page_slot];
+  return (int64_t(page) * p.page_size + row) * p.token_stride;
 }
 
 template <typename T, int HEAD_DIM, int GQA>

@@ -61,49 +61,127 @@ struct MmaWarpState {
 };
 
 // Q as the A operand, straight from global memory: row quad_row (< g) at columns quad_col and
-// quad_col + 8 of each k-step; the padding rows (8..15, and g..7) are zeros.
+// quad_col + 8 of each k-step; the padding rows (8..15, and g..7) are zeros, kept in the fragment
+// (a1, a3) so that no mma needs zeros moved into place.
 template <typename T, int HEAD_DIM, int GQA>
 __device__ __forceinline__ void LoadMmaQueries(const DecodeAttentionParams& p, const DecodeWorkItem& item, int lane,
-                                               uint32_t (&q_frag)[HEAD_DIM / 16][2]) {
+                                               uint32_t (&q_frag)[HEAD_DIM / 16][4]) {
   const int quad_row = lane / 4, quad_col = 2 * (lane % 4);
   const T* q_row = static_cast<const T*>(p.q) +
                    (int64_t(item.request) * p.num_qo_heads + item.kv_head * GQA + quad_row) * HEAD_DIM;
 #pragma unroll
   for (int ks = 0; ks < HEAD_DIM / 16; ++ks) {
     q_frag[ks][0] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
-    q_frag[ks][1] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
+    q_frag[ks][1] = 0u;
+    q_frag[ks][2] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
+    q_frag[ks][3] = 0u;
   }
 }
 
-// The copies of one warp's 16-token tile: K into k_tile, V into k_tile + one tile, rows
-// XOR-swizzled. Lane r (mod 16) holds the pool offset of token r (−1 past the item: zero-filled);
-// the copying lanes get it by shuffle.
-template <typename T, int HEAD_DIM>
-__device__ __forceinline__ void IssueMmaTileCopies(uint32_t k_tile, const T* k_head, const T* v_head, int64_t my_offset,
-                                                   int lane, uint64_t kv_policy) {
-  constexpr int ROW_BYTES = HEAD_DIM * 2;
-  constexpr int ROW_CHUNKS = HEAD_DIM / 8;                 // 16-byte chunks per token row
-  constexpr int COPIES = kMmaWarpTokens * ROW_CHUNKS / 32;  // chunks per lane per tile
-  const uint32_t v_tile = k_tile + MmaTileBytes<HEAD_DIM>();
+// Where one warp's 16-token tile [tile_first, + 16) comes from. Two ways to find its rows:
+//  - page-contiguous (MmaTilesArePageContiguous: the page size and the item's first token are
+//    multiples of 16, so every tile lies in one page): one page-table lookup per tile, the same
+//    in every lane; `offset` is the pool element offset of the tile's first row (head 0) and
+//    `rows` how many of its 16 rows are before kv_end (≤ 0: none);
+//  - per row: lane r (mod 16) looks up token r's own offset (−1 past kv_end), and the copying
+//    lanes get it by shuffle.
+// The first needs a fraction of the instructions: with per-row offsets the copies took ~240 of
+// the ~460 instructions of a tile (SASS of the 2-warp kernel: shuffles and 64-bit address
+// arithmetic per 16-byte copy), in a kernel whose warps issue an instruction every ~5.5 cycles.
+struct MmaTileSource {
+  int64_t offset = -1;
+  int rows = 0;
+};
+
+__device__ __forceinline__ bool MmaTilesArePageContiguous(const DecodeAttentionParams& p, const DecodeWorkItem& item) {
+  return p.page_size % kMmaWarpTokens == 0 && item.kv_begin % kMmaWarpTokens == 0;
+}
+
+// The source of the tile that starts at tile_first (its lanes' token: tile_first + lane mod 16).
+__device__ __forceinline__ MmaTileSource LookupMmaTile(const DecodeAttentionParams& p, bool contiguous, int page_base,
+                                                       int tile_first, int kv_end, int lane) {
+  MmaTileSource src;
+  if (contiguous) {
+    src.rows = min(kMmaWarpTokens, kv_end - tile_first);
+    if (src.rows > 0) src.offset = TokenOffset(p, page_base, tile_first);
+    return src;
+  }
+  const int t = tile_first + lane % 16;
+  if (t < kv_end) src.offset = TokenOffset(p, page_base, t);
+  return src;
+}
+
+// A lane's shared-memory offsets inside a tile, the same for every tile: where its copies land
+// (rows lane / ROW_CHUNKS + i · 32 / ROW_CHUNKS, chunk lane mod ROW_CHUNKS, XOR-swizzled) and its
+// ldmatrix row addresses for K (B operand of Q·Kᵀ) and V (ldmatrix.trans for P·V). Computed once
+// per kernel: per tile only the stage's base is added.
+template <int HEAD_DIM>
+struct MmaLaneOffsets {
+  static constexpr int ROW_BYTES = HEAD_DIM * 2;
+  static constexpr int ROW_CHUNKS = HEAD_DIM / 8;                 // 16-byte chunks per token row
+  static constexpr int ROWS_PER_COPY = 32 / ROW_CHUNKS;           // rows one warp-wide copy covers
+  static constexpr int COPIES = kMmaWarpTokens * ROW_CHUNKS / 32;  // chunks per lane per tile
+  uint32_t copy[COPIES];
+  LaneTileAddress<ROW_BYTES> k_lane, v_lane;
+
+  __device__ __forceinline__ explicit MmaLaneOffsets(int lane)
+      : k_lane(0, (lane & 7) + 8 * (lane / 16), (lane / 8) % 2), v_lane(0, lane & 15, lane / 16) {
 #pragma unroll
-  for (int i = 0; i < COPIES; ++i) {
-    const int c = lane + 32 * i, row = c / ROW_CHUNKS, chunk = c % ROW_CHUNKS;
-    const int64_t offset = __shfl_sync(0xffffffffu, my_offset, row);
+    for (int i = 0; i < COPIES; ++i)
+      copy[i] = SwizzledOffset<ROW_BYTES>(lane / ROW_CHUNKS + i * ROWS_PER_COPY, lane % ROW_CHUNKS);
+  }
+};
+
+// The copies of one warp's 16-token tile: K into k_tile, V into k_tile + one tile, rows past
+// kv_end zero-filled (so they can never inject NaN into P·V). Each row is read by consecutive
+// lanes, 16 bytes each (coalesced). A page-contiguous tile with all 16 rows (the common case)
+// is a base pointer stepped by a fixed stride, no per-copy test.
+template <typename T, int HEAD_DIM>
+__device__ __forceinline__ void IssueMmaTileCopies(uint32_t k_tile, const T* k_head, const T* v_head, bool contiguous,
+                                                   const MmaTileSource& src, int64_t token_stride,
+                                                   const MmaLaneOffsets<HEAD_DIM>& lo, int lane, uint64_t kv_policy) {
+  using LO = MmaLaneOffsets<HEAD_DIM>;
+  const uint32_t v_tile = k_tile + MmaTileBytes<HEAD_DIM>();
+  const int first_row = lane / LO::ROW_CHUNKS, chunk = lane % LO::ROW_CHUNKS;
+  if (contiguous) {
+    const int64_t base = src.rows > 0 ? src.offset + first_row * token_stride + chunk * 8 : 0;
+    const T* k_src = k_head + base;
+    const T* v_src = v_head + base;
+    const int64_t step = LO::ROWS_PER_COPY * token_stride;
+    if (src.rows == kMmaWarpTokens) {
+#pragma unroll
+      for (int i = 0; i < LO::COPIES; ++i) {
+        CopyAsync16Policy(k_tile + lo.copy[i], k_src + i * step, 16, kv_policy);
+        CopyAsync16Policy(v_tile + lo.copy[i], v_src + i * step, 16, kv_policy);
+      }
+      return;
+    }
+#pragma unroll
+    for (int i = 0; i < LO::COPIES; ++i) {
+      const bool valid = first_row + i * LO::ROWS_PER_COPY < src.rows;
+      CopyAsync16Policy(k_tile + lo.copy[i], valid ? k_src + i * step : k_head, valid ? 16 : 0, kv_policy);
+      CopyAsync16Policy(v_tile + lo.copy[i], valid ? v_src + i * step : v_head, valid ? 16 : 0, kv_policy);
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < LO::COPIES; ++i) {
+    const int64_t offset = __shfl_sync(0xffffffffu, src.offset, first_row + i * LO::ROWS_PER_COPY);
     const bool valid = offset >= 0;
-    const int64_t src = valid ? offset + chunk * 8 : 0;
-    CopyAsync16Policy(k_tile + SwizzledOffset<ROW_BYTES>(row, chunk), k_head + src, valid ? 16 : 0, kv_policy);
-    CopyAsync16Policy(v_tile + SwizzledOffset<ROW_BYTES>(row, chunk), v_head + src, valid ? 16 : 0, kv_policy);
+    const int64_t at = valid ? offset + chunk * 8 : 0;
+    CopyAsync16Policy(k_tile + lo.copy[i], k_head + at, valid ? 16 : 0, kv_policy);
+    CopyAsync16Policy(v_tile + lo.copy[i], v_head + at, valid ? 16 : 0, kv_policy);
   }
 }
 
 // One 16-token tile (K at k_tile, V right after it, tokens [tile_first, + 16), those at or past
 // kv_end masked): S = Q·Kᵀ → online softmax (base 2) → O += P·V.
 template <typename T, int HEAD_DIM, int GQA>
-__device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM / 16][2], uint32_t k_tile,
-                                              int tile_first, int kv_end, float scale, int lane,
+__device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM / 16][4], uint32_t k_tile,
+                                              int tile_first, int kv_end, float scale,
+                                              const MmaLaneOffsets<HEAD_DIM>& lo, int lane,
                                               MmaWarpState<HEAD_DIM>& st) {
   using Mma = MmaOp<T>;
-  constexpr int ROW_BYTES = HEAD_DIM * 2;
   constexpr int D_STEPS = HEAD_DIM / 16;  // k-steps of Q·Kᵀ, d-pairs of P·V
   constexpr int D_TILES = HEAD_DIM / 8;   // n-tiles of O
   const int quad_col = 2 * (lane % 4);
@@ -111,14 +189,12 @@ __device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM 
 
   // S = Q·Kᵀ over 16 tokens: two n-tiles of 8. K rows are tokens (the col-major B operand).
   float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-  const LaneTileAddress<ROW_BYTES> k_lane(k_tile, (lane & 7) + 8 * (lane / 16), (lane / 8) % 2);
 #pragma unroll
   for (int ks = 0; ks < D_STEPS; ++ks) {
     uint32_t b[4];
-    LdMatrixX4(b, k_lane.At(ks, 0));
-    const uint32_t a[4] = {q_frag[ks][0], 0u, q_frag[ks][1], 0u};
-    Mma::Run(s[0], a, b[0], b[1]);
-    Mma::Run(s[1], a, b[2], b[3]);
+    LdMatrixX4(b, k_tile + lo.k_lane.At(ks, 0));
+    Mma::Run(s[0], q_frag[ks], b[0], b[1]);
+    Mma::Run(s[1], q_frag[ks], b[2], b[3]);
   }
 
   // Mask tokens past the item; then the online softmax of row quad_row (elements 0, 1 of each
@@ -151,11 +227,10 @@ __device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM 
 
   // O += P·V: S's C fragments are P's A fragment (k = the 16 tokens); V via ldmatrix.trans.
   const uint32_t a[4] = {Mma::Pack(s[0][0], s[0][1]), 0u, Mma::Pack(s[1][0], s[1][1]), 0u};
-  const LaneTileAddress<ROW_BYTES> v_lane(v_tile, lane & 15, lane / 16);
 #pragma unroll
   for (int dp = 0; dp < D_STEPS; ++dp) {
     uint32_t b[4];
-    LdMatrixX4Trans(b, v_lane.At(dp, 0));
+    LdMatrixX4Trans(b, v_tile + lo.v_lane.At(dp, 0));
     Mma::Run(st.o[2 * dp], a, b[0], b[1]);
     Mma::Run(st.o[2 * dp + 1], a, b[2], b[3]);
   }
@@ -202,7 +277,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     const int2 bases = ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
     const int page_base = bases.x;
     const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
-    uint32_t q_frag[HEAD_DIM / 16][2];
+    uint32_t q_frag[HEAD_DIM / 16][4];
     LoadMmaQueries<T, HEAD_DIM, GQA>(p, item, lane, q_frag);
 
     // This warp's tiles: [kMmaStages][K, V][16 rows][ROW_BYTES].
@@ -211,18 +286,19 @@ __global__ void __launch_bounds__(32 * WARPS)
     const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM;
     const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;
 
-    // Lane r (mod 16) looks up the pool offset of token r of a tile one step ahead of its copy
-    // (a tile is 16 tokens, a page table entry serves many).
-    auto lookup = [&](int step) -> int64_t {
-      const int t = item.kv_begin + step * STEP + warp * kMmaWarpTokens + lane % 16;
-      return t < item.kv_end ? TokenOffset(p, page_base, t) : int64_t(-1);
+    const MmaLaneOffsets<HEAD_DIM> lane_offsets(lane);
+    // A tile's source is looked up one step ahead of its copy (the page-table load never stalls it).
+    const bool contiguous = MmaTilesArePageContiguous(p, item);
+    auto lookup = [&](int step) {
+      return LookupMmaTile(p, contiguous, page_base, item.kv_begin + step * STEP + warp * kMmaWarpTokens, item.kv_end,
+                           lane);
     };
-    int64_t next_offset = lookup(0);
+    MmaTileSource next = lookup(0);
     auto issue = [&](int step) {
       if (step < num_steps) {
-        IssueMmaTileCopies<T, HEAD_DIM>(warp_smem + (step % kMmaStages) * 2 * TILE, k_head, v_head, next_offset, lane,
-                                        kv_policy);
-        next_offset = lookup(step + 1);
+        IssueMmaTileCopies<T, HEAD_DIM>(warp_smem + (step % kMmaStages) * 2 * TILE, k_head, v_head, contiguous, next,
+                                        p.token_stride, lane_offsets, lane, kv_policy);
+        next = lookup(step + 1);
       }
       CpAsyncCommit();  // empty groups past the end keep the wait count uniform
     };
@@ -238,7 +314,7 @@ __global__ void __launch_bounds__(32 * WARPS)
       __syncwarp();  // every lane's copies of this tile are visible to the whole warp
       MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, warp_smem + (step % kMmaStages) * 2 * TILE,
                                       item.kv_begin + step * STEP + warp * kMmaWarpTokens, item.kv_end,
-                                      p.sm_scale_log2, lane, state);
+                                      p.sm_scale_log2, lane_offsets, lane, state);
       __syncwarp();  // all reads of this stage are done before a later issue refills it
     }
     CpAsyncWait<0>();

@@ -72,21 +72,24 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     } while (is_index < p.num_items && steps_of(is_item) == 0);
     is_step = 0;
   };
-  // Lane r (mod 16): the pool offset of token r of the tile at the issue position (−1 past the item).
-  auto lookup = [&]() -> int64_t {
-    const int t = is_item.kv_begin + is_step * STEP + warp * kMmaWarpTokens + lane % 16;
-    return t < is_item.kv_end ? TokenOffset(p, is_page_base, t) : int64_t(-1);
+  const MmaLaneOffsets<HEAD_DIM> lane_offsets(lane);
+  // The source of the tile at the issue position (decode_attention_mma.cuh), looked up one tile ahead.
+  auto lookup = [&] {
+    return LookupMmaTile(p, MmaTilesArePageContiguous(p, is_item), is_page_base,
+                         is_item.kv_begin + is_step * STEP + warp * kMmaWarpTokens, is_item.kv_end, lane);
   };
   load_next();
   advance_item();
-  int64_t next_offset = is_index < p.num_items ? lookup() : int64_t(-1);
+  MmaTileSource next;
+  if (is_index < p.num_items) next = lookup();
   int issue_stage = 0;
   auto issue = [&] {
     if (is_index < p.num_items) {
       IssueMmaTileCopies<T, HEAD_DIM>(warp_ring + issue_stage * 2 * TILE, k_pool + is_item.kv_head * HEAD_DIM,
-                                      v_pool + is_item.kv_head * HEAD_DIM, next_offset, lane, kv_policy);
+                                      v_pool + is_item.kv_head * HEAD_DIM, MmaTilesArePageContiguous(p, is_item), next,
+                                      p.token_stride, lane_offsets, lane, kv_policy);
       if (++is_step == steps_of(is_item)) advance_item();
-      if (is_index < p.num_items) next_offset = lookup();
+      if (is_index < p.num_items) next = lookup();
     }
     CpAsyncCommit();  // an empty group past the last item keeps the wait count uniform
     issue_stage = issue_stage + 1 == kMmaStages ? 0 : issue_stage + 1;
@@ -107,7 +110,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
       next_item = p.items[next_index];
       next_bases = ItemBases(p, next_item, next_index);
     }
-    uint32_t q_frag[HEAD_DIM / 16][2];
+    uint32_t q_frag[HEAD_DIM / 16][4];
     LoadMmaQueries<T, HEAD_DIM, GQA>(p, item, lane, q_frag);
     PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, bases.y);
 
@@ -120,7 +123,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
       __syncwarp();  // every lane's copies of this tile are visible to the whole warp
       MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, warp_ring + compute_stage * 2 * TILE,
                                       item.kv_begin + step * STEP + warp * kMmaWarpTokens, item.kv_end,
-                                      p.sm_scale_log2, lane, state);
+                                      p.sm_scale_log2, lane_offsets, lane, state);
       __syncwarp();  // all reads of this stage are done before a later issue refills it
       compute_stage = compute_stage + 1 == kMmaStages ? 0 : compute_stage + 1;
     }

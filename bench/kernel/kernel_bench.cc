@@ -99,8 +99,9 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       {"w4", {{"PREFIXD_DECODE_WARPS", "4"}}},
       {"noevict", {{"PREFIXD_DECODE_EVICT_FIRST", "0"}}},
       {"noprefetch", {{"PREFIXD_DECODE_PREFETCH", "0"}}},
-      {"persistent", {{"PREFIXD_DECODE_PERSISTENT", "1"}}},        // the streaming decode on every SM
-      {"nostream", {{"PREFIXD_DECODE_STREAM", "0"}}},              // one-CTA-per-SM decode, item by item
+      // One decode CTA per SM looping over the items, as the streaming kernel / item by item.
+      {"persistent", {{"PREFIXD_DECODE_PERSISTENT", "1"}, {"PREFIXD_DECODE_STREAM", "1"}}},
+      {"persistent-items", {{"PREFIXD_DECODE_PERSISTENT", "1"}, {"PREFIXD_DECODE_STREAM", "0"}}},
       {"stages3", {{"PREFIXD_SM90A_STAGES", "3"}}},                // deeper prefix K/V ring
       {"kvfirst", {{"PREFIXD_SM90A_KV_POLICY", "first"}}},         // prefix K/V loads: L2 evict_first hint
       {"kvlast", {{"PREFIXD_SM90A_KV_POLICY", "last"}}},           // prefix K/V loads: L2 evict_last hint
@@ -910,7 +911,7 @@ int Main(int argc, char** argv) {
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
                  "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
-                 "noevict, noprefetch, persistent, nostream, stages3, kvfirst, kvlast, plain, mma-prefix, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
+                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, mma-prefix, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
                       "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "

@@ -28,8 +28,11 @@
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_UPLOAD_BATCH=0|1              a step's uploads as one copy kernel (BeginUploadBatch) (1)
 //   PREFIXD_DECODE_STREAM=0|1             the one-CTA-per-SM decode (CascadeArgs::decode_free_sms) as
-//                                         the streaming kernel (decode_attention_mma_stream.cuh) (1)
-//   PREFIXD_DECODE_PERSISTENT=0|1         every tensor-core decode launch as that kernel on all SMs (0)
+//                                         the streaming kernel (decode_attention_mma_stream.cuh) (0:
+//                                         it shortens the decode beside the state exchange but not
+//                                         the step, bench/scaling/README.md session 7)
+//   PREFIXD_DECODE_PERSISTENT=0|1         every tensor-core decode launch as one CTA per SM looping
+//                                         over items (0; slower than one CTA per item, same README)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (0; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
@@ -157,7 +160,7 @@ class CudaBackend final : public Backend {
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
-  bool decode_stream_items_ = true;  // PREFIXD_DECODE_STREAM
+  bool decode_stream_items_ = false;  // PREFIXD_DECODE_STREAM
   bool decode_persistent_ = false;   // PREFIXD_DECODE_PERSISTENT
   // PREFIXD_CONCURRENT_DECODE_SMS (0: off). When on: the decode kernel's stream (lowest priority;
   // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.

@@ -95,9 +95,8 @@ struct DecodeAttentionParams {
   // CTA, whose registers they would need).
   int max_sms = 0;
   // With max_sms, the tensor-core kernel's streaming variant (decode_attention_mma_stream.cuh:
-  // every warp's copies stay in flight across the CTA's items); false: the one-item-at-a-time
-  // loop (for comparisons).
-  bool stream_items = true;
+  // every warp's copies stay in flight across the CTA's items); false: the one-item-at-a-time loop.
+  bool stream_items = false;
 };
 
 // Whether `params` run the tensor-core kernel (GQA group 4 or 8, head_dim ≤ 128, not forced to CUDA

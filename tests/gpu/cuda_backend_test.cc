@@ -593,15 +593,15 @@ INSTANTIATE_TEST_SUITE_P(
 // kernel triggering the decode launch early (PREFIXD_PREFIX_PDL_TRIGGER, read at every prefix
 // launch), also with a capped persistent grid (PREFIXD_SM90A_MAX_CTAS: several items per prefix
 // CTA, so decode CTAs start while prefix CTAs still compute their last items); and the decode as
-// one CTA per SM looping over the items (PREFIXD_DECODE_PERSISTENT), as the streaming kernel or
-// (PREFIXD_DECODE_STREAM=0) one item at a time.
+// one CTA per SM looping over the items (PREFIXD_DECODE_PERSISTENT), as the streaming kernel
+// (PREFIXD_DECODE_STREAM=1) or one item at a time.
 struct DecodeVariant {
   int warps;
   bool pdl;
   bool evict_first = true, prefetch = true;
   bool trigger = false;
   int prefix_max_ctas = 0;  // 0: one prefix CTA per SM
-  bool persistent = false, stream = true;
+  bool persistent = false, stream = false;
 };
 
 class CudaDecodeVariantTest : public ::testing::TestWithParam<DecodeVariant> {};
@@ -637,7 +637,7 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
       << backend->Describe();
   EXPECT_EQ(backend->Describe().find("[decode persistent]") != std::string::npos, variant.persistent)
       << backend->Describe();
-  EXPECT_EQ(backend->Describe().find("[decode streaming off]") != std::string::npos, !variant.stream)
+  EXPECT_EQ(backend->Describe().find("[decode streaming]") != std::string::npos, variant.stream)
       << backend->Describe();
   struct Shape {
     DType dtype;
@@ -678,9 +678,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaDecodeVariantTest,
                                            DecodeVariant{4, true, true, true, true},
                                            DecodeVariant{2, false, true, true, true},
                                            DecodeVariant{2, true, true, true, true, 3},
-                                           DecodeVariant{8, true, true, true, false, 0, true},
-                                           DecodeVariant{8, false, true, true, false, 0, true},
-                                           DecodeVariant{8, true, false, false, true, 3, true},
+                                           DecodeVariant{8, true, true, true, false, 0, true, true},
+                                           DecodeVariant{8, false, true, true, false, 0, true, true},
+                                           DecodeVariant{8, true, false, false, true, 3, true, true},
                                            DecodeVariant{8, true, true, true, false, 0, true, false}),
                          [](const ::testing::TestParamInfo<DecodeVariant>& info) {
                            const DecodeVariant& v = info.param;
@@ -688,7 +688,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaDecodeVariantTest,
                                   (v.evict_first ? "" : "_noevict") + (v.prefetch ? "" : "_noprefetch") +
                                   (v.trigger ? "_trigger" : "") +
                                   (v.prefix_max_ctas > 0 ? "_prefixctas" + std::to_string(v.prefix_max_ctas) : "") +
-                                  (v.persistent ? "_persistent" : "") + (v.stream ? "" : "_nostream");
+                                  (v.persistent ? "_persistent" : "") + (v.persistent && !v.stream ? "_nostream" : "");
                          });
 
 // ---------------------------------------------------------------------------------------------
@@ -984,10 +984,12 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
 // ---------------------------------------------------------------------------------------------
 // The decode part on another stream (CascadeArgs::stream, as the worker runs it beside the state
 // exchange), ordered by events: the bits of the whole cascade; also with SMs left free
-// (CascadeArgs::decode_free_sms: one CTA per SM looping over the items), down to 3 CTAs.
+// (CascadeArgs::decode_free_sms: one CTA per SM looping over the items), down to 3 CTAs, item by
+// item and as the streaming kernel (PREFIXD_DECODE_STREAM=1).
 
 #ifdef PREFIXD_HAVE_CUDA
-void ExpectDecodePartOnSideStreamMatchesWhole(int hq, int hkv, int d, DType dtype) {
+void ExpectDecodePartOnSideStreamMatchesWhole(Backend& be, int hq, int hkv, int d, DType dtype) {
+  SCOPED_TRACE(be.Describe());
   SCOPED_TRACE("heads " + std::to_string(hq) + "/" + std::to_string(hkv) + ", d " + std::to_string(d));
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
@@ -998,15 +1000,15 @@ void ExpectDecodePartOnSideStreamMatchesWhole(int hq, int hkv, int d, DType dtyp
   const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
   const auto q = MakeQueries(rng, pool, 0, batch, true, 45.f);
-  const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, be.DefaultPlanOptions());
   ASSERT_FALSE(plan.MergeNeedsDecode());
   ASSERT_FALSE(plan.decode_items.empty());
   const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads;
-  const StepResult whole = RunStep(Device(), pool, 0, plan, q);
+  const StepResult whole = RunStep(be, pool, 0, plan, q);
   const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(shape.head_dim)));
   ExpectMatchesOracle(whole, want, shape.dtype, "whole cascade");
 
-  auto main = static_cast<cudaStream_t>(Device().stream());
+  auto main = static_cast<cudaStream_t>(be.stream());
   cudaStream_t side = nullptr;
   cudaEvent_t merged = nullptr, decoded = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
@@ -1018,16 +1020,16 @@ void ExpectDecodePartOnSideStreamMatchesWhole(int hq, int hkv, int d, DType dtyp
   ASSERT_GT(int(plan.decode_items.size()), 3);
   for (const int free_sms : {0, 24, sms - 3}) {
     SCOPED_TRACE("decode_free_sms " + std::to_string(free_sms));
-    BackendBuffers mem(Device());
+    BackendBuffers mem(be);
     kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
-    Device().LoadPlan(plan);
-    Device().RunCascadeParts(args, Backend::kPrefixPart | Backend::kMergePart);
+    be.LoadPlan(plan);
+    be.RunCascadeParts(args, Backend::kPrefixPart | Backend::kMergePart);
     ASSERT_EQ(cudaEventRecord(merged, main), cudaSuccess);
     ASSERT_EQ(cudaStreamWaitEvent(side, merged, 0), cudaSuccess);
     kernels::CascadeArgs decode = args;
     decode.stream = side;
     decode.decode_free_sms = free_sms;
-    Device().RunCascadeParts(decode, Backend::kDecodePart);
+    be.RunCascadeParts(decode, Backend::kDecodePart);
     ASSERT_EQ(cudaEventRecord(decoded, side), cudaSuccess);
     ASSERT_EQ(cudaStreamWaitEvent(main, decoded, 0), cudaSuccess);
     const StepResult got = DownloadStep(mem, args, shape.dtype, rows, shape.head_dim);
@@ -1048,8 +1050,14 @@ void ExpectDecodePartOnSideStreamMatchesWhole(int hq, int hkv, int d, DType dtyp
 TEST(CudaCascade, DecodePartOnAnotherStreamMatchesTheWhole) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
-  ExpectDecodePartOnSideStreamMatchesWhole(32, 8, 128, kBF16);  // the tensor-core decode kernel
-  ExpectDecodePartOnSideStreamMatchesWhole(16, 16, 64, kF16);   // the CUDA-core one
+  ExpectDecodePartOnSideStreamMatchesWhole(Device(), 32, 8, 128, kBF16);  // the tensor-core decode kernel
+  ExpectDecodePartOnSideStreamMatchesWhole(Device(), 16, 16, 64, kF16);   // the CUDA-core one
+  setenv("PREFIXD_DECODE_STREAM", "1", 1);
+  std::unique_ptr<Backend> streaming = MakeDeviceBackend();
+  unsetenv("PREFIXD_DECODE_STREAM");
+  ASSERT_NE(streaming->Describe().find("[decode streaming]"), std::string::npos) << streaming->Describe();
+  ExpectDecodePartOnSideStreamMatchesWhole(*streaming, 32, 8, 128, kBF16);
+  ExpectDecodePartOnSideStreamMatchesWhole(*streaming, 64, 8, 64, kF16);  // GQA 8, head_dim 64
 #endif
 }
 

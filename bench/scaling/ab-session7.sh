@@ -90,3 +90,27 @@ echo "kernel bench: rc $?" | tee -a "$OUT/ab.log"; tail -24 "$OUT/kernel_bench.t
 CUDA_VISIBLE_DEVICES=0 gpu_tests 'Variants/CudaDecodeVariantTest.*:CudaCascade.*:CudaBackend.*:*Decode*:*Fused*'
 CUDA_VISIBLE_DEVICES=0 memcheck '*persistent*:CudaCascade.DecodePartOnAnotherStream*:Variants/CudaDecodeVariantTest.*warps2_pdl'
 fi
+# Run 7 (STAGE=5, nvidia-h200; runs 5-6 were the final run): does the benchmark's L2 flush (a 256 MiB write, which leaves L2
+# full of dirty lines) cost the short 32/8 decode its bandwidth? The grid's 32/8 shapes with the
+# write flush, a clean flush (write, then a 256 MiB read) and none; then the DRAM bytes read and
+# written during one decode kernel (Nsight Compute) after each flush, 32/8 and 32/32, B = 64.
+if [ "$STAGE" = 5 ]; then
+for f in write clean none; do
+  CUDA_VISIBLE_DEVICES=0 timeout 100 $BIN/prefixd_kernel_bench --heads 32/8,32/32 --flush $f --no-baseline \
+    --csv "$WORK/flush_$f.csv" >"$WORK/flush_$f.txt" 2>&1
+  echo "== flush $f: rc $?" | tee -a "$OUT/ab.log"
+  grep -E "^ +fp16" "$WORK/flush_$f.txt" | cut -c1-150 | tee -a "$OUT/ab.log"
+done
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+for f in write clean; do
+  for h in 32/8 32/32; do
+    CUDA_VISIBLE_DEVICES=0 timeout 100 $NCU --kernel-name regex:DecodeAttention --launch-skip 2 --launch-count 1 \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sector_hit_rate.pct \
+      $BIN/prefixd_kernel_bench --heads $h -b 64 -p 8192 -s 256 --flush $f --no-baseline --no-graph -n 3 -w 1 -c 0 \
+      >"$WORK/ncu_${f}_${h/\//_}.txt" 2>&1
+    echo "== ncu flush $f heads $h: rc $?" | tee -a "$OUT/ab.log"
+    grep -E "dram__bytes|gpu__time|lts__t_sector|DecodeAttention" "$WORK/ncu_${f}_${h/\//_}.txt" | tee -a "$OUT/ab.log"
+  done
+done
+tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi

@@ -7,8 +7,9 @@
 // query rows are the M dimension of mma.sync m16n8k16 (padded to 16 rows with zeros), so the
 // arithmetic per byte costs tensor-core instructions only and the kernel is bound by memory again.
 //
-// Layout: one CTA of WARPS warps (1, 2, 4 or 8) per work item (or looping over items,
-// DecodeAttentionParams::max_sms). Each warp owns its own token stream —
+// Layout: one CTA of WARPS warps (1, 2, 4 or 8) per work item (or looping over items one at a time,
+// DecodeAttentionParams::max_sms; decode_attention_mma_stream.cuh is the variant that keeps the
+// copies in flight across items). Each warp owns its own token stream —
 // tokens [16·warp + 16·WARPS·i, +16) of the item — and copies, computes and keeps an online-softmax
 // state for it alone: its K/V tiles go through its own region of shared memory with cp.async,
 // STAGES deep, and since a warp reads only what its own lanes copied, a __syncwarp orders the
@@ -87,7 +88,8 @@ __device__ __forceinline__ void LoadMmaQueries(const DecodeAttentionParams& p, c
 //    lanes get it by shuffle.
 // The first needs a fraction of the instructions: with per-row offsets the copies took ~240 of
 // the ~460 instructions of a tile (SASS of the 2-warp kernel: shuffles and 64-bit address
-// arithmetic per 16-byte copy), in a kernel whose warps issue an instruction every ~5.5 cycles.
+// arithmetic per 16-byte copy); without them a tile takes ~300. Measured, that made the kernel
+// only 2% faster (it is not issue-bound; bench/RESULTS.md, session 7), at no cost.
 struct MmaTileSource {
   int64_t offset = -1;
   int rows = 0;

@@ -1,7 +1,8 @@
-# Helpers of the per-session A/B scripts (ab-session6.sh, ab-session7.sh): one mpirun line, a
+# Helpers of the per-session A/B scripts (ab-session4.sh to ab-session7.sh): one mpirun line, a
 # named run with environment assignments, the GPU tests, memcheck, the MPI tests at 4 ranks and a
 # traced run. The caller sets BIN (carried binaries), OUT (logs that come back) and WORK (scratch).
-# Every variable named in AB_FORWARD (and the ones below) is passed to the ranks when set.
+# Every variable named in AB_FORWARD (and the ones below) is passed to the ranks when set;
+# AB_BASE_ENV (assignments) is exported before a run's own, for a session whose switches start on.
 mkdir -p "$OUT" "$WORK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 export AB_FORWARD="PREFIXD_DECODE_ON_SIDE_STREAM PREFIXD_UPLOAD_BATCH NCCL_NTHREADS PREFIXD_COMM_STREAM_PRIORITY PREFIXD_DECODE_WARPS
@@ -17,7 +18,7 @@ E="--mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus 4 -n
 run() {  # name, env assignments (space-separated, may be empty), bench args
   local name=$1 envs=$2; shift 2
   echo "== $name: $envs $*" | tee -a "$OUT/ab.log"
-  ( for e in $envs; do export "$e"; done
+  ( for e in ${AB_BASE_ENV:-} $envs; do export "$e"; done
     timeout 150 bash -c "$(declare -f mpi); mpi $BIN/prefixd_scaling_bench $* --csv $WORK/$name.csv" ) >"$WORK/$name.txt" 2>&1
   echo "   rc $?" | tee -a "$OUT/ab.log"
   grep -E "^(strong|weak) |^# check" "$WORK/$name.txt" | tee -a "$OUT/ab.log"
@@ -32,7 +33,8 @@ memcheck() {  # gtest filter
   echo "memcheck ($1): rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
 }
 mpi_tests_np4() {  # gtest filter: the NCCL + CUDA MPI tests at 4 ranks
-  timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='$1'" >"$OUT/mpi_np4.log" 2>&1
+  ( for e in ${AB_BASE_ENV:-}; do export "$e"; done
+    timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='$1'" ) >"$OUT/mpi_np4.log" 2>&1
   echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
 }
 traced() {  # name, env assignments, bench args: one run under the CUPTI library, its per-step table

@@ -13,32 +13,15 @@ cd "$(dirname "$0")/../.."
 BIN=${BIN:-/tmp/b}
 OUT=${OUT:-/tmp/ab-s5}
 WORK=${WORK:-/tmp/ab-s5-work}  # per-run CSV and logs; packed into $OUT/runs.tgz after each run
-mkdir -p "$OUT" "$WORK"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-mpi() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x NCCL_NVLS_ENABLE=0 \
-  -x PREFIXD_OWN_ROWS_FIRST -x PREFIXD_EARLY_PASS_FREE_SMS -x PREFIXD_PREFIX_MAX_WAVES \
-  -x PREFIXD_APPEND_BEHIND_QUERIES -x PREFIXD_MERGE_INTO_SEND "$@"; }
-S="--mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1 -n 20"
-E="--mode strong --prefix 65536 --batch 128 --suffix 512 --layers 32 --gpus 4 -n 10"
-run() {  # name, env assignments (space-separated, may be empty), bench args
-  local name=$1 envs=$2; shift 2
-  echo "== $name: $envs $*" | tee -a "$OUT/ab.log"
-  ( for e in $envs; do export "$e"; done
-    timeout 150 bash -c "$(declare -f mpi); mpi $BIN/prefixd_scaling_bench $* --csv $WORK/$name.csv" ) >"$WORK/$name.txt" 2>&1
-  echo "   rc $?" | tee -a "$OUT/ab.log"
-  grep -E "^(strong|weak) |^# check" "$WORK/$name.txt" | tee -a "$OUT/ab.log"
-  tar czf "$OUT/runs.tgz" -C "$WORK" .
-}
-mpi_tests_np4() {  # the NCCL + CUDA MPI tests of the schedules these changes touch, 4 ranks
-  timeout 200 bash -c "$(declare -f mpi); mpi $BIN/prefixd_mpi_tests --gtest_filter='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'" \
-    >"$OUT/mpi_np4.log" 2>&1
-  echo "mpi tests np4: rc $? $(tail -1 "$OUT/mpi_np4.log")" | tee -a "$OUT/ab.log"
-}
+export AB_FORWARD="PREFIXD_OWN_ROWS_FIRST PREFIXD_EARLY_PASS_FREE_SMS PREFIXD_PREFIX_MAX_WAVES PREFIXD_APPEND_BEHIND_QUERIES
+  PREFIXD_MERGE_INTO_SEND"
+source bench/scaling/ab-lib.sh
+# The NCCL + CUDA MPI tests of the schedules these changes touch, 4 ranks.
+NP4_FILTER='*cuda_a2a_chunks1*:*cuda_a2a_sendfirst1*:*cuda_tree_chunks1*:*cuda_a2a_split1*:*cuda_a2a_heads2*'
 STAGE=${STAGE:-1}
 if [ "$STAGE" = 1 ]; then
-timeout 120 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*:*Plan*' >"$OUT/gpu_tests.log" 2>&1
-echo "gpu tests (cascade parts, plans): rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-mpi_tests_np4
+gpu_tests 'CudaCascade.*:*Plan*'
+mpi_tests_np4 "$NP4_FILTER"
 run new1 "" $S --gpus 1,2,4
 run off1 "PREFIXD_OWN_ROWS_FIRST=0" $S --gpus 1,2,4
 run free0 "PREFIXD_EARLY_PASS_FREE_SMS=0" $S --gpus 2,4
@@ -53,7 +36,7 @@ fi
 # Run 3 (STAGE=2): the K/V append behind the first layer's query exchange
 # (PREFIXD_APPEND_BEHIND_QUERIES=0|1, on by default), alternating on and off.
 if [ "$STAGE" = 2 ]; then
-mpi_tests_np4
+mpi_tests_np4 "$NP4_FILTER"
 run s2_on1 "" $S --gpus 1,2,4
 run s2_off1 "PREFIXD_APPEND_BEHIND_QUERIES=0" $S --gpus 1,2,4
 run s2_on2 "" $S --gpus 1,2,4
@@ -64,12 +47,9 @@ fi
 # Run 5 (STAGE=3): the merge writing the send buffer (PREFIXD_MERGE_INTO_SEND=0|1, on by default),
 # after the GPU tests of the cascade parts (also under compute-sanitizer memcheck).
 if [ "$STAGE" = 3 ]; then
-timeout 120 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.*' >"$OUT/gpu_tests.log" 2>&1
-echo "gpu tests CudaCascade.*: rc $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_tests.log" | tr '\n' ' ')" | tee -a "$OUT/ab.log"
-timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 $BIN/prefixd_gpu_tests --gtest_filter='CudaCascade.Parts*' \
-  >"$OUT/memcheck.log" 2>&1
-echo "memcheck CudaCascade.Parts*: rc $? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$OUT/ab.log"
-mpi_tests_np4
+gpu_tests 'CudaCascade.*'
+memcheck 'CudaCascade.Parts*'
+mpi_tests_np4 "$NP4_FILTER"
 run s3_on1 "" $S --gpus 1,2,4
 run s3_off1 "PREFIXD_MERGE_INTO_SEND=0" $S --gpus 1,2,4
 run s3_on2 "" $S --gpus 1,2,4

@@ -31,7 +31,9 @@ fi
 # one-CTA-per-SM decode keeps every warp's copies in flight across items). Kernel grid with the
 # plain cascade's decode as that kernel on every SM (PREFIXD_DECODE_PERSISTENT=1) against the
 # default; the engine's decode beside the exchange with it (default) and without
-# (PREFIXD_DECODE_STREAM=0); then its tests.
+# (PREFIXD_DECODE_STREAM=0); then its tests. (That build had streaming on by default and named the
+# item-by-item preset "nostream"; the kernel bench's presets are now "persistent" and
+# "persistent-items".)
 if [ "$STAGE" = 2 ]; then
 export AB_FORWARD="$AB_FORWARD PREFIXD_DECODE_STREAM PREFIXD_DECODE_PERSISTENT"
 CUDA_VISIBLE_DEVICES=0 timeout 150 $BIN/prefixd_kernel_bench --heads 32/32,32/8 \
@@ -113,4 +115,11 @@ for f in write clean; do
   done
 done
 tar czf "$OUT/runs.tgz" -C "$WORK" .
+fi
+# Run 8 (STAGE=6, nvidia-h200): after the tidy commit (the streaming kernel's issue side keeps its
+# item's step count and copy path; one shared-memory limits query per decode launch): the decode
+# and cascade GPU tests and memcheck of the streaming kernel.
+if [ "$STAGE" = 6 ]; then
+CUDA_VISIBLE_DEVICES=0 gpu_tests 'Variants/CudaDecodeVariantTest.*:CudaCascade.*:CudaBackend.*:*Decode*:*Fused*'
+CUDA_VISIBLE_DEVICES=0 memcheck '*persistent*:CudaCascade.DecodePartOnAnotherStream*'
 fi

@@ -300,11 +300,14 @@ SmemLimits DecodeSmemLimits();
 template <auto KERNEL>
 void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams& p, cudaStream_t stream) {
   int grid = p.num_items, smem = smem_bytes;
-  if (p.max_sms > 0) {
-    grid = std::min(grid, p.max_sms);
-    smem = std::max(smem, DecodeSmemLimits().one_per_sm);
+  if (p.max_sms > 0 || smem > 48 * 1024) {  // the device's limits: one query per launch
+    const SmemLimits limits = DecodeSmemLimits();
+    if (p.max_sms > 0) {
+      grid = std::min(grid, p.max_sms);
+      smem = std::max(smem, limits.one_per_sm);
+    }
+    if (smem > 48 * 1024) RaiseDynamicSmemLimitOnce<KERNEL>(limits.max_per_block);
   }
-  if (smem > 48 * 1024) RaiseDynamicSmemLimitOnce<KERNEL>(DecodeSmemLimits().max_per_block);
   LaunchMaybeProgrammatic(KERNEL, dim3(unsigned(grid)), dim3(unsigned(threads)), size_t(smem), stream,
                           p.overlap_prefix, p);
 }

@@ -51,8 +51,10 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   auto steps_of = [](const DecodeWorkItem& it) { return (it.kv_end - it.kv_begin + STEP - 1) / STEP; };
 
   // ---- Issue side: the position (item, step) of this warp's next tile to copy; items without
-  // tokens have no tiles and are skipped here (the compute side still finishes them).
-  int is_index = 0, is_step = 0, is_page_base = 0;
+  // tokens have no tiles and are skipped here (the compute side still finishes them). The item's
+  // step count and copy path are set once when the position enters it.
+  int is_index = 0, is_step = 0, is_page_base = 0, is_steps = 0;
+  bool is_contiguous = false;
   DecodeWorkItem is_item{};
   int nx_index = blockIdx.x, nx_page_base = 0;  // the item after it, loaded ahead
   DecodeWorkItem nx_item{};
@@ -69,13 +71,15 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
       is_page_base = nx_page_base;
       nx_index += stride;
       load_next();
-    } while (is_index < p.num_items && steps_of(is_item) == 0);
+      is_steps = steps_of(is_item);
+    } while (is_index < p.num_items && is_steps == 0);
     is_step = 0;
+    is_contiguous = MmaTilesArePageContiguous(p, is_item);
   };
   const MmaLaneOffsets<HEAD_DIM> lane_offsets(lane);
   // The source of the tile at the issue position (decode_attention_mma.cuh), looked up one tile ahead.
   auto lookup = [&] {
-    return LookupMmaTile(p, MmaTilesArePageContiguous(p, is_item), is_page_base,
+    return LookupMmaTile(p, is_contiguous, is_page_base,
                          is_item.kv_begin + is_step * STEP + warp * kMmaWarpTokens, is_item.kv_end, lane);
   };
   load_next();
@@ -86,9 +90,9 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   auto issue = [&] {
     if (is_index < p.num_items) {
       IssueMmaTileCopies<T, HEAD_DIM>(warp_ring + issue_stage * 2 * TILE, k_pool + is_item.kv_head * HEAD_DIM,
-                                      v_pool + is_item.kv_head * HEAD_DIM, MmaTilesArePageContiguous(p, is_item), next,
-                                      p.token_stride, lane_offsets, lane, kv_policy);
-      if (++is_step == steps_of(is_item)) advance_item();
+                                      v_pool + is_item.kv_head * HEAD_DIM, is_contiguous, next, p.token_stride,
+                                      lane_offsets, lane, kv_policy);
+      if (++is_step == is_steps) advance_item();
       if (is_index < p.num_items) next = lookup();
     }
     CpAsyncCommit();  // an empty group past the last item keeps the wait count uniform

@@ -22,12 +22,11 @@ void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStr
 
 namespace {
 
-// The tensor-core kernel exists for GQA groups 4 and 8 at head_dim 64 and 128 (its O accumulators
-// at 256 would not fit in registers). It is the default there: with g query heads per K/V byte the
-// CUDA-core kernel becomes arithmetic-bound (bench/RESULTS.md).
+// DecodeUsesTensorCores, with head_dim also as a compile-time test: no tensor-core launch is
+// instantiated for head_dim 256.
 template <int HEAD_DIM>
 bool UseTensorCores(const DecodeAttentionParams& p) {
-  return HEAD_DIM <= 128 && p.kernel != DecodeKernel::kCudaCores;
+  return HEAD_DIM <= 128 && DecodeUsesTensorCores(p);
 }
 
 // One CTA per SM looping over items (max_sms): the streaming kernel, unless turned off.
@@ -67,6 +66,9 @@ void DispatchHeadDim(const DecodeAttentionParams& p, cudaStream_t stream) {
 
 }  // namespace
 
+// The tensor-core kernel exists for GQA groups 4 and 8 at head_dim 64 and 128 (its O accumulators
+// at 256 would not fit in registers). It is the default there: with g query heads per K/V byte the
+// CUDA-core kernel becomes arithmetic-bound (bench/RESULTS.md).
 bool DecodeUsesTensorCores(const DecodeAttentionParams& p) {
   const int g = p.num_kv_heads > 0 ? p.num_qo_heads / p.num_kv_heads : 0;
   return (g == 4 || g == 8) && p.head_dim <= 128 && p.kernel != DecodeKernel::kCudaCores;

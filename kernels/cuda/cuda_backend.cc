@@ -336,7 +336,12 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   // requests from their prefix states; the merge step finishes every request instead.
   CascadePlan unfused;
   const bool unfuse = concurrent_decode_sms_ > 0 && int64_t(given.merge_requests.size()) < given.num_requests;
-  if (unfuse) unfused = given.Unfused();
+  if (unfuse) {
+    unfused = given;
+    for (DecodeWorkItem& it : unfused.decode_items) it.finish = 0;
+    unfused.merge_requests.resize(size_t(given.num_requests));
+    for (int32_t r = 0; r < given.num_requests; ++r) unfused.merge_requests[size_t(r)] = r;
+  }
   const CascadePlan& plan = unfuse ? unfused : given;
   const int g = plan.gqa_group_size();
   PREFIXD_CHECK_ARG(DecodeAttentionSupportsGroupSize(g),

@@ -99,7 +99,7 @@ class CudaBackend final : public Backend {
                          int head_dim) override;
   void CastStates(const float* v, int64_t count, DType dtype, void* out) override;
 
-  int num_sms() const override { return num_sms_; }
+  int num_sms() const { return num_sms_; }
   // PREFIXD_CONCURRENT_DECODE_SMS at construction (0: prefix and decode run one after the other).
   int concurrent_decode_sms() const { return concurrent_decode_sms_; }
 

@@ -361,14 +361,6 @@ bool CascadePlan::MergeNeedsDecode() const {
   return false;
 }
 
-CascadePlan CascadePlan::Unfused() const {
-  CascadePlan out = *this;
-  for (DecodeWorkItem& it : out.decode_items) it.finish = 0;
-  out.merge_requests.resize(size_t(num_requests));
-  for (int32_t r = 0; r < num_requests; ++r) out.merge_requests[size_t(r)] = r;
-  return out;
-}
-
 void CascadePlan::Validate() const {
   PREFIXD_CHECK_ARG(num_requests >= 0, "plan: negative num_requests " << num_requests);
   PREFIXD_CHECK_ARG(num_kv_heads > 0 && num_qo_heads > 0 && num_qo_heads % num_kv_heads == 0,

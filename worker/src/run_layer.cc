@@ -65,30 +65,6 @@ void Worker::RunLayer(int layer) {
     if (L.needs_query_exchange && !ch.queries_in_place)
       GatherRows(*ch.backend, B.q_send.get(), B.q_own.get(), nullptr, B.q_pack, int(L.q_pack.size()), row_words, 0);
   }
-  // Decode beside the prefix (WorkerOptions::decode_beside_prefix; one chunk): the own rows' decode
-  // starts on the side stream once their queries and this step's K/V append are in place (before
-  // the query exchange, or behind the append that runs beside it), one CTA on each SM the prefix
-  // grid leaves idle. Its plan is unfused: it writes partial states only, which the merge part
-  // finishes after the prefix (step 3).
-  auto launch_decode_beside_prefix = [&] {
-    Chunk& ch = chunks_[0];
-    const StepLayout& L = ch.layout;
-    Buffers& B = *ch.buf;
-    void* side = sync_->side_stream();
-    sync_->Wait(side, ch.backend->stream());
-    kernels::CascadeArgs decode;
-    decode.kv = kv_;
-    decode.layer = layer;
-    decode.q = L.own_is_local && !ch.queries_in_place ? B.q_own.get() : B.q_local.get();
-    decode.sm_scale = options_.sm_scale;
-    decode.v_out = B.v_loc.get<float>();
-    decode.s_out = B.s_loc.get<float>();
-    decode.stream = side;
-    if (ch.beside_sms > 0) decode.decode_free_sms = ch.backend->num_sms() - ch.beside_sms;
-    ch.backend->RunCascadeParts(decode, kernels::Backend::kDecodePart);
-  };
-  const bool beside = chunks_[0].active && chunks_[0].decode_beside;
-  if (beside && !append_pending_) launch_decode_beside_prefix();
   // 2. All chunks' queries go out first, so that later chunks' queries travel while earlier
   //    chunks compute.
   for (Chunk& ch : chunks_) {
@@ -106,7 +82,6 @@ void Worker::RunLayer(int layer) {
   if (append_pending_) {
     kernels::FillSyntheticKv(*chunks_[0].backend, kv_, append_tokens_);
     append_pending_ = false;
-    if (beside) launch_decode_beside_prefix();
   }
   MarkPhase(&profile_.queries_ms);
   // 3. Per chunk: partial states, then their reduction to the owners on the comm stream while
@@ -138,19 +113,7 @@ void Worker::RunLayer(int layer) {
                             options_.reduction == StateReduction::kAllToAll && L.num_local() > 0 &&
                             !ch.plan.decode_items.empty() && !ch.merge_needs_decode;
     if (L.num_local() > 0) {
-      if (ch.decode_beside) {
-        // The decode runs beside the prefix (launched above): prefix, then the merge part once both
-        // are done (every request: prefix ⊕ suffix for own rows; the rows that travel go straight
-        // into the send buffer), then the exchange alone.
-        if (options_.merge_into_send_buffer) {
-          args.merge_packed_row = B.st_send_row;
-          args.merge_packed_out = B.st_send.get<float>();
-        }
-        be.RunCascadeParts(args, kernels::Backend::kPrefixPart);
-        sync_->Wait(be.stream(), sync_->side_stream());
-        be.RunCascadeParts(args, kernels::Backend::kMergePart);
-        ++layers_decode_beside_prefix_;
-      } else if (send_first) {
+      if (send_first) {
         // The rows that travel are the merge part's (they have no suffix here): it packs them
         // into the send buffer itself (WorkerOptions::merge_into_send_buffer).
         if (options_.merge_into_send_buffer) {
@@ -165,15 +128,8 @@ void Worker::RunLayer(int layer) {
     }
     MarkPhase(&profile_.attention_ms);
     if (direct) continue;
-    if (ch.decode_beside) {
-      const bool packed = args.merge_packed_row != nullptr;
-      ReduceAllToAll(ch, layer, B.v_loc.get<float>(), B.s_loc.get<float>(), packed ? nullptr : B.st_pack,
-                     B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, nullptr);
-    } else if (options_.reduction == StateReduction::kAllToAll) {
-      ReduceAllToAll(ch, layer, send_first ? &args : nullptr);
-    } else {
-      ReduceTree(ch, layer);
-    }
+    if (options_.reduction == StateReduction::kAllToAll) ReduceAllToAll(ch, layer, send_first ? &args : nullptr);
+    else ReduceTree(ch, layer);
     MarkPhase(&profile_.reduce_ms);
   }
 }
@@ -349,9 +305,7 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   // sends (WorkerOptions::decode_on_side_stream), or else on the compute stream, the exchange on
   // the comm stream.
   void* side = decode_after_send != nullptr && options_.decode_on_side_stream ? sync_->side_stream() : nullptr;
-  // With the decode beside the prefix (already joined) nothing else runs: the exchange stays on the
-  // compute stream too.
-  void* exchange_stream = side != nullptr || ch.decode_beside ? be.stream() : comm_stream;
+  void* exchange_stream = side != nullptr ? be.stream() : comm_stream;
   if (side != nullptr) sync_->Wait(side, be.stream());  // the decode reads the prefix states
   sync_->Wait(exchange_stream, be.stream());
   if (!options_.null_collectives)

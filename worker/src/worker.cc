@@ -105,8 +105,6 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   EnvSwitch("PREFIXD_APPEND_BEHIND_QUERIES", "0", "1", &options_.append_behind_query_exchange);
   EnvSwitch("PREFIXD_MERGE_INTO_SEND", "0", "1", &options_.merge_into_send_buffer);
   EnvSwitch("PREFIXD_DECODE_ON_SIDE_STREAM", "0", "1", &options_.decode_on_side_stream);
-  if (const char* env = std::getenv("PREFIXD_DECODE_BESIDE_PREFIX"))
-    options_.decode_beside_prefix = ParseDecodeBesidePrefix(env);
   if (const char* env = std::getenv("PREFIXD_DECODE_FREE_SMS")) {
     const std::string v = env;
     PREFIXD_CHECK_ARG(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 4,
@@ -643,8 +641,6 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   ch.split_rows.clear();
   ch.plan = kernels::CascadePlan{};
   ch.split_plan = kernels::CascadePlan{};
-  ch.decode_beside = false;
-  ch.beside_sms = 0;
   if (ch.is_split) {
     auto x = [&](int i) { return !L.local_owned[i]; };
     auto o = [&](int i) { return bool(L.local_owned[i]); };
@@ -664,8 +660,6 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     ch.plan_rows = rows_of([](int) { return true; });
   } else if (b_loc > 0) {
     ch.plan = kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions());
-    ChooseDecodeBesidePrefix(ch, ch.plan);
-    if (ch.decode_beside) ch.plan = ch.plan.Unfused();
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of([](int) { return true; });
   }
@@ -790,27 +784,6 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   }
   ch.reusable = true;
   ch.advanced = 0;
-}
-
-void Worker::ChooseDecodeBesidePrefix(Chunk& ch, const kernels::CascadePlan& plan) {
-  ch.decode_beside = false;
-  ch.beside_sms = 0;
-  const DecodeBesidePrefix mode = options_.decode_beside_prefix;
-  const StepLayout& L = ch.layout;
-  // Where RunLayer's send-before-decode schedule would run this chunk (one request chunk, unsplit,
-  // whole heads), and where the own rows' queries are ready before the query exchange ends.
-  const bool queries_ready = (options_.queries_in_place && L.q_direct) || L.own_is_local;
-  const bool applies = mode != DecodeBesidePrefix::kOff && chunks_.size() == 1 && !ch.is_split &&
-                       ch.head_chunks == 1 && options_.reduction == StateReduction::kAllToAll &&
-                       options_.send_before_decode && options_.decode_on_side_stream && L.needs_state_exchange &&
-                       queries_ready && !plan.prefix_items.empty() && !plan.decode_items.empty() &&
-                       !plan.MergeNeedsDecode();
-  if (!applies) return;
-  const int sms = ch.backend->num_sms();
-  const BesideEstimate e = EstimateDecodeBesidePrefix(plan, options_.pool, sms, options_.beside_rates);
-  if (mode == DecodeBesidePrefix::kAuto && (sms == 0 || !e.fits())) return;
-  ch.decode_beside = true;
-  ch.beside_sms = sms > 0 ? std::max(1, e.idle_sms) : 0;
 }
 
 bool Worker::AdvancePlan(kernels::CascadePlan* plan, const std::vector<const RequestInfo*>& rows,

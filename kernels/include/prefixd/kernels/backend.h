@@ -92,8 +92,6 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual BackendKind kind() const = 0;
-  // SMs of the backend's device (CUDA); 0 for the CPU backend.
-  virtual int num_sms() const { return 0; }
   virtual std::string Describe() const = 0;  // e.g. "cuda:0 NVIDIA H200 (132 SMs)" or "cpu"
   // Planner options suited to this backend (item count to fill the device, tile sizes).
   virtual PlanOptions DefaultPlanOptions() const = 0;

@@ -110,11 +110,6 @@ struct CascadePlan {
   // Whether some request of merge_requests has decode items (a suffix split into chunks, or no
   // fused merge): then the merge must follow the decode (Backend::RunCascadeParts).
   bool MergeNeedsDecode() const;
-  // The same plan with no decode item finishing its request: every decode item writes its partial
-  // state to its slot and the merge step finishes every request (merge_requests = all). The same
-  // ⊕ over the same states, to float rounding; for a decode part that runs before or beside the
-  // prefix part, so that it cannot read the prefix states.
-  CascadePlan Unfused() const;
   int gqa_group_size() const { return num_qo_heads / num_kv_heads; }
 
   // Flat int32 form: a header of counts, then the arrays above, in a fixed order.

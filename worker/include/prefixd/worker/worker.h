@@ -63,7 +63,6 @@
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/synthetic_kv.h"
 #include "prefixd/worker/backend_buffer.h"
-#include "prefixd/worker/decode_beside_prefix.h"
 #include "prefixd/worker/step_layout.h"
 #include "prefixd/worker/step_plan.h"
 #include "prefixd/worker/worker_ops.h"
@@ -128,18 +127,6 @@ struct WorkerOptions {
   // 4 × H200 machines, and none fits an SM that holds a decode CTA. 0: the decode uses every SM.
   // PREFIXD_DECODE_FREE_SMS=n overrides it (A/B runs).
   int decode_free_sms = 24;
-  // Decode beside the prefix (decode_beside_prefix.h): where send_before_decode and
-  // decode_on_side_stream apply to a step of one request chunk, unsplit, in whole heads, whose
-  // queries are made in place (or all its rows are its own), the own rows' decode may run on the
-  // SMs the prefix grid leaves idle: on the side stream, one CTA per idle SM, launched before the
-  // prefix, with the plan unfused (CascadePlan::Unfused), so that the merge part, after both,
-  // finishes the own rows too. The state exchange then runs alone. kAuto: where
-  // EstimateDecodeBesidePrefix with beside_rates says the decode is done by the time the prefix
-  // is (CUDA only); kAlways: wherever the schedule applies (tests; on the CPU backend it runs in
-  // call order, the same ⊕ over the same states); kOff: never.
-  // PREFIXD_DECODE_BESIDE_PREFIX=off|auto|always overrides it (A/B runs).
-  DecodeBesidePrefix decode_beside_prefix = DecodeBesidePrefix::kOff;
-  BesideRates beside_rates{40e9, 4.8e12};
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
@@ -268,8 +255,6 @@ class Worker {
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
   // Layers so far whose states were sent before the own rows' decode (send_before_decode).
   int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
-  // Layers so far whose own rows' decode ran beside the prefix (decode_beside_prefix).
-  int64_t layers_decode_beside_prefix() const { return layers_decode_beside_prefix_; }
   // Steps whose K/V append ran behind the first layer's query exchange (append_behind_query_exchange).
   int64_t appends_behind_queries() const { return appends_behind_queries_; }
 
@@ -300,10 +285,6 @@ class Worker {
     std::vector<const RequestInfo*> plan_rows, split_rows;  // per plan request: its suffix's request, or null
     int advanced = 0;                           // steady steps since the plans were made
     bool merge_needs_decode = false;            // plan.MergeNeedsDecode(), set after each prepare
-    // This step's own rows' decode runs beside the prefix (WorkerOptions::decode_beside_prefix;
-    // the plan is then unfused), on at most beside_sms SMs (0: any; the CPU backend).
-    bool decode_beside = false;
-    int beside_sms = 0;
     std::vector<int32_t> old_len;               // scratch
   };
 
@@ -323,9 +304,6 @@ class Worker {
   bool PrepareChunkSteady(Chunk& ch);
   bool AdvancePlan(kernels::CascadePlan* plan, const std::vector<const RequestInfo*>& rows, std::vector<int32_t>* old_len);
   void RunLayer(int layer);
-  // Whether chunk ch's step runs its decode beside the prefix, for its freshly made plan (sets
-  // ch.decode_beside and ch.beside_sms).
-  void ChooseDecodeBesidePrefix(Chunk& ch, const kernels::CascadePlan& plan);
   void RunLayerHeadChunks(Chunk& ch, int layer);
   float* OutV(int layer, const Chunk& ch);
   float* OutS(int layer, const Chunk& ch);
@@ -353,7 +331,6 @@ class Worker {
 
   WorkerOptions options_;
   int64_t layers_sent_before_decode_ = 0;
-  int64_t layers_decode_beside_prefix_ = 0;
   // This step's K/V append (Decode): its tokens, and whether it still has to run behind layer 0's
   // query exchange (WorkerOptions::append_behind_query_exchange).
   kernels::SyntheticKvTokens append_tokens_;

@@ -258,11 +258,12 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
     o.fuse_merge = false;
   }
   if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
-  // Layout choice by the cost model (PlanOptions::choose_layout): off by default. The built-in H200
-  // parameters pick within 5% of the faster layout on all 60 shapes of the s2 planner run offline
-  // (cost_model_test.cc) but on 59 of 60 when checked on the GPU (bench/NOTES-planner.md), and
-  // they are an H200's. PREFIXD_CHOOSE_LAYOUT=1 turns it on (not with concurrent decode: the
-  // model does not describe that mode).
+  // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with concurrent
+  // decode: the model does not describe that mode). With the built-in H200 parameters (fitted in
+  // session 8) and the plain margin, the choice is within 5% of the faster layout on every shape of
+  // the planner checks in bench/NOTES-planner.md; without it, short prefixes (P ≤ 256) run up to
+  // 1.3× slower than plain decode. The parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it off.
+  o.choose_layout = concurrent_decode_sms_ == 0;
   if (const char* env = std::getenv("PREFIXD_CHOOSE_LAYOUT"))
     o.choose_layout = std::atoi(env) != 0 && concurrent_decode_sms_ == 0;
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).

@@ -34,7 +34,7 @@
 //   PREFIXD_DECODE_PERSISTENT=0|1         every tensor-core decode launch as one CTA per SM looping
 //                                         over items (0; slower than one CTA per item, same README)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
-//   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (0; built-in H200 cost model)
+//   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (1; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
 //
 // Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, for small

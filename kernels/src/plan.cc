@@ -212,7 +212,8 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //     order of their prefix work (requests × prefix tokens) while each flip lowers the predicted
 //     time (stopping at the first that does not: a group with more prefix work gains less from
 //     plain decode); and every eligible group plain. The lowest predicted time wins; ties keep the
-//     earlier candidate (cascade first, the given split options first).
+//     earlier candidate (cascade first, the given split options first), and a candidate with plain
+//     groups must beat the best cascade by more than PlanOptions::plain_margin.
 // Cost: at most (2 + eligible groups) × 6 plans, usually 3 × 6; each plan is O(items).
 struct Scored {
   double us = 0;
@@ -275,6 +276,8 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
     all_plain = ScoreLayout(batch, pool, base, params, all, &candidates);
     if (all_plain.us < best.us) best = all_plain;
   }
+  // Plain groups only for a clear predicted gain (PlanOptions::plain_margin).
+  if (best.us > cascade.us * (1.0 - options.plain_margin)) best = cascade;
   if (report) {
     report->group_plain = best.plain;
     report->prefix_target_items = best.options.prefix_target_items;

@@ -163,13 +163,13 @@ std::vector<CostSample> H200Samples(const CostModelParams& params) {
 }
 
 // Tolerances for the defaults on the measured rows: every row within kRowTol (relative), the
-// ln-error RMS within kRmsTol. The defaults are fitted to these rows and the s2 planner run
-// together (FitConvergesOnTheH200S2Samples prints the joint fit); the two runs differ by a few µs
-// per timed region, and the s2 run's B = 16 shapes set decode cta_gbs and prefix_item_us lower
-// than the RESULTS rows alone did: the low-weight decode-v3 B = 1 row (an older kernel) and the
-// 256-item prefix variant are now over 20% off, every other row within 16%.
-constexpr double kRowTol = 0.22;
-constexpr double kRmsTol = 0.065;
+// ln-error RMS within kRmsTol. These rows are of older kernels (sessions 1-2); the defaults are
+// fitted to session 8's calibration of today's kernels (the S8 rows below), which, e.g., run the
+// plain decode of 32/8 B256 P32768 S256 in 3519 µs instead of this table's 4436 (the row now 22%
+// off). They still pin the model on what the calibration grid lacks (head_dim 64 and 256, the
+// unfused merge, long suffixes).
+constexpr double kRowTol = 0.25;
+constexpr double kRmsTol = 0.11;
 
 // Every sample predicted within row_tol (relative) and the ln-error RMS within rms_tol.
 void ExpectPredicts(const std::vector<CostSample>& samples, const CostModelParams& params, double row_tol,
@@ -290,90 +290,90 @@ TEST(CostModel, TextRoundTripAndErrors) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The H200 planner run of bench/kernel/results/h200-s2-planner.txt (`prefixd_kernel_bench
-// --calibrate FILE --planner-check`, fp16, D 128, page 16, 30 iterations, L2 write-flushed): the
-// 60 default planner shapes (heads 32/32 and 32/8, B 16/64/256, P 128/256/1024/8192/32768,
-// S 32/256) with every part of both layouts timed alone (the file's calibration samples) and both
-// totals. 0: not measured (no merge launched).
-struct S2Row {
+// The H200 planner run of bench/kernel/results/h200-s8-planner-calibrated.txt (session 8,
+// `prefixd_kernel_bench --calibrate FILE --planner-check`, fp16, D 128, page 16, 30 iterations, L2
+// write-flushed; today's kernels): the 60 default planner shapes (heads 32/32 and 32/8, B 16/64/256,
+// P 128/256/1024/8192/32768, S 32/256) with every part of both layouts timed alone (the file's
+// calibration samples) and both totals. 0: not measured (no merge launched). The built-in defaults
+// are this run's fit (merge parameters aside, cost_model.cc).
+struct S8Row {
   int h_kv, b, p, s;
   double cascade_total, cascade_prefix, cascade_decode, cascade_merge;
   double plain_total, plain_decode, plain_merge;
 };
 
-const S2Row kS2Rows[] = {
-      {32,  16,   128,  32,   12.8,   10.0,   10.2,    0.0,   15.8,   15.5,    0.0},
-      {32,  16,   128, 256,   31.7,    9.5,   27.0,    0.0,   30.7,   31.4,    0.0},
-      {32,  16,   256,  32,   14.2,   11.8,   10.3,    0.0,   23.4,   22.9,    0.0},
-      {32,  16,   256, 256,   32.7,   11.2,   27.3,    0.0,   37.5,   38.0,    0.0},
-      {32,  16,  1024,  32,   21.4,   15.0,   10.5,    0.0,   66.7,   66.4,    0.0},
-      {32,  16,  1024, 256,   40.8,   15.1,   26.6,    0.0,   80.3,   79.8,    0.0},
-      {32,  16,  8192,  32,   51.8,   47.7,   10.6,    0.0,  474.0,  473.8,    0.0},
-      {32,  16,  8192, 256,   71.6,   47.6,   26.9,    0.0,  487.1,  486.2,    0.0},
-      {32,  16, 32768,  32,  147.7,  144.4,   10.6,    0.0, 1869.8, 1869.0,    0.0},
-      {32,  16, 32768, 256,  165.2,  143.5,   26.8,    0.0, 1881.9, 1881.4,    0.0},
-      {32,  64,   128,  32,   24.2,   10.2,   20.6,    0.0,   40.7,   40.4,    0.0},
-      {32,  64,   128, 256,   81.9,   10.0,   80.3,    0.0,   97.3,   97.6,    0.0},
-      {32,  64,   256,  32,   25.7,   12.9,   20.4,    0.0,   66.1,   65.5,    0.0},
-      {32,  64,   256, 256,   82.1,   12.4,   80.0,    0.0,  115.7,  116.1,    0.0},
-      {32,  64,  1024,  32,   30.9,   17.0,   21.0,    0.0,  217.3,  216.9,    0.0},
-      {32,  64,  1024, 256,   86.3,   16.3,   80.4,    0.0,  262.6,  262.9,    0.0},
-      {32,  64,  8192,  32,   61.6,   48.6,   22.0,    0.0, 1632.7, 1632.6,    0.0},
-      {32,  64,  8192, 256,  115.5,   48.4,   80.7,    0.0, 1675.0, 1675.6,    0.0},
-      {32,  64, 32768,  32,  159.4,  146.6,   21.8,    0.0, 6525.4, 6528.7,    0.0},
-      {32,  64, 32768, 256,  208.8,  145.7,   80.6,    0.0, 6524.4, 6619.5,    0.0},
-      {32, 256,   128,  32,   60.5,   12.2,   57.2,    0.0,  136.7,  136.2,    0.0},
-      {32, 256,   128, 256,  269.7,   11.6,  269.8,    0.0,  318.7,  319.0,    0.0},
-      {32, 256,   256,  32,   62.5,   14.7,   57.0,    0.0,  231.3,  230.8,    0.0},
-      {32, 256,   256, 256,  270.9,   14.1,  270.2,    0.0,  404.4,  404.4,    0.0},
-      {32, 256,  1024,  32,   71.0,   20.9,   59.0,    0.0,  800.3,  799.9,    0.0},
-      {32, 256,  1024, 256,  276.4,   20.0,  271.2,    0.0,  967.1,  974.3,    0.0},
-      {32, 256,  8192,  32,  117.6,   67.4,   58.6,    0.0, 6164.5, 6203.4,    0.0},
-      {32, 256,  8192, 256,  311.6,   66.8,  271.4,    0.0, 6527.3, 6521.0,    0.0},
-      {32, 256, 32768,  32,  284.5,  235.3,   58.4,    0.0, 27825.0, 28886.5,    0.0},
-      {32, 256, 32768, 256,  478.4,  235.0,  272.0,    0.0, 27241.4, 28282.0,    0.0},
-      { 8,  16,   128,  32,   12.1,    9.9,    8.7,    0.0,   11.3,   10.9,    0.0},
-      { 8,  16,   128, 256,   18.3,    9.3,   16.4,    0.0,   18.2,   18.8,    0.0},
-      { 8,  16,   256,  32,   13.7,   11.5,    8.5,    0.0,   14.7,   14.5,    0.0},
-      { 8,  16,   256, 256,   18.6,   10.9,   16.3,    0.0,   20.0,   14.9,    7.0},
-      { 8,  16,  1024,  32,   17.1,   14.1,    9.3,    0.0,   26.8,   21.8,    6.8},
-      { 8,  16,  1024, 256,   18.4,   14.0,   16.5,    0.0,   30.2,   25.1,    6.9},
-      { 8,  16,  8192,  32,   28.0,   20.5,   12.4,    0.0,  128.1,  123.2,    6.7},
-      { 8,  16,  8192, 256,   37.9,   20.8,   19.6,    0.0,  132.4,  127.6,    7.0},
-      { 8,  16, 32768,  32,   54.2,   47.8,   12.5,    0.0,  476.2,  471.3,    6.6},
-      { 8,  16, 32768, 256,   62.8,   47.8,   19.7,    0.0,  480.8,  476.7,    6.6},
-      { 8,  64,   128,  32,   16.5,   10.5,   11.5,    0.0,   13.3,   13.7,    0.0},
-      { 8,  64,   128, 256,   31.6,   10.6,   27.0,    0.0,   28.8,   29.3,    0.0},
-      { 8,  64,   256,  32,   17.8,   12.5,   11.5,    0.0,   17.2,   17.6,    0.0},
-      { 8,  64,   256, 256,   32.4,   12.4,   27.1,    0.0,   32.7,   33.0,    0.0},
-      { 8,  64,  1024,  32,   22.0,   16.1,   12.4,    0.0,   42.8,   43.1,    0.0},
-      { 8,  64,  1024, 256,   35.0,   16.4,   26.7,    0.0,   58.1,   57.4,    0.0},
-      { 8,  64,  8192,  32,   33.7,   26.3,   13.8,    0.0,  283.5,  284.1,    0.0},
-      { 8,  64,  8192, 256,   48.5,   26.6,   28.7,    0.0,  293.5,  292.8,    0.0},
-      { 8,  64, 32768,  32,   73.3,   65.9,   13.8,    0.0, 1107.9, 1107.6,    0.0},
-      { 8,  64, 32768, 256,   86.8,   65.9,   28.8,    0.0, 1114.5, 1113.4,    0.0},
-      { 8, 256,   128,  32,   31.9,   11.0,   27.5,    0.0,   36.7,   37.2,    0.0},
-      { 8, 256,   128, 256,   82.7,   11.6,   83.0,    0.0,   94.1,   93.7,    0.0},
-      { 8, 256,   256,  32,   33.7,   13.5,   26.8,    0.0,   54.1,   53.4,    0.0},
-      { 8, 256,   256, 256,   82.3,   13.0,   83.6,    0.0,  109.7,  110.4,    0.0},
-      { 8, 256,  1024,  32,   40.6,   17.8,   28.7,    0.0,  155.1,  155.6,    0.0},
-      { 8, 256,  1024, 256,   94.7,   18.4,   84.5,    0.0,  209.3,  208.6,    0.0},
-      { 8, 256,  8192,  32,   85.5,   63.5,   28.7,    0.0, 1107.6, 1108.0,    0.0},
-      { 8, 256,  8192, 256,  135.8,   64.1,   84.5,    0.0, 1148.2, 1148.1,    0.0},
-      { 8, 256, 32768,  32,  242.5,  221.0,   28.8,    0.0, 4367.3, 4369.7,    0.0},
-      { 8, 256, 32768, 256,  291.1,  222.1,   84.1,    0.0, 4406.1, 4402.6,    0.0},
+const S8Row kS8Rows[] = {
+      {32,  16,   128,  32,    12.6,    10.1,    10.3,    0.0,     14.6,     14.1,    0.0},
+      {32,  16,   128, 256,    30.0,    10.1,    25.7,    0.0,     30.0,     29.4,    0.0},
+      {32,  16,   256,  32,    14.0,    12.3,    10.2,    0.0,     20.9,     20.4,    0.0},
+      {32,  16,   256, 256,    30.5,    12.0,    26.1,    0.0,     35.9,     35.1,    0.0},
+      {32,  16,  1024,  32,    20.9,    15.4,    10.4,    0.0,     57.9,     57.6,    0.0},
+      {32,  16,  1024, 256,    38.9,    15.6,    26.2,    0.0,     70.1,     69.4,    0.0},
+      {32,  16,  8192,  32,    50.9,    46.9,    10.4,    0.0,    401.3,    400.6,    0.0},
+      {32,  16,  8192, 256,    68.1,    47.0,    26.3,    0.0,    412.1,    411.5,    0.0},
+      {32,  16, 32768,  32,   147.3,   144.2,    10.5,    0.0,   1578.8,   1577.8,    0.0},
+      {32,  16, 32768, 256,   162.8,   144.0,    26.1,    0.0,   1587.9,   1589.2,    0.0},
+      {32,  64,   128,  32,    24.1,    10.7,    20.6,    0.0,     37.2,     36.3,    0.0},
+      {32,  64,   128, 256,    80.5,    10.3,    78.3,    0.0,     93.1,     93.9,    0.0},
+      {32,  64,   256,  32,    25.7,    12.9,    20.6,    0.0,     58.4,     57.7,    0.0},
+      {32,  64,   256, 256,    80.1,    12.2,    78.2,    0.0,    108.3,    108.8,    0.0},
+      {32,  64,  1024,  32,    30.6,    16.8,    20.9,    0.0,    185.4,    185.0,    0.0},
+      {32,  64,  1024, 256,    84.0,    16.1,    78.1,    0.0,    224.9,    225.4,    0.0},
+      {32,  64,  8192,  32,    61.0,    48.2,    22.0,    0.0,   1378.7,   1380.7,    0.0},
+      {32,  64,  8192, 256,   112.3,    47.6,    78.3,    0.0,   1411.4,   1418.0,    0.0},
+      {32,  64, 32768,  32,   159.1,   145.5,    21.8,    0.0,   5485.2,   5613.3,    0.0},
+      {32,  64, 32768, 256,   206.6,   144.5,    79.2,    0.0,   5619.3,   5566.4,    0.0},
+      {32, 256,   128,  32,    59.9,    12.3,    56.8,    0.0,    121.1,    120.4,    0.0},
+      {32, 256,   128, 256,   264.4,    11.6,   264.2,    0.0,    307.9,    308.9,    0.0},
+      {32, 256,   256,  32,    62.0,    14.4,    56.6,    0.0,    200.0,    199.5,    0.0},
+      {32, 256,   256, 256,   264.8,    13.9,   264.6,    0.0,    356.4,    356.9,    0.0},
+      {32, 256,  1024,  32,    70.4,    20.4,    58.4,    0.0,    678.5,    678.0,    0.0},
+      {32, 256,  1024, 256,   271.3,    20.0,   265.7,    0.0,    821.6,    822.5,    0.0},
+      {32, 256,  8192,  32,   116.8,    66.9,    58.1,    0.0,   5296.8,   5365.5,    0.0},
+      {32, 256,  8192, 256,   305.0,    66.6,   266.1,    0.0,   5396.9,   5446.5,    0.0},
+      {32, 256, 32768,  32,   279.6,   230.7,    57.8,    0.0,  23172.4,  23217.0,    0.0},
+      {32, 256, 32768, 256,   468.2,   230.2,   265.7,    0.0,  23858.0,  23815.9,    0.0},
+      { 8,  16,   128,  32,    12.5,    10.3,     8.4,    0.0,      9.2,      8.8,    0.0},
+      { 8,  16,   128, 256,    15.4,     9.6,    14.0,    0.0,     14.1,     14.9,    0.0},
+      { 8,  16,   256,  32,    14.1,    11.7,     8.3,    0.0,     11.1,     10.4,    0.0},
+      { 8,  16,   256, 256,    15.6,    11.7,    13.4,    0.0,     18.0,     13.9,    6.4},
+      { 8,  16,  1024,  32,    17.2,    14.1,     8.6,    0.0,     20.7,     16.6,    6.2},
+      { 8,  16,  1024, 256,    18.6,    14.6,    13.4,    0.0,     23.8,     19.2,    6.4},
+      { 8,  16,  8192,  32,    26.5,    21.2,    10.5,    0.0,     73.2,     68.9,    6.1},
+      { 8,  16,  8192, 256,    31.4,    21.2,    15.0,    0.0,     75.8,     71.1,    6.2},
+      { 8,  16, 32768,  32,    52.3,    48.1,    10.5,    0.0,    252.8,    248.9,    6.2},
+      { 8,  16, 32768, 256,    57.0,    47.7,    15.3,    0.0,    255.5,    250.8,    6.1},
+      { 8,  64,   128,  32,    17.8,    11.5,    10.9,    0.0,     13.3,     13.0,    0.0},
+      { 8,  64,   128, 256,    31.9,    11.4,    26.1,    0.0,     29.0,     28.5,    0.0},
+      { 8,  64,   256,  32,    19.0,    13.4,    10.9,    0.0,     16.3,     16.1,    0.0},
+      { 8,  64,   256, 256,    32.9,    12.8,    26.5,    0.0,     31.4,     32.0,    0.0},
+      { 8,  64,  1024,  32,    23.5,    16.5,    11.3,    0.0,     36.3,     35.8,    0.0},
+      { 8,  64,  1024, 256,    36.1,    15.9,    27.2,    0.0,     51.2,     51.7,    0.0},
+      { 8,  64,  8192,  32,    34.6,    26.7,    12.8,    0.0,    223.7,    224.6,    0.0},
+      { 8,  64,  8192, 256,    49.2,    25.9,    29.0,    0.0,    236.2,    236.6,    0.0},
+      { 8,  64, 32768,  32,    74.0,    66.3,    13.0,    0.0,    883.4,    884.3,    0.0},
+      { 8,  64, 32768, 256,    86.8,    65.4,    29.2,    0.0,    884.8,    885.6,    0.0},
+      { 8, 256,   128,  32,    33.1,    11.9,    26.4,    0.0,     34.4,     33.8,    0.0},
+      { 8, 256,   128, 256,    80.8,    11.3,    80.8,    0.0,     88.7,     88.6,    0.0},
+      { 8, 256,   256,  32,    34.7,    13.7,    26.4,    0.0,     47.9,     47.4,    0.0},
+      { 8, 256,   256, 256,    81.1,    13.0,    80.3,    0.0,    101.8,    102.4,    0.0},
+      { 8, 256,  1024,  32,    41.1,    18.1,    27.8,    0.0,    126.0,    125.5,    0.0},
+      { 8, 256,  1024, 256,    92.4,    17.4,    82.1,    0.0,    181.0,    182.1,    0.0},
+      { 8, 256,  8192,  32,    86.0,    63.7,    27.8,    0.0,    879.5,    877.0,    0.0},
+      { 8, 256,  8192, 256,   133.0,    63.3,    81.8,    0.0,    921.9,    921.5,    0.0},
+      { 8, 256, 32768,  32,   242.3,   221.6,    27.9,    0.0,   3583.3,   3598.2,    0.0},
+      { 8, 256, 32768, 256,   288.2,   220.9,    81.6,    0.0,   3519.3,   3537.8,    0.0},
 };
 
-// Also in the file: three plans the built-in defaults of the time chose in its first pass, timed
-// whole: plain decode with the suffixes unsplit ("plain t132 nosplit": min_decode_chunk = INT_MAX,
-// 128 items of P + S tokens instead of 256 and a merge).
-struct S2Variant {
+// Also in the file: the one split variant the fitted model chose, timed whole by the check: plain
+// decode with the suffixes unsplit ("plain t132 nosplit": min_decode_chunk = INT_MAX).
+struct S8Variant {
   int h_kv, b, p, s;
   double total;
 };
-const S2Variant kS2PlainNoSplit[] = {{8, 16, 256, 256, 21.9}, {8, 16, 1024, 32, 36.5}, {8, 16, 1024, 256, 43.3}};
+const S8Variant kS8PlainNoSplit[] = {{8, 16, 256, 256, 15.9}};
 
-GridShape S2Shape(int h_kv, int b, int p, int s) { return S(32, h_kv, b, p, s); }
+GridShape S8Shape(int h_kv, int b, int p, int s) { return S(32, h_kv, b, p, s); }
 
 PlanOptions NoSplit() {
   PlanOptions o = H200PlanOptions();
@@ -381,7 +381,7 @@ PlanOptions NoSplit() {
   return o;
 }
 
-std::vector<CostSample> S2Samples(const CostModelParams& params) {
+std::vector<CostSample> S8Samples(const CostModelParams& params) {
   std::vector<CostSample> samples;
   auto add = [&](const GridShape& g, Layout layout, const PlanOptions& o, CostPart part, double us, const char* what) {
     if (!(us > 0)) return;
@@ -390,13 +390,13 @@ std::vector<CostSample> S2Samples(const CostModelParams& params) {
     s.part = part;
     s.measured_us = us;
     char label[160];
-    std::snprintf(label, sizeof(label), "s2: 32/%d B%d P%d S%d %s %s%s", g.h_kv, g.batch, g.prefix, g.suffix,
+    std::snprintf(label, sizeof(label), "s8: 32/%d B%d P%d S%d %s %s%s", g.h_kv, g.batch, g.prefix, g.suffix,
                   layout == Layout::kPlain ? "plain" : "cascade", CostPartName(part), what);
     s.label = label;
     samples.push_back(s);
   };
-  for (const S2Row& r : kS2Rows) {
-    const GridShape g = S2Shape(r.h_kv, r.b, r.p, r.s);
+  for (const S8Row& r : kS8Rows) {
+    const GridShape g = S8Shape(r.h_kv, r.b, r.p, r.s);
     const PlanOptions o = H200PlanOptions();
     add(g, Layout::kCascade, o, CostPart::kTotal, r.cascade_total, "");
     add(g, Layout::kCascade, o, CostPart::kPrefix, r.cascade_prefix, "");
@@ -406,23 +406,23 @@ std::vector<CostSample> S2Samples(const CostModelParams& params) {
     add(g, Layout::kPlain, o, CostPart::kDecode, r.plain_decode, "");
     add(g, Layout::kPlain, o, CostPart::kMerge, r.plain_merge, "");
   }
-  for (const S2Variant& v : kS2PlainNoSplit)
-    add(S2Shape(v.h_kv, v.b, v.p, v.s), Layout::kPlain, NoSplit(), CostPart::kTotal, v.total, " (no split)");
+  for (const S8Variant& v : kS8PlainNoSplit)
+    add(S8Shape(v.h_kv, v.b, v.p, v.s), Layout::kPlain, NoSplit(), CostPart::kTotal, v.total, " (no split)");
   return samples;
 }
 
 // The planner's choice with the built-in defaults (choose_layout, cost_model null), as
-// MakePlannerPlans in bench/kernel/kernel_bench.cc makes it, on every s2 shape: the chosen layout's
+// MakePlannerPlans in bench/kernel/kernel_bench.cc makes it, on every s8 shape: the chosen layout's
 // measured time within 5% of the faster layout's (the --planner-check bar). A choice identical to
 // a timed plan (the cascade, plain decode, a timed variant) uses that plan's time; a split variant
 // nobody timed uses its layout's time with the default splits and is printed.
 // PREFIXD_COST_MODEL_PRINT_FIT=1 prints the table.
-TEST(CostModel, PlannerChoosesWithinFivePercentOnTheH200S2Shapes) {
+TEST(CostModel, PlannerChoosesWithinFivePercentOnTheH200S8Shapes) {
   const bool print = std::getenv("PREFIXD_COST_MODEL_PRINT_FIT") != nullptr;
   double worst = 0;
   int untimed = 0;
-  for (const S2Row& r : kS2Rows) {
-    const GridShape g = S2Shape(r.h_kv, r.b, r.p, r.s);
+  for (const S8Row& r : kS8Rows) {
+    const GridShape g = S8Shape(r.h_kv, r.b, r.p, r.s);
     SCOPED_TRACE("32/" + std::to_string(r.h_kv) + " B" + std::to_string(r.b) + " P" + std::to_string(r.p) + " S" +
                  std::to_string(r.s));
     KvPoolShape pool;
@@ -439,7 +439,7 @@ TEST(CostModel, PlannerChoosesWithinFivePercentOnTheH200S2Shapes) {
     if (choice == cascade) measured = r.cascade_total, name = "cascade";
     else if (choice == plain) measured = r.plain_total, name = "plain";
     else
-      for (const S2Variant& v : kS2PlainNoSplit)
+      for (const S8Variant& v : kS8PlainNoSplit)
         if (v.h_kv == r.h_kv && v.b == r.b && v.p == r.p && v.s == r.s &&
             choice == PlanCascade(PlainLayout(batch, {1}, g.page_size), pool, NoSplit()).Serialize())
           measured = v.total, name = "plain nosplit";
@@ -466,31 +466,33 @@ TEST(CostModel, PlannerChoosesWithinFivePercentOnTheH200S2Shapes) {
                   r.h_kv, r.b, r.p, r.s, r.cascade_total, r.plain_total, report.predicted_cascade_us,
                   report.predicted_plain_us, name, ratio);
   }
-  std::printf("# s2 planner check with the built-in defaults: worst ratio %.3f; %d choices are split variants nobody "
+  std::printf("# s8 planner check with the built-in defaults: worst ratio %.3f; %d choices are split variants nobody "
               "timed\n", worst, untimed);
   EXPECT_EQ(untimed, 0) << "the defaults choose split variants nobody timed: time them (--planner-check) first";
 }
 
-// The defaults against every s2 sample: each within kS2RowTol, RMS within kS2RmsTol. The worst
-// (33%) is the 32/8 B16 P1024 S256 cascade total: with 16 prefix CTAs on 132 SMs the decode grid
-// runs beside the whole prefix kernel (total 18.4 µs, the parts alone 14.0 and 16.5), which the
-// model's overlap (a fixed start plus a fraction of the decode) does not describe.
-constexpr double kS2RowTol = 0.35;
-constexpr double kS2RmsTol = 0.10;
+// The defaults against every s8 sample: each within kS8RowTol, RMS within kS8RmsTol. The worst
+// (23%) is the 32/32 B256 P256 S256 plain decode (CUDA-core kernel: its L2 rate varies with the
+// prefix/suffix mix); then the smallest cascades (19%: 32/32 B16 P128 S32, 12.6 µs, and 32/8 B16
+// P1024 S256, where 16 prefix CTAs on 132 SMs let the decode grid run beside the whole prefix
+// kernel, which the model's overlap does not describe). The planner's margin (plain_margin)
+// covers that band.
+constexpr double kS8RowTol = 0.30;
+constexpr double kS8RmsTol = 0.10;
 
-TEST(CostModel, DefaultsPredictTheH200S2Samples) {
+TEST(CostModel, DefaultsPredictTheH200S8Samples) {
   const CostModelParams params = CostModelParams::H200();
-  const std::vector<CostSample> samples = S2Samples(params);
+  const std::vector<CostSample> samples = S8Samples(params);
   ASSERT_GE(samples.size(), 300u);
-  ExpectPredicts(samples, params, kS2RowTol, kS2RmsTol);
+  ExpectPredicts(samples, params, kS8RowTol, kS8RmsTol);
 }
 
-// The calibration's path on the s2 samples: FitCostModel from a badly perturbed start converges to
+// The calibration's path on the s8 samples: FitCostModel from a badly perturbed start converges to
 // about the defaults' error. PREFIXD_COST_MODEL_PRINT_FIT=1 also fits all H200 data (RESULTS rows
-// and s2 samples: how the defaults were made) and prints the parameters and every sample.
-TEST(CostModel, FitConvergesOnTheH200S2Samples) {
+// and s8 samples) and prints the parameters and every sample.
+TEST(CostModel, FitConvergesOnTheH200S8Samples) {
   const CostModelParams defaults = CostModelParams::H200();
-  const std::vector<CostSample> samples = S2Samples(defaults);
+  const std::vector<CostSample> samples = S8Samples(defaults);
   const double base = CostFitError(samples, defaults);
   CostModelParams bad = defaults;
   for (const auto& f : CostModelParams::Fields())
@@ -502,7 +504,7 @@ TEST(CostModel, FitConvergesOnTheH200S2Samples) {
     std::vector<CostSample> all = H200Samples(defaults);
     for (const CostSample& s : samples) all.push_back(s);
     const CostModelParams refit = FitCostModel(all, defaults);
-    std::printf("%s# fit on all %zu samples: error %.4f (defaults %.4f); RESULTS rows %.4f, s2 %.4f\n",
+    std::printf("%s# fit on all %zu samples: error %.4f (defaults %.4f); RESULTS rows %.4f, s8 %.4f\n",
                 refit.ToText().c_str(), all.size(), CostFitError(all, refit), CostFitError(all, defaults),
                 CostFitError(H200Samples(refit), refit), CostFitError(samples, refit));
     for (const CostSample& s : all)

@@ -73,6 +73,13 @@ struct PlanOptions {
   // middle of a page table). Every candidate computes the same attention over the same tokens,
   // so the choice changes speed only, never the result beyond float rounding (the ⊕ order).
   bool choose_layout = false;
+  // With choose_layout: a layout with plain groups is chosen only when it is predicted faster than
+  // the best all-cascade candidate by more than this fraction. Where plain decode can win (prefixes
+  // of a few hundred tokens) both layouts take 10-30 µs, mostly launch and per-wave fixed costs,
+  // and the model's error there (~5-15%) is as large as the gaps it decides; within that band the
+  // cascade is kept: it reads the prefix once instead of once per request, so it also degrades
+  // less when other work shares the memory system.
+  double plain_margin = 0.03;
   std::shared_ptr<const CostModelParams> cost_model;
 };
 

@@ -134,9 +134,18 @@ enum class Split {
   kFinePrefix,    // prefix chunks down to 1 token, suffixes split as on the device
 };
 
-// The splits above on top of `backend`'s DefaultPlanOptions (its fuse_merge kept).
-PlanOptions OptionsFor(Split split, const Backend& backend) {
+// `backend`'s DefaultPlanOptions with every group planned as a cascade: the tests that use it are
+// about the cascade's kernels, which the layout choice (on by default on CUDA) would bypass for
+// short prefixes. ChosenLayoutsMatchTheOracle runs the default options themselves.
+PlanOptions CascadeOptions(const Backend& backend) {
   PlanOptions o = backend.DefaultPlanOptions();
+  o.choose_layout = false;
+  return o;
+}
+
+// The splits above on top of CascadeOptions(backend) (its fuse_merge kept).
+PlanOptions OptionsFor(Split split, const Backend& backend) {
+  PlanOptions o = CascadeOptions(backend);
   if (split != Split::kDevice) o.prefix_target_items = 0;  // the variants below set target_items alone
   switch (split) {
     case Split::kDevice: break;
@@ -408,7 +417,7 @@ TEST(CudaCascade, EmptyRequestGetsEmptyState) {
   const HostKvPool pool = RandomKvPool(rng, shape);
   const auto q = RandomBits(rng, 2 * 4 * 64, kF16, 1.f);
   const StepResult got =
-      RunStep(Device(), pool, 0, kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions()), q);
+      RunStep(Device(), pool, 0, kernels::PlanCascade(batch, shape, CascadeOptions(Device())), q);
   for (int i = 0; i < 4 * 64; ++i) {
     ASSERT_EQ(got.v[i], 0.f) << i;
     ASSERT_EQ(got.o[i], 0.f) << i;
@@ -435,11 +444,11 @@ TEST(CudaCascade, PartsMatchTheWholeCascade) {
     const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
     const HostKvPool pool = RandomKvPool(rng, shape);
     const auto q = MakeQueries(rng, pool, 0, batch, true, 45.f);
-    const CascadePlan fused = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+    const CascadePlan fused = kernels::PlanCascade(batch, shape, CascadeOptions(Device()));
     ASSERT_FALSE(fused.merge_requests.empty());
     ASSERT_FALSE(fused.MergeNeedsDecode());
     ExpectCascadePartsMatchWhole(Device(), pool, 0, fused, q);
-    PlanOptions finest = Device().DefaultPlanOptions();
+    PlanOptions finest = CascadeOptions(Device());
     finest.target_items = 1 << 20;
     finest.decode_chunk_align = finest.min_decode_chunk = 16;
     const CascadePlan split = kernels::PlanCascade(batch, shape, finest);
@@ -559,6 +568,41 @@ TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs)
     }
     if (which == 1) ExpectRowsClose(v, want.v, rows, c.head_dim, 4 * tol, c.name + " v_out alone");
     if (which == 2) ExpectLseClose(s_got.data(), want.s.data(), rows, kLseTol, c.name + " s_out alone");
+  }
+}
+
+// The device's default plan options choose each group's layout with the cost model (on by
+// default on CUDA): whatever they choose must compute the same attention. Two batches of one group
+// (32/8, 16 requests, short random suffixes): a 128-token prefix, which the built-in H200 model
+// plans as plain decode (predicted ~30% faster), and a 2048-token one, which it keeps as a
+// cascade; each checked against the float64 oracle, and the choice itself checked, so that both
+// layouts really ran.
+TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int page_size = 16, hq = 32, hkv = 8, d = 128;
+  const PlanOptions options = Device().DefaultPlanOptions();
+  ASSERT_TRUE(options.choose_layout) << "the CUDA backend's default plans without the layout choice";
+  for (const int prefix : {128, 2048}) {
+    SCOPED_TRACE("prefix " + std::to_string(prefix));
+    std::vector<GroupSpec> groups = {{prefix, std::vector<int>(16, 0)}};
+    for (int& len : groups[0].suffix_lens) len = 1 + int(rng() % 40);
+    const KvPoolShape shape{1, PagesNeeded(groups, page_size) + 3, page_size, hkv, d, kF16};
+    kernels::PageAllocator alloc(shape.num_pages);
+    const DecodeBatch batch = BuildBatch(groups, hq, page_size, alloc, rng);
+    const HostKvPool pool = RandomKvPool(rng, shape);
+    const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
+    const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d)));
+    kernels::PlanReport report;
+    const CascadePlan plan = kernels::PlanCascade(batch, shape, options, &report);
+    const bool plain = prefix == 128;
+    ASSERT_EQ(report.group_plain.size(), 1u);
+    EXPECT_EQ(report.group_plain[0], plain ? 1 : 0) << "predicted cascade " << report.predicted_cascade_us
+                                                    << " us, plain " << report.predicted_plain_us;
+    EXPECT_EQ(plan.groups[0].prefix.num_tokens, plain ? 0 : prefix);
+    ExpectMatchesOracle(RunStep(Device(), pool, 0, plan, q), want, kF16, plain ? "plain chosen" : "cascade chosen");
   }
 }
 
@@ -708,7 +752,7 @@ TEST_P(CudaBaselineTest, NonCascadeEqualsCascade) {
   const DecodeBatch flat = FlattenBatch(batch, c.page_size);
   const HostKvPool pool = RandomKvPool(rng, shape);
   const auto q = MakeQueries(rng, pool, 0, batch, c.peaky, kPeakyScale);
-  const PlanOptions options = Device().DefaultPlanOptions();
+  const PlanOptions options = CascadeOptions(Device());
 
   const CascadePlan flat_plan = kernels::PlanCascade(flat, shape, options);
   EXPECT_TRUE(flat_plan.prefix_items.empty());
@@ -921,7 +965,7 @@ void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes) {
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(groups, 32, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
-  const CascadePlan plan = kernels::PlanCascade(batch, shape, device.DefaultPlanOptions());
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, CascadeOptions(device));
   ASSERT_FALSE(plan.prefix_items.empty());
   ASSERT_FALSE(plan.decode_items.empty());
   const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads, n = rows * shape.head_dim;
@@ -1000,7 +1044,7 @@ void ExpectDecodePartOnSideStreamMatchesWhole(Backend& be, int hq, int hkv, int 
   const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
   const auto q = MakeQueries(rng, pool, 0, batch, true, 45.f);
-  const CascadePlan plan = kernels::PlanCascade(batch, shape, be.DefaultPlanOptions());
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, CascadeOptions(be));
   ASSERT_FALSE(plan.MergeNeedsDecode());
   ASSERT_FALSE(plan.decode_items.empty());
   const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads;
@@ -1109,8 +1153,8 @@ TEST(CudaBackend, UploadBatchLandsEveryCopyInCallOrder) {
   BackendBuffers mem(Device());
   const kernels::CascadeArgs args = StepArgs(mem, pool, 0, q, rows);
   Device().BeginUploadBatch();
-  Device().LoadPlan(kernels::PlanCascade(other, shape, Device().DefaultPlanOptions()));
-  Device().LoadPlan(kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions()));
+  Device().LoadPlan(kernels::PlanCascade(other, shape, CascadeOptions(Device())));
+  Device().LoadPlan(kernels::PlanCascade(batch, shape, CascadeOptions(Device())));
   Device().EndUploadBatch();
   Device().RunCascade(args);
   const StepResult got = DownloadStep(mem, args, shape.dtype, rows, shape.head_dim);
@@ -1131,7 +1175,7 @@ TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {
   const DecodeBatch batch = BuildBatch({{100, {5, 30}}, {0, {20}}}, 8, 16, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
   const auto q = MakeQueries(rng, pool, 1, batch, false, kPeakyScale);
-  const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, CascadeOptions(Device()));
   const int64_t rows = int64_t(batch.num_requests()) * batch.num_qo_heads;
 
   {  // A fresh backend has no plan.
@@ -1203,7 +1247,7 @@ TEST(CudaBackendErrors, UnsupportedGroupSizeIsRefusedAtLoad) {
   const KvPoolShape shape{1, 8, 16, 1, 64, kF16};
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch({{20, {5}}}, 16, 16, alloc, rng);
-  const CascadePlan plan = kernels::PlanCascade(batch, shape, Device().DefaultPlanOptions());
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, CascadeOptions(Device()));
   EXPECT_PREFIXD_ERROR(Device().LoadPlan(plan), ErrorKind::kInvalidArgument, "GQA group size 16");
 }
 

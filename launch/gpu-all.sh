@@ -2,7 +2,8 @@
 # Every GPU check of prefixd in ONE call on a lent multi-GPU machine (built for nvidia-h200-x4):
 #   A. in parallel, on disjoint GPUs:
 #      GPU 0   — launch/gpu-check.sh: every GPU test, compute-sanitizer memcheck + racecheck, then
-#                the kernel benchmark grid with the variants in $PREFIXD_BENCH_VARIANTS (one table);
+#                the kernel benchmark grid with the variants in $PREFIXD_BENCH_VARIANTS (one table),
+#                the planner check (prefixd_kernel_bench --planner-check);
 #      GPUs 1+ — the MPI tests with NCCL + CUDA at np 2 and 3, and the NCCL failure tests;
 #   B. on all GPUs — the MPI tests at np 4 and launch/gpu-scaling.sh's scaling runs and main job;
 # then the summaries last; the logs so far are snapshotted to $OUT/logs.tgz every 30 s.
@@ -39,6 +40,9 @@ if [ "$part" != B ]; then
   timeout "${PREFIXD_TIMEOUT_BENCH:-300}" "$PREFIXD_BIN_DIR/prefixd_kernel_bench" --heads 32/32,32/8 --variants "$variants" \
     --csv "$work/kernel_bench.csv" >"$work/kernel_bench.txt" 2>&1
   echo "kernel bench exit $?" >>"$work/kernel_bench.txt"
+  # The planner's layout choice (on by default): measured against both layouts on its default grid.
+  timeout 120 "$PREFIXD_BIN_DIR/prefixd_kernel_bench" --planner-check >"$work/planner_check.txt" 2>&1
+  echo "planner check exit $?" >>"$work/planner_check.txt"
 ) &
 check_pid=$!
 if [ "$gpus" -ge 4 ]; then
@@ -65,6 +69,7 @@ if [ "$part" != B ]; then
   echo "================ A. gpu-check (GPU 0) ================"; tail -12 "$work/check.txt"
   echo "================ A. distributed tests (GPUs 1-$((gpus - 1))) ================"; grep -A20 'summary' "$work/dist.txt" | head -12
   echo "================ kernel benchmark: variants ================"; tail -40 "$work/kernel_bench.txt"
+  echo "================ planner check ================"; tail -2 "$work/planner_check.txt"
 fi
 if [ "$part" != A ]; then
   echo "================ B. scaling ($gpus GPUs) ================"; grep -A40 'summary' "$work/scaling.txt" | cut -c1-200

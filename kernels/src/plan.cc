@@ -207,14 +207,15 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 
 // Layout choice (PlanOptions::choose_layout). Candidates are scored by the cost model:
 //  1. split options: the given ones, the prefix item target ×½ and ×2, each with the suffixes split
-//     as given or not split at all (6 plans per layout; the best is the layout's score);
+//     as given or not split at all (6 plans per all-cascade layout; the best is the layout's
+//     score); a layout with plain groups is scored with the given splits only (below);
 //  2. layouts: every group cascade; then, greedily, eligible groups flipped to plain in ascending
 //     order of their prefix work (requests × prefix tokens) while each flip lowers the predicted
 //     time (stopping at the first that does not: a group with more prefix work gains less from
 //     plain decode); and every eligible group plain. The lowest predicted time wins; ties keep the
 //     earlier candidate (cascade first, the given split options first), and a candidate with plain
 //     groups must beat the best cascade by more than PlanOptions::plain_margin.
-// Cost: at most (2 + eligible groups) × 6 plans, usually 3 × 6; each plan is O(items).
+// Cost: 6 + (1 + eligible groups) plans, usually 8; each plan is O(items).
 struct Scored {
   double us = 0;
   PlanOptions options;
@@ -225,11 +226,17 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
                    const CostModelParams& params, const std::vector<uint8_t>& plain, int* candidates) {
   const DecodeBatch layout = PlainLayout(batch, plain, pool.page_size);
   const int target = base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items;
+  // Layouts with plain groups keep the given splits: their split variants hinge on one CTA's
+  // streaming rate (decode cta_gbs), which the calibrations barely pin, and where the planner chose
+  // one it ran slower than predicted (unsplit plain decode on the H200: 36.5 µs against the
+  // cascade's 17.1 in session 2; 15.9-16.9 against 15.5-16.1 in session 8, bench/NOTES-planner.md).
+  const bool any_plain = std::find(plain.begin(), plain.end(), uint8_t(1)) != plain.end();
   Scored best;
   bool first = true;
   for (const int prefix_target : {target, std::max(1, target / 2), target * 2})
     for (const int min_decode_chunk : {base.min_decode_chunk, INT_MAX}) {
       if (!first && min_decode_chunk == base.min_decode_chunk && prefix_target == target) continue;
+      if (!first && any_plain) continue;
       PlanOptions o = base;
       o.prefix_target_items = prefix_target;
       o.min_decode_chunk = min_decode_chunk;

@@ -78,7 +78,7 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
 class Harness {
  public:
   Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens, bool split = false,
-          int head_chunks = 1, bool run_ahead = false, bool send_first = false)
+          int head_chunks = 1, bool run_ahead = false, bool send_first = false, int choose_layout = -1)
       : shape_(s), cuda_(cuda) {
     EngineOptions o;
     o.worker.pool.num_layers = s.layers;
@@ -91,6 +91,7 @@ class Harness {
     o.worker.reduction = reduction;
     o.worker.split_own_rows = split;
     o.worker.send_before_decode = send_first;
+    o.worker.choose_layout = choose_layout;
     o.worker.head_chunks = head_chunks;
     o.worker.run_ahead = run_ahead;
     o.placement.shard_min_tokens = shard_min_tokens;
@@ -181,7 +182,12 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
   }
   StateReduction reduction() const { return std::get<0>(GetParam()); }
   bool split() const { return std::get<1>(GetParam()).rfind("split", 0) == 0; }
-  bool send_first() const { return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0; }
+  // "layoutN": send first, with the planner's layout choice on (the CPU backend's default is off):
+  // the tests' short prefixes are then planned as plain decode, whose rows owned elsewhere have
+  // decode items, so their states are not final after prefix + merge (Chunk::send_needs_decode).
+  bool layout() const { return std::get<1>(GetParam()).rfind("layout", 0) == 0; }
+  int layout_choice() const { return layout() ? 1 : -1; }
+  bool send_first() const { return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || layout(); }
   int head_chunks() const {
     const std::string& m = std::get<1>(GetParam());
     return m.rfind("heads", 0) == 0 ? std::stoi(m.substr(5)) : 1;
@@ -189,7 +195,7 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
   int chunks() const {
     const std::string& m = std::get<1>(GetParam());
     if (head_chunks() > 1) return 1;
-    return std::stoi(m.substr(split() ? 5 : send_first() ? 9 : 6));
+    return std::stoi(m.substr(m.find_first_of("0123456789")));
   }
   // A random shape; with head chunks, H_kv = N or 2N KV heads and a GQA group of 2 or 4.
   Shape NewShape() {
@@ -218,7 +224,7 @@ TEST_P(EngineTest, EvenSplit) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), layout_choice());
   if (h.root()) {
     const int len = shape.page * n * (2 + int(rng_() % 4));  // whole pages on every rank
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, len));
@@ -238,7 +244,7 @@ TEST_P(EngineTest, EvenSplit) {
   // (every rank here, with more than one) and owns a request with a suffix.
   int64_t sent_first = h.engine().worker().layers_sent_before_decode();
   MPI_Allreduce(MPI_IN_PLACE, &sent_first, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  if (send_first() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(sent_first, 0);
+  if (send_first() && !layout() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(sent_first, 0);
   if (!send_first()) EXPECT_EQ(sent_first, 0);
   // The K/V append ran behind the first layer's query exchange where that applies (one request
   // chunk, not split, whole heads: the tree reduction always has them).
@@ -256,7 +262,7 @@ TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30, split(), head_chunks(), false, send_first());
+  Harness h(shape, reduction(), chunks(), cuda(), 1 << 30, split(), head_chunks(), false, send_first(), layout_choice());
   if (h.root()) {
     PrefixHint hint;
     int total = 0;
@@ -279,7 +285,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), layout_choice());
   if (h.root()) {
     const int32_t a = h.coord().AddPrefix(RandomTokens(rng_, shape.page + 1));  // 2 pages
     EXPECT_EQ(int(h.coord().prefixes().at(a).holders.size()), std::min(n, 2));
@@ -299,7 +305,7 @@ TEST_P(EngineTest, MoreRanksThanPrefixPages) {
 TEST_P(EngineTest, SeveralPrefixes) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 48, split(), head_chunks(), false, send_first());
+  Harness h(shape, reduction(), chunks(), cuda(), 48, split(), head_chunks(), false, send_first(), layout_choice());
   if (h.root()) {
     const int32_t big = h.coord().AddPrefix(RandomTokens(rng_, 150 + int(rng_() % 100)));   // sharded
     const int32_t small = h.coord().AddPrefix(RandomTokens(rng_, 10 + int(rng_() % 30)));   // whole
@@ -318,7 +324,7 @@ TEST_P(EngineTest, SeveralPrefixes) {
 TEST_P(EngineTest, JoinLeaveAndFree) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 24, split(), head_chunks(), false, send_first());
+  Harness h(shape, reduction(), chunks(), cuda(), 24, split(), head_chunks(), false, send_first(), layout_choice());
   int32_t doc = -1;
   if (h.root()) {
     doc = h.coord().AddPrefix(RandomTokens(rng_, 60 + int(rng_() % 60)));
@@ -370,7 +376,7 @@ TEST_P(EngineTest, JoinLeaveAndFree) {
 TEST_P(EngineTest, RunAheadManySteps) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), /*run_ahead=*/true, send_first());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), /*run_ahead=*/true, send_first(), layout_choice());
   int32_t doc = -1;
   if (h.root()) {
     doc = h.coord().AddPrefix(RandomTokens(rng_, shape.page * WorldSize() * 2 + 5));
@@ -391,7 +397,7 @@ TEST_P(EngineTest, RunAheadManySteps) {
 TEST_P(EngineTest, SteadyDecodeAcrossPages) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), layout_choice());
   const int steps = 2 * shape.page + 3;
   int32_t doc = -1;
   if (h.root()) {
@@ -424,7 +430,7 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
     shape.hkv = head_chunks();
     shape.hq = 2 * shape.hkv;
   }
-  Harness h(shape, reduction(), chunks(), cuda(), 8, split(), head_chunks(), false, send_first());
+  Harness h(shape, reduction(), chunks(), cuda(), 8, split(), head_chunks(), false, send_first(), layout_choice());
   if (h.root()) {
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, 30));
     h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 3), 3, -1});
@@ -442,7 +448,7 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
                                           testing::Values("chunks1", "chunks3", "split1", "split2", "heads2", "heads4", "sendfirst1",
-                                                          "sendfirst3"),
+                                                          "sendfirst3", "layout1"),
                                           testing::Values("cpu", "cuda")),
                          [](const testing::TestParamInfo<std::tuple<StateReduction, std::string, std::string>>& info) {
                            return std::get<2>(info.param) + "_" + worker::StateReductionName(std::get<0>(info.param)) +

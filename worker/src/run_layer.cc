@@ -111,7 +111,7 @@ void Worker::RunLayer(int layer) {
     // send_before_decode (worker.h): the states that travel are final after prefix + merge.
     const bool send_first = options_.send_before_decode && !direct &&
                             options_.reduction == StateReduction::kAllToAll && L.num_local() > 0 &&
-                            !ch.plan.decode_items.empty() && !ch.merge_needs_decode;
+                            !ch.plan.decode_items.empty() && !ch.send_needs_decode;
     if (L.num_local() > 0) {
       if (send_first) {
         // The rows that travel are the merge part's (they have no suffix here): it packs them

@@ -507,7 +507,10 @@ void Worker::Decode(const StepPlan& plan) {
     chunks_[c].own_offset = int(owned_output_ids_.size());
     const bool reuse = options_.reuse_steady_plans && steady && chunks_[c].reusable;
     if (!(reuse && PrepareChunkSteady(chunks_[c]))) PrepareChunk(chunks_[c], plan, entries);
-    chunks_[c].merge_needs_decode = chunks_[c].plan.MergeNeedsDecode();
+    Chunk& ch = chunks_[c];
+    ch.send_needs_decode = ch.plan.MergeNeedsDecode();
+    for (const kernels::DecodeWorkItem& it : ch.plan.decode_items)
+      ch.send_needs_decode |= size_t(it.request) < ch.plan_rows.size() && ch.plan_rows[size_t(it.request)] == nullptr;
   }
   upload_batch.Close();
 
@@ -644,10 +647,10 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   if (ch.is_split) {
     auto x = [&](int i) { return !L.local_owned[i]; };
     auto o = [&](int i) { return bool(L.local_owned[i]); };
-    ch.plan = kernels::PlanCascade(make_batch(x), pool, be.DefaultPlanOptions());
+    ch.plan = kernels::PlanCascade(make_batch(x), pool, PlanOptionsFor(be));
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of(x);
-    ch.split_plan = kernels::PlanCascade(make_batch(o), pool, ch.split->DefaultPlanOptions());
+    ch.split_plan = kernels::PlanCascade(make_batch(o), pool, PlanOptionsFor(*ch.split));
     ch.split->LoadPlan(ch.split_plan);
     ch.split_rows = rows_of(o);
   } else if (b_loc > 0 && hc > 1) {  // one plan for H_kv/N heads, run over each chunk's head view
@@ -655,11 +658,11 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     batch.num_qo_heads = hq / hc;
     kernels::KvPoolShape view = pool;
     view.num_kv_heads = pool.num_kv_heads / hc;
-    ch.plan = kernels::PlanCascade(batch, view, be.DefaultPlanOptions());
+    ch.plan = kernels::PlanCascade(batch, view, PlanOptionsFor(be));
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of([](int) { return true; });
   } else if (b_loc > 0) {
-    ch.plan = kernels::PlanCascade(make_batch([](int) { return true; }), pool, be.DefaultPlanOptions());
+    ch.plan = kernels::PlanCascade(make_batch([](int) { return true; }), pool, PlanOptionsFor(be));
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of([](int) { return true; });
   }
@@ -784,6 +787,12 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   }
   ch.reusable = true;
   ch.advanced = 0;
+}
+
+kernels::PlanOptions Worker::PlanOptionsFor(const Backend& backend) const {
+  kernels::PlanOptions o = backend.DefaultPlanOptions();
+  if (options_.choose_layout >= 0) o.choose_layout = options_.choose_layout != 0;
+  return o;
 }
 
 bool Worker::AdvancePlan(kernels::CascadePlan* plan, const std::vector<const RequestInfo*>& rows,

@@ -89,8 +89,8 @@ struct WorkerOptions {
   // Send before decode: with the all-to-all reduction and no split, a chunk that exchanges states
   // runs its cascade as prefix + merge (the rows owned elsewhere have no suffix: their states are
   // final then), sends those states, and only then runs the own rows' suffix decode, which so
-  // overlaps the state exchange instead of delaying it. Only where no merged request waits for
-  // decode items (CascadePlan::MergeNeedsDecode); otherwise the cascade runs whole. On by default:
+  // overlaps the state exchange instead of delaying it. Only where every state it sends is final
+  // after prefix + merge (Chunk::send_needs_decode); otherwise the cascade runs whole. On by default:
   // on 4 H200s (P = 262144, B = 128, S = 512) the 1-layer step went 0.351 → 0.342 ms and the
   // 32-layer step at P = 65536 5.5 → 5.3 ms (bench/scaling/README.md, session 3).
   bool send_before_decode = true;
@@ -127,6 +127,10 @@ struct WorkerOptions {
   // 4 × H200 machines, and none fits an SM that holds a decode CTA. 0: the decode uses every SM.
   // PREFIXD_DECODE_FREE_SMS=n overrides it (A/B runs).
   int decode_free_sms = 24;
+  // The cascade planner's layout choice (kernels::PlanOptions::choose_layout: a short-prefix group
+  // planned as plain decode): -1 as the backend's DefaultPlanOptions say (on for CUDA, off for the
+  // CPU backend), 0 off, 1 on.
+  int choose_layout = -1;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.
@@ -284,7 +288,11 @@ class Worker {
     kernels::CascadePlan plan, split_plan;      // loaded on backend / split (split_plan: split only)
     std::vector<const RequestInfo*> plan_rows, split_rows;  // per plan request: its suffix's request, or null
     int advanced = 0;                           // steady steps since the plans were made
-    bool merge_needs_decode = false;            // plan.MergeNeedsDecode(), set after each prepare
+    // Whether some state this chunk sends is not final after prefix + merge, set after each
+    // prepare (send_before_decode then runs the cascade whole): a merged request with decode items
+    // (CascadePlan::MergeNeedsDecode), or a row owned elsewhere with decode items (a group that the
+    // layout choice planned as plain decode gives every row the shard's prefix pages to decode).
+    bool send_needs_decode = false;
     std::vector<int32_t> old_len;               // scratch
   };
 
@@ -322,6 +330,9 @@ class Worker {
   // other_streams_ = every stream of this worker but the main one (chunk, split and comm
   // streams); called whenever a backend is added.
   void UpdateOtherStreams();
+  // The options this worker plans its cascades with: the backend's, with choose_layout as
+  // WorkerOptions::choose_layout says.
+  kernels::PlanOptions PlanOptionsFor(const kernels::Backend& backend) const;
   // Host → device copy of a step's per-step array on `be`'s stream, through PinnedStaging on
   // CUDA (src may change as soon as this returns).
   void UploadAsync(kernels::Backend& be, void* dst, const void* src, size_t bytes);

@@ -34,7 +34,7 @@ only=${PREFIXD_SCALING_ONLY:-0}
 for np in ${PREFIXD_MPI_NPS:-2 3 4}; do
   [ "$only" = 1 ] && break
   [ "$np" -le "$gpus" ] || continue
-  timeout ${PREFIXD_TIMEOUT_MPI_TESTS:-240} bash -c "$(declare -f mpi); mpi $np $mpi_tests ${PREFIXD_MPI_FILTER:+--gtest_filter=$PREFIXD_MPI_FILTER}" >"$out/mpi_np$np.log" 2>&1
+  timeout ${PREFIXD_TIMEOUT_MPI_TESTS:-330} bash -c "$(declare -f mpi); mpi $np $mpi_tests ${PREFIXD_MPI_FILTER:+--gtest_filter=$PREFIXD_MPI_FILTER}" >"$out/mpi_np$np.log" 2>&1
   rc=$?
   note "mpi tests np$np (NCCL)" "rc $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$out/mpi_np$np.log" | tr '\n' ' ' | head -c 160)"
   [ $rc -eq 0 ] || status=1

@@ -260,9 +260,10 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
   // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with concurrent
   // decode: the model does not describe that mode). With the built-in H200 parameters (fitted in
-  // session 8) and the plain margin, the choice is within 5% of the faster layout on every shape of
-  // the planner checks in bench/NOTES-planner.md; without it, short prefixes (P ≤ 256) run up to
-  // 1.3× slower than plain decode. The parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it off.
+  // session 8) and the plain margin, the choice is within 5% of the faster layout on the 60 shapes
+  // they were fitted on, and 8-12% off on 3 of 72 other shapes, all at P = 128; always-cascade is
+  // up to 1.3× slower than plain decode there (bench/NOTES-planner.md). The parameters are an
+  // H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it off.
   o.choose_layout = concurrent_decode_sms_ == 0;
   if (const char* env = std::getenv("PREFIXD_CHOOSE_LAYOUT"))
     o.choose_layout = std::atoi(env) != 0 && concurrent_decode_sms_ == 0;

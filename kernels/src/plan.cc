@@ -215,7 +215,8 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //     plain decode); and every eligible group plain. The lowest predicted time wins; ties keep the
 //     earlier candidate (cascade first, the given split options first), and a candidate with plain
 //     groups must beat the best cascade by more than PlanOptions::plain_margin.
-// Cost: 6 + (1 + eligible groups) plans, usually 8; each plan is O(items).
+// Cost: at most 6 + eligible groups plans (6 cascade split variants, the greedy flips, all plain);
+// each plan is O(items).
 struct Scored {
   double us = 0;
   PlanOptions options;

@@ -251,6 +251,11 @@ TEST_P(EngineTest, EvenSplit) {
   MPI_Allreduce(MPI_IN_PLACE, &sent_first, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (send_first() && !layout() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(sent_first, 0);
   if (!send_first()) EXPECT_EQ(sent_first, 0);
+  // layout1: some rank planned a group as plain decode with rows owned elsewhere (the case that
+  // must not be sent before its decode), on the CPU backend as on CUDA.
+  int64_t plain_sent = h.engine().worker().chunks_with_sent_rows_decoding();
+  MPI_Allreduce(MPI_IN_PLACE, &plain_sent, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (layout() && n > 1) EXPECT_GT(plain_sent, 0) << "the layout choice planned no group as plain decode";
   // The K/V append ran behind the first layer's query exchange where that applies (one request
   // chunk, not split, whole heads: the tree reduction always has them).
   int64_t behind = h.engine().worker().appends_behind_queries();

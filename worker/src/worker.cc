@@ -508,9 +508,11 @@ void Worker::Decode(const StepPlan& plan) {
     const bool reuse = options_.reuse_steady_plans && steady && chunks_[c].reusable;
     if (!(reuse && PrepareChunkSteady(chunks_[c]))) PrepareChunk(chunks_[c], plan, entries);
     Chunk& ch = chunks_[c];
-    ch.send_needs_decode = ch.plan.MergeNeedsDecode();
+    bool sent_rows_decode = false;
     for (const kernels::DecodeWorkItem& it : ch.plan.decode_items)
-      ch.send_needs_decode |= size_t(it.request) < ch.plan_rows.size() && ch.plan_rows[size_t(it.request)] == nullptr;
+      sent_rows_decode |= size_t(it.request) < ch.plan_rows.size() && ch.plan_rows[size_t(it.request)] == nullptr;
+    ch.send_needs_decode = sent_rows_decode || ch.plan.MergeNeedsDecode();
+    chunks_with_sent_rows_decoding_ += sent_rows_decode;
   }
   upload_batch.Close();
 

@@ -259,6 +259,9 @@ class Worker {
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
   // Layers so far whose states were sent before the own rows' decode (send_before_decode).
   int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
+  // Chunk-steps so far in which rows owned elsewhere had decode items (plain-decode groups of the
+  // layout choice), so that their states were not final after prefix + merge (Chunk::send_needs_decode).
+  int64_t chunks_with_sent_rows_decoding() const { return chunks_with_sent_rows_decoding_; }
   // Steps whose K/V append ran behind the first layer's query exchange (append_behind_query_exchange).
   int64_t appends_behind_queries() const { return appends_behind_queries_; }
 
@@ -342,6 +345,7 @@ class Worker {
 
   WorkerOptions options_;
   int64_t layers_sent_before_decode_ = 0;
+  int64_t chunks_with_sent_rows_decoding_ = 0;
   // This step's K/V append (Decode): its tokens, and whether it still has to run behind layer 0's
   // query exchange (WorkerOptions::append_behind_query_exchange).
   kernels::SyntheticKvTokens append_tokens_;

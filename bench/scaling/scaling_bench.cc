@@ -56,6 +56,7 @@
 #include "prefixd/coordinator/placement.h"
 #include "prefixd/coordinator/rank_setup.h"
 #include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/synthetic_kv.h"
 #include "prefixd/worker/reference.h"
 
@@ -92,9 +93,9 @@ class HostOnlyBackend final : public kernels::Backend {
   kernels::BackendKind kind() const override { return kernels::BackendKind::kCpu; }
   std::string Describe() const override { return "host-only (no device work)"; }
   kernels::PlanOptions DefaultPlanOptions() const override {
-    kernels::PlanOptions o;  // an H200's: 132 SMs, two decode CTAs per SM, one persistent prefix CTA
-    o.target_items = 2 * 132;
-    o.prefix_target_items = 132;
+    // The CUDA backend's on an H200, its layout choice included (so planning costs what it costs there).
+    kernels::PlanOptions o = kernels::H200PlanOptions();
+    o.choose_layout = true;
     return o;
   }
   const kernels::WorkspaceLimits& limits() const override { return limits_; }

@@ -562,6 +562,25 @@ TEST(PlanLayout, PicksPlainForTinyPrefixesAndCascadeForLongSharedOnes) {
   EXPECT_EQ(plan.suffix.SeqLen(64, 16), 128 + 256);  // the tiny group's request reads its prefix itself
 }
 
+// A plain candidate whose streamed prefix bytes alone already take longer than the best cascade
+// is not built (PlainStreamLowerBoundUs): at 128 requests × 262144 tokens that plan would be 2M
+// page-table entries and ~1M decode items. Only the 6 cascade split variants are scored there; a
+// short prefix also scores the plain layout.
+TEST(PlanLayout, SkipsPlainLayoutsThatCannotWin) {
+  for (const auto& [prefix, plain_scored] : {std::pair<int, bool>{262144, false}, {128, true}}) {
+    SCOPED_TRACE("prefix " + std::to_string(prefix));
+    KvPoolShape pool;
+    const DecodeBatch batch = GroupsBatch({{prefix == 128 ? 16 : 128, prefix}}, 512, 32, 16, &pool, 8);
+    PlanReport report;
+    const CascadePlan plan = PlanCascade(batch, pool, GpuLikeOptions(true), &report);
+    EXPECT_EQ(report.candidates, plain_scored ? 7 : 6);
+    if (!plain_scored) {
+      EXPECT_EQ(report.group_plain, (std::vector<uint8_t>{0}));
+      EXPECT_EQ(plan.groups[0].prefix.num_tokens, prefix);
+    }
+  }
+}
+
 TEST(PlanLayout, PartialPagePrefixesStayCascades) {
   KvPoolShape pool;
   const DecodeBatch batch = GroupsBatch({{1, 100}}, 256, 32, 16, &pool, 8);

@@ -167,7 +167,8 @@ CostModelParams FitCostModel(const std::vector<CostSample>& samples, const CostM
                              int max_rounds = 400);
 
 // The CUDA backend's DefaultPlanOptions on a 132-SM H200 with the persistent wgmma prefix kernel
-// (kernels/cuda/cuda_backend.cc): what the measured rows behind CostModelParams::H200() were
+// (kernels/cuda/cuda_backend.cc), its layout choice aside (choose_layout stays off here, so that a
+// plan is the layout asked for): what the measured rows behind CostModelParams::H200() were
 // planned with, and what predictions without a GPU assume.
 PlanOptions H200PlanOptions();
 

@@ -84,6 +84,8 @@ void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.min_prefix_chunk >= 1, "plan options: min_prefix_chunk must be ≥ 1, got " << o.min_prefix_chunk);
   PREFIXD_CHECK_ARG(o.decode_chunk_align >= 1, "plan options: decode_chunk_align must be ≥ 1, got " << o.decode_chunk_align);
   PREFIXD_CHECK_ARG(o.min_decode_chunk >= 1, "plan options: min_decode_chunk must be ≥ 1, got " << o.min_decode_chunk);
+  PREFIXD_CHECK_ARG(o.plain_margin >= 0 && o.plain_margin < 1,
+                    "plan options: plain_margin must be in [0, 1), got " << o.plain_margin);
 }
 
 // Groups must list requests 0..B-1 in order, each group non-empty; prefix runs must lie in the pool.

@@ -28,6 +28,7 @@
 #include "prefixd/kernels/synthetic_kv.h"
 #include "prefixd/worker/reference.h"
 #include "support/test_support.h"
+#include "unit/kernels/expect_error.h"
 
 namespace prefixd::coordinator {
 namespace {
@@ -453,6 +454,18 @@ TEST_P(EngineTest, RefusedAdmissionDisturbsNothing) {
   }
   for (int step = 0; step < 3; ++step) h.StepAndCheck("after refusals");
   if (h.root()) EXPECT_EQ(h.checked(), 3 * shape.layers);
+}
+
+// WorkerOptions::choose_layout takes -1, 0 or 1; anything else is refused when the engine is made,
+// on every rank (CPU backend).
+TEST(EngineOptions, RefusesAnUnknownLayoutChoice) {
+  std::mt19937_64 rng(SharedSeed());
+  const Shape shape = RandomShape(rng);
+  for (const int choice : {2, -2}) {
+    SCOPED_TRACE("choose_layout " + std::to_string(choice));
+    EXPECT_INVALID_ARGUMENT(Harness(shape, StateReduction::kAllToAll, 1, /*cuda=*/false, 1, false, 1, false, false, choice),
+                            "choose_layout");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,

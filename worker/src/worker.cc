@@ -122,6 +122,8 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
                                            << " (and be in [1, 16])");
   PREFIXD_CHECK_ARG(options_.head_chunks == 1 || !options_.split_own_rows,
                     "Worker: head_chunks > 1 and split_own_rows do not combine");
+  PREFIXD_CHECK_ARG(options_.choose_layout >= -1 && options_.choose_layout <= 1,
+                    "Worker: choose_layout must be -1 (the backend's default), 0 or 1, got " << options_.choose_layout);
   const bool device = backend->kind() == BackendKind::kCuda;
   PREFIXD_CHECK_ARG(device == (comm_->memory() == comm::MemoryKind::kDevice),
                     "Worker: comm '" << comm_->name() << "' works on " << (device ? "host" : "device")

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <vector>
@@ -344,6 +345,12 @@ TEST(PlanCascade, RejectsBadOptions) {
   o = {};
   o.prefix_target_items = -1;
   EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "prefix_target_items");
+  for (const double margin : {-0.1, 1.0, std::nan("")}) {
+    o = {};
+    o.choose_layout = true;
+    o.plain_margin = margin;
+    EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "plain_margin");
+  }
 }
 
 // --- Serialised form -----------------------------------------------------------------------

@@ -1,0 +1,115 @@
+// prefixd_plan_bench: host time of the cascade planner (kernels::PlanCascade) per call, with the
+// layout choice off and on, for one group of B requests sharing a P-token prefix, each with S own
+// tokens (the scaling benchmark's shapes). No GPU needed: the planner is a pure CPU function, run
+// by every worker at each fresh plan (bench/NOTES-planner.md, "Host cost").
+//
+//   prefixd_plan_bench --prefix 256,65536,262144 --batch 128 --suffix 512
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "prefixd/common/error.h"
+#include "prefixd/kernels/cost_model.h"
+#include "prefixd/kernels/plan.h"
+
+namespace {
+
+using namespace prefixd;
+using namespace prefixd::kernels;
+
+std::vector<int> ParseList(const std::string& text) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    PREFIXD_CHECK_ARG(!item.empty() && item.find_first_not_of("0123456789") == std::string::npos && item.size() <= 9,
+                      "--prefix: expected positive integers separated by commas, got '" << text << "'");
+    out.push_back(std::stoi(item));
+    pos = end + 1;
+  }
+  return out;
+}
+
+// One group of `batch` requests sharing pages [0, prefix / page), each with `suffix` own tokens.
+DecodeBatch UniformBatch(int prefix, int batch, int suffix, int h_qo, int page_size, KvPoolShape* pool) {
+  const int prefix_pages = (prefix + page_size - 1) / page_size, suffix_pages = (suffix + page_size - 1) / page_size;
+  DecodeBatch b;
+  b.num_qo_heads = h_qo;
+  b.groups.push_back(PrefixGroup{PrefixRun{0, prefix}, 0, batch});
+  for (int r = 0; r < batch; ++r) {
+    std::vector<int32_t> own(suffix_pages);
+    std::iota(own.begin(), own.end(), prefix_pages + r * suffix_pages);
+    b.suffix.AddSeq(own, suffix == 0 ? 0 : (suffix - 1) % page_size + 1);
+  }
+  pool->num_pages = prefix_pages + batch * suffix_pages + 1;
+  return b;
+}
+
+int Run(int argc, char** argv) {
+  cxxopts::Options cli("prefixd_plan_bench", "host time of the cascade planner per call, layout choice off and on");
+  cli.add_options()
+      ("prefix", "shared prefix tokens, a list", cxxopts::value<std::string>()->default_value("256,8192,65536,262144"))
+      ("batch", "requests sharing the prefix", cxxopts::value<int>()->default_value("128"))
+      ("suffix", "own tokens per request", cxxopts::value<int>()->default_value("512"))
+      ("heads", "query/KV heads", cxxopts::value<std::string>()->default_value("32/8"))
+      ("n,iters", "timed calls per row (median reported)", cxxopts::value<int>()->default_value("50"))
+      ("h,help", "this help");
+  const auto args = cli.parse(argc, argv);
+  if (args.count("help")) {
+    std::printf("%s", cli.help().c_str());
+    return 0;
+  }
+  const int batch = args["batch"].as<int>(), suffix = args["suffix"].as<int>(), iters = args["iters"].as<int>();
+  PREFIXD_CHECK_ARG(batch >= 1 && suffix >= 1 && iters >= 1, "--batch, --suffix and --iters must be ≥ 1");
+  const std::string heads = args["heads"].as<std::string>();
+  const size_t slash = heads.find('/');
+  PREFIXD_CHECK_ARG(slash != std::string::npos, "--heads: expected H_qo/H_kv, got '" << heads << "'");
+  const std::string qo = heads.substr(0, slash), kv = heads.substr(slash + 1);
+  PREFIXD_CHECK_ARG(!qo.empty() && !kv.empty() && (qo + kv).find_first_not_of("0123456789") == std::string::npos &&
+                        qo.size() <= 4 && kv.size() <= 4,
+                    "--heads: expected H_qo/H_kv, got '" << heads << "'");
+  const int h_qo = std::stoi(qo), h_kv = std::stoi(kv);
+  std::printf("# prefixd_plan_bench: PlanCascade host time, median of %d calls; H200 plan options (%d/%d heads, "
+              "D 128, bf16, page 16), B %d, S %d\n",
+              iters, h_qo, h_kv, batch, suffix);
+  std::printf("#  prefix | choice off us | choice on us | chosen layout\n");
+  for (const int prefix : ParseList(args["prefix"].as<std::string>())) {
+    KvPoolShape pool{1, 0, 16, h_kv, 128, DType::kBFloat16};
+    const DecodeBatch b = UniformBatch(prefix, batch, suffix, h_qo, pool.page_size, &pool);
+    double us[2] = {0, 0};
+    PlanReport report;
+    for (const bool choose : {false, true}) {
+      PlanOptions o = H200PlanOptions();
+      o.choose_layout = choose;
+      std::vector<double> t(iters);
+      for (double& x : t) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const CascadePlan plan = PlanCascade(b, pool, o);
+        x = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        PREFIXD_CHECK_INTERNAL(plan.num_requests == batch, "plan of " << plan.num_requests << " requests");
+      }
+      std::nth_element(t.begin(), t.begin() + iters / 2, t.end());
+      us[choose] = t[iters / 2];
+      if (choose) PlanCascade(b, pool, o, &report);
+    }
+    std::printf("  %7d | %13.1f | %12.1f | %s\n", prefix, us[0], us[1], report.group_plain.at(0) ? "plain" : "cascade");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prefixd_plan_bench: %s\n", e.what());
+    return 2;
+  }
+}

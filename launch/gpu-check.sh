@@ -97,8 +97,8 @@ fi
 
 # --- 3. compute-sanitizer ------------------------------------------------------------------------
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-memcheck_filter=${PREFIXD_MEMCHECK_FILTER:-'*CudaCascadeTest*b1_suffix1*:*CudaCascadeTest*fine_chunks*:*CudaCascadeTest*odd_page5*:*CudaCoresDecodeTest*flat_bf16*:*CudaCascadeTest*mixed_groups*:*CudaCascadeTest*finest_page5*:*CudaPrefixAttentionTest*causal_append_bf16*:*CudaMergeStates*:*CudaMergeStateInPlace*:*CudaCastStates*:*CudaBackendErrors*:*CudaGraph*:*PrefixAttentionKernelTest*wgmma_PoisonGroups_page7*:*CudaConcurrentCascade*AnyDecode*:*PrefixAttentionKernelTest*wgmma_kvfirst*bf16*'}
-racecheck_filter=${PREFIXD_RACECHECK_FILTER:-'*CudaCascadeTest*mixed_groups*:*CudaCascadeTest*fine_chunks*:*CudaCascadeTest*peaky_fp16_h8kv2_d256*:*CudaMergeStates*n3_*'}
+memcheck_filter=${PREFIXD_MEMCHECK_FILTER:-'*CudaCascadeTest*b1_suffix1*:*CudaCascadeTest*fine_chunks*:*CudaCascadeTest*odd_page5*:*CudaCoresDecodeTest*flat_bf16*:*CudaCascadeTest*mixed_groups*:*CudaCascadeTest*finest_page5*:*CudaPrefixAttentionTest*causal_append_bf16*:*CudaMergeStates*:*CudaMergeStateInPlace*:*CudaCastStates*:*CudaBackendErrors*:*CudaGraph*:*PrefixAttentionKernelTest*wgmma_PoisonGroups_page7*:*CudaConcurrentCascade*AnyDecode*:*PrefixAttentionKernelTest*wgmma_kvfirst*bf16*:*CudaFusedCascadeTest*mixed_groups*:*CudaFusedCascadeTest*page8*:*CudaFusedCascadeTest*finest_page5*:*CudaFusedCascadeTest*empty_requests*'}
+racecheck_filter=${PREFIXD_RACECHECK_FILTER:-'*CudaCascadeTest*mixed_groups*:*CudaCascadeTest*fine_chunks*:*CudaCascadeTest*peaky_fp16_h8kv2_d256*:*CudaMergeStates*n3_*:*CudaFusedCascadeTest*mixed_groups*:*CudaFusedCascadeTest*page32*'}
 if [ "${PREFIXD_SKIP_SANITIZER:-0}" != 1 ] && [ -n "$gpu_tests" ] && [ -x "$sanitizer" ]; then
   echo "== compute-sanitizer"
   timeout "${PREFIXD_TIMEOUT_MEMCHECK:-600}" "$sanitizer" --tool memcheck --leak-check no --error-exitcode 9 "$gpu_tests" --gtest_filter="$memcheck_filter" \

@@ -72,6 +72,7 @@ struct Row {
   int wrong = 0;                            // outputs (cascade, graph, baseline) that failed the check
   std::string note;
   std::string variant;  // --variants: the variant's name ("" without --variants)
+  bool fused = false;   // the step ran as the one-launch fused kernel (PREFIXD_FUSED=1)
 };
 
 struct Ceilings {
@@ -109,6 +110,12 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       {"mma-prefix", {{"PREFIXD_PREFIX_KERNEL", "mma"}}},
       // Concurrent prefix/decode (cuda_backend.h): prefix grid capped at SMs − k, decode beside it
       // on the other k SMs, unfused merge after the join.
+      // The one-launch fused cascade (cuda_backend.h), and its per-CTA item orders.
+      {"fused", {{"PREFIXD_FUSED", "1"}}},
+      {"fused-pf", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_ORDER", "prefix-first"}}},
+      {"fused-df", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_ORDER", "decode-first"}}},
+      {"fused-s3", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_STAGES", "3"}}},
+      {"fused-c3", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_DECODE_COST", "3"}}},
       {"conc16", {{"PREFIXD_CONCURRENT_DECODE_SMS", "16"}}},
       {"conc32", {{"PREFIXD_CONCURRENT_DECODE_SMS", "32"}}},
       {"conc48", {{"PREFIXD_CONCURRENT_DECODE_SMS", "48"}}},
@@ -397,12 +404,22 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   const TimingOptions t = TimingFor(cfg);
   using CB = kernels::cuda::CudaBackend;
   auto time_us = [&](const std::function<void()>& fn) { return Median(TimeOnStream(stream, fn, t)) * 1e3; };
-  if (row.prefix_items > 0) row.prefix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kPrefixPart); });
-  else row.prefix_us = 0;
-  if (row.decode_items > 0) row.suffix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kDecodePart); });
-  else row.suffix_us = 0;
-  // No merge launch at all when the decode kernel finishes every request.
-  row.merge_us = plan.merge_requests.empty() ? 0 : time_us([&] { gpu.RunCascadeParts(args, CB::kMergePart); });
+  if (gpu.fused_plan_loaded()) {
+    // The fused cascade (PREFIXD_FUSED=1): the parts are the fused kernel fed only the prefix
+    // items, or only the decode items (partial states, no ⊕); the ⊕ is inside the whole step.
+    row.fused = true;
+    row.note += " fused";
+    row.prefix_us = row.prefix_items > 0 ? time_us([&] { gpu.RunFusedItemsOnly(args, CB::kPrefixPart); }) : 0;
+    row.suffix_us = row.decode_items > 0 ? time_us([&] { gpu.RunFusedItemsOnly(args, CB::kDecodePart); }) : 0;
+    row.merge_us = 0;
+  } else {
+    if (row.prefix_items > 0) row.prefix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kPrefixPart); });
+    else row.prefix_us = 0;
+    if (row.decode_items > 0) row.suffix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kDecodePart); });
+    else row.suffix_us = 0;
+    // No merge launch at all when the decode kernel finishes every request.
+    row.merge_us = plan.merge_requests.empty() ? 0 : time_us([&] { gpu.RunCascadeParts(args, CB::kMergePart); });
+  }
   row.total_us = time_us([&] { gpu.RunCascade(args); });
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
@@ -911,7 +928,7 @@ int Main(int argc, char** argv) {
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
                  "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
-                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, mma-prefix, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
+                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, mma-prefix, fused, fused-pf, fused-df, fused-s3, fused-c3, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
                       "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
+#include "kernels/cuda/cascade_fused.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/merge_states.h"
 #include "kernels/cuda/prefix_attention.h"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
 #include "src/backend_common.h"
 
@@ -102,6 +104,20 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   env_flag("PREFIXD_UPLOAD_BATCH", &upload_batch_enabled_);
   env_flag("PREFIXD_DECODE_STREAM", &decode_stream_items_);
   env_flag("PREFIXD_DECODE_PERSISTENT", &decode_persistent_);
+  env_flag("PREFIXD_FUSED", &fused_);
+  if (const char* env = std::getenv("PREFIXD_FUSED_ORDER"); env != nullptr && *env != '\0')
+    fused_order_ = ParseFusedOrder(env);
+  if (const char* env = std::getenv("PREFIXD_FUSED_DECODE_COST"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    fused_decode_cost_ = std::strtod(env, &end);
+    PREFIXD_CHECK_ARG(end != env && *end == '\0' && fused_decode_cost_ > 0 && fused_decode_cost_ < 100,
+                      "PREFIXD_FUSED_DECODE_COST must be a number in (0, 100), got '" << env << "'");
+  }
+  if (const char* env = std::getenv("PREFIXD_FUSED_STAGES"); env != nullptr && *env != '\0') {
+    const std::string choice = env;
+    PREFIXD_CHECK_ARG(choice == "2" || choice == "3", "PREFIXD_FUSED_STAGES must be 2 or 3, got '" << choice << "'");
+    fused_stages_ = std::stoi(choice);
+  }
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -125,6 +141,14 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (decode_stream_items_) d << " [decode streaming]";
   if (decode_persistent_) d << " [decode persistent]";
+  if (fused_) {
+    d << " [fused cascade" << (FusedCascadeReady() ? "" : ": not on this device/build");
+    if (fused_order_ != FusedOrder::kAlternate)
+      d << ", order " << (fused_order_ == FusedOrder::kPrefixFirst ? "prefix-first" : "decode-first");
+    if (fused_stages_ != 2) d << ", " << fused_stages_ << " stages";
+    if (fused_decode_cost_ != FusedScheduleOptions{}.decode_tile_cost) d << ", decode tile cost " << fused_decode_cost_;
+    d << "]";
+  }
   if (concurrent_decode_sms_ > 0)
     d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
   // Read by the sm_90a prefix launcher at every launch (prefix_attention_sm90a.h); named here when set.
@@ -153,6 +177,12 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     const size_t s_bytes = size_t(l.max_slots) * size_t(l.max_qo_heads) * sizeof(float);
     CheckAlloc(cudaMalloc(&partial_v_, v_bytes), v_bytes, "cudaMalloc");
     CheckAlloc(cudaMalloc(&partial_s_, s_bytes), s_bytes, "cudaMalloc");
+    if (fused_) {
+      const size_t c_bytes = size_t(l.max_requests) * size_t(l.max_qo_heads) * sizeof(int32_t);
+      CheckAlloc(cudaMalloc(&fused_counters_, c_bytes), c_bytes, "cudaMalloc");
+      PREFIXD_CUDA_CHECK(cudaMemsetAsync(fused_counters_, 0, c_bytes, stream_));
+      PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // zero before any stream may launch the kernel
+    }
   } catch (...) {
     Release();
     throw;
@@ -170,6 +200,8 @@ void CudaBackend::Release() noexcept {
   FreeStaged(&prefix_plan_buffer_);
   if (partial_v_) cudaFree(partial_v_);
   if (partial_s_) cudaFree(partial_s_);
+  if (fused_counters_) cudaFree(fused_counters_);
+  fused_counters_ = nullptr;
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
   if (decode_stream_) cudaStreamDestroy(decode_stream_);
@@ -368,8 +400,35 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
                 o_merge = o_suffix_indices + nnz + b, o_end = o_merge + nm;
   PREFIXD_CHECK_INTERNAL(int64_t(flat.size()) == o_end,
                          "plan.cc's serialised layout changed: " << flat.size() << " ints, expected " << o_end);
-  // After the plan, 8-byte aligned: the decode items' {page_indptr, state_indptr}[request].
-  const int64_t o_bases = (o_end + 1) / 2 * 2, upload_ints = o_bases + 2 * nd;
+  // Fused cascade: the per-CTA work lists, when the fused kernel can run this plan (cuda_backend.h).
+  bool fused = fused_ && concurrent_decode_sms_ == 0 && FusedCascadeReady() &&
+               (plan.head_dim == 64 || plan.head_dim == 128) &&
+               FusedCascadeSupportsShape(plan.head_dim, DType::kFloat16, plan.page_size, g);
+  for (int64_t r = 0; fused && r < b; ++r) fused = plan.state_indptr[r + 1] > plan.state_indptr[r];
+  for (int64_t i = 0; fused && i < nd; ++i) fused = plan.decode_items[i].kv_begin % plan.page_size == 0;
+  FusedSchedule schedules[3];
+  if (fused) {
+    FusedScheduleOptions so;
+    so.num_ctas = num_sms_;
+    so.order = fused_order_;
+    so.decode_tile_cost = fused_decode_cost_;
+    schedules[0] = ScheduleFusedItems(plan, so);
+    so.decode_items = false;
+    schedules[1] = ScheduleFusedItems(plan, so);
+    so.decode_items = true;
+    so.prefix_items = false;
+    schedules[2] = ScheduleFusedItems(plan, so);
+  }
+  // After the plan, 8-byte aligned: the decode items' {page_indptr, state_indptr}[request]; then
+  // the fused work lists.
+  const int64_t o_bases = (o_end + 1) / 2 * 2, o_fused = o_bases + 2 * nd;
+  int64_t upload_ints = o_fused;
+  for (const FusedSchedule& fs : schedules) upload_ints += int64_t(fs.cta_indptr.size() + fs.entries.size());
+  if (fused && upload_ints > plan_buffer_.capacity) {  // no room for the work lists: run unfused
+    fused = false;
+    for (FusedSchedule& fs : schedules) fs = FusedSchedule{};
+    upload_ints = o_fused;
+  }
   PREFIXD_CHECK_ARG(upload_ints <= plan_buffer_.capacity,
                     "LoadPlan: the plan and its decode item bases need " << upload_ints
                                                                         << " ints, the workspace holds "
@@ -384,6 +443,17 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     const int32_t r = plan.decode_items[i].request;
     host[o_bases + 2 * i] = plan.suffix.indptr[r];
     host[o_bases + 2 * i + 1] = plan.state_indptr[r];
+  }
+  int64_t o_list = o_fused;
+  int64_t list_offsets[3][2];
+  for (int k = 0; k < 3; ++k) {
+    const FusedSchedule& fs = schedules[k];
+    list_offsets[k][0] = o_list;
+    if (!fs.cta_indptr.empty()) std::memcpy(host + o_list, fs.cta_indptr.data(), fs.cta_indptr.size() * sizeof(int32_t));
+    o_list += int64_t(fs.cta_indptr.size());
+    list_offsets[k][1] = o_list;
+    if (!fs.entries.empty()) std::memcpy(host + o_list, fs.entries.data(), fs.entries.size() * sizeof(int32_t));
+    o_list += int64_t(fs.entries.size());
   }
   EndUpload(&plan_buffer_, upload_ints);
 
@@ -408,6 +478,13 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.num_merge_requests = int(nm);
   for (const PrefixWorkItem& it : plan.prefix_items)
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
+  loaded.fused = fused;
+  LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
+  for (int k = 0; fused && k < 3; ++k) {
+    lists[k]->cta_indptr = d + list_offsets[k][0];
+    lists[k]->entries = d + list_offsets[k][1];
+    lists[k]->num_ctas = schedules[k].num_ctas();
+  }
   plan_ = loaded;
   plan_loaded_ = true;
 }
@@ -434,6 +511,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // finishing decode items. The fork is recorded BEFORE the prefix launch (after it, the decode
   // would wait for the prefix grid to complete); the decode launch waits for it on the other stream,
   // which also gives the prefix grid a head start in being dispatched.
+  // The whole step as one fused launch (cuda_backend.h), where the loaded plan and the call allow it.
+  if (plan_.fused && parts == kAllParts && args.merge_packed_out == nullptr && args.decode_free_sms == 0 &&
+      (args.o != nullptr || args.v_out != nullptr || args.s_out != nullptr) && LaunchFused(args, plan_.fused_all, true))
+    return;
   const bool prefix_part = (parts & kPrefixPart) && plan_.num_prefix_items > 0;
   const bool decode_part = (parts & kDecodePart) && plan_.num_decode_items > 0;
   const bool concurrent = concurrent_decode_sms_ > 0 && prefix_part && decode_part;
@@ -522,6 +603,54 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
   m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream);
+}
+
+bool CudaBackend::LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLists& lists, bool merge) {
+  const CascadePlan& h = plan_.header;
+  const KvPoolShape& shape = args.kv.shape;
+  const int64_t layer_bytes = (args.kv.shape.LayerStride() * args.layer + int64_t(args.kv_head_offset) * h.head_dim) *
+                              DTypeBytes(shape.dtype);
+  FusedCascadeParams f;
+  PrefixAttentionParams& p = f.attn;
+  SetAttentionInputs(&p, static_cast<const char*>(args.kv.k) + layer_bytes, static_cast<const char*>(args.kv.v) + layer_bytes,
+                     shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim,
+                     ResolveSmScale(args.sm_scale, h.head_dim) * kLog2e);
+  if (!FusedCascadeSupportsShape(h.head_dim, shape.dtype, h.page_size, h.num_qo_heads / h.num_kv_heads) ||
+      !sm90a::Supports(p))
+    return false;
+  p.items = plan_.prefix_items;
+  p.num_items = plan_.num_prefix_items;
+  p.groups = plan_.groups;
+  p.state_indptr = plan_.state_indptr;
+  p.partial_v = partial_v_;
+  p.partial_s = partial_s_;
+  f.decode_items = plan_.decode_items;
+  f.num_decode_items = plan_.num_decode_items;
+  f.page_indptr = plan_.suffix_indptr;
+  f.page_indices = plan_.suffix_indices;
+  f.cta_indptr = lists.cta_indptr;
+  f.cta_items = lists.entries;
+  f.num_ctas = lists.num_ctas;
+  f.counters = merge ? fused_counters_ : nullptr;
+  if (merge) {
+    f.o = args.o;
+    f.v_out = args.v_out;
+    f.s_out = args.s_out;
+  }
+  f.stages = fused_stages_;
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  FlushUploads();
+  FusedCascade(f, args.stream != nullptr ? static_cast<cudaStream_t>(args.stream) : stream_);
+  ++fused_launches_;
+  return true;
+}
+
+void CudaBackend::RunFusedItemsOnly(const CascadeArgs& args, unsigned part) {
+  PREFIXD_CHECK_ARG(fused_plan_loaded(), "RunFusedItemsOnly: the loaded plan does not run fused");
+  PREFIXD_CHECK_ARG(part == kPrefixPart || part == kDecodePart, "RunFusedItemsOnly: part must be kPrefixPart or kDecodePart");
+  CheckCascadeArgs(plan_.header, args);
+  PREFIXD_CHECK_ARG(LaunchFused(args, part == kPrefixPart ? plan_.fused_prefix : plan_.fused_decode, false),
+                    "RunFusedItemsOnly: the fused kernel does not run this call's shapes");
 }
 
 void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {

@@ -36,6 +36,18 @@
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (1; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
+//   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
+//   PREFIXD_FUSED_ORDER=alternate|prefix-first|decode-first   its per-CTA item order (alternate)
+//   PREFIXD_FUSED_STAGES=2|3              its K/V ring depth (2)
+//   PREFIXD_FUSED_DECODE_COST=x           its scheduler's cost of a suffix tile, in prefix tile steps
+//                                         (FusedScheduleOptions::decode_tile_cost)
+//
+// Fused cascade (PREFIXD_FUSED=1; kernels/cuda/cascade_fused.h): a plan the fused kernel can run
+// (sm_90a device, head_dim 64/128, page size 8-128, decode items on page boundaries, every request
+// with a slot) is loaded with its per-CTA work lists (fused_schedule.h), and RunCascade (all parts,
+// no packed merge output, no SMs left free) is then ONE launch: prefix and decode items on the
+// same persistent grid, the ⊕ inside through per-(request, head) arrival counters (a workspace
+// array, zero between steps). Any other call, and a plan it cannot run, takes the kernels above.
 //
 // Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, for small
 // batches where the compute-bound prefix kernel and the memory-bound decode kernel each leave the
@@ -62,6 +74,7 @@
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/upload_batch.h"
 #include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/fused_schedule.h"
 
 namespace prefixd::kernels::cuda {
 
@@ -107,6 +120,14 @@ class CudaBackend final : public Backend {
   // the kernel benchmark times them one by one).
   void RunCascadeParts(const CascadeArgs& args, unsigned parts) override;
 
+  // Fused cascade (above): whether the loaded plan runs as one fused launch, and the launches so far.
+  bool fused_plan_loaded() const { return plan_loaded_ && plan_.fused; }
+  int64_t fused_launches() const { return fused_launches_; }
+  // For the benchmark: the fused kernel fed only the loaded plan's prefix items (kPrefixPart) or
+  // only its decode items (kDecodePart), writing their partial states and no outputs. Requires
+  // fused_plan_loaded().
+  void RunFusedItemsOnly(const CascadeArgs& args, unsigned part);
+
  private:
   // A device int32 buffer fed through a pinned staging buffer; `copied` is recorded after each
   // upload so the staging buffer is not overwritten while the copy may still be reading it.
@@ -142,7 +163,18 @@ class CudaBackend final : public Backend {
     int num_merge_requests = 0;
     const int2* decode_item_bases = nullptr;  // [num_decode_items]
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
+    // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items
+    // only (fused_schedule.h), when the plan runs fused.
+    bool fused = false;
+    struct FusedLists {
+      const int32_t* cta_indptr = nullptr;
+      const int32_t* entries = nullptr;
+      int num_ctas = 0;
+    } fused_all, fused_prefix, fused_decode;
   };
+  // Launches the fused kernel on `lists`, with the ⊕ inside when `merge`. False (nothing launched)
+  // when the call's shapes are not the fused kernel's (e.g. dtype): the caller runs the kernels.
+  bool LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLists& lists, bool merge);
 
   int device_ = 0;
   int num_sms_ = 0;
@@ -169,6 +201,12 @@ class CudaBackend final : public Backend {
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;
   LoadedPlan plan_;
+  bool fused_ = false;                            // PREFIXD_FUSED
+  FusedOrder fused_order_ = FusedOrder::kAlternate;  // PREFIXD_FUSED_ORDER
+  int fused_stages_ = 2;                          // PREFIXD_FUSED_STAGES
+  double fused_decode_cost_ = FusedScheduleOptions{}.decode_tile_cost;  // PREFIXD_FUSED_DECODE_COST
+  int32_t* fused_counters_ = nullptr;             // [max_requests · max_qo_heads], zero between steps
+  int64_t fused_launches_ = 0;
   // Upload batch (Backend::BeginUploadBatch): open or not, its copies, and the staged buffers
   // whose `copied` event is recorded when it is launched. PREFIXD_UPLOAD_BATCH=0 at construction:
   // every upload a cudaMemcpyAsync (A/B runs).

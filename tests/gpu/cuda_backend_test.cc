@@ -30,6 +30,9 @@
 
 #ifdef PREFIXD_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "kernels/cuda/cascade_fused.h"
+#include "kernels/cuda/cuda_backend.h"
 #endif
 
 namespace prefixd::test {
@@ -374,6 +377,141 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
   EXPECT_NE(Concurrent().Describe().find("concurrent prefix/decode"), std::string::npos) << Concurrent().Describe();
   EXPECT_FALSE(Concurrent().DefaultPlanOptions().fuse_merge);
   EXPECT_LE(Concurrent().DefaultPlanOptions().prefix_target_items, Device().DefaultPlanOptions().prefix_target_items);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The one-launch fused cascade (PREFIXD_FUSED=1, cuda_backend.h / cascade_fused.h): prefix and
+// decode items on one persistent grid, the ⊕ inside through arrival counters. Every cascade case
+// above, plus page sizes 8/32/64 and realistic GQA shapes, each step run twice on the same backend
+// (the counters must be back at zero after a step) against the float64 oracle and the CPU backend;
+// where the fused kernel applies, the test also asserts that it ran (both times).
+
+std::unique_ptr<Backend> MakeFusedBackend(const char* order = nullptr) {
+  struct Env {
+    explicit Env(const char* order) {
+      setenv("PREFIXD_FUSED", "1", 1);
+      if (order != nullptr) setenv("PREFIXD_FUSED_ORDER", order, 1);
+    }
+    ~Env() {
+      unsetenv("PREFIXD_FUSED");
+      unsetenv("PREFIXD_FUSED_ORDER");
+    }
+  } env(order);
+  kernels::BackendOptions options;
+  options.limits = TestLimits();
+  return kernels::MakeCudaBackend(options);
+}
+
+Backend& Fused() {
+  static std::unique_ptr<Backend> backend = MakeFusedBackend();
+  return *backend;
+}
+
+#ifdef PREFIXD_HAVE_CUDA
+#define PREFIXD_REQUIRE_FUSED()                                                                       \
+  do {                                                                                                \
+    PREFIXD_REQUIRE_GPU();                                                                            \
+    if (!kernels::cuda::FusedCascadeReady())                                                          \
+      GTEST_SKIP() << "the fused cascade kernel needs an sm_90a build and a compute capability 9.0 GPU"; \
+  } while (0)
+
+void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes);  // CUDA graphs, below
+
+int64_t FusedLaunches(Backend& backend) { return dynamic_cast<kernels::cuda::CudaBackend&>(backend).fused_launches(); }
+
+// Whether the fused kernel runs `plan` (the conditions of CudaBackend::LoadPlan).
+bool FusedApplies(const CascadePlan& plan, DType dtype) {
+  if (!kernels::cuda::FusedCascadeSupportsShape(plan.head_dim, dtype, plan.page_size, plan.gqa_group_size()))
+    return false;
+  for (int r = 0; r < plan.num_requests; ++r)
+    if (plan.state_indptr[r + 1] == plan.state_indptr[r]) return false;
+  for (const kernels::DecodeWorkItem& it : plan.decode_items)
+    if (it.kv_begin % plan.page_size != 0) return false;
+  return true;
+}
+
+void ExpectFusedCascadeCorrect(Backend& backend, const CascadeCase& c, std::mt19937_64& rng) {
+  const CascadeInputs in = MakeCascadeInputs(c, rng);
+  const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+  const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, OptionsFor(c.split, backend));
+  const StepResult cpu = RunStep(Cpu(), in.pool, c.layer, plan, in.q);
+  const int64_t before = FusedLaunches(backend);
+  for (int step = 0; step < 2; ++step) {
+    const std::string what = c.name + " (fused, step " + std::to_string(step) + ")";
+    const StepResult got = RunStep(backend, in.pool, c.layer, plan, in.q);
+    ExpectMatchesOracle(got, want, c.dtype, what);
+    ExpectMatchesCpu(got, cpu, c.dtype, what);
+  }
+  if (FusedApplies(plan, c.dtype)) EXPECT_EQ(FusedLaunches(backend) - before, 2) << c.name << ": the fused kernel did not run";
+  else EXPECT_EQ(FusedLaunches(backend), before) << c.name << ": the fused kernel ran a plan it does not support";
+}
+#endif
+
+// Shapes the cascade cases lack: the fused kernel's page sizes other than 16, GQA 4/8 at realistic
+// sizes, a long split suffix with the device's options, requests without a suffix.
+std::vector<CascadeCase> FusedCascadeCases() {
+  std::vector<CascadeCase> cases = CascadeCases();
+  const std::vector<CascadeCase> more = {
+      CascadeCase{"page8_fp16_h32kv8_d128", kF16, 32, 8, 128, 8, {{700, {5, 130, 1}}, {0, {60}}}, true},
+      CascadeCase{"page32_bf16_h16kv2_d64", kBF16, 16, 2, 64, 32, {{1000, {31, 32, 33}}, {64, {1}}}, true},
+      CascadeCase{"page64_fp16_h8kv1_d128", kF16, 8, 1, 128, 64, {{640, {200, 0, 3}}}, false},
+      CascadeCase{"gqa4_b48_p3000_fp16_d128", kF16, 32, 8, 128, 16,
+                  {{3000, std::vector<int>(48, 256)}}, true},
+      CascadeCase{"gqa8_b20_p2500_bf16_d64", kBF16, 64, 8, 64, 16, {{2500, {5, 1000, 0, 300, 17, 129, 256, 2, 64, 80}},
+                                                                    {129, {0, 3, 800, 1, 1, 1, 1, 1, 1, 1}}}},
+      CascadeCase{"long_split_suffix_bf16_h32kv8_d128", kBF16, 32, 8, 128, 16, {{0, {4000, 3}}, {500, {2100}}}, true,
+                  Split::kDevice, 1, 0, false, true},
+  };
+  cases.insert(cases.end(), more.begin(), more.end());
+  return cases;
+}
+
+class CudaFusedCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
+
+TEST_P(CudaFusedCascadeTest, MatchesFloat64OracleAndCpuBackendTwice) {
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_REQUIRE_FUSED();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  ExpectFusedCascadeCorrect(Fused(), GetParam(), rng);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaFusedCascadeTest, ::testing::ValuesIn(FusedCascadeCases()),
+                         [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+
+// Each item order of the work lists (PREFIXD_FUSED_ORDER) gives the same result; a bad order is refused.
+TEST(CudaFusedCascade, EveryOrderIsCorrectAndABadOneIsRefused) {
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_REQUIRE_FUSED();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const CascadeCase c{"order_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{2000, {17, 300, 64, 1}}, {900, {250, 0}}}, true};
+  for (const char* order : {"alternate", "prefix-first", "decode-first"}) {
+    SCOPED_TRACE(order);
+    std::unique_ptr<Backend> backend = MakeFusedBackend(order);
+    ExpectFusedCascadeCorrect(*backend, c, rng);
+  }
+  EXPECT_PREFIXD_ERROR(MakeFusedBackend("sideways"), ErrorKind::kInvalidArgument, "fused order");
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// The fused step is ONE kernel: a captured step has a single root node and replays correctly.
+TEST(CudaGraph, FusedStepIsOneNodeAndReplaysCorrectly) {
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_REQUIRE_FUSED();
+  size_t roots = 0;
+  ExpectCapturedStepReplays(Fused(), &roots);
+  EXPECT_EQ(roots, 1u) << "the fused step should be one kernel node";
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
 }
 
 // The CUDA-core decode kernel where the tensor-core one is the default (GQA 4 and 8, head_dim

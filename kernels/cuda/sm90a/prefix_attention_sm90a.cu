@@ -56,11 +56,10 @@ EncodeTiledFn EncodeTiled() {
 // group's prefix run (see prefix_attention_sm90a.cuh), so the true pool size is not needed; this
 // is the largest extent a signed 32-bit TMA coordinate can reach.
 constexpr cuuint64_t kMapSlots = (cuuint64_t(1) << 31) - 1;
-constexpr int kBoxRows = 128;  // = WgmmaPrefixConfig::BLOCK_N
 
 // A 2D map over one layer's K or V: dim 0 = the H_kv · D elements of a slot, dim 1 = slots
-// (stride token_stride elements), box 64 × 128 with the 128-byte swizzle.
-CUtensorMap EncodeKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype) {
+// (stride token_stride elements), box 64 × box_rows with the 128-byte swizzle.
+CUtensorMap EncodeKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype, int box_rows) {
   const EncodeTiledFn encode = EncodeTiled();
   if (encode == nullptr)
     PREFIXD_THROW(ErrorKind::kUnsupported, "sm_90a prefix attention: the driver has no cuTensorMapEncodeTiled");
@@ -68,7 +67,7 @@ CUtensorMap EncodeKvMap(const void* base, int64_t row_elems, int64_t token_strid
   std::memset(&map, 0, sizeof(map));
   const cuuint64_t dims[2] = {cuuint64_t(row_elems), kMapSlots};
   const cuuint64_t strides[1] = {cuuint64_t(token_stride) * 2};
-  const cuuint32_t box[2] = {64, kBoxRows};
+  const cuuint32_t box[2] = {64, cuuint32_t(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult res = encode(&map,
                               dtype == DType::kFloat16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
@@ -79,7 +78,8 @@ CUtensorMap EncodeKvMap(const void* base, int64_t row_elems, int64_t token_strid
   if (res != CUDA_SUCCESS)
     PREFIXD_THROW(ErrorKind::kLibrary, "sm_90a prefix attention: cuTensorMapEncodeTiled failed (CUresult "
                                            << int(res) << ") for base " << base << ", " << row_elems
-                                           << " elements per slot, token stride " << token_stride);
+                                           << " elements per slot, token stride " << token_stride << ", box rows "
+                                           << box_rows);
   return map;
 }
 
@@ -88,8 +88,10 @@ struct MapKey {
   const void* base;
   int64_t row_elems, token_stride;
   DType dtype;
+  int box_rows;
   bool operator==(const MapKey& o) const {
-    return base == o.base && row_elems == o.row_elems && token_stride == o.token_stride && dtype == o.dtype;
+    return base == o.base && row_elems == o.row_elems && token_stride == o.token_stride && dtype == o.dtype &&
+           box_rows == o.box_rows;
   }
 };
 struct MapEntry {
@@ -97,18 +99,22 @@ struct MapEntry {
   CUtensorMap map;
 };
 
-CUtensorMap CachedKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype) {
+}  // namespace
+
+CUtensorMap CachedKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype, int box_rows) {
   static std::mutex mutex;
   static std::vector<MapEntry> cache;
-  constexpr size_t kMaxEntries = 1024;  // 2 maps × layers × pools; cleared when full
-  const MapKey key{base, row_elems, token_stride, dtype};
+  constexpr size_t kMaxEntries = 1024;  // 2-4 maps × layers × pools; cleared when full
+  const MapKey key{base, row_elems, token_stride, dtype, box_rows};
   std::lock_guard<std::mutex> lock(mutex);
   for (const MapEntry& e : cache)
     if (e.key == key) return e.map;
   if (cache.size() >= kMaxEntries) cache.clear();
-  cache.push_back({key, EncodeKvMap(base, row_elems, token_stride, dtype)});
+  cache.push_back({key, EncodeKvMap(base, row_elems, token_stride, dtype, box_rows)});
   return cache.back().map;
 }
+
+namespace {
 
 // Per-device facts, looked up once: 0 unknown, 1 no, 2 yes.
 constexpr int kMaxDevices = 64;
@@ -179,8 +185,9 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   WgmmaLaunch l;
   l.params = params;
   const int64_t row_elems = int64_t(params.num_kv_heads) * params.head_dim;
-  l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype);
-  l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype);
+  constexpr int kBoxRows = WgmmaPrefixConfig<__half, 128, 2, true>::BLOCK_N;
+  l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, kBoxRows);
+  l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, kBoxRows);
   const int max_ctas = EnvInt("PREFIXD_SM90A_MAX_CTAS", 0);
   int grid_cap = max_ctas > 0 ? max_ctas : sms;  // one CTA per SM, persistent
   if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);

@@ -29,6 +29,7 @@
 #include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "kernels/cuda/attention_state.cuh"
@@ -93,12 +94,21 @@ struct RingPosition {
   }
 };
 
-// The KV tiles of one item (token indices relative to the group's prefix run).
+// The KV tiles of one item: tokens [kv_begin, kv_end) of a prefix run (prefix items) or of a
+// request's suffix pages (the fused kernel's decode items, cascade_fused_sm90a.cuh).
 template <int BLOCK_N>
 struct KvWalk {
   int kv_begin, kv_end, prefix_tokens, num_tiles;
+  // Suffix walks: a tile's box is never shifted back (its pages are loaded one by one, only those
+  // holding tokens of the item), so the rows past kv_end of the last tile hold stale shared memory
+  // or page rows past the sequence end: their V rows are zeroed before P·V (ZeroInvalidRows).
+  bool zero_tail;
   __device__ KvWalk(const PrefixWorkItem& item, const PrefixGroup& group)
-      : kv_begin(item.kv_begin), kv_end(item.kv_end), prefix_tokens(group.prefix.num_tokens) {
+      : kv_begin(item.kv_begin), kv_end(item.kv_end), prefix_tokens(group.prefix.num_tokens), zero_tail(false) {
+    num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + BLOCK_N - 1) / BLOCK_N : 0;
+  }
+  __device__ KvWalk(int suffix_begin, int suffix_end)
+      : kv_begin(suffix_begin), kv_end(suffix_end), prefix_tokens(INT_MAX / 2), zero_tail(true) {
     num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + BLOCK_N - 1) / BLOCK_N : 0;
   }
   // First token of tile t's box (see the header comment); negative only for short prefixes.
@@ -125,6 +135,18 @@ __device__ __forceinline__ void MaybeTriggerDependents(bool trigger, int item, i
 
 // ---- producer ----------------------------------------------------------------------------------
 
+// One TMA box of the map per 64-column panel of a row block: rows [y, y + box rows) of the map,
+// columns [x0, x0 + HEAD_DIM), to dst (panel h at dst + h · KV_PANEL_BYTES), completing on `bar`.
+template <typename CFG>
+__device__ __forceinline__ void LoadPanels(uint32_t dst, const CUtensorMap* tmap, int x0, int y, uint32_t bar, bool hint,
+                                           uint64_t policy) {
+#pragma unroll
+  for (int h = 0; h < CFG::PANELS; ++h) {
+    if (hint) TmaLoad2dHint(dst + h * CFG::KV_PANEL_BYTES, tmap, x0 + 64 * h, y, bar, policy);
+    else TmaLoad2d(dst + h * CFG::KV_PANEL_BYTES, tmap, x0 + 64 * h, y, bar);
+  }
+}
+
 template <typename CFG>
 __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
                                              const CUtensorMap* tmap_v, uint32_t smem, Ring<CFG> ring,
@@ -149,18 +171,10 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
         const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
         MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
         MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
-#pragma unroll
-        for (int h = 0; h < CFG::PANELS; ++h) {
-          if (hint) TmaLoad2dHint(k_dst + h * CFG::KV_PANEL_BYTES, tmap_k, x0 + 64 * h, y, ring.FullK(pos.stage), policy);
-          else TmaLoad2d(k_dst + h * CFG::KV_PANEL_BYTES, tmap_k, x0 + 64 * h, y, ring.FullK(pos.stage));
-        }
+        LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy);
         MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
         MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
-#pragma unroll
-        for (int h = 0; h < CFG::PANELS; ++h) {
-          if (hint) TmaLoad2dHint(v_dst + h * CFG::KV_PANEL_BYTES, tmap_v, x0 + 64 * h, y, ring.FullV(pos.stage), policy);
-          else TmaLoad2d(v_dst + h * CFG::KV_PANEL_BYTES, tmap_v, x0 + 64 * h, y, ring.FullV(pos.stage));
-        }
+        LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
       }
     }
   }
@@ -251,14 +265,17 @@ struct Consumer {
       MmaO::RS(o, pa[ks], MnMajorDescriptor(VTile(stage), ks, CFG::KV_PANEL_BYTES), 1);
     WgmmaCommit();
   }
-  // Rows [0, −box) of a V tile whose box starts before the prefix run hold whatever precedes the
-  // run: zero them before P·V reads the tile (every active warpgroup writes the same zeros, so
-  // the two need no ordering between them).
-  __device__ void ZeroRowsBeforeRun(int stage, int box) {
-    if (box >= 0) return;
+  // V rows of a tile that must not meet P·V even with P = 0 (0 · NaN is NaN): rows [0, −box) of a
+  // box that starts before the prefix run (whatever precedes the run), and, for a suffix walk, the
+  // rows from kv_end on (stale shared memory, page rows past the sequence end). Every active
+  // warpgroup writes the same zeros, so the two need no ordering between them.
+  __device__ void ZeroInvalidRows(int stage, const KvWalk<BLOCK_N>& walk, int box) {
+    const int lo = max(0, -box), hi = walk.zero_tail ? min(BLOCK_N, walk.kv_end - box) : BLOCK_N;
+    if (lo == 0 && hi >= BLOCK_N) return;
     const uint32_t v_tile = VTile(stage);
-    for (int z = tid; z < -box * CFG::PANELS * 8; z += 128) {
-      const int r = z / (CFG::PANELS * 8), c = z % (CFG::PANELS * 8);
+    for (int z = tid; z < (lo + BLOCK_N - hi) * CFG::PANELS * 8; z += 128) {
+      const int i = z / (CFG::PANELS * 8), c = z % (CFG::PANELS * 8);
+      const int r = i < lo ? i : hi + (i - lo);
       const uint32_t addr = v_tile + (c / 8) * CFG::KV_PANEL_BYTES + r * 128 + (((c % 8) ^ (r % 8)) << 4);
       asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
     }
@@ -371,7 +388,7 @@ struct Consumer {
       }
       MbarrierWait(ring.FullV(pos.stage), pos.phase);
       if constexpr (ACTIVE) {
-        ZeroRowsBeforeRun(pos.stage, box);
+        ZeroInvalidRows(pos.stage, walk, box);
         IssuePV(pos.stage);
         WgmmaWait<0>();
         FenceRegisters(o);
@@ -414,7 +431,7 @@ struct Consumer {
       if constexpr (ACTIVE) {
         IssueS(pos.stage);
         RescaleO(rescale);
-        ZeroRowsBeforeRun(prev_stage, prev_box);
+        ZeroInvalidRows(prev_stage, walk, prev_box);
         IssuePV(prev_stage);
       }
       TurnEnd();
@@ -440,7 +457,7 @@ struct Consumer {
     TurnBegin();
     if constexpr (ACTIVE) {
       RescaleO(rescale);
-      ZeroRowsBeforeRun(prev_stage, prev_box);
+      ZeroInvalidRows(prev_stage, walk, prev_box);
       IssuePV(prev_stage);
     }
     TurnEnd();
@@ -452,15 +469,16 @@ struct Consumer {
     Release(ring.EmptyV(prev_stage));
   }
 
-  // Normalises and writes each valid row's state (v fp32, s base 2).
-  __device__ void Epilogue(const PrefixWorkItem& item, const PrefixGroup& group, int wg_row0, int wg_rows, int gqa) {
+  // Normalises and writes each valid row's state (v fp32, s base 2) to slot
+  // state_indptr[request] + chunk; rows map to requests from first_request (MapGroupRow).
+  __device__ void Epilogue(int first_request, int kv_head, int chunk, int wg_row0, int wg_rows, int gqa) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float sum = QuadSum(row_sum[h]);  // all lanes: shuffles before any branch
       const int r = row_in_wg + 8 * h;
       if (r >= wg_rows) continue;
-      const RowTarget tg = MapGroupRow(wg_row0 + r, group.first_request, item.kv_head, gqa);
-      const int64_t state = int64_t(p.state_indptr[tg.request] + item.chunk) * p.num_qo_heads + tg.qo_head;
+      const RowTarget tg = MapGroupRow(wg_row0 + r, first_request, kv_head, gqa);
+      const int64_t state = int64_t(p.state_indptr[tg.request] + chunk) * p.num_qo_heads + tg.qo_head;
       float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
@@ -499,7 +517,7 @@ struct Consumer {
           if (active) RowTilePlain<true>(walk, pos);
           else RowTilePlain<false>(walk, pos);
         }
-        if (active) Epilogue(item, group, wg_row0, wg_rows, gqa);
+        if (active) Epilogue(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa);
       }
     }
     if constexpr (OVERLAP) {

@@ -23,7 +23,10 @@
 // grid drains; PREFIXD_PREFIX_PDL_TRIGGER=0 waits for the last prefix CTA to exit instead.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "kernels/cuda/prefix_attention.h"
 
@@ -49,6 +52,13 @@ int TileRows();
 // Asynchronous on `stream`, no allocation (tensor maps are encoded on the host once per K/V base
 // pointer and shape, then cached). Requires Supports(params) && DeviceReady().
 void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream);
+
+// The TMA map over one layer's K or V (dim 0: the row_elems = H_kv · D elements of a slot, dim 1:
+// slots at token_stride elements), boxes of 64 columns × box_rows slots with the 128-byte swizzle;
+// encoded once per (base, shape, box) and cached. The prefix kernel's boxes are 128-token tiles,
+// the fused cascade kernel's suffix boxes one page each. Throws kUnsupported without the driver's
+// encoder, kLibrary when it fails.
+CUtensorMap CachedKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype, int box_rows);
 
 }  // namespace sm90a
 }  // namespace prefixd::kernels::cuda

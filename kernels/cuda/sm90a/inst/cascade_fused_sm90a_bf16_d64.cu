@@ -1,0 +1,7 @@
+// One instantiation of the fused cascade kernel (sm_90a): bf16, head_dim 64.
+#include "kernels/cuda/sm90a/cascade_fused_sm90a.cuh"
+
+namespace prefixd::kernels::cuda::sm90a {
+template void RunFusedCascade<__nv_bfloat16, 64>(const FusedLaunch&, cudaStream_t);
+template bool FusedCascadeLoads<__nv_bfloat16, 64>();
+}  // namespace prefixd::kernels::cuda::sm90a

@@ -66,6 +66,19 @@ void SetAttentionInputs(AttentionParams* p, const void* k, const void* v, const 
   p->sm_scale_log2 = sm_scale_log2;
 }
 
+// The step's inputs shared by every kernel of RunCascadeParts and the fused kernel: the layer's K/V
+// (from the view's first KV head), the pool's token layout, the queries, the plan's head counts and
+// the scale (sm_scale · log2(e)).
+template <typename AttentionParams>
+void SetCascadeInputs(AttentionParams* p, const CascadePlan& h, const CascadeArgs& args) {
+  const KvPoolShape& shape = args.kv.shape;
+  const int64_t layer_bytes =
+      (shape.LayerStride() * args.layer + int64_t(args.kv_head_offset) * h.head_dim) * DTypeBytes(shape.dtype);
+  SetAttentionInputs(p, static_cast<const char*>(args.kv.k) + layer_bytes,
+                     static_cast<const char*>(args.kv.v) + layer_bytes, shape, args.q, h.num_qo_heads, h.num_kv_heads,
+                     h.head_dim, ResolveSmScale(args.sm_scale, h.head_dim) * kLog2e);
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device), limits_(options.limits) {
@@ -496,12 +509,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const CascadePlan& h = plan_.header;
   CheckCascadeArgs(h, args);
   const KvPoolShape& shape = args.kv.shape;
-  const float scale_log2 = ResolveSmScale(args.sm_scale, h.head_dim) * kLog2e;
-  // The layer's arrays; a KV head view (CascadeArgs::kv_head_count) starts at its first head.
-  const int64_t layer_bytes = (args.kv.shape.LayerStride() * args.layer + int64_t(args.kv_head_offset) * h.head_dim) *
-                              DTypeBytes(shape.dtype);
-  const void* k = static_cast<const char*>(args.kv.k) + layer_bytes;
-  const void* v = static_cast<const char*>(args.kv.v) + layer_bytes;
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   FlushUploads();
   // The stream of this call (CascadeArgs::stream); everything below is ordered on it.
@@ -527,7 +534,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
 
   if (prefix_part) {
     PrefixAttentionParams p;
-    SetAttentionInputs(&p, k, v, shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim, scale_log2);
+    SetCascadeInputs(&p, h, args);  // a KV head view (CascadeArgs::kv_head_count) starts at its first head
     p.items = plan_.prefix_items;
     p.num_items = plan_.num_prefix_items;
     p.groups = plan_.groups;
@@ -543,7 +550,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   if (decode_part) {
     DecodeAttentionParams p;
     p.kernel = decode_kernel_;
-    SetAttentionInputs(&p, k, v, shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim, scale_log2);
+    SetCascadeInputs(&p, h, args);  // a KV head view (CascadeArgs::kv_head_count) starts at its first head
     p.page_indptr = plan_.suffix_indptr;
     p.page_indices = plan_.suffix_indices;
     p.items = plan_.decode_items;
@@ -608,13 +615,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
 bool CudaBackend::LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLists& lists, bool merge) {
   const CascadePlan& h = plan_.header;
   const KvPoolShape& shape = args.kv.shape;
-  const int64_t layer_bytes = (args.kv.shape.LayerStride() * args.layer + int64_t(args.kv_head_offset) * h.head_dim) *
-                              DTypeBytes(shape.dtype);
   FusedCascadeParams f;
   PrefixAttentionParams& p = f.attn;
-  SetAttentionInputs(&p, static_cast<const char*>(args.kv.k) + layer_bytes, static_cast<const char*>(args.kv.v) + layer_bytes,
-                     shape, args.q, h.num_qo_heads, h.num_kv_heads, h.head_dim,
-                     ResolveSmScale(args.sm_scale, h.head_dim) * kLog2e);
+  SetCascadeInputs(&p, h, args);
   if (!FusedCascadeSupportsShape(h.head_dim, shape.dtype, h.page_size, h.num_qo_heads / h.num_kv_heads) ||
       !sm90a::Supports(p))
     return false;

@@ -39,24 +39,7 @@ __device__ __forceinline__ void FusedProducerLoop(const FusedCascadeParams& f, c
   for (int e = f.cta_indptr[blockIdx.x]; e < f.cta_indptr[blockIdx.x + 1]; ++e) {
     const int32_t entry = f.cta_items[e];
     if (!IsDecodeEntry(entry)) {
-      const PrefixWorkItem item = p.items[entry];
-      const PrefixGroup group = p.groups[item.group];
-      const KvWalk<CFG::BLOCK_N> walk(item, group);
-      const int slot0 = group.prefix.first_page * p.page_size;
-      const int x0 = item.kv_head * CFG::HEAD_DIM;
-      for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
-        for (int t = 0; t < walk.num_tiles; ++t, pos.Advance()) {
-          const int y = slot0 + walk.BoxBegin(t);
-          MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
-          MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
-          LoadPanels<CFG>(smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES, tmap_k, x0, y, ring.FullK(pos.stage),
-                          false, 0);
-          MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
-          MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
-          LoadPanels<CFG>(smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES, tmap_v, x0, y, ring.FullV(pos.stage),
-                          false, 0);
-        }
-      }
+      ProducePrefixItem<CFG>(p, p.items[entry], tmap_k, tmap_v, smem, ring, pos, false, 0);
       continue;
     }
     const DecodeWorkItem item = f.decode_items[DecodeIndex(entry)];
@@ -203,43 +186,15 @@ __device__ __forceinline__ void FusedConsumerRun(const FusedCascadeParams& f, Co
   const bool merge = f.counters != nullptr;
   int decode_items_seen = 0;
   RingPosition<CFG::STAGES> pos;
-  auto reset = [&] {
-    c.row_max[0] = c.row_max[1] = -INFINITY;
-    c.row_sum[0] = c.row_sum[1] = 0.f;
-#pragma unroll
-    for (int j = 0; j < CFG::O_REGS; ++j) c.o[j] = 0.f;
-  };
-  auto walk_tiles = [&](bool active, const KvWalk<CFG::BLOCK_N>& walk) {
-    if constexpr (CFG::OVERLAP) {
-      if (active) c.template RowTileOverlapped<true>(walk, pos);
-      else c.template RowTileOverlapped<false>(walk, pos);
-    } else {
-      if (active) c.template RowTilePlain<true>(walk, pos);
-      else c.template RowTilePlain<false>(walk, pos);
-    }
-  };
   if constexpr (CFG::OVERLAP) {
     if (c.wg == 1) c.TurnEnd();
   }  // warpgroup 0 takes the first turn
   for (int e = f.cta_indptr[blockIdx.x]; e < f.cta_indptr[blockIdx.x + 1]; ++e) {
     const int32_t entry = f.cta_items[e];
     if (!IsDecodeEntry(entry)) {
-      const PrefixWorkItem item = p.items[entry];
-      const PrefixGroup group = p.groups[item.group];
-      const KvWalk<CFG::BLOCK_N> walk(item, group);
-      for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
-        const int wg_row0 = row + c.wg * CFG::WG_ROWS;
-        const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);
-        const bool active = wg_rows > 0;  // warpgroup-uniform
-        if (active && walk.num_tiles > 0)
-          LoadQ<CFG>(p, c.q_smem, c.tid, c.barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
-        reset();
-        walk_tiles(active, walk);
-        if (active) {
-          c.Epilogue(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa);
-          if (merge) FinishArrivals<CFG>(f, c, group.first_request, item.kv_head, wg_row0, wg_rows, gqa);
-        }
-      }
+      c.PrefixItem(p.items[entry], gqa, pos, [&](int first_request, int kv_head, int wg_row0, int wg_rows) {
+        if (merge) FinishArrivals<CFG>(f, c, first_request, kv_head, wg_row0, wg_rows, gqa);
+      });
       continue;
     }
     // A decode item: the request's g query heads are rows 0..g−1 of one warpgroup's tile.
@@ -252,8 +207,8 @@ __device__ __forceinline__ void FusedConsumerRun(const FusedCascadeParams& f, Co
     // warpgroup two phases behind waits for a later phase of the same parity).
     const bool active = c.wg == (decode_items_seen++ & 1);
     if (active && walk.num_tiles > 0) LoadQ<CFG>(p, c.q_smem, c.tid, c.barrier_id, 0, gqa, item.request, item.kv_head, gqa);
-    reset();
-    walk_tiles(active, walk);
+    c.ResetRows();
+    c.WalkTiles(active, walk, pos);
     if (active) {
       c.Epilogue(item.request, item.kv_head, item.slot_offset, 0, gqa, gqa);
       if (merge) FinishArrivals<CFG>(f, c, item.request, item.kv_head, 0, gqa, gqa);
@@ -272,16 +227,7 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < CFG::STAGES; ++s) {
-      MbarrierInit(ring.FullK(s), 1);
-      MbarrierInit(ring.FullV(s), 1);
-      MbarrierInit(ring.EmptyK(s), 4 * CFG::CONSUMER_WGS);
-      MbarrierInit(ring.EmptyV(s), 4 * CFG::CONSUMER_WGS);
-    }
-    FenceBarrierInit();
-  }
-  __syncthreads();
+  InitRing<CFG>(ring);
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();

@@ -84,6 +84,21 @@ struct Ring {
   __device__ uint32_t EmptyV(int s) const { return bars + 8 * (3 * CFG::STAGES + s); }
 };
 
+// Thread 0 initialises every barrier of the ring; visible to the whole CTA (and TMA) on return.
+template <typename CFG>
+__device__ __forceinline__ void InitRing(Ring<CFG> ring) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < CFG::STAGES; ++s) {
+      MbarrierInit(ring.FullK(s), 1);
+      MbarrierInit(ring.FullV(s), 1);
+      MbarrierInit(ring.EmptyK(s), 4 * CFG::CONSUMER_WGS);
+      MbarrierInit(ring.EmptyV(s), 4 * CFG::CONSUMER_WGS);
+    }
+    FenceBarrierInit();
+  }
+  __syncthreads();
+}
+
 // Stage and phase parity of the ring position, advanced identically by producer and consumers.
 template <int STAGES>
 struct RingPosition {
@@ -147,6 +162,31 @@ __device__ __forceinline__ void LoadPanels(uint32_t dst, const CUtensorMap* tmap
   }
 }
 
+// Every K/V tile of one prefix item (each row tile walks the item's KV range once) into the ring.
+template <typename CFG>
+__device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p, const PrefixWorkItem& item,
+                                                  const CUtensorMap* tmap_k, const CUtensorMap* tmap_v, uint32_t smem,
+                                                  Ring<CFG> ring, RingPosition<CFG::STAGES>& pos, bool hint,
+                                                  uint64_t policy) {
+  const PrefixGroup group = p.groups[item.group];
+  const KvWalk<CFG::BLOCK_N> walk(item, group);
+  const int slot0 = group.prefix.first_page * p.page_size;
+  const int x0 = item.kv_head * CFG::HEAD_DIM;
+  for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
+    for (int t = 0; t < walk.num_tiles; ++t, pos.Advance()) {
+      const int y = slot0 + walk.BoxBegin(t);
+      const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
+      const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
+      MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
+      MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
+      LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy);
+      MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
+      MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
+      LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
+    }
+  }
+}
+
 template <typename CFG>
 __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
                                              const CUtensorMap* tmap_v, uint32_t smem, Ring<CFG> ring,
@@ -159,24 +199,7 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
   RingPosition<CFG::STAGES> pos;
   for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
     MaybeTriggerDependents(trigger, i, p.num_items);
-    const PrefixWorkItem item = p.items[i];
-    const PrefixGroup group = p.groups[item.group];
-    const KvWalk<CFG::BLOCK_N> walk(item, group);
-    const int slot0 = group.prefix.first_page * p.page_size;
-    const int x0 = item.kv_head * CFG::HEAD_DIM;
-    for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
-      for (int t = 0; t < walk.num_tiles; ++t, pos.Advance()) {
-        const int y = slot0 + walk.BoxBegin(t);
-        const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
-        const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
-        MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
-        MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
-        LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy);
-        MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
-        MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
-        LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
-      }
-    }
+    ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy);
   }
 }
 
@@ -488,39 +511,55 @@ struct Consumer {
     }
   }
 
-  template <bool OVERLAP>
+  // A new row tile: no key seen yet.
+  __device__ void ResetRows() {
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.f;
+#pragma unroll
+    for (int j = 0; j < CFG::O_REGS; ++j) o[j] = 0.f;
+  }
+  // One row tile's walk over the KV tiles with CFG's schedule (ACTIVE a template constant, above).
+  __device__ void WalkTiles(bool active, const KvWalk<BLOCK_N>& walk, RingPosition<CFG::STAGES>& pos) {
+    if constexpr (CFG::OVERLAP) {
+      if (active) RowTileOverlapped<true>(walk, pos);
+      else RowTileOverlapped<false>(walk, pos);
+    } else {
+      if (active) RowTilePlain<true>(walk, pos);
+      else RowTilePlain<false>(walk, pos);
+    }
+  }
+  // One prefix item: per row tile, this warpgroup's Q rows, the KV walk, the epilogue, then
+  // after_rows(first_request, kv_head, wg_row0, wg_rows) for the rows it wrote.
+  template <typename AfterRows>
+  __device__ void PrefixItem(const PrefixWorkItem& item, int gqa, RingPosition<CFG::STAGES>& pos, AfterRows after_rows) {
+    const PrefixGroup group = p.groups[item.group];
+    const KvWalk<BLOCK_N> walk(item, group);
+    for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
+      const int wg_row0 = row + wg * CFG::WG_ROWS;  // group-local row of this warpgroup's row 0
+      const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);
+      const bool active = wg_rows > 0;  // warpgroup-uniform
+      if (active && walk.num_tiles > 0)
+        LoadQ<CFG>(p, q_smem, tid, barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
+      ResetRows();
+      WalkTiles(active, walk, pos);
+      if (active) {
+        Epilogue(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa);
+        after_rows(group.first_request, item.kv_head, wg_row0, wg_rows);
+      }
+    }
+  }
+
   __device__ void Run(bool trigger) {
     const int gqa = p.num_qo_heads / p.num_kv_heads;
     RingPosition<CFG::STAGES> pos;
-    if constexpr (OVERLAP) {
+    if constexpr (CFG::OVERLAP) {
       if (wg == 1) TurnEnd();
     }  // warpgroup 0 takes the first turn
     for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
       MaybeTriggerDependents(trigger, i, p.num_items);
-      const PrefixWorkItem item = p.items[i];
-      const PrefixGroup group = p.groups[item.group];
-      const KvWalk<BLOCK_N> walk(item, group);
-      for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
-        const int wg_row0 = row + wg * CFG::WG_ROWS;  // group-local row of this warpgroup's row 0
-        const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);
-        const bool active = wg_rows > 0;  // warpgroup-uniform
-        if (active && walk.num_tiles > 0)
-          LoadQ<CFG>(p, q_smem, tid, barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
-        row_max[0] = row_max[1] = -INFINITY;
-        row_sum[0] = row_sum[1] = 0.f;
-#pragma unroll
-        for (int j = 0; j < CFG::O_REGS; ++j) o[j] = 0.f;
-        if constexpr (OVERLAP) {
-          if (active) RowTileOverlapped<true>(walk, pos);
-          else RowTileOverlapped<false>(walk, pos);
-        } else {
-          if (active) RowTilePlain<true>(walk, pos);
-          else RowTilePlain<false>(walk, pos);
-        }
-        if (active) Epilogue(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa);
-      }
+      PrefixItem(p.items[i], gqa, pos, [](int, int, int, int) {});
     }
-    if constexpr (OVERLAP) {
+    if constexpr (CFG::OVERLAP) {
       if (wg == 0) TurnBegin();  // consumes warpgroup 1's up-front arrival
     }
   }
@@ -534,16 +573,7 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < CFG::STAGES; ++s) {
-      MbarrierInit(ring.FullK(s), 1);
-      MbarrierInit(ring.FullV(s), 1);
-      MbarrierInit(ring.EmptyK(s), 4 * CFG::CONSUMER_WGS);
-      MbarrierInit(ring.EmptyV(s), 4 * CFG::CONSUMER_WGS);
-    }
-    FenceBarrierInit();
-  }
-  __syncthreads();
+  InitRing<CFG>(ring);
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
@@ -551,7 +581,7 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
       ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring, trigger_dependents != 0, static_cast<L2Evict>(kv_evict));
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG>(params, ring, smem, wg - 1).template Run<CFG::OVERLAP>(trigger_dependents != 0);
+    Consumer<CFG>(params, ring, smem, wg - 1).Run(trigger_dependents != 0);
   }
 }
 

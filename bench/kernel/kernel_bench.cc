@@ -110,12 +110,12 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       {"mma-prefix", {{"PREFIXD_PREFIX_KERNEL", "mma"}}},
       // Concurrent prefix/decode (cuda_backend.h): prefix grid capped at SMs − k, decode beside it
       // on the other k SMs, unfused merge after the join.
-      // The one-launch fused cascade (cuda_backend.h), and its per-CTA item orders.
+      // The one-launch fused cascade (cuda_backend.h), and its suffix warps' L2 prefetch distance.
       {"fused", {{"PREFIXD_FUSED", "1"}}},
-      {"fused-pf", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_ORDER", "prefix-first"}}},
-      {"fused-df", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_ORDER", "decode-first"}}},
-      {"fused-s3", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_STAGES", "3"}}},
-      {"fused-c3", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_DECODE_COST", "3"}}},
+      {"fused-l2a1", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_L2_AHEAD", "1"}}},
+      {"fused-spin", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_SPIN", "1"}}},
+      {"fused-l2a3", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_L2_AHEAD", "3"}}},
+      {"fused-mk", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_MERGE", "kernel"}}},
       {"conc16", {{"PREFIXD_CONCURRENT_DECODE_SMS", "16"}}},
       {"conc32", {{"PREFIXD_CONCURRENT_DECODE_SMS", "32"}}},
       {"conc48", {{"PREFIXD_CONCURRENT_DECODE_SMS", "48"}}},
@@ -928,7 +928,7 @@ int Main(int argc, char** argv) {
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
                  "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
-                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, mma-prefix, fused, fused-pf, fused-df, fused-s3, fused-c3, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
+                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, mma-prefix, fused, fused-l2a1, fused-l2a3, fused-spin, fused-mk, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
                       "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "

@@ -1,27 +1,25 @@
 // Launcher of the one-launch fused cascade kernel (internal to kernels/; CUDA types allowed).
 //
 // One persistent grid runs a whole cascade step: the prefix items (plan.h: PrefixWorkItem, the
-// tensor-core tiles of kernels/cuda/sm90a/prefix_attention_sm90a.cuh) and the decode items
-// (DecodeWorkItem: a request's suffix pages for one KV head) from one per-CTA work list, so that
-// compute-bound prefix tiles and memory-bound suffix tiles run on the SMs at the same time, and
-// the ⊕ of each (request, query head) is done inside: every item writes its partial state to its
-// slot (state_indptr[request] + chunk / slot_offset, as in the two-kernel cascade) and counts
-// itself in an arrival counter per (request, query head); the item that brings the counter to the
-// request's slot count merges all slots and writes o / v_out / s_out, then resets the counter to 0
-// (so no memset is needed between steps and a step stays capturable in a CUDA graph). No item
-// ever waits for another, so the persistent grid cannot deadlock. DecodeWorkItem::finish is
-// ignored: every decode item writes its slot.
+// tensor-core tiles of kernels/cuda/sm90a/prefix_attention_sm90a.cuh) on each CTA's two consumer
+// warpgroups, and the decode items (DecodeWorkItem: a request's suffix pages for one KV head) at
+// the same time on three warps of the producer warpgroup of the same CTA
+// (kernels/cuda/sm90a/suffix_warps_sm90a.cuh), so that compute-bound prefix tiles and
+// memory-bound suffix tiles share every SM. The ⊕ is inside for the requests the plan finishes in
+// their decode items (DecodeWorkItem::finish; every other request is in plan.merge_requests and is
+// merged by the merge kernel after this launch, as in the two-kernel cascade): every item writes
+// its partial state to its slot (state_indptr[request] + chunk / slot_offset); a consumer
+// warpgroup that wrote a prefix chunk's states counts one arrival per finished request of its rows
+// on counters[request][kv_head]; the finishing decode item waits (after all of its CTA's decode
+// items) until its counter reaches its prefix chunk count (slot_offset), merges the request's
+// slots for its g heads into o / v_out / s_out, and resets the counter to 0 (no memset between
+// steps, so a step stays capturable in a CUDA graph). The launch is cooperative (all CTAs
+// resident), and prefix items never wait, so every wait ends.
 //
-// Decode items run on the prefix kernel's machinery: the producer loads a suffix tile (128
-// tokens) page by page with one TMA box per page (page_size rows) into the same swizzled ring
-// stage a prefix tile uses, and one consumer warpgroup computes it as a 64-row wgmma tile whose
-// first g rows are the request's query heads (the other rows are zeros and never written; the
-// suffix part is memory bound), while the other warpgroup only walks the ring and loads the
-// queries of the next decode item, which is its own (decode items alternate between the two).
-//
-// Shapes: sm_90a, head_dim 64 or 128, fp16/bf16, non-causal, page_size 8, 16, 32, 64 or 128, every
-// decode item starting on a page boundary, every request with at least one slot. The CUDA backend
-// checks this per plan (CudaBackend::LoadPlan) and runs the two-kernel cascade otherwise.
+// Shapes: sm_90a, head_dim 64 or 128, fp16/bf16, non-causal, GQA group size ≤ 8 (the N = 8 of the
+// suffix warps' mma), page_size 8, 16, 32, 64 or 128, every decode item starting at a multiple of
+// 16 tokens. The CUDA backend checks this per plan (CudaBackend::LoadPlan) and runs the two-kernel
+// cascade otherwise.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -47,15 +45,20 @@ struct FusedCascadeParams {
   const int32_t* cta_indptr = nullptr;
   const int32_t* cta_items = nullptr;
   int num_ctas = 0;
-  // [num_requests][num_qo_heads] int32, all 0 before the launch (and after it, when it merges).
+  // [num_requests][num_kv_heads] int32, all 0 before the launch (and after it, when it merges).
   // Null: no ⊕; the items only write their partial states (to time the prefix or the suffix
-  // tiles alone with this kernel).
+  // items alone with this kernel).
   int32_t* counters = nullptr;
+  // [num_requests]: 1 for a request finished here (its decode items have finish = 1), else 0.
+  const int32_t* request_finished = nullptr;
   // Final outputs of the ⊕, each optional: o [B][H_qo][D] in dtype, v_out (fp32), s_out [B][H_qo].
   void* o = nullptr;
   float* v_out = nullptr;
   float* s_out = nullptr;
-  int stages = 2;  // K/V ring depth: 2, or more for the deeper ring (as PREFIXD_SM90A_STAGES)
+  // Decode items a CTA's loader warp prefetches into L2 ahead of the one it loads into its ring.
+  int l2_ahead_items = 0;
+  // The suffix warps poll their barriers with test_wait instead of try_wait (A/B).
+  bool spin_waits = false;
 };
 
 // Whether the kernel exists for these shapes (independent of the device).

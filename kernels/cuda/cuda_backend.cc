@@ -118,18 +118,19 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   env_flag("PREFIXD_DECODE_STREAM", &decode_stream_items_);
   env_flag("PREFIXD_DECODE_PERSISTENT", &decode_persistent_);
   env_flag("PREFIXD_FUSED", &fused_);
-  if (const char* env = std::getenv("PREFIXD_FUSED_ORDER"); env != nullptr && *env != '\0')
-    fused_order_ = ParseFusedOrder(env);
-  if (const char* env = std::getenv("PREFIXD_FUSED_DECODE_COST"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    fused_decode_cost_ = std::strtod(env, &end);
-    PREFIXD_CHECK_ARG(end != env && *end == '\0' && fused_decode_cost_ > 0 && fused_decode_cost_ < 100,
-                      "PREFIXD_FUSED_DECODE_COST must be a number in (0, 100), got '" << env << "'");
-  }
-  if (const char* env = std::getenv("PREFIXD_FUSED_STAGES"); env != nullptr && *env != '\0') {
+  env_flag("PREFIXD_FUSED_SPIN", &fused_spin_);
+  if (const char* env = std::getenv("PREFIXD_FUSED_MERGE"); env != nullptr && *env != '\0') {
     const std::string choice = env;
-    PREFIXD_CHECK_ARG(choice == "2" || choice == "3", "PREFIXD_FUSED_STAGES must be 2 or 3, got '" << choice << "'");
-    fused_stages_ = std::stoi(choice);
+    PREFIXD_CHECK_ARG(choice == "inside" || choice == "kernel",
+                      "PREFIXD_FUSED_MERGE must be inside or kernel, got '" << choice << "'");
+    fused_merge_kernel_ = choice == "kernel";
+  }
+  if (const char* env = std::getenv("PREFIXD_FUSED_L2_AHEAD"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    PREFIXD_CHECK_ARG(end != env && *end == '\0' && n >= 0 && n <= 8,
+                      "PREFIXD_FUSED_L2_AHEAD must be an integer in [0, 8], got '" << env << "'");
+    fused_l2_ahead_ = int(n);
   }
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
@@ -156,10 +157,9 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_persistent_) d << " [decode persistent]";
   if (fused_) {
     d << " [fused cascade" << (FusedCascadeReady() ? "" : ": not on this device/build");
-    if (fused_order_ != FusedOrder::kAlternate)
-      d << ", order " << (fused_order_ == FusedOrder::kPrefixFirst ? "prefix-first" : "decode-first");
-    if (fused_stages_ != 2) d << ", " << fused_stages_ << " stages";
-    if (fused_decode_cost_ != FusedScheduleOptions{}.decode_tile_cost) d << ", decode tile cost " << fused_decode_cost_;
+    if (fused_l2_ahead_ != 0) d << ", L2 prefetch " << fused_l2_ahead_ << " items ahead";
+    if (fused_spin_) d << ", spin waits";
+    if (fused_merge_kernel_) d << ", merge kernel";
     d << "]";
   }
   if (concurrent_decode_sms_ > 0)
@@ -380,9 +380,11 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   // All checks first: a plan that fails leaves the previous one loaded.
   given.Validate();
   // Concurrent prefix/decode: the decode kernel runs beside the prefix kernel, so it cannot finish
-  // requests from their prefix states; the merge step finishes every request instead.
+  // requests from their prefix states; the merge step finishes every request instead. So does the
+  // fused kernel with PREFIXD_FUSED_MERGE=kernel.
   CascadePlan unfused;
-  const bool unfuse = concurrent_decode_sms_ > 0 && int64_t(given.merge_requests.size()) < given.num_requests;
+  const bool unfuse = (concurrent_decode_sms_ > 0 || (fused_ && fused_merge_kernel_)) &&
+                      int64_t(given.merge_requests.size()) < given.num_requests;
   if (unfuse) {
     unfused = given;
     for (DecodeWorkItem& it : unfused.decode_items) it.finish = 0;
@@ -417,14 +419,11 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   bool fused = fused_ && concurrent_decode_sms_ == 0 && FusedCascadeReady() &&
                (plan.head_dim == 64 || plan.head_dim == 128) &&
                FusedCascadeSupportsShape(plan.head_dim, DType::kFloat16, plan.page_size, g);
-  for (int64_t r = 0; fused && r < b; ++r) fused = plan.state_indptr[r + 1] > plan.state_indptr[r];
-  for (int64_t i = 0; fused && i < nd; ++i) fused = plan.decode_items[i].kv_begin % plan.page_size == 0;
+  for (int64_t i = 0; fused && i < nd; ++i) fused = plan.decode_items[i].kv_begin % 16 == 0;
   FusedSchedule schedules[3];
   if (fused) {
     FusedScheduleOptions so;
     so.num_ctas = num_sms_;
-    so.order = fused_order_;
-    so.decode_tile_cost = fused_decode_cost_;
     schedules[0] = ScheduleFusedItems(plan, so);
     so.decode_items = false;
     schedules[1] = ScheduleFusedItems(plan, so);
@@ -437,6 +436,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   const int64_t o_bases = (o_end + 1) / 2 * 2, o_fused = o_bases + 2 * nd;
   int64_t upload_ints = o_fused;
   for (const FusedSchedule& fs : schedules) upload_ints += int64_t(fs.cta_indptr.size() + fs.entries.size());
+  if (fused) upload_ints += b;  // request_finished (cascade_fused.h)
   if (fused && upload_ints > plan_buffer_.capacity) {  // no room for the work lists: run unfused
     fused = false;
     for (FusedSchedule& fs : schedules) fs = FusedSchedule{};
@@ -468,6 +468,12 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     if (!fs.entries.empty()) std::memcpy(host + o_list, fs.entries.data(), fs.entries.size() * sizeof(int32_t));
     o_list += int64_t(fs.entries.size());
   }
+  const int64_t o_finished = o_list;
+  if (fused) {
+    // 1 for a request whose decode items finish it (it is not in merge_requests).
+    for (int64_t r = 0; r < b; ++r) host[o_finished + r] = 1;
+    for (const int32_t r : plan.merge_requests) host[o_finished + r] = 0;
+  }
   EndUpload(&plan_buffer_, upload_ints);
 
   const int32_t* d = plan_buffer_.device;
@@ -493,6 +499,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
   loaded.fused = fused;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
+  if (fused) loaded.request_finished = d + o_finished;
   for (int k = 0; fused && k < 3; ++k) {
     lists[k]->cta_indptr = d + list_offsets[k][0];
     lists[k]->entries = d + list_offsets[k][1];
@@ -519,11 +526,12 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // would wait for the prefix grid to complete); the decode launch waits for it on the other stream,
   // which also gives the prefix grid a head start in being dispatched.
   // The whole step as one fused launch (cuda_backend.h), where the loaded plan and the call allow it.
-  if (plan_.fused && parts == kAllParts && args.merge_packed_out == nullptr && args.decode_free_sms == 0 &&
-      (args.o != nullptr || args.v_out != nullptr || args.s_out != nullptr) && LaunchFused(args, plan_.fused_all, true))
-    return;
-  const bool prefix_part = (parts & kPrefixPart) && plan_.num_prefix_items > 0;
-  const bool decode_part = (parts & kDecodePart) && plan_.num_decode_items > 0;
+  // The merge kernel still follows it for plan.merge_requests (none when every suffix is one chunk).
+  const bool fused_step = plan_.fused && parts == kAllParts && args.merge_packed_out == nullptr &&
+                          args.decode_free_sms == 0 && (args.o != nullptr || args.v_out != nullptr || args.s_out != nullptr) &&
+                          LaunchFused(args, plan_.fused_all, !fused_merge_kernel_);
+  const bool prefix_part = !fused_step && (parts & kPrefixPart) && plan_.num_prefix_items > 0;
+  const bool decode_part = !fused_step && (parts & kDecodePart) && plan_.num_decode_items > 0;
   const bool concurrent = concurrent_decode_sms_ > 0 && prefix_part && decode_part;
   cudaStream_t decode_stream = stream;
   if (concurrent) {
@@ -635,12 +643,14 @@ bool CudaBackend::LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLi
   f.cta_items = lists.entries;
   f.num_ctas = lists.num_ctas;
   f.counters = merge ? fused_counters_ : nullptr;
+  f.request_finished = plan_.request_finished;
+  f.l2_ahead_items = fused_l2_ahead_;
+  f.spin_waits = fused_spin_;
   if (merge) {
     f.o = args.o;
     f.v_out = args.v_out;
     f.s_out = args.s_out;
   }
-  f.stages = fused_stages_;
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   FlushUploads();
   FusedCascade(f, args.stream != nullptr ? static_cast<cudaStream_t>(args.stream) : stream_);

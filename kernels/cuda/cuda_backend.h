@@ -37,17 +37,19 @@
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (1; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
-//   PREFIXD_FUSED_ORDER=alternate|prefix-first|decode-first   its per-CTA item order (alternate)
-//   PREFIXD_FUSED_STAGES=2|3              its K/V ring depth (2)
-//   PREFIXD_FUSED_DECODE_COST=x           its scheduler's cost of a suffix tile, in prefix tile steps
-//                                         (FusedScheduleOptions::decode_tile_cost)
+//   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
+//   PREFIXD_FUSED_SPIN=0|1                its suffix warps poll barriers without suspending (0)
+//   PREFIXD_FUSED_MERGE=inside|kernel     its ⊕: inside (finishing decode items, the default) or by the
+//                                         merge kernel after it for every request
 //
 // Fused cascade (PREFIXD_FUSED=1; kernels/cuda/cascade_fused.h): a plan the fused kernel can run
-// (sm_90a device, head_dim 64/128, page size 8-128, decode items on page boundaries, every request
-// with a slot) is loaded with its per-CTA work lists (fused_schedule.h), and RunCascade (all parts,
-// no packed merge output, no SMs left free) is then ONE launch: prefix and decode items on the
-// same persistent grid, the ⊕ inside through per-(request, head) arrival counters (a workspace
-// array, zero between steps). Any other call, and a plan it cannot run, takes the kernels above.
+// (sm_90a device, head_dim 64/128, GQA group ≤ 8, page size 8-128, decode items starting at
+// multiples of 16 tokens) is loaded with its per-CTA work lists (fused_schedule.h), and RunCascade
+// (all parts, no packed merge output, no SMs left free) is then ONE launch — prefix and decode
+// items side by side on every SM, the ⊕ of the requests the plan finishes in their decode items
+// inside, through per-(request, KV head) arrival counters (a workspace array, zero between steps)
+// — followed by the merge kernel only for plan.merge_requests. Any other call, and a plan it
+// cannot run, takes the kernels above.
 //
 // Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, for small
 // batches where the compute-bound prefix kernel and the memory-bound decode kernel each leave the
@@ -166,6 +168,7 @@ class CudaBackend final : public Backend {
     // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items
     // only (fused_schedule.h), when the plan runs fused.
     bool fused = false;
+    const int32_t* request_finished = nullptr;  // [num_requests] (FusedCascadeParams::request_finished)
     struct FusedLists {
       const int32_t* cta_indptr = nullptr;
       const int32_t* entries = nullptr;
@@ -202,10 +205,10 @@ class CudaBackend final : public Backend {
   bool plan_loaded_ = false;
   LoadedPlan plan_;
   bool fused_ = false;                            // PREFIXD_FUSED
-  FusedOrder fused_order_ = FusedOrder::kAlternate;  // PREFIXD_FUSED_ORDER
-  int fused_stages_ = 2;                          // PREFIXD_FUSED_STAGES
-  double fused_decode_cost_ = FusedScheduleOptions{}.decode_tile_cost;  // PREFIXD_FUSED_DECODE_COST
-  int32_t* fused_counters_ = nullptr;             // [max_requests · max_qo_heads], zero between steps
+  int fused_l2_ahead_ = 0;                        // PREFIXD_FUSED_L2_AHEAD
+  bool fused_spin_ = false;                       // PREFIXD_FUSED_SPIN
+  bool fused_merge_kernel_ = false;               // PREFIXD_FUSED_MERGE=kernel
+  int32_t* fused_counters_ = nullptr;             // [max_requests · max_qo_heads] (≥ KV heads), zero between steps
   int64_t fused_launches_ = 0;
   // Upload batch (Backend::BeginUploadBatch): open or not, its copies, and the staged buffers
   // whose `copied` event is recorded when it is launched. PREFIXD_UPLOAD_BATCH=0 at construction:

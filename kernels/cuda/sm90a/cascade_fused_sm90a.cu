@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "kernels/cuda/cascade_fused.h"
 #include "kernels/cuda/sm90a/cascade_fused_sm90a.cuh"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
@@ -22,11 +24,11 @@ extern template bool FusedCascadeLoads<__nv_bfloat16, 128>();
 }  // namespace sm90a
 
 bool FusedCascadeSupportsShape(int head_dim, DType dtype, int page_size, int gqa_group_size) {
-  // A page's box must start a 1024-byte swizzle period of the stage (page_size · 128 bytes per
-  // panel), and whole pages must tile the 128-token stage.
+  // A suffix subtile is 16 tokens in boxes of min(page_size, 16) rows, each starting a 1024-byte
+  // swizzle period of its panel (8 rows of 128 bytes); the g heads are the N = 8 of an mma.
   const bool page_ok = page_size == 8 || page_size == 16 || page_size == 32 || page_size == 64 || page_size == 128;
   return (head_dim == 64 || head_dim == 128) && (dtype == DType::kFloat16 || dtype == DType::kBFloat16) && page_ok &&
-         gqa_group_size >= 1 && gqa_group_size <= 64;
+         gqa_group_size >= 1 && gqa_group_size <= 8;
 }
 
 bool FusedCascadeReady() {
@@ -49,8 +51,9 @@ void FusedCascade(const FusedCascadeParams& params, cudaStream_t stream) {
   constexpr int kTileRows = sm90a::WgmmaPrefixConfig<__half, 128, 2, true>::BLOCK_N;
   l.tmap_k = sm90a::CachedKvMap(a.k, row_elems, a.token_stride, a.dtype, kTileRows);
   l.tmap_v = sm90a::CachedKvMap(a.v, row_elems, a.token_stride, a.dtype, kTileRows);
-  l.page_k = sm90a::CachedKvMap(a.k, row_elems, a.token_stride, a.dtype, a.page_size);
-  l.page_v = sm90a::CachedKvMap(a.v, row_elems, a.token_stride, a.dtype, a.page_size);
+  const int box_rows = std::min(a.page_size, 16);
+  l.page_k = sm90a::CachedKvMap(a.k, row_elems, a.token_stride, a.dtype, box_rows);
+  l.page_v = sm90a::CachedKvMap(a.v, row_elems, a.token_stride, a.dtype, box_rows);
   const bool fp16 = a.dtype == DType::kFloat16;
   if (a.head_dim == 64)
     return fp16 ? sm90a::RunFusedCascade<__half, 64>(l, stream) : sm90a::RunFusedCascade<__nv_bfloat16, 64>(l, stream);

@@ -60,6 +60,20 @@ __device__ __forceinline__ bool MbarrierTryWait(uint32_t bar, uint32_t parity) {
       : "memory");
   return done != 0;
 }
+// Non-blocking test of a phase (never suspends the thread, unlike try_wait).
+__device__ __forceinline__ bool MbarrierTestWait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
   uint64_t t;
   asm volatile("mov.u64 %0, %globaltimer;\n" : "=l"(t));
@@ -107,6 +121,13 @@ __device__ __forceinline__ void TmaLoad2d(uint32_t dst, const void* tmap, int x,
       : "memory");
 }
 
+// Starts pulling the box at (x, y) of a 2D tensor map into L2 (no shared memory, no completion).
+__device__ __forceinline__ void TmaPrefetch2d(const void* tmap, int x, int y) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(reinterpret_cast<uint64_t>(tmap)),
+               "r"(x), "r"(y)
+               : "memory");
+}
+
 // L2 eviction priority of a bulk tensor load (the .L2::cache_hint operand): a 64-bit cache policy
 // made by createpolicy (fraction 1.0: every line the load brings in gets the priority).
 enum class L2Evict : int { kNone = 0, kFirst = 1, kLast = 2, kNormal = 3 };
@@ -130,6 +151,23 @@ __device__ __forceinline__ void TmaLoad2dHint(uint32_t dst, const void* tmap, in
       " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(tmap)), "r"(x), "r"(y), "r"(bar), "l"(policy)
       : "memory");
+}
+
+// ---- warp-level helpers of the suffix warps (suffix_warps_sm90a.cuh) ---------------------------
+
+// The transpose of an 8×8 b16 matrix held as one mma fragment register per lane (row lane / 4,
+// columns 2·(lane % 4)..+1): afterwards each lane holds the same position of the transpose.
+__device__ __forceinline__ uint32_t MovMatrixTrans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+// A load that no later load of this thread may pass (device scope): reads a counter that other
+// CTAs release after writing the data it guards.
+__device__ __forceinline__ int LoadAcquire(const int32_t* ptr) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(ptr) : "memory");
+  return v;
 }
 
 // ---- warpgroups --------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 // The fused cascade kernel's per-CTA work lists (fused_schedule.h): every item exactly once,
-// balanced within one item's cost, each CTA's kinds in the requested order, bad options refused.
+// prefix items round-robin, decode items balanced by tokens within one item, prefix entries first
+// in each CTA's list, bad options refused.
 #include "prefixd/kernels/fused_schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <random>
 #include <vector>
 
@@ -30,21 +32,12 @@ CascadePlan RandomPlan(std::mt19937_64& rng, int target_items) {
   return PlanCascade(batch, shape, o);
 }
 
-double Cost(const CascadePlan& plan, int32_t entry, const FusedScheduleOptions& o) {
-  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  if (entry >= 0) {
-    const PrefixWorkItem& it = plan.prefix_items[size_t(entry)];
-    return double(ceil_div(it.row_end - it.row_begin, o.tile_rows) * ceil_div(it.kv_end - it.kv_begin, o.tile_tokens)) +
-           o.item_cost;
-  }
-  const DecodeWorkItem& it = plan.decode_items[size_t(-entry - 1)];
-  return double(ceil_div(it.kv_end - it.kv_begin, o.tile_tokens)) * o.decode_tile_cost + o.item_cost;
-}
+int64_t Tokens(const DecodeWorkItem& it) { return int64_t(it.kv_end) - it.kv_begin; }
 
 void ExpectValidSchedule(const CascadePlan& plan, const FusedScheduleOptions& o, const FusedSchedule& s) {
   const int64_t np = o.prefix_items ? int64_t(plan.prefix_items.size()) : 0;
   const int64_t nd = o.decode_items ? int64_t(plan.decode_items.size()) : 0;
-  ASSERT_EQ(s.num_ctas(), int(std::min<int64_t>(o.num_ctas, np + nd)));
+  ASSERT_EQ(s.num_ctas(), int(std::min<int64_t>(o.num_ctas, std::max(np, nd))));
   ASSERT_EQ(s.cta_indptr.front(), 0);
   ASSERT_EQ(int64_t(s.cta_indptr.back()), np + nd);
   ASSERT_EQ(int64_t(s.entries.size()), np + nd);
@@ -61,57 +54,59 @@ void ExpectValidSchedule(const CascadePlan& plan, const FusedScheduleOptions& o,
   }
   for (const int n : seen_prefix) EXPECT_EQ(n, o.prefix_items ? 1 : 0);
   for (const int n : seen_decode) EXPECT_EQ(n, o.decode_items ? 1 : 0);
-  // Balance (longest processing time first): a CTA's load exceeds the least load by at most the
-  // cost of the largest item; each CTA's kinds are in the requested order.
-  double max_load = 0, min_load = 1e300, max_item = 0;
+  // Per CTA: its prefix entries first, exactly the items i ≡ b (mod CTAs) in plan order; then its
+  // decode entries, whose tokens exceed the least loaded CTA's by at most the longest item.
+  int64_t max_tokens = 0, min_tokens = INT64_MAX, max_item = 0;
   for (int b = 0; b < s.num_ctas(); ++b) {
     ASSERT_LE(s.cta_indptr[b], s.cta_indptr[b + 1]);
-    EXPECT_LT(s.cta_indptr[b], s.cta_indptr[b + 1]) << "CTA " << b << " has no work";
-    double load = 0;
-    bool switched = false;
-    const bool prefix_first = o.order == FusedOrder::kPrefixFirst || (o.order == FusedOrder::kAlternate && b % 2 == 0);
+    int64_t next_prefix = b, tokens = 0;
+    bool in_decode = false;
     for (int32_t i = s.cta_indptr[b]; i < s.cta_indptr[b + 1]; ++i) {
       const int32_t e = s.entries[size_t(i)];
-      load += Cost(plan, e, o);
-      max_item = std::max(max_item, Cost(plan, e, o));
-      const bool first_kind = (e >= 0) == prefix_first;
-      if (!first_kind) switched = true;
-      EXPECT_FALSE(switched && first_kind) << "CTA " << b << ": kinds interleaved at entry " << i;
+      if (e >= 0) {
+        EXPECT_FALSE(in_decode) << "CTA " << b << ": a prefix entry after a decode entry at " << i;
+        EXPECT_EQ(e, next_prefix) << "CTA " << b;
+        next_prefix += s.num_ctas();
+      } else {
+        in_decode = true;
+        const int64_t t = Tokens(plan.decode_items[size_t(-e - 1)]);
+        tokens += t;
+        max_item = std::max(max_item, t);
+      }
     }
-    max_load = std::max(max_load, load);
-    min_load = std::min(min_load, load);
+    EXPECT_GE(next_prefix, np) << "CTA " << b << " misses prefix items";
+    max_tokens = std::max(max_tokens, tokens);
+    min_tokens = std::min(min_tokens, tokens);
   }
-  EXPECT_LE(max_load - min_load, max_item + 1e-9);
+  if (nd > 0) EXPECT_LE(max_tokens - min_tokens, max_item);
 }
 
-TEST(FusedSchedule, EveryItemOnceBalancedAndOrdered) {
+TEST(FusedSchedule, EveryItemOnceRoundRobinPrefixAndBalancedDecode) {
   const uint64_t seed = test::TestSeed();
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 20; ++trial) {
     const CascadePlan plan = RandomPlan(rng, 16 + 40 * (trial % 5));
     for (const int ctas : {1, 7, 132, 100000})
-      for (const FusedOrder order : {FusedOrder::kAlternate, FusedOrder::kPrefixFirst, FusedOrder::kDecodeFirst})
-        for (const int subset : {0, 1, 2}) {
-          FusedScheduleOptions o;
-          o.num_ctas = ctas;
-          o.order = order;
-          o.prefix_items = subset != 2;
-          o.decode_items = subset != 1;
-          SCOPED_TRACE("trial " + std::to_string(trial) + ", ctas " + std::to_string(ctas) + ", subset " +
-                       std::to_string(subset));
-          const FusedSchedule s = ScheduleFusedItems(plan, o);
-          ExpectValidSchedule(plan, o, s);
-          const FusedSchedule again = ScheduleFusedItems(plan, o);
-          EXPECT_EQ(again.cta_indptr, s.cta_indptr);
-          EXPECT_EQ(again.entries, s.entries);
-        }
+      for (const int subset : {0, 1, 2}) {
+        FusedScheduleOptions o;
+        o.num_ctas = ctas;
+        o.prefix_items = subset != 2;
+        o.decode_items = subset != 1;
+        SCOPED_TRACE("trial " + std::to_string(trial) + ", ctas " + std::to_string(ctas) + ", subset " +
+                     std::to_string(subset));
+        const FusedSchedule s = ScheduleFusedItems(plan, o);
+        ExpectValidSchedule(plan, o, s);
+        const FusedSchedule again = ScheduleFusedItems(plan, o);
+        EXPECT_EQ(again.cta_indptr, s.cta_indptr);
+        EXPECT_EQ(again.entries, s.entries);
+      }
   }
 }
 
-// With one long prefix item per CTA and many short decode items, the alternate order has half
-// the CTAs start on each kind (the overlap the fused kernel is for).
-TEST(FusedSchedule, AlternateOrderStartsHalfTheCtasOnEachKind) {
+// The foundation grid's small-batch shape: 128 prefix items (one per CTA, 4 CTAs without) and
+// 512 equal decode items spread 3-4 per CTA, so both halves run on every SM.
+TEST(FusedSchedule, BothHalvesOnEverySm) {
   std::mt19937_64 rng(7);
   PageAllocator alloc(4096);
   const DecodeBatch batch = BuildBatch({{8192, std::vector<int>(64, 256)}}, 32, 16, alloc, rng);
@@ -122,32 +117,26 @@ TEST(FusedSchedule, AlternateOrderStartsHalfTheCtasOnEachKind) {
   po.prefix_tile_rows = 128;
   const CascadePlan plan = PlanCascade(batch, shape, po);
   ASSERT_EQ(plan.prefix_items.size(), 128u);
+  ASSERT_EQ(plan.decode_items.size(), 512u);
   FusedScheduleOptions o;
   o.num_ctas = 132;
   const FusedSchedule s = ScheduleFusedItems(plan, o);
   ExpectValidSchedule(plan, o, s);
-  int starts_prefix = 0;
-  for (int b = 0; b < s.num_ctas(); ++b) starts_prefix += s.entries[size_t(s.cta_indptr[b])] >= 0 ? 1 : 0;
-  EXPECT_GE(starts_prefix, 60);
-  EXPECT_LE(starts_prefix, 72);
+  for (int b = 0; b < s.num_ctas(); ++b) {
+    int prefix = 0, decode = 0;
+    for (int32_t i = s.cta_indptr[b]; i < s.cta_indptr[b + 1]; ++i) (s.entries[size_t(i)] >= 0 ? prefix : decode)++;
+    EXPECT_EQ(prefix, b < 128 ? 1 : 0) << "CTA " << b;
+    EXPECT_GE(decode, 3) << "CTA " << b;
+    EXPECT_LE(decode, 4) << "CTA " << b;
+  }
 }
 
-TEST(FusedSchedule, BadOptionsAndOrdersAreRefused) {
+TEST(FusedSchedule, BadOptionsAreRefused) {
   std::mt19937_64 rng(3);
   const CascadePlan plan = RandomPlan(rng, 64);
   FusedScheduleOptions o;
   o.num_ctas = 0;
   EXPECT_PREFIXD_ERROR(ScheduleFusedItems(plan, o), ErrorKind::kInvalidArgument, "num_ctas");
-  o = FusedScheduleOptions{};
-  o.decode_tile_cost = 0;
-  EXPECT_PREFIXD_ERROR(ScheduleFusedItems(plan, o), ErrorKind::kInvalidArgument, "decode_tile_cost");
-  o = FusedScheduleOptions{};
-  o.tile_tokens = -1;
-  EXPECT_PREFIXD_ERROR(ScheduleFusedItems(plan, o), ErrorKind::kInvalidArgument, "tile_tokens");
-  EXPECT_EQ(ParseFusedOrder("alternate"), FusedOrder::kAlternate);
-  EXPECT_EQ(ParseFusedOrder("prefix-first"), FusedOrder::kPrefixFirst);
-  EXPECT_EQ(ParseFusedOrder("decode-first"), FusedOrder::kDecodeFirst);
-  EXPECT_PREFIXD_ERROR(ParseFusedOrder("random"), ErrorKind::kInvalidArgument, "fused order");
   // An empty plan gives an empty schedule.
   const FusedSchedule empty = ScheduleFusedItems(CascadePlan{}, FusedScheduleOptions{});
   EXPECT_EQ(empty.num_ctas(), 0);

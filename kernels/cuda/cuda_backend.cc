@@ -119,6 +119,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   env_flag("PREFIXD_DECODE_PERSISTENT", &decode_persistent_);
   env_flag("PREFIXD_FUSED", &fused_);
   env_flag("PREFIXD_FUSED_SPIN", &fused_spin_);
+  if (const char* env = std::getenv("PREFIXD_FUSED_DIAG"); env != nullptr && *env != '\0') {
+    const std::string choice = env;
+    PREFIXD_CHECK_ARG(choice == "0" || choice == "1" || choice == "2", "PREFIXD_FUSED_DIAG must be 0, 1 or 2, got '" << choice << "'");
+    fused_diag_ = std::stoi(choice);
+  }
   if (const char* env = std::getenv("PREFIXD_FUSED_MERGE"); env != nullptr && *env != '\0') {
     const std::string choice = env;
     PREFIXD_CHECK_ARG(choice == "inside" || choice == "kernel",
@@ -159,6 +164,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     d << " [fused cascade" << (FusedCascadeReady() ? "" : ": not on this device/build");
     if (fused_l2_ahead_ != 0) d << ", L2 prefetch " << fused_l2_ahead_ << " items ahead";
     if (fused_spin_) d << ", spin waits";
+    if (fused_diag_ != 0) d << ", DIAGNOSTIC " << fused_diag_ << " (wrong results)";
     if (fused_merge_kernel_) d << ", merge kernel";
     d << "]";
   }
@@ -646,6 +652,7 @@ bool CudaBackend::LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLi
   f.request_finished = plan_.request_finished;
   f.l2_ahead_items = fused_l2_ahead_;
   f.spin_waits = fused_spin_;
+  f.diag = fused_diag_;
   if (merge) {
     f.o = args.o;
     f.v_out = args.v_out;

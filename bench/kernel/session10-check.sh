@@ -15,3 +15,8 @@ cd /tmp/b
 timeout 150 ./prefixd_kernel_bench --heads 32/8,32/32 -b 64,256 -p 8192,32768 -s 256 --no-baseline -c 1 \
   --variants default,fused,fused-mk --csv "$OUT/grid.csv" >"$OUT/grid.txt" 2>&1
 tail -32 "$OUT/grid.txt" | head -11
+# Diagnostic (wrong results on purpose, so this one exits non-zero): the fused step at 32/8 B256
+# P32768 with the decode warps' arithmetic removed (PREFIXD_FUSED_DIAG=1, loads only).
+timeout 60 ./prefixd_kernel_bench --heads 32/8 -b 256 -p 32768 -s 256 --no-baseline -c 1 \
+  --variants default,fused-mk,fused-mk+PREFIXD_FUSED_DIAG=1 >"$OUT/diag.txt" 2>&1
+tail -16 "$OUT/diag.txt" | head -6

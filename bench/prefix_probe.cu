@@ -5,6 +5,8 @@
 //                        [--kernel mma,wgmma,wgmma-plain,wgmma-s3]   (default: all, one row each)
 //                        [--flush memset|read|none]   (L2 state before each timed launch)
 //                        [--diag]   (only the fixed-cost diagnostics: three L2 states, short prefixes)
+//                        [--timeline]  (after each wgmma row: when its CTAs reach each phase, one
+//                                       launch after the row's flush; PrefixAttentionParams::timeline)
 //
 // Kernels (PrefixAttention's selection, kernels/cuda/sm90a/prefix_attention_sm90a.h): "mma" the
 // mma.sync kernel; "wgmma" the sm_90a wgmma + TMA kernel as launched by default; "wgmma-plain" its
@@ -91,6 +93,7 @@ struct Options {
   std::string csv;
   bool quick = false;
   bool diag = false;                 // --diag: the fixed-cost diagnostics only
+  bool timeline = false;             // --timeline: per-phase globaltimer stamps of one wgmma launch
   std::string flush = "memset";      // how L2 is flushed before each timed launch (--flush)
   std::vector<std::string> kernels = {"mma", "wgmma", "wgmma-plain", "wgmma-s3"};
 };
@@ -298,6 +301,35 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   };
   const double ms = MedianMs(opt, stream, flush, flush_bytes, launch);
   PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (opt.timeline && res.ran == std::string("wgmma")) {
+    // One more launch after the same flush, stamped: per phase, the median and the latest CTA, in
+    // µs after the earliest CTA's entry (the launch itself, before the first CTA runs, is not seen).
+    constexpr int kSlots = 8;  // prefix_attention_sm90a.cuh, TimelineSlot
+    const char* names[kSlots] = {"entry",      "ring ready",    "producer start", "Q loaded",
+                                 "first K tile", "tiles done", "epilogue done",  "exit"};
+    DeviceMemory stamps(size_t(num_sms) * kSlots * 8);
+    PREFIXD_CUDA_CHECK(cudaMemset(stamps.ptr, 0, size_t(num_sms) * kSlots * 8));
+    p.timeline = static_cast<unsigned long long*>(stamps.ptr);
+    const double stamped_ms = MedianMs(opt, stream, flush, flush_bytes, launch);  // every launch stamps; the last stays
+    PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    p.timeline = nullptr;
+    std::vector<unsigned long long> t(size_t(num_sms) * kSlots);
+    PREFIXD_CUDA_CHECK(cudaMemcpy(t.data(), stamps.ptr, t.size() * 8, cudaMemcpyDeviceToHost));
+    unsigned long long t0 = ~0ull;
+    int ctas = 0;
+    for (int b = 0; b < num_sms; ++b)
+      if (t[size_t(b) * kSlots] != 0) t0 = std::min(t0, t[size_t(b) * kSlots]), ++ctas;
+    std::printf("# timeline %s P=%d (%d CTAs, %.1f us between events):", sh.variant, sh.prefix, ctas, stamped_ms * 1e3);
+    for (int slot = 0; slot < kSlots; ++slot) {
+      std::vector<double> us;
+      for (int b = 0; b < num_sms; ++b)
+        if (t[size_t(b) * kSlots + slot] != 0) us.push_back((t[size_t(b) * kSlots + slot] - t0) * 1e-3);
+      if (us.empty()) continue;
+      std::sort(us.begin(), us.end());
+      std::printf(" %s %.2f/%.2f;", names[slot], us[us.size() / 2], us.back());
+    }
+    std::printf("\n");
+  }
   res.us = ms * 1e3;
   res.tflops = 4.0 * sh.batch * sh.h_qo * double(sh.prefix) * d / (ms * 1e-3) / 1e12;
 
@@ -363,6 +395,7 @@ int Main(int argc, char** argv) {
     else if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
     else if (a == "--quick") opt.quick = true;
     else if (a == "--diag") opt.diag = true;
+    else if (a == "--timeline") opt.timeline = true;
     else if (a == "--flush" && i + 1 < argc && (std::string(argv[i + 1]) == "memset" ||
                                                  std::string(argv[i + 1]) == "read" ||
                                                  std::string(argv[i + 1]) == "none"))
@@ -383,7 +416,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--iters N] [--warmup N] [--csv FILE] [--quick] [--kernel LIST] "
-                   "[--flush memset|read|none] [--diag]\n",
+                   "[--flush memset|read|none] [--diag] [--timeline]\n",
                    argv[0]);
       return 2;
     }

@@ -56,6 +56,10 @@ struct PrefixAttentionParams {
   // it. The CUDA backend sets it to SMs − k when it runs the decode kernel concurrently on the other
   // k SMs (PREFIXD_CONCURRENT_DECODE_SMS, cuda_backend.h).
   int max_ctas = 0;
+
+  // Diagnostics (prefix_probe --timeline; null otherwise): the sm_90a kernel writes globaltimer
+  // stamps [CTA][kTimelineSlots] of its phases (prefix_attention_sm90a.cuh, TimelineSlot).
+  unsigned long long* timeline = nullptr;
 };
 
 // The M tile (rows per item) the kernel is compiled for; the planner's prefix_tile_rows must

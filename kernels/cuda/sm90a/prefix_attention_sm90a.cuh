@@ -148,6 +148,22 @@ __device__ __forceinline__ void MaybeTriggerDependents(bool trigger, int item, i
   if (trigger && item + int(gridDim.x) >= num_items) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
+// PrefixAttentionParams::timeline: one globaltimer stamp per phase and CTA, by one thread.
+enum TimelineSlot {
+  kEntry,
+  kRingReady,
+  kProducerStart,
+  kQueryLoaded,
+  kFirstKTile,  // the CTA's first K tile has landed (watched by an idle producer-warpgroup lane)
+  kTilesDone,
+  kEpilogueDone,
+  kExit,
+  kTimelineSlots
+};
+__device__ __forceinline__ void Stamp(const PrefixAttentionParams& p, TimelineSlot slot) {
+  if (p.timeline != nullptr) p.timeline[blockIdx.x * kTimelineSlots + slot] = GlobalTimerNs();
+}
+
 // ---- producer ----------------------------------------------------------------------------------
 
 // One TMA box of the map per 64-column panel of a row block: rows [y, y + box rows) of the map,
@@ -193,6 +209,7 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
                                              bool trigger, L2Evict kv_evict) {
   PrefetchTensorMap(tmap_k);
   PrefetchTensorMap(tmap_v);
+  Stamp(p, kProducerStart);
   // PREFIXD_SM90A_KV_POLICY: an L2 eviction priority for the streamed K/V tiles (kNone: no hint).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
@@ -540,11 +557,14 @@ struct Consumer {
       const bool active = wg_rows > 0;  // warpgroup-uniform
       if (active && walk.num_tiles > 0)
         LoadQ<CFG>(p, q_smem, tid, barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
+      if (tid == 0 && wg == 0) Stamp(p, kQueryLoaded);
       ResetRows();
       WalkTiles(active, walk, pos);
+      if (tid == 0 && wg == 0) Stamp(p, kTilesDone);
       if (active) {
         Epilogue(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa);
         after_rows(group.first_request, item.kv_head, wg_row0, wg_rows);
+        if (tid == 0 && wg == 0) Stamp(p, kEpilogueDone);
       }
     }
   }
@@ -571,17 +591,26 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
                                const __grid_constant__ CUtensorMap tmap_v, const int trigger_dependents,
                                const int kv_evict) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
+  if (threadIdx.x == 0) Stamp(params, kEntry);
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
   InitRing<CFG>(ring);
+  if (threadIdx.x == 0) Stamp(params, kRingReady);
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x == 0)
       ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring, trigger_dependents != 0, static_cast<L2Evict>(kv_evict));
+    if (threadIdx.x == 32 && params.timeline != nullptr && int(blockIdx.x) < params.num_items) {
+      // Waiting consumes nothing (the consumers still see the phase). It starts long before the first
+      // tile lands; the watchdog ends the grid rather than hang should the ring ever have lapped it.
+      MbarrierWait<true>(ring.FullK(0), 0);
+      Stamp(params, kFirstKTile);
+    }
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
     Consumer<CFG>(params, ring, smem, wg - 1).Run(trigger_dependents != 0);
+    if (threadIdx.x == 128) Stamp(params, kExit);
   }
 }
 

@@ -547,15 +547,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   }
 
   if (prefix_part) {
-    PrefixAttentionParams p;
-    SetCascadeInputs(&p, h, args);  // a KV head view (CascadeArgs::kv_head_count) starts at its first head
-    p.items = plan_.prefix_items;
-    p.num_items = plan_.num_prefix_items;
-    p.groups = plan_.groups;
-    p.state_indptr = plan_.state_indptr;
-    p.max_item_rows = plan_.max_prefix_item_rows;
-    p.partial_v = partial_v_;
-    p.partial_s = partial_s_;
+    PrefixAttentionParams p = PrefixItemsParams(args);
     // The prefix of a step that runs concurrently (it has decode items) is capped, also when timed
     // alone (RunCascadeParts), so that the part times are those of the step's kernels.
     if (concurrent_decode_sms_ > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_decode_sms_;
@@ -626,21 +618,27 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   cuda::MergeStates(m, stream);
 }
 
-bool CudaBackend::LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLists& lists, bool merge) {
-  const CascadePlan& h = plan_.header;
-  const KvPoolShape& shape = args.kv.shape;
-  FusedCascadeParams f;
-  PrefixAttentionParams& p = f.attn;
-  SetCascadeInputs(&p, h, args);
-  if (!FusedCascadeSupportsShape(h.head_dim, shape.dtype, h.page_size, h.num_qo_heads / h.num_kv_heads) ||
-      !sm90a::Supports(p))
-    return false;
+PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) const {
+  PrefixAttentionParams p;
+  SetCascadeInputs(&p, plan_.header, args);  // a KV head view (CascadeArgs::kv_head_count) starts at its first head
   p.items = plan_.prefix_items;
   p.num_items = plan_.num_prefix_items;
   p.groups = plan_.groups;
   p.state_indptr = plan_.state_indptr;
+  p.max_item_rows = plan_.max_prefix_item_rows;
   p.partial_v = partial_v_;
   p.partial_s = partial_s_;
+  return p;
+}
+
+bool CudaBackend::LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLists& lists, bool merge) {
+  const CascadePlan& h = plan_.header;
+  const KvPoolShape& shape = args.kv.shape;
+  FusedCascadeParams f;
+  f.attn = PrefixItemsParams(args);
+  if (!FusedCascadeSupportsShape(h.head_dim, shape.dtype, h.page_size, h.num_qo_heads / h.num_kv_heads) ||
+      !sm90a::Supports(f.attn))
+    return false;
   f.decode_items = plan_.decode_items;
   f.num_decode_items = plan_.num_decode_items;
   f.page_indptr = plan_.suffix_indptr;

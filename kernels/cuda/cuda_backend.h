@@ -75,6 +75,7 @@
 #include <vector>
 
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/upload_batch.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/fused_schedule.h"
@@ -179,6 +180,9 @@ class CudaBackend final : public Backend {
   // Launches the fused kernel on `lists`, with the ⊕ inside when `merge`. False (nothing launched)
   // when the call's shapes are not the fused kernel's (e.g. dtype): the caller runs the kernels.
   bool LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLists& lists, bool merge);
+  // The prefix items of the loaded plan for `args` (inputs, items, groups, slots): what the prefix
+  // kernel and the fused kernel's prefix half both run.
+  PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
 
   int device_ = 0;
   int num_sms_ = 0;

@@ -375,9 +375,12 @@ struct SuffixWarps {
     const int first = p.state_indptr[it.request], n = it.slot_offset + 1;
     for (int head = 0; head < gqa; ++head) {
       const int qo = it.kv_head * gqa + head;
-      // Slot LSEs: lane i holds slot i (then i + 32, ...); max and weights by warp reductions.
-      float big = -INFINITY;
-      for (int i = lane; i < n; i += 32) big = fmaxf(big, __ldcg(p.partial_s + int64_t(first + i) * p.num_qo_heads + qo));
+      // Slot LSEs: lane i holds slot i (then i + 32, ...); max and weights by warp reductions. The
+      // first 32 are loaded once (the usual case: a request has fewer slots), the rest again below.
+      const auto lse = [&](int i) { return i < n ? __ldcg(p.partial_s + int64_t(first + i) * p.num_qo_heads + qo) : -INFINITY; };
+      const float lse_first = lse(lane);
+      float big = lse_first;
+      for (int i = lane + 32; i < n; i += 32) big = fmaxf(big, lse(i));
 #pragma unroll
       for (int x = 16; x > 0; x >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, x));
       const float safe = SafeMax(big);
@@ -385,9 +388,8 @@ struct SuffixWarps {
 #pragma unroll
       for (int v = 0; v < VEC; ++v) acc[v] = 0.f;
       for (int i0 = 0; i0 < n; i0 += 32) {
-        const int mine = i0 + lane;
-        const float w_lane =
-            mine < n ? FastExp2(__ldcg(p.partial_s + int64_t(first + mine) * p.num_qo_heads + qo) - safe) : 0.f;
+        const float s_lane = i0 == 0 ? lse_first : lse(i0 + lane);
+        const float w_lane = FastExp2(s_lane - safe);  // 0 for lanes past n (exp2(−inf))
         const int count = min(32, n - i0);
         constexpr int BATCH = 4;  // slot vectors in flight per lane (L2 round trips overlap)
         for (int k0 = 0; k0 < count; k0 += BATCH) {

@@ -113,7 +113,6 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       // The one-launch fused cascade (cuda_backend.h), and its suffix warps' L2 prefetch distance.
       {"fused", {{"PREFIXD_FUSED", "1"}}},
       {"fused-l2a1", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_L2_AHEAD", "1"}}},
-      {"fused-spin", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_SPIN", "1"}}},
       {"fused-l2a3", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_L2_AHEAD", "3"}}},
       {"fused-mk", {{"PREFIXD_FUSED", "1"}, {"PREFIXD_FUSED_MERGE", "kernel"}}},
       {"conc16", {{"PREFIXD_CONCURRENT_DECODE_SMS", "16"}}},
@@ -928,7 +927,7 @@ int Main(int argc, char** argv) {
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
                  "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
-                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, mma-prefix, fused, fused-l2a1, fused-l2a3, fused-spin, fused-mk, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
+                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, mma-prefix, fused, fused-l2a1, fused-l2a3, fused-mk, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
                       "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "

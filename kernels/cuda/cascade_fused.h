@@ -57,8 +57,6 @@ struct FusedCascadeParams {
   float* s_out = nullptr;
   // Decode items a CTA's loader warp prefetches into L2 ahead of the one it loads into its ring.
   int l2_ahead_items = 0;
-  // The suffix warps poll their barriers with test_wait instead of try_wait (A/B).
-  bool spin_waits = false;
   // Diagnostics of the suffix half's rate (wrong results; benchmark only): 1 = the compute warps
   // only wait for and release the stages (the loads alone), 2 = the loader releases each stage
   // without loading it (the arithmetic alone, on stale shared memory).

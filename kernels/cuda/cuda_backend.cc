@@ -118,7 +118,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   env_flag("PREFIXD_DECODE_STREAM", &decode_stream_items_);
   env_flag("PREFIXD_DECODE_PERSISTENT", &decode_persistent_);
   env_flag("PREFIXD_FUSED", &fused_);
-  env_flag("PREFIXD_FUSED_SPIN", &fused_spin_);
   if (const char* env = std::getenv("PREFIXD_FUSED_DIAG"); env != nullptr && *env != '\0') {
     const std::string choice = env;
     PREFIXD_CHECK_ARG(choice == "0" || choice == "1" || choice == "2", "PREFIXD_FUSED_DIAG must be 0, 1 or 2, got '" << choice << "'");
@@ -163,7 +162,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (fused_) {
     d << " [fused cascade" << (FusedCascadeReady() ? "" : ": not on this device/build");
     if (fused_l2_ahead_ != 0) d << ", L2 prefetch " << fused_l2_ahead_ << " items ahead";
-    if (fused_spin_) d << ", spin waits";
     if (fused_diag_ != 0) d << ", DIAGNOSTIC " << fused_diag_ << " (wrong results)";
     if (fused_merge_kernel_) d << ", merge kernel";
     d << "]";
@@ -649,7 +647,6 @@ bool CudaBackend::LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLi
   f.counters = merge ? fused_counters_ : nullptr;
   f.request_finished = plan_.request_finished;
   f.l2_ahead_items = fused_l2_ahead_;
-  f.spin_waits = fused_spin_;
   f.diag = fused_diag_;
   if (merge) {
     f.o = args.o;

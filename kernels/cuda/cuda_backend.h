@@ -38,7 +38,6 @@
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
-//   PREFIXD_FUSED_SPIN=0|1                its suffix warps poll barriers without suspending (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
 //   PREFIXD_FUSED_MERGE=inside|kernel     its ⊕: inside (finishing decode items, the default) or by the
 //                                         merge kernel after it for every request
@@ -211,7 +210,6 @@ class CudaBackend final : public Backend {
   LoadedPlan plan_;
   bool fused_ = false;                            // PREFIXD_FUSED
   int fused_l2_ahead_ = 0;                        // PREFIXD_FUSED_L2_AHEAD
-  bool fused_spin_ = false;                       // PREFIXD_FUSED_SPIN
   int fused_diag_ = 0;                            // PREFIXD_FUSED_DIAG
   bool fused_merge_kernel_ = false;               // PREFIXD_FUSED_MERGE=kernel
   int32_t* fused_counters_ = nullptr;             // [max_requests · max_qo_heads] (≥ KV heads), zero between steps

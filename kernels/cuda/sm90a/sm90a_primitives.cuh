@@ -47,19 +47,19 @@ __device__ __forceinline__ void MbarrierArriveExpectTx(uint32_t bar, uint32_t by
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
-// Whether the phase of parity `parity` has completed: try_wait may suspend the thread for a while
-// until it does, test_wait answers at once.
-#define PREFIXD_MBARRIER_POLL(OP)                                                         \
-  uint32_t done;                                                                          \
-  asm volatile("{\n.reg .pred p;\nmbarrier." OP ".parity.shared::cta.b64 p, [%1], %2;\n" \
-               "selp.u32 %0, 1, 0, p;\n}\n"                                              \
-               : "=r"(done)                                                               \
-               : "r"(bar), "r"(parity)                                                    \
-               : "memory");                                                               \
-  return done != 0
-__device__ __forceinline__ bool MbarrierTryWait(uint32_t bar, uint32_t parity) { PREFIXD_MBARRIER_POLL("try_wait"); }
-__device__ __forceinline__ bool MbarrierTestWait(uint32_t bar, uint32_t parity) { PREFIXD_MBARRIER_POLL("test_wait"); }
-#undef PREFIXD_MBARRIER_POLL
+__device__ __forceinline__ bool MbarrierTryWait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
   uint64_t t;
   asm volatile("mov.u64 %0, %globaltimer;\n" : "=l"(t));

@@ -159,10 +159,10 @@ struct SuffixWarps {
           for (int b = 0; b < MAX_BOXES; ++b) yi[b] = __shfl_sync(0xffffffffu, y[b], i);
           const int bi = __shfl_sync(0xffffffffu, boxes, i);
           if (lane == 0 && f.diag == 2) {
-            WaitBarrier(Empty(stage), phase ^ 1);
+            MbarrierWait(Empty(stage), phase ^ 1);
             MbarrierArrive(Full(stage));
           } else if (lane == 0) {
-            WaitBarrier(Empty(stage), phase ^ 1);
+            MbarrierWait(Empty(stage), phase ^ 1);
             const uint32_t k_dst = ring + stage * SW::STAGE_BYTES, v_dst = k_dst + SW::KV_BYTES;
             MbarrierArriveExpectTx(Full(stage), uint32_t(bi * box_rows * 128 * SW::PANELS * 2));
 #pragma unroll
@@ -179,17 +179,6 @@ struct SuffixWarps {
           if (++stage == SW::STAGES) stage = 0, phase ^= 1;
         }
       }
-    }
-  }
-
-  // Waits for a phase: mbarrier.try_wait (the warp may be suspended until the phase completes or a
-  // time limit), or with f.spin_waits a test_wait loop that never suspends (A/B of the wake-up).
-  __device__ void WaitBarrier(uint32_t bar, uint32_t parity) const {
-    if (f.spin_waits) {
-      while (!MbarrierTestWait(bar, parity)) {
-      }
-    } else {
-      MbarrierWait(bar, parity);
     }
   }
 
@@ -348,7 +337,7 @@ struct SuffixWarps {
       st.m[0] = st.m[1] = -INFINITY;
       st.l[0] = st.l[1] = 0.f;
       for (int j = 0; j < n_steps; ++j) {
-        WaitBarrier(Full(stage), phase);
+        MbarrierWait(Full(stage), phase);
         if (f.diag != 1) Compute(st, stage, min(SW::TOKENS, it.kv_end - it.kv_begin - j * SW::TOKENS), q_lane, mt0);
         __syncwarp();  // every lane's reads of the stage are done
         if (lane == 0) MbarrierArrive(Empty(stage));

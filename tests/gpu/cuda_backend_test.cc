@@ -387,20 +387,25 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
 // (the counters must be back at zero after a step) against the float64 oracle and the CPU backend;
 // where the fused kernel applies, the test also asserts that it ran (both times).
 
-std::unique_ptr<Backend> MakeFusedBackend(const char* l2_ahead = nullptr) {
+// A fused backend, with one more setting `name`=`value` (e.g. PREFIXD_FUSED_L2_AHEAD) when given.
+std::unique_ptr<Backend> MakeFusedBackendWith(const char* name, const char* value) {
   struct Env {
-    explicit Env(const char* l2_ahead) {
+    const char* name;
+    Env(const char* n, const char* value) : name(n) {
       setenv("PREFIXD_FUSED", "1", 1);
-      if (l2_ahead != nullptr) setenv("PREFIXD_FUSED_L2_AHEAD", l2_ahead, 1);
+      if (name != nullptr) setenv(name, value, 1);
     }
     ~Env() {
       unsetenv("PREFIXD_FUSED");
-      unsetenv("PREFIXD_FUSED_L2_AHEAD");
+      if (name != nullptr) unsetenv(name);
     }
-  } env(l2_ahead);
+  } env(name, value);
   kernels::BackendOptions options;
   options.limits = TestLimits();
   return kernels::MakeCudaBackend(options);
+}
+std::unique_ptr<Backend> MakeFusedBackend(const char* l2_ahead = nullptr) {
+  return MakeFusedBackendWith(l2_ahead != nullptr ? "PREFIXD_FUSED_L2_AHEAD" : nullptr, l2_ahead);
 }
 
 Backend& Fused() {
@@ -497,6 +502,38 @@ TEST(CudaFusedCascade, EveryL2PrefetchDistanceIsCorrectAndABadOneIsRefused) {
   }
   for (const char* bad : {"-1", "x", "9"})
     EXPECT_PREFIXD_ERROR(MakeFusedBackend(bad), ErrorKind::kInvalidArgument, "PREFIXD_FUSED_L2_AHEAD");
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// The merge-kernel mode (PREFIXD_FUSED_MERGE=kernel: no ⊕ inside, the merge kernel finishes every
+// request) on the cases that exercise the ⊕: several groups, split suffixes, requests without a
+// suffix, page size 8; bad values of the mode and of the diagnostics switch are refused.
+TEST(CudaFusedCascade, MergeKernelModeIsCorrectAndBadSettingsAreRefused) {
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_REQUIRE_FUSED();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::unique_ptr<Backend> backend = MakeFusedBackendWith("PREFIXD_FUSED_MERGE", "kernel");
+  EXPECT_NE(backend->Describe().find("merge kernel"), std::string::npos) << backend->Describe();
+  int ran = 0;
+  for (const CascadeCase& c : FusedCascadeCases()) {
+    if (c.name.find("mixed_groups") == std::string::npos && c.name.find("page8") == std::string::npos &&
+        c.name.find("long_split_suffix") == std::string::npos && c.name.find("gqa8") == std::string::npos)
+      continue;
+    SCOPED_TRACE(c.name);
+    ExpectFusedCascadeCorrect(*backend, c, rng);
+    ++ran;
+  }
+  EXPECT_GE(ran, 4);
+  for (const char* bad : {"outside", "1"})
+    EXPECT_PREFIXD_ERROR(MakeFusedBackendWith("PREFIXD_FUSED_MERGE", bad), ErrorKind::kInvalidArgument,
+                         "PREFIXD_FUSED_MERGE");
+  for (const char* bad : {"3", "-1", "x"})
+    EXPECT_PREFIXD_ERROR(MakeFusedBackendWith("PREFIXD_FUSED_DIAG", bad), ErrorKind::kInvalidArgument,
+                         "PREFIXD_FUSED_DIAG");
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

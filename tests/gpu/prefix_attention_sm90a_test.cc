@@ -60,12 +60,14 @@ struct KernelCase {
   int max_ctas = 0;      // PREFIXD_SM90A_MAX_CTAS (0: one CTA per SM)
   Scenario sc;
   std::string kv_policy;  // PREFIXD_SM90A_KV_POLICY ("": unset, "normal", "first", "last")
+  bool q_by_cp_async = false;  // PREFIXD_SM90A_Q_TMA=0 (false: unset, Q by TMA wherever it can be)
   std::string Name() const {
     std::string n = kernel;
     if (!schedule.empty()) n += "_" + schedule;
     if (stages > 0) n += "_s" + std::to_string(stages);
     if (max_ctas > 0) n += "_ctas" + std::to_string(max_ctas);
     if (!kv_policy.empty()) n += "_kv" + kv_policy;
+    if (q_by_cp_async) n += "_qcp";
     return n + "_" + sc.name;
   }
 };
@@ -94,6 +96,8 @@ TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
   else env.Unset("PREFIXD_SM90A_SCHEDULE");
   if (!kc.kv_policy.empty()) env.Set("PREFIXD_SM90A_KV_POLICY", kc.kv_policy);
   else env.Unset("PREFIXD_SM90A_KV_POLICY");
+  if (kc.q_by_cp_async) env.Set("PREFIXD_SM90A_Q_TMA", "0");
+  else env.Unset("PREFIXD_SM90A_Q_TMA");
 
   PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
   CheckPrefixAttention(kc.sc, &ran);
@@ -136,6 +140,19 @@ std::vector<Scenario> WgmmaScenarios() {
     out.push_back(s);
     out.push_back(poisoned(SingleRowScenario(dt, "PoisonSingleRow" + suffix)));
     out.push_back(poisoned(LongChunkScenario(dt, "PoisonLongChunkPeaky" + suffix)));
+    // Q by TMA (whole warpgroups of whole requests) beside cp.async (partial ones), every g: three
+    // groups of 3, 160 / g and 64 / g requests, so the TMA boxes start at request offsets 3 and
+    // 3 + 160 / g; the second group's second row tile (32 rows) and the first group are partial,
+    // the third fills one warpgroup and leaves the other idle.
+    for (int g : {1, 2, 4, 8}) {
+      Scenario t;
+      t.dtype = dt;
+      t.name = "QueryRows_g" + std::to_string(g) + suffix;
+      t.num_kv_heads = 2;
+      t.gqa = g;
+      t.groups = {{200, 3, {0, 200}}, {333, 160 / g, {0, 129, 333}}, {77, 64 / g, {0, 77}}};
+      out.push_back(t);
+    }
   }
   return out;
 }
@@ -170,6 +187,13 @@ std::vector<KernelCase> Cases() {
       out.push_back({"wgmma", "", 0, 0, s, policy});
       if (s.name.rfind("ManyItems", 0) == 0) out.push_back({"wgmma", "", 0, 3, s, policy});
     }
+  // Q gathered by cp.async everywhere (PREFIXD_SM90A_Q_TMA=0), the path before Q came by TMA; also
+  // with a 3-CTA grid (row tiles of both kinds in one CTA).
+  for (const Scenario& s : WgmmaScenarios()) {
+    out.push_back({"wgmma", "", 0, 0, s, "", true});
+    if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("QueryRows", 0) == 0)
+      out.push_back({"wgmma", "", 0, 3, s, "", true});
+  }
   return out;
 }
 

@@ -26,7 +26,7 @@ struct FusedConfig : WgmmaPrefixConfig<T, HEAD_DIM, 2, true> {
   using Base = WgmmaPrefixConfig<T, HEAD_DIM, 2, true>;
   using Suffix = SuffixWarpsConfig<HEAD_DIM>;
   static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;  // 128·56 + 256·224 = 168 · 384
-  static constexpr int SUFFIX_OFFSET = (Base::BAR_OFFSET + 4 * Base::STAGES * 8 + 1023) / 1024 * 1024;
+  static constexpr int SUFFIX_OFFSET = (Base::BAR_OFFSET + 8 * Base::BARRIERS + 1023) / 1024 * 1024;
   static constexpr int SMEM_BYTES = 1024 + SUFFIX_OFFSET + Suffix::BYTES;
   static_assert(128 * PRODUCER_REGS + 256 * CONSUMER_REGS <= 168 * Base::THREADS, "register budget of the CTA");
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory of one CTA on sm_90");
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
     if (warp >= CFG::Suffix::FIRST_WARP) Suffix(params, suffix_smem, warp - CFG::Suffix::FIRST_WARP).Run(&page_k, &page_v);
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG> consumer(params.attn, ring, smem, wg - 1);
+    Consumer<CFG> consumer(params.attn, ring, nullptr, smem, wg - 1);  // Q by cp.async
     FusedConsumerRun<CFG>(params, consumer);
   }
 }

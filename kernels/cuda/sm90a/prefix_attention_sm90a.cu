@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -57,41 +58,64 @@ EncodeTiledFn EncodeTiled() {
 // is the largest extent a signed 32-bit TMA coordinate can reach.
 constexpr cuuint64_t kMapSlots = (cuuint64_t(1) << 31) - 1;
 
-// A 2D map over one layer's K or V: dim 0 = the H_kv · D elements of a slot, dim 1 = slots
-// (stride token_stride elements), box 64 × box_rows with the 128-byte swizzle.
-CUtensorMap EncodeKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype, int box_rows) {
+// Requests the Q map claims: the kernel only addresses rows of real requests of a group (a
+// warpgroup's 64 rows by TMA only when all are), so the batch size is not needed.
+constexpr cuuint64_t kMapRequests = cuuint64_t(1) << 24;
+
+// One tiled map with the 128-byte swizzle: dims/strides as cuTensorMapEncodeTiled takes them (dim 0
+// innermost, strides in bytes of dims 1..), every element stride 1.
+CUtensorMap EncodeMap(const void* base, DType dtype, cuuint32_t rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                      const cuuint32_t* box, const char* what) {
   const EncodeTiledFn encode = EncodeTiled();
   if (encode == nullptr)
     PREFIXD_THROW(ErrorKind::kUnsupported, "sm_90a prefix attention: the driver has no cuTensorMapEncodeTiled");
   CUtensorMap map;
   std::memset(&map, 0, sizeof(map));
-  const cuuint64_t dims[2] = {cuuint64_t(row_elems), kMapSlots};
-  const cuuint64_t strides[1] = {cuuint64_t(token_stride) * 2};
-  const cuuint32_t box[2] = {64, cuuint32_t(box_rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
   const CUresult res = encode(&map,
                               dtype == DType::kFloat16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                        : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                              2, const_cast<void*>(base), dims, strides, box, element_strides,
+                              rank, const_cast<void*>(base), dims, strides, box, element_strides,
                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (res != CUDA_SUCCESS)
+  if (res != CUDA_SUCCESS) {
+    std::string shape;
+    for (cuuint32_t i = 0; i < rank; ++i)
+      shape += (i ? " x " : "") + std::to_string(dims[i]) + " (box " + std::to_string(box[i]) + ")";
     PREFIXD_THROW(ErrorKind::kLibrary, "sm_90a prefix attention: cuTensorMapEncodeTiled failed (CUresult "
-                                           << int(res) << ") for base " << base << ", " << row_elems
-                                           << " elements per slot, token stride " << token_stride << ", box rows "
-                                           << box_rows);
+                                           << int(res) << ") for the " << what << " map at " << base << ", " << shape);
+  }
   return map;
 }
 
-// Encoded maps by (base pointer, shape): one entry per layer's K and V in steady state.
+// A 2D map over one layer's K or V: dim 0 = the H_kv · D elements of a slot, dim 1 = slots
+// (stride token_stride elements), box 64 × box_rows.
+CUtensorMap EncodeKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype, int box_rows) {
+  const cuuint64_t dims[2] = {cuuint64_t(row_elems), kMapSlots};
+  const cuuint64_t strides[1] = {cuuint64_t(token_stride) * 2};
+  const cuuint32_t box[2] = {64, cuuint32_t(box_rows)};
+  return EncodeMap(base, dtype, 2, dims, strides, box, "K/V");
+}
+
+// A 3D map over the queries [requests][H_qo][D]: dims {D, H_qo, requests}, box {64 columns, g heads,
+// 64 / g requests}: the 64 rows of a warpgroup in group order (prefix_attention_sm90a.cuh, LoadQTma).
+CUtensorMap EncodeQMap(const void* base, int num_qo_heads, int head_dim, int gqa, DType dtype) {
+  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(num_qo_heads), kMapRequests};
+  const cuuint64_t strides[2] = {cuuint64_t(head_dim) * 2, cuuint64_t(num_qo_heads) * head_dim * 2};
+  const cuuint32_t box[3] = {64, cuuint32_t(gqa), cuuint32_t(64 / gqa)};
+  return EncodeMap(base, dtype, 3, dims, strides, box, "Q");
+}
+
+// Encoded maps by (what, base pointer, shape): in steady state one entry per layer's K and V and
+// per query buffer.
 struct MapKey {
+  int kind;  // 0: K/V (a = row_elems, b = token_stride, c = box_rows); 1: Q (a = H_qo, b = D, c = g)
   const void* base;
-  int64_t row_elems, token_stride;
+  int64_t a, b;
   DType dtype;
-  int box_rows;
+  int c;
   bool operator==(const MapKey& o) const {
-    return base == o.base && row_elems == o.row_elems && token_stride == o.token_stride && dtype == o.dtype &&
-           box_rows == o.box_rows;
+    return kind == o.kind && base == o.base && a == o.a && b == o.b && dtype == o.dtype && c == o.c;
   }
 };
 struct MapEntry {
@@ -99,19 +123,23 @@ struct MapEntry {
   CUtensorMap map;
 };
 
-}  // namespace
-
-CUtensorMap CachedKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype, int box_rows) {
+CUtensorMap CachedMap(const MapKey& key) {
   static std::mutex mutex;
   static std::vector<MapEntry> cache;
-  constexpr size_t kMaxEntries = 1024;  // 2-4 maps × layers × pools; cleared when full
-  const MapKey key{base, row_elems, token_stride, dtype, box_rows};
+  constexpr size_t kMaxEntries = 1024;  // 2-4 maps × layers × pools, + query buffers; cleared when full
   std::lock_guard<std::mutex> lock(mutex);
   for (const MapEntry& e : cache)
     if (e.key == key) return e.map;
   if (cache.size() >= kMaxEntries) cache.clear();
-  cache.push_back({key, EncodeKvMap(base, row_elems, token_stride, dtype, box_rows)});
+  cache.push_back({key, key.kind == 0 ? EncodeKvMap(key.base, key.a, key.b, key.dtype, key.c)
+                                      : EncodeQMap(key.base, int(key.a), int(key.b), key.c, key.dtype)});
   return cache.back().map;
+}
+
+}  // namespace
+
+CUtensorMap CachedKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype, int box_rows) {
+  return CachedMap(MapKey{0, base, row_elems, token_stride, dtype, box_rows});
 }
 
 namespace {
@@ -188,6 +216,12 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   constexpr int kBoxRows = WgmmaPrefixConfig<__half, 128, 2, true>::BLOCK_N;
   l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, kBoxRows);
   l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, kBoxRows);
+  // Q by TMA (PREFIXD_SM90A_Q_TMA=1, the default) where the map can be made: g divides a warpgroup's
+  // 64 rows and q is 16-byte aligned; otherwise, or =0, gathered by cp.async.
+  const int gqa = params.num_qo_heads / params.num_kv_heads;
+  l.q_tma = EnvInt("PREFIXD_SM90A_Q_TMA", 1) != 0 && gqa >= 1 && 64 % gqa == 0 &&
+            reinterpret_cast<uintptr_t>(params.q) % 16 == 0;
+  if (l.q_tma) l.tmap_q = CachedMap(MapKey{1, params.q, params.num_qo_heads, params.head_dim, params.dtype, gqa});
   const int max_ctas = EnvInt("PREFIXD_SM90A_MAX_CTAS", 0);
   int grid_cap = max_ctas > 0 ? max_ctas : sms;  // one CTA per SM, persistent
   if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);

@@ -10,8 +10,14 @@
 //     S = Q·Kᵀ (wgmma, Q and K from shared memory) → release K → mask, base-2 online softmax in
 //     registers → P (fp16/bf16 registers) → O += P·V (wgmma, A = P from registers, V MN-major
 //     from shared memory) → release V. At the end v = O / l, s = m + log2(l).
-// Q rows are gathered through the GQA mapping (row r of a group → request first_request + r / g,
-// head kv_head · g + r % g) with cp.async into the swizzled layout, then fence.proxy.async.
+// Q rows follow the GQA mapping (row r of a group → request first_request + r / g, head
+// kv_head · g + r % g). A warpgroup's 64 rows that are all real (whole requests) come by TMA: one
+// box of a 3D map over q {64 columns, g heads, 64 / g requests} per 64-column panel, issued by the
+// warpgroup itself as it starts the row tile (fewer instructions than 1024 cp.async per
+// warpgroup; measured, Q lands ~0.5 µs earlier, yet still after the first K tile, and the step
+// changed by under 1 µs: bench/RESULTS.md, session 11). A partial warpgroup (the group's last
+// rows) or a map that cannot be made (g not dividing 64) gathers its rows with cp.async into the
+// same swizzled layout, the padding rows zero, then fence.proxy.async.
 //
 // K/V tile placement. The TMA box of tile t covers item tokens [b, b + BLOCK_N) with
 //   b = min(kv_begin + t · BLOCK_N, prefix_tokens − BLOCK_N),
@@ -62,7 +68,8 @@ struct WgmmaPrefixConfig {
   static constexpr int K_OFFSET = CONSUMER_WGS * Q_WG_BYTES;
   static constexpr int V_OFFSET = K_OFFSET + STAGES * KV_TILE_BYTES;
   static constexpr int BAR_OFFSET = V_OFFSET + STAGES * KV_TILE_BYTES;
-  static constexpr int SMEM_BYTES = 1024 + BAR_OFFSET + 4 * STAGES * 8;
+  static constexpr int BARRIERS = 4 * STAGES + CONSUMER_WGS;  // the ring's, then one Q barrier per consumer
+  static constexpr int SMEM_BYTES = 1024 + BAR_OFFSET + 8 * BARRIERS;
 
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)
   static constexpr int O_REGS = HEAD_DIM / 2;  // O accumulators per thread
@@ -74,7 +81,8 @@ struct WgmmaPrefixConfig {
 };
 
 // The barriers of the ring: full = "the tile has landed" (1 arrival + TMA bytes), empty = "every
-// consumer warp is done with the stage" (one arrival per consumer warp).
+// consumer warp is done with the stage" (one arrival per consumer warp); and per consumer
+// warpgroup "its Q rows have landed" (1 arrival + TMA bytes; used only by TMA loads of Q).
 template <typename CFG>
 struct Ring {
   uint32_t bars;
@@ -82,6 +90,7 @@ struct Ring {
   __device__ uint32_t FullV(int s) const { return bars + 8 * (CFG::STAGES + s); }
   __device__ uint32_t EmptyK(int s) const { return bars + 8 * (2 * CFG::STAGES + s); }
   __device__ uint32_t EmptyV(int s) const { return bars + 8 * (3 * CFG::STAGES + s); }
+  __device__ uint32_t FullQ(int wg) const { return bars + 8 * (4 * CFG::STAGES + wg); }
 };
 
 // Thread 0 initialises every barrier of the ring; visible to the whole CTA (and TMA) on return.
@@ -94,6 +103,7 @@ __device__ __forceinline__ void InitRing(Ring<CFG> ring) {
       MbarrierInit(ring.EmptyK(s), 4 * CFG::CONSUMER_WGS);
       MbarrierInit(ring.EmptyV(s), 4 * CFG::CONSUMER_WGS);
     }
+    for (int wg = 0; wg < CFG::CONSUMER_WGS; ++wg) MbarrierInit(ring.FullQ(wg), 1);
     FenceBarrierInit();
   }
   __syncthreads();
@@ -248,6 +258,25 @@ __device__ __forceinline__ void LoadQ(const PrefixAttentionParams& p, uint32_t q
   NamedBarrierSync(barrier_id, 128);
 }
 
+// The same for a warpgroup whose 64 rows are whole requests (group_row0 a multiple of g) of the
+// group: by TMA from the 3D map over q ({columns, heads, requests}; one box of 64 columns × g heads
+// × 64 / g requests per panel, rows in group order), completing on full_q. `phase` is the parity
+// of this warpgroup's next TMA load of Q (flipped here). Visible to wgmma when this returns.
+template <typename CFG>
+__device__ __forceinline__ void LoadQTma(const CUtensorMap* tmap_q, uint32_t q_smem, int tid, int barrier_id,
+                                         uint32_t full_q, uint32_t& phase, int group_row0, int first_request,
+                                         int kv_head, int gqa) {
+  NamedBarrierSync(barrier_id, 128);  // the previous row tile's S = Q·Kᵀ is done everywhere
+  if (tid == 0) {
+    MbarrierArriveExpectTx(full_q, CFG::Q_WG_BYTES);
+#pragma unroll
+    for (int h = 0; h < CFG::PANELS; ++h)
+      TmaLoad3d(q_smem + h * CFG::Q_PANEL_BYTES, tmap_q, 64 * h, kv_head * gqa, first_request + group_row0 / gqa, full_q);
+  }
+  MbarrierWait(full_q, phase);
+  phase ^= 1;
+}
+
 // One consumer warpgroup: 64 rows of each row tile, its registers and the steps of a KV tile.
 // Every step that computes is skipped by an idle warpgroup (an item with ≤ 64 rows left for it),
 // which still waits for and releases every stage in the same order, so that the ring's empty
@@ -261,6 +290,8 @@ struct Consumer {
 
   const PrefixAttentionParams& p;
   const Ring<CFG> ring;
+  const CUtensorMap* const tmap_q;  // the 3D map over q for LoadQTma; null: Q always by cp.async
+  uint32_t q_phase = 0;             // parity of this warpgroup's next TMA load of Q
   const uint32_t smem, q_smem;
   const int wg, tid, lane, barrier_id;
   const int row_in_wg;  // this thread's rows in the warpgroup: row_in_wg and row_in_wg + 8
@@ -270,9 +301,11 @@ struct Consumer {
   uint32_t pa[CFG::N_STEPS][4];  // P as the A fragments of P·V
   float row_max[2], row_sum[2];  // running max (scaled, base 2) and this lane's partial sum
 
-  __device__ Consumer(const PrefixAttentionParams& params, Ring<CFG> r, uint32_t smem_base, int warpgroup)
+  __device__ Consumer(const PrefixAttentionParams& params, Ring<CFG> r, const CUtensorMap* q_map, uint32_t smem_base,
+                      int warpgroup)
       : p(params),
         ring(r),
+        tmap_q(q_map),
         smem(smem_base),
         q_smem(smem_base + warpgroup * CFG::Q_WG_BYTES),
         wg(warpgroup),
@@ -509,16 +542,28 @@ struct Consumer {
     Release(ring.EmptyV(prev_stage));
   }
 
-  // Normalises and writes each valid row's state (v fp32, s base 2) to slot
-  // state_indptr[request] + chunk; rows map to requests from first_request (MapGroupRow).
-  __device__ void Epilogue(int first_request, int kv_head, int chunk, int wg_row0, int wg_rows, int gqa) {
+  // The state rows this thread's two rows (row_in_wg, + 8) will be written to (slot
+  // state_indptr[request] + chunk, head; rows map to requests from first_request, MapGroupRow),
+  // −1 for rows past wg_rows. Called before the KV walk, so that the epilogue does not start with a
+  // dependent global load.
+  __device__ void StateRows(int first_request, int kv_head, int chunk, int wg_row0, int wg_rows, int gqa,
+                            int64_t (&state)[2]) const {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row_in_wg + 8 * h;
+      state[h] = -1;
+      if (r >= wg_rows) continue;
+      const RowTarget tg = MapGroupRow(wg_row0 + r, first_request, kv_head, gqa);
+      state[h] = int64_t(p.state_indptr[tg.request] + chunk) * p.num_qo_heads + tg.qo_head;
+    }
+  }
+  // Normalises and writes each valid row's state (v fp32, s base 2) to its state row (StateRows).
+  __device__ void Epilogue(const int64_t (&state_rows)[2]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float sum = QuadSum(row_sum[h]);  // all lanes: shuffles before any branch
-      const int r = row_in_wg + 8 * h;
-      if (r >= wg_rows) continue;
-      const RowTarget tg = MapGroupRow(wg_row0 + r, first_request, kv_head, gqa);
-      const int64_t state = int64_t(p.state_indptr[tg.request] + chunk) * p.num_qo_heads + tg.qo_head;
+      const int64_t state = state_rows[h];
+      if (state < 0) continue;
       float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
@@ -555,14 +600,21 @@ struct Consumer {
       const int wg_row0 = row + wg * CFG::WG_ROWS;  // group-local row of this warpgroup's row 0
       const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);
       const bool active = wg_rows > 0;  // warpgroup-uniform
-      if (active && walk.num_tiles > 0)
-        LoadQ<CFG>(p, q_smem, tid, barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
+      int64_t state_rows[2];
+      if (active) StateRows(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa, state_rows);
+      if (active && walk.num_tiles > 0) {
+        if (tmap_q != nullptr && wg_rows == CFG::WG_ROWS && wg_row0 % gqa == 0)
+          LoadQTma<CFG>(tmap_q, q_smem, tid, barrier_id, ring.FullQ(wg), q_phase, wg_row0, group.first_request,
+                        item.kv_head, gqa);
+        else
+          LoadQ<CFG>(p, q_smem, tid, barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
+      }
       if (tid == 0 && wg == 0) Stamp(p, kQueryLoaded);
       ResetRows();
       WalkTiles(active, walk, pos);
       if (tid == 0 && wg == 0) Stamp(p, kTilesDone);
       if (active) {
-        Epilogue(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa);
+        Epilogue(state_rows);
         after_rows(group.first_request, item.kv_head, wg_row0, wg_rows);
         if (tid == 0 && wg == 0) Stamp(p, kEpilogueDone);
       }
@@ -588,8 +640,8 @@ struct Consumer {
 template <typename CFG>
 __global__ void __launch_bounds__(CFG::THREADS, 1)
     PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
-                               const __grid_constant__ CUtensorMap tmap_v, const int trigger_dependents,
-                               const int kv_evict) {
+                               const __grid_constant__ CUtensorMap tmap_v, const __grid_constant__ CUtensorMap tmap_q,
+                               const int q_tma, const int trigger_dependents, const int kv_evict) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   if (threadIdx.x == 0) Stamp(params, kEntry);
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
@@ -609,7 +661,8 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
     }
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG>(params, ring, smem, wg - 1).Run(trigger_dependents != 0);
+    if (q_tma != 0 && threadIdx.x % 128 == 0) PrefetchTensorMap(&tmap_q);
+    Consumer<CFG>(params, ring, q_tma != 0 ? &tmap_q : nullptr, smem, wg - 1).Run(trigger_dependents != 0);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }
 }
@@ -618,6 +671,9 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
 struct WgmmaLaunch {
   PrefixAttentionParams params;
   CUtensorMap tmap_k, tmap_v;
+  // The 3D map over q for TMA loads of Q (LoadQTma), when q_tma; otherwise Q is gathered by cp.async.
+  CUtensorMap tmap_q;
+  bool q_tma = false;
   int grid = 0;         // persistent CTAs (≤ items)
   int stages = 2;       // ring depth: 2, or > 2 for the deeper ring (3 at head_dim 128, 4 at 64)
   bool overlap = true;  // FA3 schedule (ping-pong + S/P·V overlap) or the plain one
@@ -634,7 +690,8 @@ template <typename CFG>
 void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-      l.params, l.tmap_k, l.tmap_v, l.trigger_dependents ? 1 : 0, static_cast<int>(l.kv_evict));
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? 1 : 0, l.trigger_dependents ? 1 : 0,
+      static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 

@@ -107,6 +107,15 @@ __device__ __forceinline__ void TmaLoad2d(uint32_t dst, const void* tmap, int x,
       : "memory");
 }
 
+// The same for a 3D tensor map: the box at element coordinates (x, y, z).
+__device__ __forceinline__ void TmaLoad3d(uint32_t dst, const void* tmap, int x, int y, int z, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(tmap)), "r"(x), "r"(y), "r"(z), "r"(bar)
+      : "memory");
+}
+
 // Starts pulling the box at (x, y) of a 2D tensor map into L2 (no shared memory, no completion).
 __device__ __forceinline__ void TmaPrefetch2d(const void* tmap, int x, int y) {
   asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(reinterpret_cast<uint64_t>(tmap)),

@@ -2,7 +2,7 @@
 # Session 9's device runs of the one-launch fused cascade kernel (PREFIXD_FUSED=1; one device call
 # per STAGE). Binaries: $BIN (carried: prefixd_gpu_tests, prefixd_kernel_bench). Logs: $OUT.
 # Kept as the record of those runs: the session-9 kernel and its variants fused-pf, fused-df,
-# fused-s3 and fused-c3 were replaced in session 10 (git history has them; session10-check.sh is
+# fused-s3 and fused-c3 were replaced in session 10 (git history has them; device-check.sh (session-10 settings) is
 # the current script).
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -174,7 +174,47 @@ __device__ __forceinline__ void Stamp(const PrefixAttentionParams& p, TimelineSl
   if (p.timeline != nullptr) p.timeline[blockIdx.x * kTimelineSlots + slot] = GlobalTimerNs();
 }
 
+// ---- queries by TMA ----------------------------------------------------------------------------
+
+// Whether a warpgroup's Q rows [wg_row0, + wg_rows) of a group come by TMA: a map over q, all 64
+// rows real, and whole requests (wg_row0 a multiple of g).
+template <typename CFG>
+__device__ __forceinline__ bool QByTma(const CUtensorMap* tmap_q, int wg_row0, int wg_rows, int gqa) {
+  return tmap_q != nullptr && wg_rows == CFG::WG_ROWS && wg_row0 % gqa == 0;
+}
+// Issues those rows' boxes (one per 64-column panel: 64 columns × g heads × 64 / g requests, rows
+// in group order) into q_smem; they complete on full_q (one arrival + the bytes).
+template <typename CFG>
+__device__ __forceinline__ void IssueQTma(const CUtensorMap* tmap_q, uint32_t q_smem, uint32_t full_q, int group_row0,
+                                          int first_request, int kv_head, int gqa) {
+  MbarrierArriveExpectTx(full_q, CFG::Q_WG_BYTES);
+#pragma unroll
+  for (int h = 0; h < CFG::PANELS; ++h)
+    TmaLoad3d(q_smem + h * CFG::Q_PANEL_BYTES, tmap_q, 64 * h, kv_head * gqa, first_request + group_row0 / gqa, full_q);
+}
+
 // ---- producer ----------------------------------------------------------------------------------
+
+// The queries of the CTA's first row tile, issued by the producer before its first K/V tiles, so
+// that they lead the SM's TMA queue instead of trailing 128 KiB of K/V (issued by the consumers,
+// they landed ~4 µs after the first K tile: bench/NOTES-prefix.md, session 11). Later row tiles'
+// queries are issued by their consumers (LoadQTma), once the previous row tile is done with Q.
+template <typename CFG>
+__device__ __forceinline__ void IssueFirstQueries(const PrefixAttentionParams& p, const CUtensorMap* tmap_q,
+                                                  uint32_t smem, Ring<CFG> ring) {
+  if (tmap_q == nullptr || int(blockIdx.x) >= p.num_items) return;
+  const PrefixWorkItem item = p.items[blockIdx.x];
+  const PrefixGroup group = p.groups[item.group];
+  if (KvWalk<CFG::BLOCK_N>(item, group).num_tiles == 0) return;  // its consumers load no Q for it
+  const int gqa = p.num_qo_heads / p.num_kv_heads;
+  for (int wg = 0; wg < CFG::CONSUMER_WGS; ++wg) {
+    const int wg_row0 = item.row_begin + wg * CFG::WG_ROWS;
+    const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);
+    if (wg_rows > 0 && QByTma<CFG>(tmap_q, wg_row0, wg_rows, gqa))
+      IssueQTma<CFG>(tmap_q, smem + wg * CFG::Q_WG_BYTES, ring.FullQ(wg), wg_row0, group.first_request, item.kv_head,
+                     gqa);
+  }
+}
 
 // One TMA box of the map per 64-column panel of a row block: rows [y, y + box rows) of the map,
 // columns [x0, x0 + HEAD_DIM), to dst (panel h at dst + h · KV_PANEL_BYTES), completing on `bar`.
@@ -215,11 +255,12 @@ __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p
 
 template <typename CFG>
 __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
-                                             const CUtensorMap* tmap_v, uint32_t smem, Ring<CFG> ring,
-                                             bool trigger, L2Evict kv_evict) {
+                                             const CUtensorMap* tmap_v, const CUtensorMap* tmap_q, uint32_t smem,
+                                             Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
   PrefetchTensorMap(tmap_k);
   PrefetchTensorMap(tmap_v);
   Stamp(p, kProducerStart);
+  IssueFirstQueries<CFG>(p, tmap_q, smem, ring);
   // PREFIXD_SM90A_KV_POLICY: an L2 eviction priority for the streamed K/V tiles (kNone: no hint).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
@@ -258,20 +299,17 @@ __device__ __forceinline__ void LoadQ(const PrefixAttentionParams& p, uint32_t q
   NamedBarrierSync(barrier_id, 128);
 }
 
-// The same for a warpgroup whose 64 rows are whole requests (group_row0 a multiple of g) of the
-// group: by TMA from the 3D map over q ({columns, heads, requests}; one box of 64 columns × g heads
-// × 64 / g requests per panel, rows in group order), completing on full_q. `phase` is the parity
-// of this warpgroup's next TMA load of Q (flipped here). Visible to wgmma when this returns.
+// The same for a warpgroup whose rows come by TMA (QByTma): issued here by one thread once the
+// previous row tile's S is done, unless the producer already issued them (the CTA's first row
+// tile, IssueFirstQueries); completing on full_q. `phase` is the parity of this warpgroup's next
+// TMA load of Q (flipped here). Visible to wgmma when this returns.
 template <typename CFG>
 __device__ __forceinline__ void LoadQTma(const CUtensorMap* tmap_q, uint32_t q_smem, int tid, int barrier_id,
-                                         uint32_t full_q, uint32_t& phase, int group_row0, int first_request,
-                                         int kv_head, int gqa) {
-  NamedBarrierSync(barrier_id, 128);  // the previous row tile's S = Q·Kᵀ is done everywhere
-  if (tid == 0) {
-    MbarrierArriveExpectTx(full_q, CFG::Q_WG_BYTES);
-#pragma unroll
-    for (int h = 0; h < CFG::PANELS; ++h)
-      TmaLoad3d(q_smem + h * CFG::Q_PANEL_BYTES, tmap_q, 64 * h, kv_head * gqa, first_request + group_row0 / gqa, full_q);
+                                         uint32_t full_q, uint32_t& phase, bool issued, int group_row0,
+                                         int first_request, int kv_head, int gqa) {
+  if (!issued) {
+    NamedBarrierSync(barrier_id, 128);  // the previous row tile's S = Q·Kᵀ is done everywhere
+    if (tid == 0) IssueQTma<CFG>(tmap_q, q_smem, full_q, group_row0, first_request, kv_head, gqa);
   }
   MbarrierWait(full_q, phase);
   phase ^= 1;
@@ -292,6 +330,7 @@ struct Consumer {
   const Ring<CFG> ring;
   const CUtensorMap* const tmap_q;  // the 3D map over q for LoadQTma; null: Q always by cp.async
   uint32_t q_phase = 0;             // parity of this warpgroup's next TMA load of Q
+  bool first_q_by_producer = false; // the producer issues the first row tile's Q (IssueFirstQueries)
   const uint32_t smem, q_smem;
   const int wg, tid, lane, barrier_id;
   const int row_in_wg;  // this thread's rows in the warpgroup: row_in_wg and row_in_wg + 8
@@ -603,9 +642,9 @@ struct Consumer {
       int64_t state_rows[2];
       if (active) StateRows(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa, state_rows);
       if (active && walk.num_tiles > 0) {
-        if (tmap_q != nullptr && wg_rows == CFG::WG_ROWS && wg_row0 % gqa == 0)
-          LoadQTma<CFG>(tmap_q, q_smem, tid, barrier_id, ring.FullQ(wg), q_phase, wg_row0, group.first_request,
-                        item.kv_head, gqa);
+        if (QByTma<CFG>(tmap_q, wg_row0, wg_rows, gqa))
+          LoadQTma<CFG>(tmap_q, q_smem, tid, barrier_id, ring.FullQ(wg), q_phase, first_q_by_producer,
+                        wg_row0, group.first_request, item.kv_head, gqa);
         else
           LoadQ<CFG>(p, q_smem, tid, barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
       }
@@ -618,12 +657,15 @@ struct Consumer {
         after_rows(group.first_request, item.kv_head, wg_row0, wg_rows);
         if (tid == 0 && wg == 0) Stamp(p, kEpilogueDone);
       }
+      first_q_by_producer = false;  // only ever the first row tile of the CTA's first item
     }
+    first_q_by_producer = false;  // also when that item had no row tile for this warpgroup
   }
 
   __device__ void Run(bool trigger) {
     const int gqa = p.num_qo_heads / p.num_kv_heads;
     RingPosition<CFG::STAGES> pos;
+    first_q_by_producer = tmap_q != nullptr;  // this kernel's producer runs IssueFirstQueries
     if constexpr (CFG::OVERLAP) {
       if (wg == 1) TurnEnd();
     }  // warpgroup 0 takes the first turn
@@ -652,7 +694,8 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x == 0)
-      ProducerLoop<CFG>(params, &tmap_k, &tmap_v, smem, ring, trigger_dependents != 0, static_cast<L2Evict>(kv_evict));
+      ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_tma != 0 ? &tmap_q : nullptr, smem, ring, trigger_dependents != 0,
+                        static_cast<L2Evict>(kv_evict));
     if (threadIdx.x == 32 && params.timeline != nullptr && int(blockIdx.x) < params.num_items) {
       // Waiting consumes nothing (the consumers still see the phase). It starts long before the first
       // tile lands; the watchdog ends the grid rather than hang should the ring ever have lapped it.

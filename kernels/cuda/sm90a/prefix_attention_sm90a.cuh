@@ -12,12 +12,13 @@
 //     from shared memory) → release V. At the end v = O / l, s = m + log2(l).
 // Q rows follow the GQA mapping (row r of a group → request first_request + r / g, head
 // kv_head · g + r % g). A warpgroup's 64 rows that are all real (whole requests) come by TMA: one
-// box of a 3D map over q {64 columns, g heads, 64 / g requests} per 64-column panel, issued by the
-// warpgroup itself as it starts the row tile (fewer instructions than 1024 cp.async per
-// warpgroup; measured, Q lands ~0.5 µs earlier, yet still after the first K tile, and the step
-// changed by under 1 µs: bench/RESULTS.md, session 11). A partial warpgroup (the group's last
-// rows) or a map that cannot be made (g not dividing 64) gathers its rows with cp.async into the
-// same swizzled layout, the padding rows zero, then fence.proxy.async.
+// box of a 3D map over q {64 columns, g heads, 64 / g requests} per 64-column panel. The CTA's
+// first row tile's boxes are issued by the producer ahead of its first K/V tiles (IssueFirstQueries:
+// issued later, they queued behind 128 KiB of K/V in the SM's TMA unit and Q landed ~4 µs after the
+// first K tile; bench/NOTES-prefix.md, session 11); a later row tile's by its warpgroup once the
+// previous row tile is done with Q. A partial warpgroup (the group's last rows) or a map that
+// cannot be made (g not dividing 64) gathers its rows with cp.async into the same swizzled layout,
+// the padding rows zero, then fence.proxy.async.
 //
 // K/V tile placement. The TMA box of tile t covers item tokens [b, b + BLOCK_N) with
 //   b = min(kv_begin + t · BLOCK_N, prefix_tokens − BLOCK_N),

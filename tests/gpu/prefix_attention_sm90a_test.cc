@@ -232,5 +232,24 @@ TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
   }
 }
 
+// A bad PREFIXD_SM90A_Q_TMA is refused at the launch, not read as "on" or "off".
+TEST(PrefixAttentionKernelSelection, BadQueryTmaSettingIsRefused) {
+  PREFIXD_REQUIRE_GPU();
+  if (!(sm90a::Built() && sm90a::DeviceReady()))
+    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (it needs a compute capability 9.0 GPU)";
+  ScopedEnv env;
+  env.Set("PREFIXD_PREFIX_KERNEL", "wgmma");
+  for (const char* bad : {"on", "-1", "1x"}) {
+    env.Set("PREFIXD_SM90A_Q_TMA", bad);
+    try {
+      CheckPrefixAttention(SingleRowScenario(DType::kFloat16, "BadQueryTma"));
+      ADD_FAILURE() << "PREFIXD_SM90A_Q_TMA=" << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("PREFIXD_SM90A_Q_TMA"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace prefixd::kernels::cuda

@@ -644,8 +644,9 @@ struct Consumer {
       if (active) StateRows(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa, state_rows);
       if (active && walk.num_tiles > 0) {
         if (QByTma<CFG>(tmap_q, wg_row0, wg_rows, gqa))
-          LoadQTma<CFG>(tmap_q, q_smem, tid, barrier_id, ring.FullQ(wg), q_phase, first_q_by_producer,
-                        wg_row0, group.first_request, item.kv_head, gqa);
+          LoadQTma<CFG>(tmap_q, q_smem, tid, barrier_id, ring.FullQ(wg), q_phase,
+                        first_q_by_producer && row == item.row_begin, wg_row0, group.first_request, item.kv_head,
+                        gqa);
         else
           LoadQ<CFG>(p, q_smem, tid, barrier_id, wg_row0, wg_rows, group.first_request, item.kv_head, gqa);
       }
@@ -658,9 +659,8 @@ struct Consumer {
         after_rows(group.first_request, item.kv_head, wg_row0, wg_rows);
         if (tid == 0 && wg == 0) Stamp(p, kEpilogueDone);
       }
-      first_q_by_producer = false;  // only ever the first row tile of the CTA's first item
     }
-    first_q_by_producer = false;  // also when that item had no row tile for this warpgroup
+    first_q_by_producer = false;  // only ever the first row tile of the CTA's first item
   }
 
   __device__ void Run(bool trigger) {

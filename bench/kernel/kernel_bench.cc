@@ -108,6 +108,9 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       {"kvlast", {{"PREFIXD_SM90A_KV_POLICY", "last"}}},           // prefix K/V loads: L2 evict_last hint
       {"plain", {{"PREFIXD_SM90A_SCHEDULE", "plain"}}},            // prefix without the FA3 overlap
       {"qcp", {{"PREFIXD_SM90A_Q_TMA", "0"}}},                     // prefix Q gathered by cp.async, not TMA
+      {"nowarm", {{"PREFIXD_DECODE_WARMUP", "0"}}},                // no decode start pulled into L2 by the prefix kernel
+      {"warm0", {{"PREFIXD_DECODE_WARMUP_MIB", "0"}}},             // ... with none of its K/V rows (default: 4 MiB)
+      {"warm8", {{"PREFIXD_DECODE_WARMUP_MIB", "8"}}},             // ... with up to 8 MiB of them
       {"mma-prefix", {{"PREFIXD_PREFIX_KERNEL", "mma"}}},
       // Concurrent prefix/decode (cuda_backend.h): prefix grid capped at SMs − k, decode beside it
       // on the other k SMs, unfused merge after the join.
@@ -928,7 +931,7 @@ int Main(int argc, char** argv) {
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
                  "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
-                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, qcp, mma-prefix, fused, fused-l2a1, fused-l2a3, fused-mk, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
+                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, qcp, nowarm, warm0, warm8, mma-prefix, fused, fused-l2a1, fused-l2a3, fused-mk, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
                  "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
                       "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "

@@ -129,6 +129,14 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                       "PREFIXD_FUSED_MERGE must be inside or kernel, got '" << choice << "'");
     fused_merge_kernel_ = choice == "kernel";
   }
+  env_flag("PREFIXD_DECODE_WARMUP", &decode_warmup_);
+  if (const char* env = std::getenv("PREFIXD_DECODE_WARMUP_MIB"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const long mib = std::strtol(env, &end, 10);
+    PREFIXD_CHECK_ARG(end != env && *end == '\0' && mib >= 0 && mib <= 1024,
+                      "PREFIXD_DECODE_WARMUP_MIB must be an integer in [0, 1024], got '" << env << "'");
+    decode_warmup_bytes_ = int64_t(mib) << 20;
+  }
   if (const char* env = std::getenv("PREFIXD_FUSED_L2_AHEAD"); env != nullptr && *env != '\0') {
     char* end = nullptr;
     const long n = std::strtol(env, &end, 10);
@@ -159,6 +167,9 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (decode_stream_items_) d << " [decode streaming]";
   if (decode_persistent_) d << " [decode persistent]";
+  if (!decode_warmup_) d << " [decode warm-up off]";
+  if (decode_warmup_ && std::getenv("PREFIXD_DECODE_WARMUP_MIB") != nullptr)
+    d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
   if (fused_) {
     d << " [fused cascade" << (FusedCascadeReady() ? "" : ": not on this device/build");
     if (fused_l2_ahead_ != 0) d << ", L2 prefetch " << fused_l2_ahead_ << " items ahead";
@@ -549,6 +560,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // The prefix of a step that runs concurrently (it has decode items) is capped, also when timed
     // alone (RunCascadeParts), so that the part times are those of the step's kernels.
     if (concurrent_decode_sms_ > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_decode_sms_;
+    // The decode kernel of this plan follows (in this call or the caller's next): its start into L2
+    // at the prefix kernel's end. Not beside a concurrent decode, which has started long before.
+    if (concurrent_decode_sms_ == 0) p.decode_warmup = DecodeWarmup(args);
     PrefixAttention(p, stream);
   }
   if (decode_part) {
@@ -627,6 +641,37 @@ PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) co
   p.partial_v = partial_v_;
   p.partial_s = partial_s_;
   return p;
+}
+
+DecodeL2Warmup CudaBackend::DecodeWarmup(const CascadeArgs& args) const {
+  DecodeL2Warmup w;
+  const int64_t row_bytes = int64_t(plan_.header.head_dim) * DTypeBytes(args.kv.shape.dtype);
+  if (!decode_warmup_ || plan_.num_decode_items == 0 || row_bytes <= 0) return w;
+  // The decode CTAs that start first: one per SM where SMs are left free (DecodeAttentionParams::
+  // max_sms), otherwise about four per SM (the 2-warp tensor-core kernel's occupancy). Only a
+  // decode of one wave gets the warm-up: there every CTA's cold start is on the step's critical
+  // path, while in a decode of several waves only the first wave's is, and the warm-up's cost at
+  // the prefix kernel's end was measured larger than that (bench/RESULTS.md, session 12).
+  const int64_t first_ctas = args.decode_free_sms > 0 ? std::max(1, num_sms_ - args.decode_free_sms) : 4 * num_sms_;
+  if (plan_.num_decode_items > first_ctas) return w;
+  int64_t items = plan_.num_decode_items;
+  // With a K/V budget, each item gets the same number of tokens within it; at least one 16-token
+  // tile (fewer items then).
+  int64_t tokens = 0;
+  if (decode_warmup_bytes_ > 0) {
+    tokens = decode_warmup_bytes_ / (items * 2 * row_bytes) / 16 * 16;
+    if (tokens < 16) {
+      tokens = 16;
+      items = std::max<int64_t>(1, decode_warmup_bytes_ / (2 * row_bytes * tokens));
+    }
+  }
+  w.items = plan_.decode_items;
+  w.item_bases = plan_.decode_item_bases;
+  w.page_indptr = plan_.suffix_indptr;
+  w.page_indices = plan_.suffix_indices;
+  w.num_items = int(items);
+  w.tokens = int(std::min<int64_t>(tokens, int64_t(1) << 30));
+  return w;
 }
 
 bool CudaBackend::LaunchFused(const CascadeArgs& args, const LoadedPlan::FusedLists& lists, bool merge) {

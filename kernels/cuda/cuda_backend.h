@@ -33,6 +33,11 @@
 //                                         the step, bench/scaling/README.md session 7)
 //   PREFIXD_DECODE_PERSISTENT=0|1         every tensor-core decode launch as one CTA per SM looping
 //                                         over items (0; slower than one CTA per item, same README)
+//   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
+//                                         decode kernel (items, page-table entries, queries, first
+//                                         K/V rows) into L2 at its end (DecodeL2Warmup,
+//                                         prefix_attention.h; DecodeWarmup) (1)
+//   PREFIXD_DECODE_WARMUP_MIB=n           its K/V rows: at most n MiB (0: none) (4)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (1; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
@@ -182,6 +187,9 @@ class CudaBackend final : public Backend {
   // The prefix items of the loaded plan for `args` (inputs, items, groups, slots): what the prefix
   // kernel and the fused kernel's prefix half both run.
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
+  // What the prefix kernel pulls into L2 for the loaded plan's decode kernel, launched with `args`
+  // (PREFIXD_DECODE_WARMUP_MIB): the first K/V rows of the decode items whose CTAs start first.
+  DecodeL2Warmup DecodeWarmup(const CascadeArgs& args) const;
 
   int device_ = 0;
   int num_sms_ = 0;
@@ -201,6 +209,8 @@ class CudaBackend final : public Backend {
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   bool decode_stream_items_ = false;  // PREFIXD_DECODE_STREAM
   bool decode_persistent_ = false;   // PREFIXD_DECODE_PERSISTENT
+  bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
+  int64_t decode_warmup_bytes_ = int64_t(4) << 20;  // PREFIXD_DECODE_WARMUP_MIB
   // PREFIXD_CONCURRENT_DECODE_SMS (0: off). When on: the decode kernel's stream (lowest priority;
   // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.
   int concurrent_decode_sms_ = 0;

@@ -17,6 +17,25 @@
 
 namespace prefixd::kernels::cuda {
 
+// The start of the decode kernel that follows the prefix kernel on the stream, pulled into L2 by
+// the sm_90a prefix kernel at its end (PrefixAttentionParams::decode_warmup): for each of the
+// first num_items decode items (the ones whose CTAs start first), its work item, its first
+// page-table entries and its request's query rows, and optionally the K/V rows of its first
+// `tokens` suffix tokens. Why: a decode CTA starts with a chain of dependent loads (item → page
+// table → first K/V tiles) that finds L2 cold after the prefix kernel. Issued by the producer warp
+// only once the CTA's own last K/V tile has landed, so that no tile of the prefix waits behind it;
+// the CTA still cannot exit before its prefetches are taken, which is why the K/V rows are few
+// (bench/RESULTS.md, session 12). A hint only: results never depend on it. The mma.sync
+// kernel ignores it.
+struct DecodeL2Warmup {
+  const DecodeWorkItem* items = nullptr;  // the plan's decode items (the same layer view as k / v)
+  const int2* item_bases = nullptr;       // optional {page_indptr[request], ...} per item (decode_attention.h)
+  const int32_t* page_indptr = nullptr;   // the suffix page table (CSR)
+  const int32_t* page_indices = nullptr;
+  int num_items = 0;  // items [0, num_items) are warmed (0: off)
+  int tokens = 0;     // K/V rows from each item's kv_begin (clipped to its range; 0: none)
+};
+
 struct PrefixAttentionParams {
   // K/V of ONE layer: element (slot, kv_head, d) at k[slot · token_stride + kv_head · head_dim + d].
   const void* k = nullptr;
@@ -56,6 +75,9 @@ struct PrefixAttentionParams {
   // it. The CUDA backend sets it to SMs − k when it runs the decode kernel concurrently on the other
   // k SMs (PREFIXD_CONCURRENT_DECODE_SMS, cuda_backend.h).
   int max_ctas = 0;
+
+  // Optional: the decode kernel's start to pull into L2 at this kernel's end (above).
+  DecodeL2Warmup decode_warmup;
 
   // Diagnostics (prefix_probe --timeline; null otherwise): the sm_90a kernel writes globaltimer
   // stamps [CTA][kTimelineSlots] of its phases (prefix_attention_sm90a.cuh, TimelineSlot).

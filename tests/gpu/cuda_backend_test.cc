@@ -539,6 +539,61 @@ TEST(CudaFusedCascade, MergeKernelModeIsCorrectAndBadSettingsAreRefused) {
 #endif
 }
 
+// The decode kernel's start pulled into L2 by the prefix kernel (PREFIXD_DECODE_WARMUP,
+// PREFIXD_DECODE_WARMUP_MIB; DecodeL2Warmup) is a hint: off, on without K/V rows, with 1 MiB of
+// them (a few items, one tile each) and with 1024 MiB (every item, more tokens than any suffix has)
+// give the oracle's results on every cascade shape (page sizes 8-64, split suffixes, requests
+// without a suffix, several groups); bad settings are refused.
+std::unique_ptr<Backend> MakeBackendWithDecodeWarmup(const char* on, const char* mib) {
+  struct Env {
+    Env(const char* warmup, const char* bytes) {
+      setenv("PREFIXD_DECODE_WARMUP", warmup, 1);
+      setenv("PREFIXD_DECODE_WARMUP_MIB", bytes, 1);
+    }
+    ~Env() {
+      unsetenv("PREFIXD_DECODE_WARMUP");
+      unsetenv("PREFIXD_DECODE_WARMUP_MIB");
+    }
+  } env(on, mib);
+  kernels::BackendOptions options;
+  options.limits = TestLimits();
+  return kernels::MakeCudaBackend(options);
+}
+
+TEST(CudaCascade, DecodeWarmupChangesNoResultAndBadSettingsAreRefused) {
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_REQUIRE_GPU();
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  struct Setting {
+    const char *on, *mib, *described;
+  };
+  const Setting settings[] = {{"0", "4", "decode warm-up off"},
+                              {"1", "0", "decode warm-up with 0 MiB of K/V"},
+                              {"1", "1", "decode warm-up with 1 MiB of K/V"},
+                              {"1", "1024", "decode warm-up with 1024 MiB of K/V"}};
+  for (const Setting& setting : settings) {
+    std::unique_ptr<Backend> backend = MakeBackendWithDecodeWarmup(setting.on, setting.mib);
+    SCOPED_TRACE(backend->Describe());
+    EXPECT_NE(backend->Describe().find(setting.described), std::string::npos) << backend->Describe();
+    for (const CascadeCase& c : FusedCascadeCases()) {
+      SCOPED_TRACE(c.name);
+      const CascadeInputs in = MakeCascadeInputs(c, rng);
+      const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, OptionsFor(c.split, *backend));
+      ExpectMatchesOracle(RunStep(*backend, in.pool, c.layer, plan, in.q), want, c.dtype, c.name);
+    }
+  }
+  for (const char* bad : {"-1", "x", "1025", "8M"})
+    EXPECT_PREFIXD_ERROR(MakeBackendWithDecodeWarmup("1", bad), ErrorKind::kInvalidArgument, "PREFIXD_DECODE_WARMUP_MIB");
+  for (const char* bad : {"2", "on"})
+    EXPECT_PREFIXD_ERROR(MakeBackendWithDecodeWarmup(bad, "0"), ErrorKind::kInvalidArgument, "PREFIXD_DECODE_WARMUP");
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 // The fused step is ONE kernel: a captured step has a single root node and replays correctly.
 TEST(CudaGraph, FusedStepIsOneNodeAndReplaysCorrectly) {
 #ifdef PREFIXD_HAVE_CUDA

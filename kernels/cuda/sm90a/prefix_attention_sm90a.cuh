@@ -229,9 +229,10 @@ __device__ __forceinline__ void LoadPanels(uint32_t dst, const CUtensorMap* tmap
   }
 }
 
-// Every K/V tile of one prefix item (each row tile walks the item's KV range once) into the ring.
+// Every K/V tile of one prefix item (each row tile walks the item's KV range once) into the ring;
+// returns whether it loaded any.
 template <typename CFG>
-__device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p, const PrefixWorkItem& item,
+__device__ __forceinline__ bool ProducePrefixItem(const PrefixAttentionParams& p, const PrefixWorkItem& item,
                                                   const CUtensorMap* tmap_k, const CUtensorMap* tmap_v, uint32_t smem,
                                                   Ring<CFG> ring, RingPosition<CFG::STAGES>& pos, bool hint,
                                                   uint64_t policy) {
@@ -252,12 +253,21 @@ __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p
       LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
     }
   }
+  return walk.num_tiles > 0 && item.row_end > item.row_begin;
 }
 
+// Where the producer left the ring: the position after the CTA's last tile, and whether it loaded any.
+template <int STAGES>
+struct ProducerEnd {
+  RingPosition<STAGES> pos;
+  bool loaded = false;
+};
+
 template <typename CFG>
-__device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
-                                             const CUtensorMap* tmap_v, const CUtensorMap* tmap_q, uint32_t smem,
-                                             Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
+__device__ __forceinline__ ProducerEnd<CFG::STAGES> ProducerLoop(const PrefixAttentionParams& p,
+                                                                  const CUtensorMap* tmap_k, const CUtensorMap* tmap_v,
+                                                                  const CUtensorMap* tmap_q, uint32_t smem,
+                                                                  Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
   PrefetchTensorMap(tmap_k);
   PrefetchTensorMap(tmap_v);
   Stamp(p, kProducerStart);
@@ -265,10 +275,68 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
   // PREFIXD_SM90A_KV_POLICY: an L2 eviction priority for the streamed K/V tiles (kNone: no hint).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
-  RingPosition<CFG::STAGES> pos;
+  ProducerEnd<CFG::STAGES> end;
   for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
     MaybeTriggerDependents(trigger, i, p.num_items);
-    ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy);
+    if (ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, end.pos, hint, policy)) end.loaded = true;
+  }
+  return end;
+}
+
+// The decode kernel's start into L2 (PrefixAttentionParams::decode_warmup), by the producer warp
+// once its last K/V tile has landed (lane 0 waits: the producer is in step with that stage's
+// phases, so the parity wait cannot alias an older phase; `end` is ProducerLoop's, valid in lane 0).
+// 1. Items blockIdx.x + gridDim.x · lane, ...: each one's descriptor and bases are read and the
+//    page-table line of its first tokens prefetched, so that the decode CTA's dependent start
+//    (item → page table → first tile) finds them in L2.
+// 2. Runs: the planner emits a (request, suffix chunk)'s items consecutively, one per KV head
+//    (plan.cc), and they read the same token rows. Per run, its request's query rows, and with
+//    tokens > 0 its first `tokens` K/V rows for all the view's heads, one bulk prefetch per page
+//    segment for K and for V. The (run, segment) units go round the CTAs so that each CTA takes
+//    few bytes: a CTA cannot exit before its prefetches are taken, and a CTA that took hundreds
+//    of KiB (or hundreds of small TMA ops) held the prefix grid's end back by microseconds
+//    (bench/RESULTS.md, session 12).
+template <typename CFG>
+__device__ __forceinline__ void WarmDecodeStart(const PrefixAttentionParams& p, Ring<CFG> ring,
+                                                const ProducerEnd<CFG::STAGES>& end) {
+  using T = typename CFG::Element;
+  const DecodeL2Warmup& w = p.decode_warmup;
+  const int lane = int(threadIdx.x) % 32;
+  if (lane == 0 && end.loaded) {
+    const bool wrapped = end.pos.stage == 0;
+    MbarrierWait<true>(ring.FullV(wrapped ? CFG::STAGES - 1 : end.pos.stage - 1),
+                       wrapped ? end.pos.phase ^ 1 : end.pos.phase);
+  }
+  __syncwarp();
+  const int ps = p.page_size;
+  const int stride = int(gridDim.x) * 32;
+  for (int i = int(blockIdx.x) + int(gridDim.x) * lane; i < w.num_items; i += stride) {
+    const DecodeWorkItem item = w.items[i];
+    const int page_base = w.item_bases != nullptr ? w.item_bases[i].x : w.page_indptr[item.request];
+    if (item.kv_end > item.kv_begin) PrefetchLineL2(w.page_indices + page_base + item.kv_begin / ps);
+  }
+  const int heads = p.num_kv_heads;
+  const int runs = (w.num_items + heads - 1) / heads;
+  const int segments = w.tokens > 0 ? (w.tokens + ps - 1) / ps + 1 : 1;  // page segments of `tokens` rows at any offset
+  for (int u = int(blockIdx.x) + int(gridDim.x) * lane; u < runs * segments; u += stride) {
+    const int first_item = (u / segments) * heads, seg = u % segments;
+    const DecodeWorkItem item = w.items[first_item];
+    if (seg == 0)
+      BulkPrefetchL2(static_cast<const T*>(p.q) + int64_t(item.request) * p.num_qo_heads * CFG::HEAD_DIM,
+                     uint32_t(p.num_qo_heads * CFG::HEAD_DIM * int(sizeof(T))));
+    const int first = item.kv_begin, last = item.kv_begin + min(w.tokens, item.kv_end - item.kv_begin);
+    const int seg_begin = seg == 0 ? first : (first / ps + seg) * ps;
+    const int seg_end = min(last, (first / ps + seg + 1) * ps);
+    if (seg_begin >= seg_end) continue;
+    const int page_base = w.item_bases != nullptr ? w.item_bases[first_item].x : w.page_indptr[item.request];
+    const int page = w.page_indices[page_base + seg_begin / ps];
+    const int64_t at = (int64_t(page) * ps + seg_begin % ps) * p.token_stride;
+    // From the view's first head in the first row to its last head in the last row (inside the pool).
+    const uint32_t bytes =
+        uint32_t((int64_t(seg_end - seg_begin - 1) * p.token_stride + int64_t(heads) * CFG::HEAD_DIM) *
+                 int64_t(sizeof(T)));
+    BulkPrefetchL2(static_cast<const T*>(p.k) + at, bytes);
+    BulkPrefetchL2(static_cast<const T*>(p.v) + at, bytes);
   }
 }
 
@@ -694,9 +762,13 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
-    if (threadIdx.x == 0)
-      ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_tma != 0 ? &tmap_q : nullptr, smem, ring, trigger_dependents != 0,
-                        static_cast<L2Evict>(kv_evict));
+    if (threadIdx.x < 32) {
+      ProducerEnd<CFG::STAGES> end;
+      if (threadIdx.x == 0)
+        end = ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_tma != 0 ? &tmap_q : nullptr, smem, ring,
+                                trigger_dependents != 0, static_cast<L2Evict>(kv_evict));
+      if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params, ring, end);
+    }
     if (threadIdx.x == 32 && params.timeline != nullptr && int(blockIdx.x) < params.num_items) {
       // Waiting consumes nothing (the consumers still see the phase). It starts long before the first
       // tile lands; the watchdog ends the grid rather than hang should the ring ever have lapped it.

@@ -116,6 +116,17 @@ __device__ __forceinline__ void TmaLoad3d(uint32_t dst, const void* tmap, int x,
       : "memory");
 }
 
+// Starts pulling `bytes` (a multiple of 16) at the 16-byte aligned global `addr` into L2 (no
+// shared memory, no completion: a hint).
+__device__ __forceinline__ void BulkPrefetchL2(const void* addr, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(addr), "r"(bytes) : "memory");
+}
+
+// Starts pulling the line holding global `addr` into L2 (a per-thread hint, no completion).
+__device__ __forceinline__ void PrefetchLineL2(const void* addr) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(addr));
+}
+
 // Starts pulling the box at (x, y) of a 2D tensor map into L2 (no shared memory, no completion).
 __device__ __forceinline__ void TmaPrefetch2d(const void* tmap, int x, int y) {
   asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(reinterpret_cast<uint64_t>(tmap)),

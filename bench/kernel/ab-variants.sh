@@ -6,7 +6,12 @@
 # sm_90 + sm_90a). Logs: $OUT.
 # Session 12 (bench/kernel/results/s12/):
 #   run 1, the decode start warmed in L2: BINS=.carry/s12a/bins.tar.xz FILTER='*Warmup*:*Cascade*:*Graph*:*Decode*'
-#     MEMCHECK='*Warmup*' VARIANTS=default,nowarm,warm8,warm32 REPEATS=2
+#     MEMCHECK='*Warmup*' VARIANTS=default,nowarm,warm8,warm32 REPEATS=2 (16 MiB by default then; run 2
+#     with each (request, chunk)'s rows in one bulk prefetch per page; run 3 adds per-line prefetches,
+#     PREFIXD_DECODE_WARMUP_LINES, since removed; runs 4-5 the final form's variants, metadata only
+#     by default: VARIANTS=default,nowarm,warm4,warm8[,...] REPEATS=3; see bench/RESULTS.md)
+#   run 7, the missed shape only: BINS=.carry/s12a/bins.tar.xz FILTER='*Warmup*' REPEATS=8
+#     SHAPES='--heads 32/8 -b 64 -p 8192 -s 256' VARIANTS=default,nowarm,warm0,warm8
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BINS=${BINS:?set BINS to the carried tarball}
@@ -23,7 +28,8 @@ if [ -n "${MEMCHECK:-}" ]; then
   echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.txt" | tail -3
 fi
 for i in $(seq 1 "${REPEATS:-1}"); do
-  timeout 150 ./prefixd_kernel_bench --heads 32/8,32/32 -b 64,256 -p 8192,32768 -s 256 --no-baseline -c 1 \
+  # SHAPES: other prefixd_kernel_bench shape flags instead of the foundation grid's.
+  timeout 150 ./prefixd_kernel_bench ${SHAPES:---heads 32/8,32/32 -b 64,256 -p 8192,32768 -s 256} --no-baseline -c 1 \
     --variants "${VARIANTS:-default}" --csv "$OUT/grid$i.csv" >"$OUT/grid$i.txt" 2>&1
   echo "== grid $i rc=$?"; grep -A9 "^# shape" "$OUT/grid$i.txt" | cut -c1-130 | grep -v "^#  "; grep "wrong results" "$OUT/grid$i.txt"
 done

@@ -229,10 +229,9 @@ __device__ __forceinline__ void LoadPanels(uint32_t dst, const CUtensorMap* tmap
   }
 }
 
-// Every K/V tile of one prefix item (each row tile walks the item's KV range once) into the ring;
-// returns whether it loaded any.
+// Every K/V tile of one prefix item (each row tile walks the item's KV range once) into the ring.
 template <typename CFG>
-__device__ __forceinline__ bool ProducePrefixItem(const PrefixAttentionParams& p, const PrefixWorkItem& item,
+__device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p, const PrefixWorkItem& item,
                                                   const CUtensorMap* tmap_k, const CUtensorMap* tmap_v, uint32_t smem,
                                                   Ring<CFG> ring, RingPosition<CFG::STAGES>& pos, bool hint,
                                                   uint64_t policy) {
@@ -253,21 +252,12 @@ __device__ __forceinline__ bool ProducePrefixItem(const PrefixAttentionParams& p
       LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
     }
   }
-  return walk.num_tiles > 0 && item.row_end > item.row_begin;
 }
 
-// Where the producer left the ring: the position after the CTA's last tile, and whether it loaded any.
-template <int STAGES>
-struct ProducerEnd {
-  RingPosition<STAGES> pos;
-  bool loaded = false;
-};
-
 template <typename CFG>
-__device__ __forceinline__ ProducerEnd<CFG::STAGES> ProducerLoop(const PrefixAttentionParams& p,
-                                                                  const CUtensorMap* tmap_k, const CUtensorMap* tmap_v,
-                                                                  const CUtensorMap* tmap_q, uint32_t smem,
-                                                                  Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
+__device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
+                                             const CUtensorMap* tmap_v, const CUtensorMap* tmap_q, uint32_t smem,
+                                             Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
   PrefetchTensorMap(tmap_k);
   PrefetchTensorMap(tmap_v);
   Stamp(p, kProducerStart);
@@ -275,17 +265,18 @@ __device__ __forceinline__ ProducerEnd<CFG::STAGES> ProducerLoop(const PrefixAtt
   // PREFIXD_SM90A_KV_POLICY: an L2 eviction priority for the streamed K/V tiles (kNone: no hint).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
-  ProducerEnd<CFG::STAGES> end;
+  RingPosition<CFG::STAGES> pos;
   for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
     MaybeTriggerDependents(trigger, i, p.num_items);
-    if (ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, end.pos, hint, policy)) end.loaded = true;
+    ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy);
   }
-  return end;
 }
 
 // The decode kernel's start into L2 (PrefixAttentionParams::decode_warmup), by the producer warp
-// once its last K/V tile has landed (lane 0 waits: the producer is in step with that stage's
-// phases, so the parity wait cannot alias an older phase; `end` is ProducerLoop's, valid in lane 0).
+// as soon as its lane 0 has issued the CTA's last K/V tile: the prefetches queue behind that
+// tile's loads in the SM's TMA unit, so no tile waits for them, and they have the CTA's last tiles
+// of compute to be taken (issued once the last tile had landed instead, they held the CTA's exit
+// back more: bench/RESULTS.md, session 12).
 // 1. Items blockIdx.x + gridDim.x · lane, ...: each one's descriptor and bases are read and the
 //    page-table line of its first tokens prefetched, so that the decode CTA's dependent start
 //    (item → page table → first tile) finds them in L2.
@@ -294,20 +285,12 @@ __device__ __forceinline__ ProducerEnd<CFG::STAGES> ProducerLoop(const PrefixAtt
 //    tokens > 0 its first `tokens` K/V rows for all the view's heads, one bulk prefetch per page
 //    segment for K and for V. The (run, segment) units go round the CTAs so that each CTA takes
 //    few bytes: a CTA cannot exit before its prefetches are taken, and a CTA that took hundreds
-//    of KiB (or hundreds of small TMA ops) held the prefix grid's end back by microseconds
-//    (bench/RESULTS.md, session 12).
+//    of KiB (or hundreds of small TMA ops) held the prefix grid's end back by microseconds.
 template <typename CFG>
-__device__ __forceinline__ void WarmDecodeStart(const PrefixAttentionParams& p, Ring<CFG> ring,
-                                                const ProducerEnd<CFG::STAGES>& end) {
+__device__ __forceinline__ void WarmDecodeStart(const PrefixAttentionParams& p) {
   using T = typename CFG::Element;
   const DecodeL2Warmup& w = p.decode_warmup;
   const int lane = int(threadIdx.x) % 32;
-  if (lane == 0 && end.loaded) {
-    const bool wrapped = end.pos.stage == 0;
-    MbarrierWait<true>(ring.FullV(wrapped ? CFG::STAGES - 1 : end.pos.stage - 1),
-                       wrapped ? end.pos.phase ^ 1 : end.pos.phase);
-  }
-  __syncwarp();
   const int ps = p.page_size;
   const int stride = int(gridDim.x) * 32;
   for (int i = int(blockIdx.x) + int(gridDim.x) * lane; i < w.num_items; i += stride) {
@@ -763,11 +746,11 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x < 32) {
-      ProducerEnd<CFG::STAGES> end;
       if (threadIdx.x == 0)
-        end = ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_tma != 0 ? &tmap_q : nullptr, smem, ring,
-                                trigger_dependents != 0, static_cast<L2Evict>(kv_evict));
-      if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params, ring, end);
+        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_tma != 0 ? &tmap_q : nullptr, smem, ring, trigger_dependents != 0,
+                          static_cast<L2Evict>(kv_evict));
+      __syncwarp();
+      if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params);
     }
     if (threadIdx.x == 32 && params.timeline != nullptr && int(blockIdx.x) < params.num_items) {
       // Waiting consumes nothing (the consumers still see the phase). It starts long before the first

@@ -12,6 +12,11 @@
 #     by default: VARIANTS=default,nowarm,warm4,warm8[,...] REPEATS=3; see bench/RESULTS.md)
 #   run 7, the missed shape only: BINS=.carry/s12a/bins.tar.xz FILTER='*Warmup*' REPEATS=8
 #     SHAPES='--heads 32/8 -b 64 -p 8192 -s 256' VARIANTS=default,nowarm,warm0,warm8
+#   run 8, the warm-up issued at the last tile's issue (then PREFIXD_DECODE_WARMUP_AT_ISSUE=1, since the
+#     default): REPEATS=6 SHAPES='--heads 32/8 -b 64 -p 8192,32768 -s 256'
+#     VARIANTS=default,default+PREFIXD_DECODE_WARMUP_AT_ISSUE=1,nowarm
+#   run 9 (after device-check.sh, final code): REPEATS=6 SHAPES='--heads 32/8 -b 64 -p 8192 -s 256'
+#     VARIANTS=default,nowarm
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BINS=${BINS:?set BINS to the carried tarball}

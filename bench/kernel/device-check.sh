@@ -9,7 +9,7 @@
 #     DIAG_VARIANTS=default,fused-mk,fused-mk+PREFIXD_FUSED_DIAG=1
 #   session 11 (bench/kernel/results/s11/run4-*): CARRY=.carry/s11
 #     VARIANTS=default,qcp,default+PREFIXD_SM90A_Q_TMA=1,qcp+PREFIXD_DECODE_PDL=1
-#   session 12 (bench/kernel/results/s12/run6-*): CARRY=.carry/s12a
+#   session 12 (bench/kernel/results/s12/run6-*, run9-*): CARRY=.carry/s12a
 #     VARIANTS=default,nowarm,default+PREFIXD_DECODE_WARMUP=1,nowarm+PREFIXD_DECODE_WARMUP_MIB=4
 set -uo pipefail
 cd "$(dirname "$0")/../.."

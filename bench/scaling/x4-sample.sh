@@ -5,6 +5,7 @@
 # prefixd_mpi_tests).
 #   session 10 (bench/scaling/results/s10/): CARRY=.carry/s10
 #   session 11 (bench/scaling/results/s11/): CARRY=.carry/s11 STRONG_REPEATS=2
+#   session 12 (bench/scaling/results/s12/): CARRY=.carry/s12a STRONG_REPEATS=2
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 CARRY=${CARRY:?set CARRY to the directory holding scal.tar.xz}

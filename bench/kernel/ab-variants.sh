@@ -17,6 +17,7 @@
 #     VARIANTS=default,default+PREFIXD_DECODE_WARMUP_AT_ISSUE=1,nowarm
 #   run 9 (after device-check.sh, final code): REPEATS=6 SHAPES='--heads 32/8 -b 64 -p 8192 -s 256'
 #     VARIANTS=default,nowarm
+#   run 11 (a fresh machine): FILTER='*Warmup*' REPEATS=4 VARIANTS=default
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BINS=${BINS:?set BINS to the carried tarball}

@@ -169,7 +169,9 @@ bool AllRanksHaveGpu() {
 
 // Parameters: the state reduction, the worker's schedule ("chunksN": the step cut into N
 // pipeline chunks; "splitN": the same with own rows computed last, on their own backend;
-// "sendfirstN": N chunks, the states that travel sent before the own rows' decode;
+// "sendfirstN": N chunks, the states that travel sent before the own rows' decode; "behindN": the
+// same with the own rows' decode waiting for the prefix kernel only (WorkerOptions::
+// decode_behind_prefix: prefix and merge parts then run as two calls);
 // "headsN": each layer's KV heads cut into N head chunks, with GQA and H_kv a multiple of N; the
 // tree reduction runs those without head chunks), and the
 // backend: "cpu" (CPU backend + MpiComm, what CI runs) or "cuda" (CUDA backend + NcclComm, one GPU
@@ -180,7 +182,11 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
     if (cuda() && !AllRanksHaveGpu()) GTEST_SKIP() << "needs one CUDA GPU per rank (and NCCL) on every rank";
     seed_ = SharedSeed();
     rng_.seed(seed_);
+    // Read by each Worker at construction (the Harness of the test body).
+    if (behind()) setenv("PREFIXD_DECODE_BEHIND_PREFIX", "1", 1);
   }
+  void TearDown() override { unsetenv("PREFIXD_DECODE_BEHIND_PREFIX"); }
+  bool behind() const { return std::get<1>(GetParam()).rfind("behind", 0) == 0; }
   StateReduction reduction() const { return std::get<0>(GetParam()); }
   bool split() const { return std::get<1>(GetParam()).rfind("split", 0) == 0; }
   // "layoutN": send first, with the planner's layout choice on (the CPU backend's default is off):
@@ -191,9 +197,9 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
   // test expects it); the others plan as their backend's default says (the layout choice on for CUDA).
   int layout_choice() const {
     if (layout()) return 1;
-    return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 ? 0 : -1;
+    return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || behind() ? 0 : -1;
   }
-  bool send_first() const { return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || layout(); }
+  bool send_first() const { return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || behind() || layout(); }
   int head_chunks() const {
     const std::string& m = std::get<1>(GetParam());
     return m.rfind("heads", 0) == 0 ? std::stoi(m.substr(5)) : 1;
@@ -251,6 +257,10 @@ TEST_P(EngineTest, EvenSplit) {
   int64_t sent_first = h.engine().worker().layers_sent_before_decode();
   MPI_Allreduce(MPI_IN_PLACE, &sent_first, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (send_first() && !layout() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(sent_first, 0);
+  int64_t behind_prefix = h.engine().worker().layers_decode_behind_prefix();
+  MPI_Allreduce(MPI_IN_PLACE, &behind_prefix, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (behind() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(behind_prefix, 0);
+  if (!behind()) EXPECT_EQ(behind_prefix, 0);
   if (!send_first()) EXPECT_EQ(sent_first, 0);
   // layout1: some rank planned a group as plain decode with rows owned elsewhere (the case that
   // must not be sent before its decode), on the CPU backend as on CUDA.
@@ -471,7 +481,7 @@ TEST(EngineOptions, RefusesAnUnknownLayoutChoice) {
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
                                           testing::Values("chunks1", "chunks3", "split1", "split2", "heads2", "heads4", "sendfirst1",
-                                                          "sendfirst3", "layout1"),
+                                                          "sendfirst3", "behind1", "layout1"),
                                           testing::Values("cpu", "cuda")),
                          [](const testing::TestParamInfo<std::tuple<StateReduction, std::string, std::string>>& info) {
                            return std::get<2>(info.param) + "_" + worker::StateReductionName(std::get<0>(info.param)) +

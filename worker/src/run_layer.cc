@@ -112,6 +112,10 @@ void Worker::RunLayer(int layer) {
     const bool send_first = options_.send_before_decode && !direct &&
                             options_.reduction == StateReduction::kAllToAll && L.num_local() > 0 &&
                             !ch.plan.decode_items.empty() && !ch.send_needs_decode;
+    // The side-stream decode waits for the prefix kernel only (WorkerOptions::decode_behind_prefix).
+    const bool decode_behind_prefix =
+        send_first && options_.decode_behind_prefix && options_.decode_on_side_stream;
+    int decode_mark = -1;
     if (L.num_local() > 0) {
       if (send_first) {
         // The rows that travel are the merge part's (they have no suffix here): it packs them
@@ -120,7 +124,14 @@ void Worker::RunLayer(int layer) {
           args.merge_packed_row = B.st_send_row;
           args.merge_packed_out = B.st_send.get<float>();
         }
-        be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergePart);
+        if (decode_behind_prefix) {
+          be.RunCascadeParts(args, kernels::Backend::kPrefixPart);
+          decode_mark = sync_->Record(be.stream());
+          be.RunCascadeParts(args, kernels::Backend::kMergePart);
+          ++layers_decode_behind_prefix_;
+        } else {
+          be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergePart);
+        }
         ++layers_sent_before_decode_;
       } else {
         be.RunCascade(args);
@@ -128,7 +139,8 @@ void Worker::RunLayer(int layer) {
     }
     MarkPhase(&profile_.attention_ms);
     if (direct) continue;
-    if (options_.reduction == StateReduction::kAllToAll) ReduceAllToAll(ch, layer, send_first ? &args : nullptr);
+    if (options_.reduction == StateReduction::kAllToAll)
+      ReduceAllToAll(ch, layer, send_first ? &args : nullptr, decode_mark);
     else ReduceTree(ch, layer);
     MarkPhase(&profile_.reduce_ms);
   }
@@ -284,16 +296,16 @@ void Worker::RunSplitCascades(Chunk& ch, int layer) {
   MarkPhase(&profile_.reduce_ms);
 }
 
-void Worker::ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send) {
+void Worker::ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send, int decode_mark) {
   Buffers& B = *ch.buf;
   const bool packed = decode_after_send != nullptr && decode_after_send->merge_packed_row != nullptr;
   ReduceAllToAll(ch, layer, B.v_loc.get<float>(), B.s_loc.get<float>(), packed ? nullptr : B.st_pack,
-                 B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, nullptr, decode_after_send);
+                 B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, nullptr, decode_after_send, decode_mark);
 }
 
 void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
                             const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
-                            const kernels::CascadeArgs* decode_after_send) {
+                            const kernels::CascadeArgs* decode_after_send, int decode_mark) {
   const StepLayout& L = ch.layout;
   Buffers& B = *ch.buf;
   Backend& be = *ch.backend;
@@ -306,7 +318,10 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   // the comm stream.
   void* side = decode_after_send != nullptr && options_.decode_on_side_stream ? sync_->side_stream() : nullptr;
   void* exchange_stream = side != nullptr ? be.stream() : comm_stream;
-  if (side != nullptr) sync_->Wait(side, be.stream());  // the decode reads the prefix states
+  if (side != nullptr) {  // the decode reads the prefix states
+    if (decode_mark >= 0) sync_->WaitFor(side, decode_mark);
+    else sync_->Wait(side, be.stream());
+  }
   sync_->Wait(exchange_stream, be.stream());
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),

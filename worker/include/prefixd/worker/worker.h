@@ -122,6 +122,13 @@ struct WorkerOptions {
   // timeline on 4 H200s, bench/scaling/README.md, session 6). PREFIXD_DECODE_ON_SIDE_STREAM=0|1
   // overrides it (A/B runs).
   bool decode_on_side_stream = true;
+  // With decode_on_side_stream: the side-stream decode waits for the prefix kernel only, not for
+  // the merge part behind it (which packs the states that travel; the decode finishes other rows),
+  // so that it starts while the merge runs instead of after it, and overlaps less of the state
+  // exchange, which it slows (HBM traffic: ~20 µs alone, 31-34 µs beside the decode, bench/scaling/
+  // README.md session 6). The merge part is then its own launch, not a programmatic dependent of the
+  // prefix kernel. PREFIXD_DECODE_BEHIND_PREFIX=0|1 overrides it (A/B runs).
+  bool decode_behind_prefix = false;
   // With decode_on_side_stream: SMs the side-stream decode leaves free for the state exchange's
   // kernel (CascadeArgs::decode_free_sms). NCCL's all-to-all ran 24 blocks of 640 threads on the
   // 4 × H200 machines, and none fits an SM that holds a decode CTA. 0: the decode uses every SM.
@@ -259,6 +266,8 @@ class Worker {
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
   // Layers so far whose states were sent before the own rows' decode (send_before_decode).
   int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
+  // Of those, layers whose prefix and merge parts ran as two calls (WorkerOptions::decode_behind_prefix).
+  int64_t layers_decode_behind_prefix() const { return layers_decode_behind_prefix_; }
   // Chunk-steps so far in which rows owned elsewhere had decode items (plain-decode groups of the
   // layout choice), so that their states were not final after prefix + merge (Chunk::send_needs_decode).
   int64_t chunks_with_sent_rows_decoding() const { return chunks_with_sent_rows_decoding_; }
@@ -321,13 +330,16 @@ class Worker {
   // decode_after_send (send_before_decode): the chunk's cascade arguments, whose decode part runs
   // once the states are on their way (and whose merge part, with merge_packed_row set, has already
   // written the send buffer).
-  void ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send = nullptr);
+  // decode_mark ≥ 0 (StreamSync::Record): what the side-stream decode waits for, instead of all the
+  // compute stream's work so far (WorkerOptions::decode_behind_prefix).
+  void ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send = nullptr,
+                      int decode_mark = -1);
   // Packs rows `pack` of (v_send, s_send) (pack null: the send buffer holds them already),
   // exchanges them, and merges each own row's local state (merge_src's local rows index v_local /
   // s_local, made on local_stream unless null) with what arrived.
   void ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
                       const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
-                      const kernels::CascadeArgs* decode_after_send = nullptr);
+                      const kernels::CascadeArgs* decode_after_send = nullptr, int decode_mark = -1);
   void ReduceTree(Chunk& ch, int layer);
   void SynchronizeAll();
   // other_streams_ = every stream of this worker but the main one (chunk, split and comm
@@ -345,6 +357,7 @@ class Worker {
 
   WorkerOptions options_;
   int64_t layers_sent_before_decode_ = 0;
+  int64_t layers_decode_behind_prefix_ = 0;
   int64_t chunks_with_sent_rows_decoding_ = 0;
   // This step's K/V append (Decode): its tokens, and whether it still has to run behind layer 0's
   // query exchange (WorkerOptions::append_behind_query_exchange).

@@ -127,7 +127,9 @@ struct WorkerOptions {
   // so that it starts while the merge runs instead of after it, and overlaps less of the state
   // exchange, which it slows (HBM traffic: ~20 µs alone, 31-34 µs beside the decode, bench/scaling/
   // README.md session 6). The merge part is then its own launch, not a programmatic dependent of the
-  // prefix kernel. PREFIXD_DECODE_BEHIND_PREFIX=0|1 overrides it (A/B runs).
+  // prefix kernel. Off: on 4 × H200 the 4-GPU step read 0.3065-0.3180 ms with it against
+  // 0.3082-0.3121 without (bench/scaling/README.md, session 12), no robust gain.
+  // PREFIXD_DECODE_BEHIND_PREFIX=0|1 overrides it (A/B runs).
   bool decode_behind_prefix = false;
   // With decode_on_side_stream: SMs the side-stream decode leaves free for the state exchange's
   // kernel (CascadeArgs::decode_free_sms). NCCL's all-to-all ran 24 blocks of 640 threads on the

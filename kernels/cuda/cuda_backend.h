@@ -188,7 +188,8 @@ class CudaBackend final : public Backend {
   // kernel and the fused kernel's prefix half both run.
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
   // What the prefix kernel pulls into L2 for the loaded plan's decode kernel, launched with `args`
-  // (PREFIXD_DECODE_WARMUP_MIB): the first K/V rows of the decode items whose CTAs start first.
+  // (PREFIXD_DECODE_WARMUP, _MIB): nothing unless that decode runs in one wave; then every item's
+  // start and, within the K/V budget, its first K/V rows.
   DecodeL2Warmup DecodeWarmup(const CascadeArgs& args) const;
 
   int device_ = 0;

@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <tuple>
 #include <vector>
 
@@ -77,6 +78,24 @@ std::unique_ptr<Backend> MakeDeviceBackend(const kernels::WorkspaceLimits& limit
   options.limits = limits;
   if (kernels::CudaAvailable()) return kernels::MakeCudaBackend(options);
   return kernels::MakeCpuBackend(options);
+}
+
+// A CUDA backend made with the environment settings `name`=`value` (switches read at construction
+// only), unset again when this returns or throws.
+using EnvSettings = std::vector<std::pair<std::string, std::string>>;
+std::unique_ptr<Backend> MakeCudaBackendWithEnv(const EnvSettings& settings) {
+  struct Env {
+    const EnvSettings& settings;
+    explicit Env(const EnvSettings& s) : settings(s) {
+      for (const auto& [name, value] : settings) setenv(name.c_str(), value.c_str(), 1);
+    }
+    ~Env() {
+      for (const auto& setting : settings) unsetenv(setting.first.c_str());
+    }
+  } env(settings);
+  kernels::BackendOptions options;
+  options.limits = TestLimits();
+  return kernels::MakeCudaBackend(options);
 }
 
 // One device backend for the whole binary (creating one allocates its workspace).
@@ -299,13 +318,7 @@ int ConcurrentDecodeSms(int wanted) {
 
 // A CUDA backend made with PREFIXD_CONCURRENT_DECODE_SMS set to `value` (read at construction only).
 std::unique_ptr<Backend> MakeConcurrentBackend(const std::string& value) {
-  struct Env {
-    explicit Env(const std::string& v) { setenv("PREFIXD_CONCURRENT_DECODE_SMS", v.c_str(), 1); }
-    ~Env() { unsetenv("PREFIXD_CONCURRENT_DECODE_SMS"); }
-  } env(value);
-  kernels::BackendOptions options;
-  options.limits = TestLimits();
-  return kernels::MakeCudaBackend(options);
+  return MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", value}});
 }
 
 // One concurrent backend (k = 32, as for the benchmark's conc32) for the shape tests.
@@ -389,20 +402,9 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
 
 // A fused backend, with one more setting `name`=`value` (e.g. PREFIXD_FUSED_L2_AHEAD) when given.
 std::unique_ptr<Backend> MakeFusedBackendWith(const char* name, const char* value) {
-  struct Env {
-    const char* name;
-    Env(const char* n, const char* value) : name(n) {
-      setenv("PREFIXD_FUSED", "1", 1);
-      if (name != nullptr) setenv(name, value, 1);
-    }
-    ~Env() {
-      unsetenv("PREFIXD_FUSED");
-      if (name != nullptr) unsetenv(name);
-    }
-  } env(name, value);
-  kernels::BackendOptions options;
-  options.limits = TestLimits();
-  return kernels::MakeCudaBackend(options);
+  EnvSettings settings = {{"PREFIXD_FUSED", "1"}};
+  if (name != nullptr) settings.emplace_back(name, value);
+  return MakeCudaBackendWithEnv(settings);
 }
 std::unique_ptr<Backend> MakeFusedBackend(const char* l2_ahead = nullptr) {
   return MakeFusedBackendWith(l2_ahead != nullptr ? "PREFIXD_FUSED_L2_AHEAD" : nullptr, l2_ahead);
@@ -545,19 +547,7 @@ TEST(CudaFusedCascade, MergeKernelModeIsCorrectAndBadSettingsAreRefused) {
 // give the oracle's results on every cascade shape (page sizes 8-64, split suffixes, requests
 // without a suffix, several groups); bad settings are refused.
 std::unique_ptr<Backend> MakeBackendWithDecodeWarmup(const char* on, const char* mib) {
-  struct Env {
-    Env(const char* warmup, const char* bytes) {
-      setenv("PREFIXD_DECODE_WARMUP", warmup, 1);
-      setenv("PREFIXD_DECODE_WARMUP_MIB", bytes, 1);
-    }
-    ~Env() {
-      unsetenv("PREFIXD_DECODE_WARMUP");
-      unsetenv("PREFIXD_DECODE_WARMUP_MIB");
-    }
-  } env(on, mib);
-  kernels::BackendOptions options;
-  options.limits = TestLimits();
-  return kernels::MakeCudaBackend(options);
+  return MakeCudaBackendWithEnv({{"PREFIXD_DECODE_WARMUP", on}, {"PREFIXD_DECODE_WARMUP_MIB", mib}});
 }
 
 TEST(CudaCascade, DecodeWarmupChangesNoResultAndBadSettingsAreRefused) {

@@ -293,10 +293,13 @@ __device__ __forceinline__ void WarmDecodeStart(const PrefixAttentionParams& p) 
   const int lane = int(threadIdx.x) % 32;
   const int ps = p.page_size;
   const int stride = int(gridDim.x) * 32;
+  // Where item i's request's pages start in the page table (the decode kernel's ItemBases).
+  auto page_base = [&](int i, const DecodeWorkItem& item) {
+    return w.item_bases != nullptr ? w.item_bases[i].x : w.page_indptr[item.request];
+  };
   for (int i = int(blockIdx.x) + int(gridDim.x) * lane; i < w.num_items; i += stride) {
     const DecodeWorkItem item = w.items[i];
-    const int page_base = w.item_bases != nullptr ? w.item_bases[i].x : w.page_indptr[item.request];
-    if (item.kv_end > item.kv_begin) PrefetchLineL2(w.page_indices + page_base + item.kv_begin / ps);
+    if (item.kv_end > item.kv_begin) PrefetchLineL2(w.page_indices + page_base(i, item) + item.kv_begin / ps);
   }
   const int heads = p.num_kv_heads;
   const int runs = (w.num_items + heads - 1) / heads;
@@ -311,8 +314,7 @@ __device__ __forceinline__ void WarmDecodeStart(const PrefixAttentionParams& p) 
     const int seg_begin = seg == 0 ? first : (first / ps + seg) * ps;
     const int seg_end = min(last, (first / ps + seg + 1) * ps);
     if (seg_begin >= seg_end) continue;
-    const int page_base = w.item_bases != nullptr ? w.item_bases[first_item].x : w.page_indptr[item.request];
-    const int page = w.page_indices[page_base + seg_begin / ps];
+    const int page = w.page_indices[page_base(first_item, item) + seg_begin / ps];
     const int64_t at = (int64_t(page) * ps + seg_begin % ps) * p.token_stride;
     // From the view's first head in the first row to its last head in the last row (inside the pool).
     const uint32_t bytes =

@@ -18,6 +18,8 @@
 #   run 9 (after device-check.sh, final code): REPEATS=6 SHAPES='--heads 32/8 -b 64 -p 8192 -s 256'
 #     VARIANTS=default,nowarm
 #   run 11 (a fresh machine): FILTER='*Warmup*' REPEATS=4 VARIANTS=default
+#   run 13 (after the tidy commit f049e1a): FILTER='*Warmup*:*Cascade*:*Fused*:*Concurrent*:*Graph*'
+#     MEMCHECK='*Warmup*' REPEATS=2 SHAPES='--heads 32/8 -b 64 -p 8192 -s 256' VARIANTS=default,nowarm
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BINS=${BINS:?set BINS to the carried tarball}

@@ -7,12 +7,10 @@
 #     FILTER='*behind*cuda*:*sendfirst1*cuda*' REPEATS=2 GPUS=1,4
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-CARRY=${CARRY:?set CARRY to the directory holding scal.tar.xz}
 SWITCH=${SWITCH:?set SWITCH to the environment switch to compare}
 OUT=${OUT:-/tmp/ab-switch}
-mkdir -p /tmp/s "$OUT" && tar -C /tmp/s -xJf "$CARRY/scal.tar.xz"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-M="mpirun --allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE=0 -np 4"
+NP=4
+. bench/scaling/device-setup.sh
 if [ -n "${FILTER:-}" ]; then
   timeout 200 $M /tmp/s/prefixd_mpi_tests --gtest_filter="$FILTER" >"$OUT/mpi_np4.log" 2>&1
   echo "mpi np4 rc=$?"; grep -E "test results" "$OUT/mpi_np4.log" | tail -1

@@ -8,11 +8,9 @@
 #   session 12 (bench/scaling/results/s12/): CARRY=.carry/s12a STRONG_REPEATS=2
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-CARRY=${CARRY:?set CARRY to the directory holding scal.tar.xz}
 OUT=${OUT:-/tmp/x4-sample}
-mkdir -p /tmp/s "$OUT" && tar -C /tmp/s -xJf "$CARRY/scal.tar.xz"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-M="mpirun --allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE=0 -np 4"
+NP=4
+. bench/scaling/device-setup.sh
 STRONG="/tmp/s/prefixd_scaling_bench --mode strong --prefix 262144 --batch 128 --suffix 512 --layers 1"
 nvidia-smi -L
 timeout 200 $M $STRONG --reduction both --csv "$OUT/strong.csv" >"$OUT/strong.log" 2>&1

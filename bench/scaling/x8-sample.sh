@@ -7,11 +7,9 @@
 #   session 12 (bench/scaling/results/s12/x8/): CARRY=.carry/s12c
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-CARRY=${CARRY:?set CARRY to the directory holding scal.tar.xz}
 OUT=${OUT:-/tmp/x8-sample}
-mkdir -p /tmp/s "$OUT" && tar -C /tmp/s -xJf "$CARRY/scal.tar.xz"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-M="mpirun --allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE=0 -np 8"
+NP=8
+. bench/scaling/device-setup.sh
 B="/tmp/s/prefixd_scaling_bench --batch 128 --suffix 512 --layers 1"
 nvidia-smi -L | wc -l
 row() { awk -F, 'NR>1 && !/^#/{printf "  %s %s gpus %s P %s step %s ms exposed %s (%s%%) eff %s err %s\n", $1, $11, $2, $3, $13, $15, $16, $17, $36}' "$1"; }

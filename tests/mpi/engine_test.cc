@@ -278,6 +278,31 @@ TEST_P(EngineTest, EvenSplit) {
   EXPECT_EQ(h.engine().worker().last_head_chunks(), reduction() == StateReduction::kAllToAll ? head_chunks() : 1);
 }
 
+// One prefix over every rank and the same number of requests owned by each (the scaling
+// benchmark's case): the query exchange runs as an all-gather (WorkerOptions::queries_all_gather)
+// wherever queries move in place, and the outputs still match.
+TEST_P(EngineTest, EvenOwnersGatherQueries) {
+  const Shape shape = NewShape();
+  SCOPED_TRACE(Describe(shape, seed_));
+  const int n = WorldSize();
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), layout_choice());
+  if (h.root()) {
+    const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, shape.page * n * (2 + int(rng_() % 3))));
+    std::vector<int> owners;
+    const int per_rank = 1 + int(rng_() % 3);
+    for (int i = 0; i < per_rank * n; ++i) owners.push_back(i % n);
+    std::shuffle(owners.begin(), owners.end(), rng_);
+    for (int owner : owners) h.coord().AddRequest(RequestSpec{p, RandomTokens(rng_, 1 + int(rng_() % 6)), 3, owner});
+  }
+  for (int step = 0; step < 3; ++step) h.StepAndCheck("even owners");
+  if (h.root()) EXPECT_GT(h.checked(), 0);
+  int64_t gathered = h.engine().worker().layers_queries_all_gathered();
+  MPI_Allreduce(MPI_IN_PLACE, &gathered, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const bool in_place = !split() && (head_chunks() == 1 || reduction() == StateReduction::kTree);
+  if (n > 1 && chunks() == 1 && in_place) EXPECT_GT(gathered, 0) << "no query exchange ran as an all-gather";
+  if (n == 1 || !in_place) EXPECT_EQ(gathered, 0);
+}
+
 // Uneven shards, chosen by hint: random sizes (not page multiples), rank 1 (if any) empty.
 TEST_P(EngineTest, UnevenSplitWithEmptyShard) {
   const Shape shape = NewShape();

@@ -74,9 +74,18 @@ void Worker::RunLayer(int layer) {
     sync_->Wait(q_stream, ch.backend->stream());
     const void* send = ch.queries_in_place ? B.q_local.get() : B.q_send.get();
     void* recv = ch.queries_in_place ? B.q_local.get() : B.q_recv.get();
-    if (!options_.null_collectives)
+    if (options_.null_collectives) continue;
+    // Every rank takes the same branch: StepLayout::q_all_gather is global, and queries_in_place
+    // depends only on it, the option and the chunking, which all ranks share.
+    if (ch.queries_in_place && ch.layout.q_all_gather && options_.queries_all_gather) {
+      const size_t block = size_t(ch.layout.num_own()) * q_row_bytes;
+      comm_->AllGather(B.q_local.get<uint8_t>() + size_t(ch.layout.q_own_local_row0) * q_row_bytes, recv, block,
+                       q_stream);
+      ++layers_queries_all_gathered_;
+    } else {
       comm_->AllToAllV(send, B.q_bytes.send_bytes, B.q_bytes.send_offsets, recv, B.q_bytes.recv_bytes,
                        B.q_bytes.recv_offsets, q_stream);
+    }
   }
   // The step's K/V append (Decode), while the queries travel; the suffix decode below reads it.
   if (append_pending_) {

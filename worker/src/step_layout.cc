@@ -160,6 +160,20 @@ StepLayout MakeStepLayout(const LayoutInput& in) {
     send_off += ns;
   }
 
+  // The all-gather case, decided from what every rank sees (the decode list and the holders).
+  if (L.needs_query_exchange && n > 0 && n_ranks > 1 && prefix_order.size() == 1 && prefix[n - 1] >= 0 &&
+      int(in.holders.at(prefix[0]).size()) == n_ranks &&
+      std::all_of(own_count.begin(), own_count.end(), [&](int32_t c) { return c == own_count[0]; })) {
+    L.q_all_gather = true;
+    const int64_t m = own_count[0];
+    bool shaped = L.q_direct && L.num_local() == n && L.q_own_local_row0 == me * m;
+    for (int peer = 0; peer < n_ranks; ++peer)
+      if (peer != me)
+        shaped = shaped && L.q_recv_local_row0[peer] == peer * m && L.q_recv_count[peer] == m &&
+                 L.q_send_count[peer] == m && L.q_send_own_row0[peer] == 0;
+    PREFIXD_CHECK_INTERNAL(shaped, "step layout: an all-gather query exchange whose rows are not owner-major");
+  }
+
   // (a) states back to the owners.
   L.st_send_count.assign(n_ranks, 0);
   L.st_recv_count.assign(n_ranks, 0);

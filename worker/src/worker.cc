@@ -101,6 +101,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
     : options_(options), comm_(std::move(comm)) {
   PREFIXD_CHECK_ARG(backend != nullptr && comm_ != nullptr, "Worker: backend and comm are required");
   EnvSwitch("PREFIXD_QUERIES_IN_PLACE", "0", "1", &options_.queries_in_place);
+  EnvSwitch("PREFIXD_QUERY_ALLGATHER", "0", "1", &options_.queries_all_gather);
   EnvSwitch("PREFIXD_QUERY_STREAM", "comm", "compute", &options_.queries_on_compute_stream);
   EnvSwitch("PREFIXD_APPEND_BEHIND_QUERIES", "0", "1", &options_.append_behind_query_exchange);
   EnvSwitch("PREFIXD_MERGE_INTO_SEND", "0", "1", &options_.merge_into_send_buffer);

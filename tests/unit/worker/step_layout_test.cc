@@ -37,6 +37,20 @@ LayoutInput RandomStep(std::mt19937_64& rng, int num_ranks, int num_requests) {
   return in;
 }
 
+// One prefix on every rank and k requests per rank, owners in random order: the all-gather case.
+LayoutInput EvenStep(std::mt19937_64& rng, int num_ranks) {
+  LayoutInput in;
+  in.num_ranks = num_ranks;
+  for (int r = 0; r < num_ranks; ++r) in.holders[5].push_back(r);
+  const int k = 1 + int(rng() % 3);
+  for (int i = 0; i < k * num_ranks; ++i) {
+    in.prefix_of.push_back(5);
+    in.owner_of.push_back(i % num_ranks);
+  }
+  std::shuffle(in.owner_of.begin(), in.owner_of.end(), rng);
+  return in;
+}
+
 std::vector<StepLayout> AllLayouts(LayoutInput in) {
   std::vector<StepLayout> out;
   for (int r = 0; r < in.num_ranks; ++r) {
@@ -69,7 +83,7 @@ TEST_P(StepLayoutTest, ExchangesAgreeAndEveryOwnerGetsEveryShard) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 30; ++trial) {
-    const LayoutInput in = RandomStep(rng, n, int(rng() % 12));
+    const LayoutInput in = trial % 4 == 3 ? EvenStep(rng, n) : RandomStep(rng, n, int(rng() % 12));
     const std::vector<StepLayout> L = AllLayouts(in);
     const int num_entries = int(in.prefix_of.size());
     bool any_exchange = false;
@@ -122,6 +136,22 @@ TEST_P(StepLayoutTest, ExchangesAgreeAndEveryOwnerGetsEveryShard) {
       }
       for (int i = 0; i < L[r].num_local(); ++i)
         EXPECT_EQ(rows[i], L[r].order[L[r].local_rows[i]]) << "rank " << r << " in-place local row " << i;
+    }
+
+    // All-gather: decided alike on every rank; where it holds, rank j's block of m rows (its own
+    // rows, in its order) lands at local rows [j·m, j·m + m) of every rank, which are its local rows.
+    for (int r = 0; r < n; ++r) EXPECT_EQ(L[r].q_all_gather, L[0].q_all_gather) << "rank " << r;
+    if (L[0].q_all_gather) {
+      for (int r = 0; r < n; ++r) {
+        ASSERT_EQ(L[r].num_own(), L[0].num_own());
+        ASSERT_EQ(L[r].num_local(), n * L[0].num_own());
+        EXPECT_EQ(L[r].q_own_local_row0, r * L[r].num_own());
+      }
+      for (int r = 0; r < n; ++r)
+        for (int j = 0; j < n; ++j)
+          for (int t = 0; t < L[j].num_own(); ++t)
+            EXPECT_EQ(L[r].order[L[r].local_rows[j * L[j].num_own() + t]], L[j].order[L[j].own_rows[t]])
+                << "all-gather, rank " << r << ", block " << j << ", row " << t;
     }
 
     // Local rows: each rank's row for entry e merges its shard (if it holds the prefix) and, on
@@ -226,6 +256,45 @@ TEST(StepLayout, OneSharedPrefixMovesQueriesInPlace) {
       EXPECT_TRUE(L.q_direct) << n << " ranks, rank " << r;
     }
   }
+}
+
+// The query exchange is an all-gather exactly when one prefix on every rank has all the requests
+// and every rank owns as many of them.
+TEST(StepLayout, AllGatherQueriesOnlyForOneSharedPrefixWithEvenOwners) {
+  for (int n : {2, 3, 4, 8}) {
+    for (int requests : {21, 24}) {
+      LayoutInput in;
+      in.num_ranks = n;
+      for (int r = 0; r < n; ++r) in.holders[7].push_back(r);
+      for (int i = 0; i < requests; ++i) {
+        in.prefix_of.push_back(7);
+        in.owner_of.push_back(i % n);
+      }
+      const bool even = requests % n == 0;
+      for (int r = 0; r < n; ++r) {
+        in.rank = r;
+        EXPECT_EQ(MakeStepLayout(in).q_all_gather, even) << n << " ranks, " << requests << " requests, rank " << r;
+      }
+      if (!even) continue;
+      // Not when one request has no prefix, or a second prefix appears, or a rank holds no shard.
+      LayoutInput x = in;
+      x.prefix_of[5] = -1;
+      EXPECT_FALSE(MakeStepLayout(x).q_all_gather);
+      x = in;
+      x.holders[8] = x.holders[7];
+      x.prefix_of[5] = 8;
+      EXPECT_FALSE(MakeStepLayout(x).q_all_gather);
+      x = in;
+      x.holders[7].pop_back();
+      EXPECT_FALSE(MakeStepLayout(x).q_all_gather);
+    }
+  }
+  // One rank alone moves nothing.
+  LayoutInput one;
+  one.holders[7] = {0};
+  one.prefix_of = {7, 7};
+  one.owner_of = {0, 0};
+  EXPECT_FALSE(MakeStepLayout(one).q_all_gather);
 }
 
 TEST(StepLayout, ShortPrefixWithItsRequestsOnOneRankNeedsNoCommunication) {

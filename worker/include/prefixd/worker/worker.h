@@ -99,6 +99,10 @@ struct WorkerOptions {
   // exchange sends from and receives into; no pack or unpack kernels. PREFIXD_QUERIES_IN_PLACE=0|1
   // overrides it (A/B runs).
   bool queries_in_place = true;
+  // With queries in place, a query exchange that is an all-gather (StepLayout::q_all_gather: one
+  // prefix on every rank, the same number of its requests owned by each) runs as Comm::AllGather
+  // instead of the grouped send/recv. PREFIXD_QUERY_ALLGATHER=0|1 overrides it (A/B runs).
+  bool queries_all_gather = true;
   // With one request chunk and no split the query exchange has nothing to overlap with: it runs on
   // the compute stream, without the two cross-stream waits. PREFIXD_QUERY_STREAM=compute|comm
   // overrides it (A/B runs).
@@ -270,6 +274,8 @@ class Worker {
   int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
   // Of those, layers whose prefix and merge parts ran as two calls (WorkerOptions::decode_behind_prefix).
   int64_t layers_decode_behind_prefix() const { return layers_decode_behind_prefix_; }
+  // Query exchanges that ran as an all-gather (WorkerOptions::queries_all_gather).
+  int64_t layers_queries_all_gathered() const { return layers_queries_all_gathered_; }
   // Chunk-steps so far in which rows owned elsewhere had decode items (plain-decode groups of the
   // layout choice), so that their states were not final after prefix + merge (Chunk::send_needs_decode).
   int64_t chunks_with_sent_rows_decoding() const { return chunks_with_sent_rows_decoding_; }
@@ -360,6 +366,7 @@ class Worker {
   WorkerOptions options_;
   int64_t layers_sent_before_decode_ = 0;
   int64_t layers_decode_behind_prefix_ = 0;
+  int64_t layers_queries_all_gathered_ = 0;
   int64_t chunks_with_sent_rows_decoding_ = 0;
   // This step's K/V append (Decode): its tokens, and whether it still has to run behind layer 0's
   // query exchange (WorkerOptions::append_behind_query_exchange).

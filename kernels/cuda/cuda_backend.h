@@ -27,6 +27,9 @@
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_UPLOAD_BATCH=0|1              a step's uploads as one copy kernel (BeginUploadBatch) (1)
+//   PREFIXD_STEP_PDL=0|1                  that kernel, and FillSyntheticQueries, as programmatic
+//                                         dependent launches: its host loads overlap the kernel
+//                                         before it, and neither waits for a launch (1)
 //   PREFIXD_DECODE_STREAM=0|1             the one-CTA-per-SM decode (CascadeArgs::decode_free_sms) as
 //                                         the streaming kernel (decode_attention_mma_stream.cuh) (0:
 //                                         it shortens the decode beside the state exchange but not

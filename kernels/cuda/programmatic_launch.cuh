@@ -21,6 +21,15 @@ __device__ __forceinline__ void WaitForPrimaryGrid() {
 #endif
 }
 
+// Lets the next kernel on the stream, if launched as a programmatic dependent, be scheduled now
+// rather than when this grid's CTAs exit (it still waits in WaitForPrimaryGrid for this grid's
+// completion); a no-op before sm_90.
+__device__ __forceinline__ void AllowDependentLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // kernel<<<grid, block, smem_bytes, stream>>>(args...), as a programmatic dependent launch when
 // `programmatic`.
 template <typename... KernelArgs, typename... Args>

@@ -6,7 +6,10 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "prefixd/common/cuda_check.h"
 #include "prefixd/kernels/synthetic_kv.h"
 
@@ -63,8 +66,10 @@ __global__ void FillSyntheticKvKernel(uint16_t* __restrict__ k, uint16_t* __rest
   }
 }
 
+// A programmatic dependent launch (LaunchFillSyntheticQueries): it reads the step's upload.
 template <bool BF16>
 __global__ void FillSyntheticQueriesKernel(uint16_t* __restrict__ q, SyntheticQueries s) {
+  WaitForPrimaryGrid();
   const int words_per_head = s.head_dim / 8;
   const int words = s.num_heads * words_per_head;
   for (int64_t r = blockIdx.x; r < s.n; r += gridDim.x) {
@@ -96,13 +101,19 @@ void LaunchFillSyntheticKv(const KvPoolView& kv, const SyntheticKvTokens& tokens
 }
 
 void LaunchFillSyntheticQueries(const SyntheticQueries& queries, void* stream) {
+  // The step's queries follow its upload (cuda_backend.h, PREFIXD_STEP_PDL): as a programmatic
+  // dependent launch, their CTAs wait on the SMs instead of being launched after it.
+  static const bool programmatic = [] {
+    const char* env = std::getenv("PREFIXD_STEP_PDL");
+    return env == nullptr || std::string(env) != "0";
+  }();
   auto* q = static_cast<uint16_t*>(queries.q);
   auto s = static_cast<cudaStream_t>(stream);
+  const dim3 grid(Blocks(queries.n)), block(kThreads);
   if (queries.dtype == DType::kBFloat16)
-    FillSyntheticQueriesKernel<true><<<Blocks(queries.n), kThreads, 0, s>>>(q, queries);
+    LaunchMaybeProgrammatic(FillSyntheticQueriesKernel<true>, grid, block, 0, s, programmatic, q, queries);
   else
-    FillSyntheticQueriesKernel<false><<<Blocks(queries.n), kThreads, 0, s>>>(q, queries);
-  PREFIXD_CUDA_CHECK_LAUNCH();
+    LaunchMaybeProgrammatic(FillSyntheticQueriesKernel<false>, grid, block, 0, s, programmatic, q, queries);
 }
 
 }  // namespace prefixd::kernels::cuda

@@ -33,6 +33,8 @@ class UploadBatch {
   // One kernel on `stream` doing every queued copy; the batch is empty afterwards. The host
   // memory must stay unchanged until the stream has passed the kernel (as for cudaMemcpyAsync).
   void Launch(cudaStream_t stream);
+  // Whether Launch makes a programmatic dependent launch (upload_batch.cu says why; on by default).
+  void set_programmatic(bool on) { programmatic_ = on; }
 
   struct Copies {  // the kernel's parameter
     int n = 0;
@@ -45,6 +47,7 @@ class UploadBatch {
  private:
   Copies copies_{};
   int n_ = 0;
+  bool programmatic_ = true;
 };
 
 }  // namespace prefixd::kernels::cuda

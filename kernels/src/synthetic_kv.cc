@@ -109,7 +109,7 @@ std::vector<int32_t> SyntheticTokens(uint64_t stream_id, int64_t n, int32_t voca
   return out;
 }
 
-void FillSyntheticKv(Backend& backend, const KvPoolView& kv, const SyntheticKvTokens& tokens) {
+void FillSyntheticKv(Backend& backend, const KvPoolView& kv, const SyntheticKvTokens& tokens, void* stream) {
   CheckTokens(kv, tokens);
   if (tokens.n == 0) return;
   if (backend.kind() == BackendKind::kCpu) {
@@ -118,7 +118,7 @@ void FillSyntheticKv(Backend& backend, const KvPoolView& kv, const SyntheticKvTo
     return;
   }
 #if defined(PREFIXD_HAVE_CUDA)
-  cuda::LaunchFillSyntheticKv(kv, tokens, backend.stream());
+  cuda::LaunchFillSyntheticKv(kv, tokens, stream != nullptr ? stream : backend.stream());
 #else
   PREFIXD_THROW(ErrorKind::kUnsupported, "FillSyntheticKv: backend " << backend.Describe()
                                                                       << " is not supported by this build");

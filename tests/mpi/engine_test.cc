@@ -262,6 +262,13 @@ TEST_P(EngineTest, EvenSplit) {
   if (behind() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(behind_prefix, 0);
   if (!behind()) EXPECT_EQ(behind_prefix, 0);
   if (!send_first()) EXPECT_EQ(sent_first, 0);
+  // The K/V append ran on the decode's side stream (CUDA only: the CPU backend has no streams)
+  // wherever the first layer sends first with one chunk.
+  int64_t append_on_side = h.engine().worker().appends_on_decode_stream();
+  MPI_Allreduce(MPI_IN_PLACE, &append_on_side, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (cuda() && send_first() && !layout() && n > 1 && chunks() == 1 && reduction() == StateReduction::kAllToAll)
+    EXPECT_GT(append_on_side, 0) << "no append ran on the decode stream";
+  if (!cuda() || !send_first() || reduction() == StateReduction::kTree) EXPECT_EQ(append_on_side, 0);
   // layout1: some rank planned a group as plain decode with rows owned elsewhere (the case that
   // must not be sent before its decode), on the CPU backend as on CUDA.
   int64_t plain_sent = h.engine().worker().chunks_with_sent_rows_decoding();

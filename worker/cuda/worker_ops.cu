@@ -97,6 +97,12 @@ __global__ void MergeExchangedStatesKernel(const float* __restrict__ packed, con
                                            const float* __restrict__ s_local, const int32_t* __restrict__ idx, int n,
                                            int rows, int heads, int head_dim, float* __restrict__ v_out,
                                            float* __restrict__ s_out) {
+  // The last kernel of a layer: the next step's upload (kernels/cuda/upload_batch.cu), a
+  // programmatic dependent launch, may be scheduled now to start its host loads; it waits for
+  // this grid's completion before it writes (griddepcontrol.launch_dependents; sm_90+).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   using Vec = std::conditional_t<W == 4, float4, float>;
   const int lane = threadIdx.x % 32;
   const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;

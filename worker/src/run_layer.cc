@@ -41,10 +41,16 @@ void Worker::RunLayer(int layer) {
   void* comm_stream = sync_->comm_stream();
 
   const size_t q_row_bytes = size_t(row_words) * 4;
+  // The step's K/V append (pending before the first layer) on the side stream of the own rows'
+  // decode, its only reader (WorkerOptions::append_on_decode_stream); else on the compute stream.
+  void* side = sync_->side_stream();
+  const bool append_on_side = append_pending_ && options_.append_on_decode_stream && options_.decode_on_side_stream &&
+                              side != nullptr && chunks_.size() == 1 && chunks_[0].active &&
+                              chunks_[0].head_chunks == 1 && SendsBeforeDecode(chunks_[0]);
   // The query exchange has nothing to overlap with when there is one chunk and no split: then it
   // runs on the compute stream (WorkerOptions::queries_on_compute_stream).
   const bool q_on_compute = options_.queries_on_compute_stream && chunks_.size() == 1 && !chunks_[0].is_split &&
-                            !append_pending_;
+                            (!append_pending_ || append_on_side);
 
   // 1. Every chunk's queries (made on their owners), and the rows other holders need: packed
   //    for sending, or made in place in the local-row buffer (Chunk::queries_in_place).
@@ -64,6 +70,14 @@ void Worker::RunLayer(int layer) {
     kernels::FillSyntheticQueries(*ch.backend, q);
     if (L.needs_query_exchange && !ch.queries_in_place)
       GatherRows(*ch.backend, B.q_send.get(), B.q_own.get(), nullptr, B.q_pack, int(L.q_pack.size()), row_words, 0);
+  }
+  // The append on the side stream, enqueued before the query exchange so that it runs beside it
+  // (it waits for the upload of its tokens, on the compute stream).
+  if (append_on_side) {
+    sync_->Wait(side, chunks_[0].backend->stream());
+    kernels::FillSyntheticKv(*chunks_[0].backend, kv_, append_tokens_, side);
+    append_pending_ = false;
+    ++appends_on_decode_stream_;
   }
   // 2. All chunks' queries go out first, so that later chunks' queries travel while earlier
   //    chunks compute.
@@ -117,10 +131,7 @@ void Worker::RunLayer(int layer) {
     args.sm_scale = options_.sm_scale;
     args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
     args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
-    // send_before_decode (worker.h): the states that travel are final after prefix + merge.
-    const bool send_first = options_.send_before_decode && !direct &&
-                            options_.reduction == StateReduction::kAllToAll && L.num_local() > 0 &&
-                            !ch.plan.decode_items.empty() && !ch.send_needs_decode;
+    const bool send_first = SendsBeforeDecode(ch);
     // The side-stream decode waits for the prefix kernel only (WorkerOptions::decode_behind_prefix).
     const bool decode_behind_prefix =
         send_first && options_.decode_behind_prefix && options_.decode_on_side_stream;
@@ -153,6 +164,14 @@ void Worker::RunLayer(int layer) {
     else ReduceTree(ch, layer);
     MarkPhase(&profile_.reduce_ms);
   }
+}
+
+bool Worker::SendsBeforeDecode(const Chunk& ch) const {
+  // send_before_decode (worker.h): the states that travel are final after prefix + merge.
+  const StepLayout& L = ch.layout;
+  return options_.send_before_decode && !ch.is_split && L.needs_state_exchange &&
+         options_.reduction == StateReduction::kAllToAll && L.num_local() > 0 && !ch.plan.decode_items.empty() &&
+         !ch.send_needs_decode;
 }
 
 void Worker::RunLayerHeadChunks(Chunk& ch, int layer) {

@@ -104,6 +104,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   EnvSwitch("PREFIXD_QUERY_ALLGATHER", "0", "1", &options_.queries_all_gather);
   EnvSwitch("PREFIXD_QUERY_STREAM", "comm", "compute", &options_.queries_on_compute_stream);
   EnvSwitch("PREFIXD_APPEND_BEHIND_QUERIES", "0", "1", &options_.append_behind_query_exchange);
+  EnvSwitch("PREFIXD_APPEND_ON_DECODE_STREAM", "0", "1", &options_.append_on_decode_stream);
   EnvSwitch("PREFIXD_MERGE_INTO_SEND", "0", "1", &options_.merge_into_send_buffer);
   EnvSwitch("PREFIXD_DECODE_ON_SIDE_STREAM", "0", "1", &options_.decode_on_side_stream);
   EnvSwitch("PREFIXD_DECODE_BEHIND_PREFIX", "0", "1", &options_.decode_behind_prefix);

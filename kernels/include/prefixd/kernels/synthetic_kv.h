@@ -96,10 +96,11 @@ struct SyntheticKvTokens {
 };
 
 // Writes K and V of every pool layer and KV head for the tokens into the pool. Asynchronous on
-// the backend's stream (CUDA); the arrays must stay alive until the stream reaches it.
+// the backend's stream (CUDA), or on `stream` where given (another stream of the backend's device;
+// the CPU backend ignores it); the arrays must stay alive until the stream reaches it.
 // Throws kInvalidArgument for slots outside the pool or negative positions (checked on the host
 // when the arrays are host-visible, i.e. always for the CPU backend).
-void FillSyntheticKv(Backend& backend, const KvPoolView& kv, const SyntheticKvTokens& tokens);
+void FillSyntheticKv(Backend& backend, const KvPoolView& kv, const SyntheticKvTokens& tokens, void* stream = nullptr);
 
 // Same, with host arrays: stages them in backend memory, fills, synchronises, frees. For
 // admission-time fills (a whole prefix shard), not for the per-step hot path.

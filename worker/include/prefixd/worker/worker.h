@@ -113,6 +113,12 @@ struct WorkerOptions {
   // backend; elsewhere the append runs first, as always. PREFIXD_APPEND_BEHIND_QUERIES=0|1
   // overrides it (A/B runs).
   bool append_behind_query_exchange = true;
+  // Where the first layer's own-row decode will run on the side stream (send_before_decode with
+  // decode_on_side_stream), the append goes to that stream instead, beside the query exchange,
+  // and the exchange stays on the compute stream (queries_on_compute_stream): the prefix kernel
+  // then follows the exchange in its own stream, without a cross-stream wait. Takes precedence over
+  // append_behind_query_exchange there. PREFIXD_APPEND_ON_DECODE_STREAM=0|1 overrides it (A/B runs).
+  bool append_on_decode_stream = true;
   // With send_before_decode, the merge part writes the states that travel straight into the send
   // buffer, packed (CascadeArgs::merge_packed_row), instead of the local-state buffer that a pack
   // pass then copies from: one kernel less before the state exchange. PREFIXD_MERGE_INTO_SEND=0|1
@@ -281,6 +287,8 @@ class Worker {
   int64_t chunks_with_sent_rows_decoding() const { return chunks_with_sent_rows_decoding_; }
   // Steps whose K/V append ran behind the first layer's query exchange (append_behind_query_exchange).
   int64_t appends_behind_queries() const { return appends_behind_queries_; }
+  // Of those, appends that ran on the decode's side stream (WorkerOptions::append_on_decode_stream).
+  int64_t appends_on_decode_stream() const { return appends_on_decode_stream_; }
 
  private:
   struct Buffers;
@@ -333,6 +341,9 @@ class Worker {
   bool AdvancePlan(kernels::CascadePlan* plan, const std::vector<const RequestInfo*>& rows, std::vector<int32_t>* old_len);
   void RunLayer(int layer);
   void RunLayerHeadChunks(Chunk& ch, int layer);
+  // Whether the chunk's layer runs send_before_decode: its states that travel are final after
+  // prefix + merge, sent before the own rows' decode.
+  bool SendsBeforeDecode(const Chunk& ch) const;
   float* OutV(int layer, const Chunk& ch);
   float* OutS(int layer, const Chunk& ch);
   // decode_after_send (send_before_decode): the chunk's cascade arguments, whose decode part runs
@@ -373,6 +384,7 @@ class Worker {
   kernels::SyntheticKvTokens append_tokens_;
   bool append_pending_ = false;
   int64_t appends_behind_queries_ = 0;
+  int64_t appends_on_decode_stream_ = 0;
   std::vector<std::unique_ptr<kernels::Backend>> backends_;  // [0]: the main one, which owns the pool
   std::unique_ptr<comm::Comm> comm_;
   std::unique_ptr<StreamSync> sync_;

@@ -33,5 +33,9 @@ else
   run strong-1m-l32 200 --mode strong --prefix 1048576 --layers 32 --gpus 2,4,8 --reduction both -n 8 -w 2
   run weak-l1 60 --mode weak --prefix-per-gpu 131072 --layers 1 --gpus 1,2,4,8 --reduction both
   run weak-l32 120 --mode weak --prefix-per-gpu 131072 --layers 32 --gpus 1,2,4,8 -n 10 -w 3
+  # The NCCL MPI tests that part A's time limit left out (part A ran EvenSplit and part of
+  # EvenOwnersGatherQueries at 8 ranks).
+  timeout 130 $M /tmp/s/prefixd_mpi_tests --gtest_filter='*EvenOwners*cuda_a2a_layout1:*EvenOwners*cuda_tree_chunks1:*UnevenSplit*cuda_*1:*MoreRanks*cuda_*1:*SeveralPrefixes*cuda_*1' >"$W/mpi_np8_b.log" 2>&1
+  echo "mpi np8 (part B) rc=$?"; grep -E "test results|FAILED" "$W/mpi_np8_b.log" | tail -3
 fi
 tar -C "$W" -czf "$OUT/x8-$PART.tgz" .

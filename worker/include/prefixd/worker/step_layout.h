@@ -72,7 +72,8 @@ struct StepLayout {
   // one prefix, which every rank holds a shard of, and every rank owns the same number of them (m).
   // Then every rank's local rows are all requests, owner-major, its own rows [rank·m, rank·m + m)
   // (q_direct holds), and the in-place exchange is one ncclAllGather of m rows per rank, which on
-  // 4 H200s took 12.5 µs against 15.4 for the grouped send/recv at 256 KiB (bench/comm/README.md).
+  // 4 H200s took 12.5 µs against 15.4 for the grouped send/recv at 256 KiB (bench/comm/README.md;
+  // in the whole 4-GPU step the difference is within the run-to-run noise).
   bool q_all_gather = false;
 
   // (a) all-to-all of states (rows of H_qo·(D+1) floats: v then s).

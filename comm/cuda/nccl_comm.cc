@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../src/internal.h"
+#include "peer_exchange.h"
 #include "prefixd/common/cuda_check.h"
 #include "prefixd/comm/bootstrap.h"
 #include "prefixd/comm/mpi_check.h"
@@ -80,10 +81,24 @@ class NcclComm final : public Comm {
     const std::string reg = env == nullptr ? "0" : env;
     PREFIXD_CHECK_ARG(reg == "0" || reg == "1", "PREFIXD_NCCL_REGISTER must be 0 or 1, got '" << reg << "'");
     register_ = reg == "1";
+    // The peer-memory fast path: every rank reads the same option and environment, and Create
+    // answers alike on every rank.
+    bool peer = options_.peer_exchange;
+    if (const char* p = std::getenv("PREFIXD_PEER_EXCHANGE")) {
+      const std::string v = p;
+      PREFIXD_CHECK_ARG(v == "0" || v == "1", "PREFIXD_PEER_EXCHANGE must be 0 or 1, got '" << v << "'");
+      peer = v == "1";
+    }
+    if (peer) {
+      PeerExchangeOptions po;
+      po.slot_bytes = options_.peer_slot_bytes;
+      peer_ = PeerExchange::Create(mpi_, device_, po);
+    }
   }
 
   ~NcclComm() override {
     UnregisterForAbort(this);
+    peer_.reset();  // before the communicator: its teardown waits for the peers' last exchanges
     if (nccl_ == nullptr) return;
     // Buffers still registered (their owner outlived this Comm): deregistered while the
     // communicator exists, then freed.
@@ -104,6 +119,7 @@ class NcclComm final : public Comm {
   }
 
   int rank() const override { return rank_; }
+  uint64_t peer_operations() const override { return peer_ ? peer_->operations() : 0; }
   int size() const override { return size_; }
   MemoryKind memory() const override { return MemoryKind::kDevice; }
   std::string name() const override { return "nccl"; }
@@ -111,7 +127,17 @@ class NcclComm final : public Comm {
   void AllGather(const void* send, void* recv, size_t bytes, void* stream) override {
     if (bytes == 0) return;
     Live();
-    PREFIXD_NCCL_CHECK_COMM(nccl_, ncclAllGather(send, recv, bytes, ncclChar, nccl_, Stream(stream)));
+    const cudaStream_t s = Stream(stream);
+    if (UsePeers(s) && peer_->Fits(bytes)) {  // bytes is the same on every rank: all take this branch
+      PeerTransfer t;
+      t.send.assign(size_, send);
+      t.send_bytes.assign(size_, bytes);
+      t.recv_bytes.assign(size_, bytes);
+      for (int j = 0; j < size_; ++j) t.recv.push_back(static_cast<char*>(recv) + size_t(j) * bytes);
+      peer_->Run(t, s);
+      return;
+    }
+    PREFIXD_NCCL_CHECK_COMM(nccl_, ncclAllGather(send, recv, bytes, ncclChar, nccl_, s));
   }
 
   void AllToAllV(const void* send, const std::vector<size_t>& send_bytes,
@@ -127,18 +153,34 @@ class NcclComm final : public Comm {
     const char* in = static_cast<const char*>(send);
     char* out = static_cast<char*>(recv);
     Live();
+    // Pairs that fit a peer slot (and the own block) go through the peers' memory; a pair's
+    // count is known to both of its ranks, so both judge it alike. The rest go through NCCL.
+    const bool peers = UsePeers(s);
+    if (peers) {
+      PeerTransfer t;
+      t.send_bytes = send_bytes;
+      t.recv_bytes = recv_bytes;
+      bool any_nccl = false;
+      for (int j = 0; j < size_; ++j) {
+        t.send.push_back(in + send_offsets[j]);
+        t.recv.push_back(out + recv_offsets[j]);
+        if (j != rank_) any_nccl = any_nccl || !peer_->Fits(send_bytes[j]) || !peer_->Fits(recv_bytes[j]);
+      }
+      peer_->Run(t, s);
+      if (!any_nccl) return;
+    }
     // The rank's own block is a device copy; zero-byte pairs are skipped on both sides (the
     // counts agree by contract), so a sparse plan costs only the messages it has.
     PREFIXD_NCCL_CHECK_COMM(nccl_, ncclGroupStart());
     for (int j = 0; j < size_; ++j) {
       if (j == rank_) continue;
-      if (send_bytes[j] > 0)
+      if (send_bytes[j] > 0 && !(peers && peer_->Fits(send_bytes[j])))
         PREFIXD_NCCL_CHECK_COMM(nccl_, ncclSend(in + send_offsets[j], send_bytes[j], ncclChar, j, nccl_, s));
-      if (recv_bytes[j] > 0)
+      if (recv_bytes[j] > 0 && !(peers && peer_->Fits(recv_bytes[j])))
         PREFIXD_NCCL_CHECK_COMM(nccl_, ncclRecv(out + recv_offsets[j], recv_bytes[j], ncclChar, j, nccl_, s));
     }
     PREFIXD_NCCL_CHECK_COMM(nccl_, ncclGroupEnd());
-    if (recv_bytes[rank_] > 0) {
+    if (recv_bytes[rank_] > 0 && !peers) {
       PREFIXD_CUDA_CHECK(cudaMemcpyAsync(out + recv_offsets[rank_], in + send_offsets[rank_],
                                               recv_bytes[rank_], cudaMemcpyDeviceToDevice, s));
     }
@@ -222,6 +264,14 @@ class NcclComm final : public Comm {
   cudaStream_t Stream(void* stream) const {
     return stream != nullptr ? static_cast<cudaStream_t>(stream) : stream_;
   }
+  // The peer path, unless the stream is being captured into a graph (PeerExchange's epochs are
+  // kernel arguments, which a replay would repeat). Every rank captures alike, so all agree.
+  bool UsePeers(cudaStream_t s) const {
+    if (!peer_) return false;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    PREFIXD_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
+    return capture == cudaStreamCaptureStatusNone;
+  }
   ncclComm_t Live() const {
     if (nccl_ == nullptr) PREFIXD_THROW(ErrorKind::kInternal, "NCCL Comm used after Abort()");
     return nccl_;
@@ -235,6 +285,7 @@ class NcclComm final : public Comm {
   ncclComm_t nccl_ = nullptr;
   int rank_ = 0, size_ = 1;
   bool register_ = false;                // PREFIXD_NCCL_REGISTER
+  std::unique_ptr<PeerExchange> peer_;   // null: NCCL only
   std::map<void*, void*> registered_;    // AllocRegistered's buffers → their registration handles
 };
 

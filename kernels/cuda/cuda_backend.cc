@@ -455,10 +455,11 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   int64_t upload_ints = o_fused;
   for (const FusedSchedule& fs : schedules) upload_ints += int64_t(fs.cta_indptr.size() + fs.entries.size());
   if (fused) upload_ints += b;  // request_finished (cascade_fused.h)
+  upload_ints += nm;            // merge_partitioned
   if (fused && upload_ints > plan_buffer_.capacity) {  // no room for the work lists: run unfused
     fused = false;
     for (FusedSchedule& fs : schedules) fs = FusedSchedule{};
-    upload_ints = o_fused;
+    upload_ints = o_fused + nm;
   }
   PREFIXD_CHECK_ARG(upload_ints <= plan_buffer_.capacity,
                     "LoadPlan: the plan and its decode item bases need " << upload_ints
@@ -492,6 +493,16 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     for (int64_t r = 0; r < b; ++r) host[o_finished + r] = 1;
     for (const int32_t r : plan.merge_requests) host[o_finished + r] = 0;
   }
+  // merge_requests, those without decode items first.
+  const int64_t o_partitioned = o_finished + (fused ? b : 0);
+  std::vector<char> has_decode(size_t(b), 0);
+  for (const DecodeWorkItem& it : plan.decode_items) has_decode[size_t(it.request)] = 1;
+  int64_t num_no_decode = 0, at = o_partitioned;
+  for (const int32_t r : plan.merge_requests)
+    if (!has_decode[size_t(r)]) host[at++] = r, ++num_no_decode;
+  for (const int32_t r : plan.merge_requests)
+    if (has_decode[size_t(r)]) host[at++] = r;
+  PREFIXD_CHECK_INTERNAL(at == upload_ints, "LoadPlan: upload layout " << at << " != " << upload_ints);
   EndUpload(&plan_buffer_, upload_ints);
 
   const int32_t* d = plan_buffer_.device;
@@ -513,6 +524,8 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.merge_requests = d + o_merge;
   loaded.decode_item_bases = reinterpret_cast<const int2*>(d + o_bases);
   loaded.num_merge_requests = int(nm);
+  loaded.merge_partitioned = d + o_partitioned;
+  loaded.num_merge_no_decode = int(num_no_decode);
   for (const PrefixWorkItem& it : plan.prefix_items)
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
   loaded.fused = fused;
@@ -611,15 +624,23 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(join_, decode_stream_));
     PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream, join_, 0));
   }
-  if (!(parts & kMergePart) || plan_.num_merge_requests == 0 ||
+  // The merge requests of this call: all, or one half of merge_partitioned.
+  const bool merge_early = parts & kMergeNoDecodePart, merge_late = parts & kMergeAfterDecodePart;
+  const int32_t* merge_list = plan_.merge_requests;
+  int merge_count = plan_.num_merge_requests;
+  if (merge_early != merge_late) {
+    merge_list = plan_.merge_partitioned + (merge_early ? 0 : plan_.num_merge_no_decode);
+    merge_count = merge_early ? plan_.num_merge_no_decode : plan_.num_merge_requests - plan_.num_merge_no_decode;
+  }
+  if (!(merge_early || merge_late) || merge_count == 0 ||
       (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr && args.merge_packed_out == nullptr))
     return;
   MergeStatesParams m;
   m.v_in = partial_v_;
   m.s_in = partial_s_;
   m.run_indptr = plan_.state_indptr;
-  m.requests = plan_.merge_requests;
-  m.rows = plan_.num_merge_requests * h.num_qo_heads;
+  m.requests = merge_list;
+  m.rows = merge_count * h.num_qo_heads;
   m.num_heads = h.num_qo_heads;
   m.head_dim = h.head_dim;
   m.out_dtype = shape.dtype;

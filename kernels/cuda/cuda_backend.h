@@ -172,6 +172,10 @@ class CudaBackend final : public Backend {
     const int32_t* suffix_indices = nullptr;
     const int32_t* merge_requests = nullptr;
     int num_merge_requests = 0;
+    // merge_requests partitioned: those without decode items first (num_merge_no_decode), then
+    // the others (Backend::kMergeNoDecodePart, kMergeAfterDecodePart).
+    const int32_t* merge_partitioned = nullptr;
+    int num_merge_no_decode = 0;
     const int2* decode_item_bases = nullptr;  // [num_decode_items]
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
     // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items

@@ -94,6 +94,8 @@ void CpuBackend::LoadPlan(const CascadePlan& plan) {
   partial_s_.assign(states, std::numeric_limits<float>::quiet_NaN());
   in_merge_.assign(size_t(loaded.num_requests), 0);
   for (const int32_t r : loaded.merge_requests) in_merge_[size_t(r)] = 1;
+  has_decode_.assign(size_t(loaded.num_requests), 0);
+  for (const DecodeWorkItem& it : loaded.decode_items) has_decode_[size_t(it.request)] = 1;
   plan_ = std::move(loaded);
   plan_loaded_ = true;
 }
@@ -162,8 +164,8 @@ void CpuBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     for (int r = 0; r < plan_.num_requests; ++r)
       if (!in_merge_[size_t(r)]) FinishRequest(args, r, false);
   }
-  if (parts & kMergePart)
-    for (const int32_t r : plan_.merge_requests) FinishRequest(args, r, true);
+  for (const int32_t r : plan_.merge_requests)
+    if (parts & (has_decode_[size_t(r)] ? kMergeAfterDecodePart : kMergeNoDecodePart)) FinishRequest(args, r, true);
 }
 
 void CpuBackend::FinishRequest(const CascadeArgs& args, int r, bool merge_part) {

@@ -54,6 +54,7 @@ class CpuBackend final : public Backend {
   // LoadPlan (capacity only grows), so RunCascade never allocates.
   std::vector<float> partial_v_, partial_s_;
   std::vector<char> in_merge_;  // [num_requests]: in plan_.merge_requests (finished by the merge part)
+  std::vector<char> has_decode_;  // [num_requests]: has decode items (merged by kMergeAfterDecodePart)
   TileScratch scratch_;
 };
 

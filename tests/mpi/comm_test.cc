@@ -5,13 +5,18 @@
 // on each backend through `Comm&`:
 //   mpi         MpiComm with default options
 //   mpi_pieces  MpiComm with max_message_bytes = 12, so every large-message split path runs
-//   nccl        NcclComm on device buffers (skipped, on every rank, unless each rank has a GPU)
+//   nccl        NcclComm on device buffers (skipped, on every rank, unless each rank has a GPU),
+//               with its one-host peer-memory path where the GPUs allow it (the default)
+//   nccl_nopeer NcclComm with the peer path off: NCCL for everything
+//   nccl_smallslot  the peer path with 1 KiB slots, so that larger pairs go through NCCL in the
+//               same AllToAllV (the mixed path)
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -208,14 +213,17 @@ class CommTest : public testing::TestWithParam<std::string> {
       CommOptions options;
       options.max_message_bytes = 12;
       state.comm = MakeMpiComm(MPI_COMM_WORLD, options);
-    } else if (name == "nccl") {
+    } else if (name.rfind("nccl", 0) == 0) {
       if (AllRanksHaveGpu(&state.skip_reason)) {
 #if defined(PREFIXD_HAVE_CUDA)
         const LocalRank local = NodeLocalRank(MPI_COMM_WORLD);
         const int device = DeviceForLocalRank(local.rank, CudaDeviceCount());
         cudaSetDevice(device);
         cudaStreamCreateWithFlags(&state.stream, cudaStreamNonBlocking);
-        state.comm = MakeNcclComm(MPI_COMM_WORLD, device, state.stream);
+        CommOptions options;
+        options.peer_exchange = name != "nccl_nopeer";
+        if (name == "nccl_smallslot") options.peer_slot_bytes = 1024;
+        state.comm = MakeNcclComm(MPI_COMM_WORLD, device, state.stream, options);
 #endif
       }
     }
@@ -229,7 +237,7 @@ class CommTest : public testing::TestWithParam<std::string> {
 TEST_P(CommTest, Identity) {
   EXPECT_EQ(comm().rank(), WorldRank());
   EXPECT_EQ(comm().size(), WorldSize());
-  EXPECT_EQ(comm().name(), GetParam() == "nccl" ? "nccl" : "mpi");
+  EXPECT_EQ(comm().name(), GetParam().rfind("nccl", 0) == 0 ? "nccl" : "mpi");
 }
 
 TEST_P(CommTest, AllGatherMatchesSerial) {
@@ -431,8 +439,111 @@ TEST_P(CommTest, MixedSequenceWithoutIntermediateWaits) {
   EXPECT_EQ(std::count(got.begin(), got.end(), expected), long(n * count));
 }
 
+#if defined(PREFIXD_HAVE_CUDA)
+// True on every rank when all ranks share one host and every pair of their GPUs has peer access:
+// where NcclComm's peer path must be taken.
+bool PeerPathPossible() {
+  const LocalRank local = NodeLocalRank(MPI_COMM_WORLD);
+  int device = 0;
+  cudaGetDevice(&device);
+  std::vector<int32_t> devices = AllGatherInt(MPI_COMM_WORLD, device);
+  int ok = local.size == WorldSize() && WorldSize() >= 2;
+  for (int d : devices) {
+    int can = 1;
+    if (d != device && (cudaDeviceCanAccessPeer(&can, device, d) != cudaSuccess || !can)) ok = 0;
+  }
+  int all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all != 0;
+}
+#endif
 
-INSTANTIATE_TEST_SUITE_P(Backends, CommTest, testing::Values("mpi", "mpi_pieces", "nccl"),
+// The exchanges of a stream-ordered Comm, many in flight at once on two streams (no wait in
+// between): alternate operations meet the peer path's buffers (and its done flags) while the
+// peers may still be reading the previous ones. Every operation has its own output buffers,
+// checked at the end.
+TEST_P(CommTest, ExchangesInFlightOnTwoStreams) {
+  if (memory() != MemoryKind::kDevice) GTEST_SKIP() << "MPI completes every operation before it returns";
+#if defined(PREFIXD_HAVE_CUDA)
+  const int n = comm().size(), me = comm().rank();
+  cudaStream_t second = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking), cudaSuccess);
+  auto value = [](int rank, int round, size_t i) { return uint8_t((rank * 131 + round * 17 + i * 7 + i / 251) & 255); };
+  const int rounds = 16;
+  std::vector<std::unique_ptr<Buffer>> gathered, exchanged;
+  std::vector<size_t> gather_bytes(rounds);
+  std::vector<std::vector<size_t>> recv_counts(rounds);
+  std::vector<std::unique_ptr<Buffer>> inputs;
+  for (int k = 0; k < rounds; ++k) {
+    void* stream = k % 2 == 0 ? nullptr : second;
+    // All-gather: 1-6000 bytes, the same on every rank.
+    const size_t bytes = 1 + (size_t(k) * 977) % 6000;
+    gather_bytes[k] = bytes;
+    std::vector<uint8_t> mine(bytes);
+    for (size_t i = 0; i < bytes; ++i) mine[i] = value(me, k, i);
+    inputs.push_back(std::make_unique<Buffer>(memory(), bytes));
+    inputs.back()->Upload(mine);
+    gathered.push_back(std::make_unique<Buffer>(memory(), n * bytes));
+    comm().AllGather(inputs.back()->data(), gathered.back()->data(), bytes, stream);
+    // All-to-all: count (i → j) = 1 + (7i + 3j + 5k) mod 3000, blocks packed in rank order.
+    auto count = [&](int i, int j) { return size_t(1 + (7 * i + 3 * j + 5 * k) % 3000); };
+    std::vector<size_t> send_bytes(n), send_offsets(n), recv_bytes(n), recv_offsets(n);
+    size_t send_total = 0, recv_total = 0;
+    for (int j = 0; j < n; ++j) {
+      send_bytes[j] = count(me, j), send_offsets[j] = send_total, send_total += send_bytes[j];
+      recv_bytes[j] = count(j, me), recv_offsets[j] = recv_total, recv_total += recv_bytes[j];
+    }
+    std::vector<uint8_t> payload(send_total);
+    for (int j = 0; j < n; ++j)
+      for (size_t i = 0; i < send_bytes[j]; ++i) payload[send_offsets[j] + i] = value(me * 8 + j, k, i);
+    inputs.push_back(std::make_unique<Buffer>(memory(), send_total));
+    inputs.back()->Upload(payload);
+    exchanged.push_back(std::make_unique<Buffer>(memory(), recv_total));
+    recv_counts[k] = recv_bytes;
+    comm().AllToAllV(inputs.back()->data(), send_bytes, send_offsets, exchanged.back()->data(), recv_bytes,
+                     recv_offsets, stream);
+  }
+  comm().Synchronize(nullptr);
+  comm().Synchronize(second);
+  cudaStreamDestroy(second);
+  for (int k = 0; k < rounds; ++k) {
+    const size_t bytes = gather_bytes[k];
+    const auto got = gathered[k]->Download<uint8_t>(n * bytes);
+    size_t bad = 0;
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < bytes; ++i) bad += got[r * bytes + i] != value(r, k, i);
+    EXPECT_EQ(bad, 0u) << "all-gather of round " << k;
+    size_t total = 0;
+    for (size_t c : recv_counts[k]) total += c;
+    const auto recv = exchanged[k]->Download<uint8_t>(total);
+    bad = 0;
+    size_t at = 0;
+    for (int j = 0; j < n; ++j)
+      for (size_t i = 0; i < recv_counts[k][j]; ++i) bad += recv[at++] != value(j * 8 + me, k, i);
+    EXPECT_EQ(bad, 0u) << "all-to-all of round " << k;
+  }
+#endif
+}
+
+// The peer path carries the exchanges wherever it can (one host, peer access), and only then.
+TEST_P(CommTest, PeerPathTakenWhereThePlatformAllows) {
+  if (memory() != MemoryKind::kDevice) GTEST_SKIP() << "the peer path is NcclComm's";
+#if defined(PREFIXD_HAVE_CUDA)
+  const bool possible = PeerPathPossible();
+  const char* env = std::getenv("PREFIXD_PEER_EXCHANGE");
+  if (env != nullptr) GTEST_SKIP() << "PREFIXD_PEER_EXCHANGE is set: the backends' options do not decide";
+  const uint64_t before = comm().peer_operations();
+  Buffer send(memory(), 64), recv(memory(), 64 * comm().size());
+  send.Upload(std::vector<uint8_t>(64, 1));
+  comm().AllGather(send.data(), recv.data(), 64, nullptr);
+  Finish();
+  const bool expected = possible && GetParam() != "nccl_nopeer";
+  EXPECT_EQ(comm().peer_operations() > before, expected)
+      << "peer path possible here: " << possible << ", backend " << GetParam();
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CommTest, testing::Values("mpi", "mpi_pieces", "nccl", "nccl_nopeer", "nccl_smallslot"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 

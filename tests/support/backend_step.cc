@@ -86,6 +86,11 @@ StepResult ExpectCascadePartsMatchWhole(Backend& backend, const HostKvPool& pool
   if (!plan.MergeNeedsDecode())
     expect_same(run({Backend::kPrefixPart | Backend::kMergePart, Backend::kDecodePart}), whole,
                 "prefix + merge, then decode");
+  // The worker's send-before-decode order: the merge halves apart, around the decode.
+  expect_same(run({Backend::kPrefixPart | Backend::kMergeNoDecodePart, Backend::kDecodePart | Backend::kMergeAfterDecodePart}),
+              whole, "prefix + merge without decode, then decode + merge after decode");
+  expect_same(run({Backend::kPrefixPart, Backend::kMergeNoDecodePart, Backend::kDecodePart, Backend::kMergeAfterDecodePart}),
+              whole, "four calls");
   return whole;
 }
 
@@ -103,13 +108,9 @@ void ExpectMergePartPacksRows(Backend& backend, const HostKvPool& pool, int laye
   args.merge_packed_row = static_cast<const int32_t*>(mem.Upload(packed_row.data(), packed_row.size() * 4));
   args.merge_packed_out = static_cast<float*>(mem.Poisoned(size_t(num_packed * packed_floats) * 4 + 4));
   backend.LoadPlan(plan);
-  if (plan.MergeNeedsDecode()) {
-    backend.RunCascadeParts(args, Backend::kPrefixPart | Backend::kDecodePart);
-    backend.RunCascadeParts(args, Backend::kMergePart);
-  } else {
-    backend.RunCascadeParts(args, Backend::kPrefixPart | Backend::kMergePart);
-    backend.RunCascadeParts(args, Backend::kDecodePart);
-  }
+  // As the worker runs it when it sends states before the decode: each merge half packs its rows.
+  backend.RunCascadeParts(args, Backend::kPrefixPart | Backend::kMergeNoDecodePart);
+  backend.RunCascadeParts(args, Backend::kDecodePart | Backend::kMergeAfterDecodePart);
   const StepResult got = DownloadStep(mem, args, pool.shape.dtype, rows, dim);
   const std::vector<float> packed = mem.Download<float>(args.merge_packed_out, size_t(num_packed * packed_floats));
   const uint32_t poison = 0xFFFFFFFFu;  // BackendBuffers::Poisoned's bytes

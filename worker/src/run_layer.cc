@@ -144,13 +144,15 @@ void Worker::RunLayer(int layer) {
           args.merge_packed_row = B.st_send_row;
           args.merge_packed_out = B.st_send.get<float>();
         }
+        // The merge of the rows without decode items (those that travel, and own rows without a
+        // suffix here) now; the own rows with decode items are merged behind their decode.
         if (decode_behind_prefix) {
           be.RunCascadeParts(args, kernels::Backend::kPrefixPart);
           decode_mark = sync_->Record(be.stream());
-          be.RunCascadeParts(args, kernels::Backend::kMergePart);
+          be.RunCascadeParts(args, kernels::Backend::kMergeNoDecodePart);
           ++layers_decode_behind_prefix_;
         } else {
-          be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergePart);
+          be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergeNoDecodePart);
         }
         ++layers_sent_before_decode_;
       } else {
@@ -358,7 +360,7 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
     kernels::CascadeArgs decode = *decode_after_send;
     decode.stream = side;
     if (side != nullptr) decode.decode_free_sms = options_.decode_free_sms;
-    be.RunCascadeParts(decode, kernels::Backend::kDecodePart);
+    be.RunCascadeParts(decode, kernels::Backend::kDecodePart | kernels::Backend::kMergeAfterDecodePart);
   }
   sync_->Wait(be.stream(), side != nullptr ? side : comm_stream);
   // The local states may come from another stream (split: O); the merge waits for them, which

@@ -516,7 +516,7 @@ void Worker::Decode(const StepPlan& plan) {
     bool sent_rows_decode = false;
     for (const kernels::DecodeWorkItem& it : ch.plan.decode_items)
       sent_rows_decode |= size_t(it.request) < ch.plan_rows.size() && ch.plan_rows[size_t(it.request)] == nullptr;
-    ch.send_needs_decode = sent_rows_decode || ch.plan.MergeNeedsDecode();
+    ch.send_needs_decode = sent_rows_decode;
     chunks_with_sent_rows_decoding_ += sent_rows_decode;
   }
   upload_batch.Close();

@@ -83,6 +83,14 @@ struct CommOptions {
   // MpiComm only: messages larger than this are split (MPI counts are int). Tests make it tiny to
   // exercise the split path.
   size_t max_message_bytes = size_t(1) << 30;
+  // NcclComm only: where every rank is on one host and every pair of GPUs has peer access,
+  // AllGather and AllToAllV move their bytes with one kernel that writes straight into the peers'
+  // memory (comm/cuda/peer_exchange.h: ~3-5× less latency than NCCL's kernels at the decode
+  // step's sizes); pairs over peer_slot_bytes, other operations, other topologies and streams
+  // being captured into a CUDA graph use NCCL. The environment variable PREFIXD_PEER_EXCHANGE=0|1
+  // overrides peer_exchange.
+  bool peer_exchange = true;
+  size_t peer_slot_bytes = size_t(4) << 20;  // per (sender, receiver) pair
 };
 
 // Host-buffer Comm over a duplicate of `comm` (its traffic never mixes with the caller's control

@@ -61,6 +61,10 @@ class Comm {
     return nullptr;
   }
   virtual void FreeRegistered(void* ptr) noexcept { (void)ptr; }
+
+  // Operations moved through the peers' memory so far (NcclComm's one-host fast path,
+  // CommOptions::peer_exchange); 0 for Comms without one. For tests and reports.
+  virtual uint64_t peer_operations() const { return 0; }
 };
 
 }  // namespace prefixd::comm

@@ -126,9 +126,18 @@ class Backend {
   // of rows without a suffix while the decode kernel runs): kPrefixPart runs the prefix items,
   // kDecodePart the decode items (a finishing item, DecodeWorkItem::finish, also ⊕-merges its
   // request's prefix states and writes that request's outputs), kMergePart the ⊕ of every request
-  // in the plan's merge_requests. Parts of one plan run in that order, except that decode and
-  // merge may swap when no merge request has decode items (CascadePlan::MergeNeedsDecode()).
-  enum CascadePart : unsigned { kPrefixPart = 1u, kDecodePart = 2u, kMergePart = 4u, kAllParts = 7u };
+  // in the plan's merge_requests, in two halves: kMergeNoDecodePart for the merge requests without
+  // decode items (final after the prefix part: e.g. the rows whose states travel) and
+  // kMergeAfterDecodePart for the others. Parts of one plan run in the order prefix, merge without
+  // decode, decode, merge after decode; kMergeNoDecodePart may also come after kDecodePart.
+  enum CascadePart : unsigned {
+    kPrefixPart = 1u,
+    kDecodePart = 2u,
+    kMergeNoDecodePart = 4u,
+    kMergeAfterDecodePart = 8u,
+    kMergePart = kMergeNoDecodePart | kMergeAfterDecodePart,
+    kAllParts = kPrefixPart | kDecodePart | kMergePart,
+  };
   virtual void RunCascadeParts(const CascadeArgs& args, unsigned parts) = 0;
   virtual void RunPrefixAttention(const PrefixAttentionArgs& args) = 0;
 

@@ -87,10 +87,11 @@ struct WorkerOptions {
   // Own rows last (see above); needs a split backend per chunk (AddSplitBackend).
   bool split_own_rows = false;
   // Send before decode: with the all-to-all reduction and no split, a chunk that exchanges states
-  // runs its cascade as prefix + merge (the rows owned elsewhere have no suffix: their states are
-  // final then), sends those states, and only then runs the own rows' suffix decode, which so
-  // overlaps the state exchange instead of delaying it. Only where every state it sends is final
-  // after prefix + merge (Chunk::send_needs_decode); otherwise the cascade runs whole. On by default:
+  // runs its cascade as prefix + the merge of the requests without decode items (the rows owned
+  // elsewhere have no suffix: their states are final then), sends those states, and only then runs
+  // the own rows' suffix decode and their merge, which so overlap the state exchange instead of
+  // delaying it. Only where every state it sends is final then (Chunk::send_needs_decode);
+  // otherwise the cascade runs whole. On by default:
   // on 4 H200s (P = 262144, B = 128, S = 512) the 1-layer step went 0.351 → 0.342 ms and the
   // 32-layer step at P = 65536 5.5 → 5.3 ms (bench/scaling/README.md, session 3).
   bool send_before_decode = true;
@@ -316,10 +317,10 @@ class Worker {
     kernels::CascadePlan plan, split_plan;      // loaded on backend / split (split_plan: split only)
     std::vector<const RequestInfo*> plan_rows, split_rows;  // per plan request: its suffix's request, or null
     int advanced = 0;                           // steady steps since the plans were made
-    // Whether some state this chunk sends is not final after prefix + merge, set after each
-    // prepare (send_before_decode then runs the cascade whole): a merged request with decode items
-    // (CascadePlan::MergeNeedsDecode), or a row owned elsewhere with decode items (a group that the
-    // layout choice planned as plain decode gives every row the shard's prefix pages to decode).
+    // Whether some state this chunk sends is not final after prefix + the merge of the requests
+    // without decode items, set after each prepare (send_before_decode then runs the cascade
+    // whole): a row owned elsewhere with decode items (a group that the layout choice planned as
+    // plain decode gives every row the shard's prefix pages to decode).
     bool send_needs_decode = false;
     std::vector<int32_t> old_len;               // scratch
   };

@@ -1,0 +1,87 @@
+// PeerExchange: NcclComm's fast path for the two operations on the decode step's critical path
+// (AllGather of the queries, AllToAllV of the partial states) when every rank of the communicator
+// is on one host and every pair of its GPUs can reach each other's memory (NVLink / NVSwitch).
+//
+// Why: NCCL's kernels cost 10-25 µs per operation at the step's sizes (128 KiB - 1 MiB per rank)
+// however few bytes move (bench/comm/README.md): ring steps and proxy hand-offs. Here one kernel
+// writes each peer's bytes straight into that peer's memory with 16-byte stores and meets the
+// peers at per-block flags: at eight H200s the states' exchange (1.8 MiB out per rank) is a few
+// µs of NVLink time plus one flag round trip.
+//
+// How (the same scheme as vLLM's and TensorRT-LLM's custom all-reduce):
+//  - every rank owns one device window, mapped into every peer through CUDA IPC: flags, then two
+//    data buffers (alternate operations use alternate buffers), each with one slot per rank;
+//  - operation e: block b copies its b-th share of what this rank sends to peer p into slot
+//    [this rank] of p's buffer (e & 1), then raises its arrive flag [this rank][b] = e in p's
+//    window (release, system scope); it waits until every peer's arrive flag [p][b] in its own
+//    window reaches e (acquire), copies the b-th share of each slot to its destination, and
+//    raises its done flag [this rank][b] = e in each peer's window;
+//  - before writing into p's buffer (e & 1), block b waits for p's done flag of operation e − 2,
+//    the last one that used that buffer: p has read it. Operations can therefore follow each
+//    other on any streams without a separate barrier, and a buffer is never overwritten early.
+// Pairs whose bytes exceed a slot are left to the caller (NCCL); the decision per pair is the
+// same on both sides because both know the pair's byte count.
+//
+// Every rank must call Run for every peer operation, in the same order (it is a collective:
+// the epoch counts operations). Not for CUDA-graph capture: the epoch is a kernel argument, so a
+// replayed graph would repeat it; NcclComm uses NCCL while a stream captures.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace prefixd::comm {
+
+struct PeerExchangeOptions {
+  size_t slot_bytes = size_t(4) << 20;  // per (sender, receiver) pair and buffer
+  int blocks = 24;                      // CTAs of the exchange kernel (≤ kMaxBlocks)
+};
+
+// One operation, seen from this rank: to each rank j go send_bytes[j] bytes from send[j]
+// (j == this rank: a local copy to recv[j], skipped when the pointers are equal); from each
+// rank j come recv_bytes[j] bytes to recv[j]. Pairs with bytes over slot_bytes() are skipped
+// (both directions are judged by the same count, so both sides skip them).
+struct PeerTransfer {
+  std::vector<const void*> send;
+  std::vector<size_t> send_bytes;
+  std::vector<void*> recv;
+  std::vector<size_t> recv_bytes;
+};
+
+class PeerExchange {
+ public:
+  static constexpr int kMaxRanks = 16;
+  static constexpr int kMaxBlocks = 64;
+
+  // Collective over `comm`. nullptr on every rank when any rank cannot take part (ranks on
+  // several hosts, more than kMaxRanks ranks, a GPU pair without peer access, an IPC failure);
+  // the same answer on every rank.
+  static std::unique_ptr<PeerExchange> Create(MPI_Comm comm, int device, const PeerExchangeOptions& options);
+  ~PeerExchange();
+  PeerExchange(const PeerExchange&) = delete;
+  PeerExchange& operator=(const PeerExchange&) = delete;
+
+  size_t slot_bytes() const { return options_.slot_bytes; }
+  bool Fits(size_t bytes) const { return bytes <= options_.slot_bytes; }
+  // Enqueues the operation on `stream` (one kernel). Throws on launch errors.
+  void Run(const PeerTransfer& transfer, cudaStream_t stream);
+  uint64_t operations() const { return epoch_; }
+
+ private:
+  PeerExchange(MPI_Comm comm, int rank, int size, const PeerExchangeOptions& options);
+
+  MPI_Comm comm_;  // the caller's (owned by NcclComm); used for the teardown barrier only
+  int rank_ = 0, size_ = 1;
+  PeerExchangeOptions options_;
+  size_t buffer_bytes_ = 0;  // one data buffer: size × slot_bytes
+  void* window_ = nullptr;   // this rank's window (cudaMalloc)
+  std::vector<void*> peers_;  // every rank's window as mapped here (peers_[rank_] == window_)
+  uint32_t epoch_ = 0;       // operations run so far
+};
+
+}  // namespace prefixd::comm

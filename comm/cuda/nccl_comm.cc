@@ -92,6 +92,7 @@ class NcclComm final : public Comm {
     if (peer) {
       PeerExchangeOptions po;
       po.slot_bytes = options_.peer_slot_bytes;
+      if (const char* b = std::getenv("PREFIXD_PEER_BLOCKS")) po.blocks = std::atoi(b);  // A/B runs
       peer_ = PeerExchange::Create(mpi_, device_, po);
     }
   }

@@ -71,31 +71,84 @@ __device__ void SpinUntil(const uint32_t* flag, uint32_t target, int peer, const
   }
 }
 
-// Block b's share of a `bytes`-long copy: [b·share, (b+1)·share) with share a multiple of 16, so
-// that every share keeps the alignment of the whole. L2-only loads: the source may be this
-// rank's window, written by peers since this SM last looked.
-__device__ void CopyShare(const char* src, char* dst, uint64_t bytes) {
-  const uint64_t share = ((bytes + gridDim.x - 1) / gridDim.x + 15) & ~uint64_t(15);
-  const uint64_t begin = uint64_t(blockIdx.x) * share;
-  if (begin >= bytes) return;
-  const uint64_t end = min(bytes, begin + share);
-  src += begin;
-  dst += begin;
-  const uint64_t n = end - begin;
-  const uintptr_t align = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst);
-  uint64_t done = 0;
-  if ((align & 15) == 0) {
-    const uint64_t vectors = n / 16;
-    for (uint64_t i = threadIdx.x; i < vectors; i += blockDim.x)
-      reinterpret_cast<uint4*>(dst)[i] = __ldcg(reinterpret_cast<const uint4*>(src) + i);
-    done = vectors * 16;
-  } else if ((align & 3) == 0) {
-    const uint64_t words = n / 4;
-    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x)
-      reinterpret_cast<uint32_t*>(dst)[i] = __ldcg(reinterpret_cast<const unsigned int*>(src) + i);
-    done = words * 4;
+// One copy of an exchange: `bytes` from src to dst; every block moves its share of it.
+struct Segment {
+  const char* src;
+  char* dst;
+  uint64_t bytes;
+};
+
+constexpr int kUnroll = 4;  // 16-byte units in flight per thread
+
+// This block's share of every segment: [b·share, (b+1)·share) with share a multiple of 16, so that
+// a share keeps its segment's alignment. The 16-byte units of all segments form one loop with
+// kUnroll loads in flight per thread before their stores (a load-store chain per unit would make
+// the copy latency-bound: ~1 µs per round at these sizes). A side that is only 4-byte aligned (the
+// states' rows are 516 bytes) moves its unit as four words; the other side keeps 16-byte accesses,
+// so stores into a peer's slot are always whole 16-byte NVLink writes. Tails under 16 bytes, and
+// segments not 4-byte aligned, go byte by byte. L2-only loads: a source may be this rank's window,
+// written by peers since this SM last looked.
+__device__ void CopySegments(const Segment* segs, int n) {
+  __shared__ const char* src[kMaxRanks];
+  __shared__ char* dst[kMaxRanks];
+  __shared__ uint64_t len[kMaxRanks], first_unit[kMaxRanks + 1];
+  __shared__ uint32_t mode[kMaxRanks];  // bit 0: src 16-aligned, bit 1: dst 16-aligned, bit 2: bytes only
+  if (threadIdx.x == 0) {
+    uint64_t units = 0;
+    for (int j = 0; j < n; ++j) {
+      const uint64_t bytes = segs[j].bytes;
+      const uint64_t share = ((bytes + gridDim.x - 1) / gridDim.x + 15) & ~uint64_t(15);
+      const uint64_t begin = min(bytes, uint64_t(blockIdx.x) * share), end = min(bytes, begin + share);
+      src[j] = segs[j].src + begin;
+      dst[j] = segs[j].dst + begin;
+      len[j] = end - begin;
+      const uintptr_t s = reinterpret_cast<uintptr_t>(src[j]), d = reinterpret_cast<uintptr_t>(dst[j]);
+      const bool words = ((s | d) & 3) == 0;
+      mode[j] = ((s & 15) == 0 ? 1u : 0u) | ((d & 15) == 0 ? 2u : 0u) | (words ? 0u : 4u);
+      first_unit[j] = units;
+      units += words ? len[j] / 16 : 0;
+    }
+    first_unit[n] = units;
   }
-  for (uint64_t i = done + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+  __syncthreads();
+  const uint64_t total = first_unit[n];
+  for (uint64_t base = threadIdx.x; base < total; base += uint64_t(blockDim.x) * kUnroll) {
+    uint4 v[kUnroll];
+    int seg[kUnroll];
+    uint64_t off[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint64_t i = base + uint64_t(u) * blockDim.x;
+      seg[u] = -1;
+      if (i >= total) continue;
+      int j = 0;
+      while (first_unit[j + 1] <= i) ++j;
+      seg[u] = j;
+      off[u] = (i - first_unit[j]) * 16;
+      if (mode[j] & 1u) {
+        v[u] = __ldcg(reinterpret_cast<const uint4*>(src[j] + off[u]));
+      } else {
+        const unsigned int* w = reinterpret_cast<const unsigned int*>(src[j] + off[u]);
+        v[u] = make_uint4(__ldcg(w), __ldcg(w + 1), __ldcg(w + 2), __ldcg(w + 3));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = seg[u];
+      if (j < 0) continue;
+      if (mode[j] & 2u) {
+        *reinterpret_cast<uint4*>(dst[j] + off[u]) = v[u];
+      } else {
+        uint32_t* w = reinterpret_cast<uint32_t*>(dst[j] + off[u]);
+        w[0] = v[u].x, w[1] = v[u].y, w[2] = v[u].z, w[3] = v[u].w;
+      }
+    }
+  }
+  for (int j = 0; j < n; ++j) {
+    const uint64_t from = (mode[j] & 4u) ? 0 : len[j] / 16 * 16;
+    for (uint64_t i = from + threadIdx.x; i < len[j]; i += blockDim.x) dst[j][i] = src[j][i];
+  }
+  __syncthreads();  // the shared arrays are rewritten by the next call
 }
 
 __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p) {
@@ -113,16 +166,20 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
   __syncthreads();
   // 2. This block's share of every peer's bytes, into slot [rank] of the peer's buffer; the own
   //    block straight to its destination.
-  for (int j = 0; j < p.size; ++j) {
-    const uint64_t bytes = p.send_bytes[j];
-    if (bytes == 0) continue;
-    if (j == p.rank) {
-      if (p.send[j] != p.recv[j]) CopyShare(p.send[j], p.recv[j], bytes);
-    } else if (bytes <= p.slot_bytes) {
-      CopyShare(p.send[j], p.window[j] + parity_offset + uint64_t(p.rank) * p.slot_bytes, bytes);
+  __shared__ Segment segs[kMaxRanks];
+  __shared__ int num_segs;
+  if (t == 0) {
+    int n = 0;
+    for (int j = 0; j < p.size; ++j) {
+      const uint64_t bytes = p.send_bytes[j];
+      if (bytes == 0 || bytes > p.slot_bytes || (j == p.rank && p.send[j] == p.recv[j])) continue;
+      char* to = j == p.rank ? p.recv[j] : p.window[j] + parity_offset + uint64_t(p.rank) * p.slot_bytes;
+      segs[n++] = Segment{p.send[j], to, bytes};
     }
+    num_segs = n;
   }
   __syncthreads();
+  CopySegments(segs, num_segs);
   // 3. Arrived: every peer learns that this block's share is in its buffer (the release orders the
   //    whole block's stores, made visible to thread t by the barrier, before the flag).
   if (t < p.size && t != p.rank) {
@@ -133,12 +190,17 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
   if (t < p.size && t != p.rank) SpinUntil(my_arrive + t * kMaxBlocks + b, e, t, "arrive");
   __syncthreads();
   // 5. This block's share of every slot to its destination.
-  for (int j = 0; j < p.size; ++j) {
-    const uint64_t bytes = p.recv_bytes[j];
-    if (j == p.rank || bytes == 0 || bytes > p.slot_bytes) continue;
-    CopyShare(mine + parity_offset + uint64_t(j) * p.slot_bytes, p.recv[j], bytes);
+  if (t == 0) {
+    int n = 0;
+    for (int j = 0; j < p.size; ++j) {
+      const uint64_t bytes = p.recv_bytes[j];
+      if (j == p.rank || bytes == 0 || bytes > p.slot_bytes) continue;
+      segs[n++] = Segment{mine + parity_offset + uint64_t(j) * p.slot_bytes, p.recv[j], bytes};
+    }
+    num_segs = n;
   }
   __syncthreads();
+  CopySegments(segs, num_segs);
   // 6. Done (to every peer, whatever it sent): each may write into this rank's buffer (e & 1)
   //    again.
   if (t < p.size && t != p.rank) StoreRelease(Flags(p.window[t], parity, 1) + p.rank * kMaxBlocks + b, e);
@@ -163,6 +225,14 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
   int rank = 0, size = 1;
   PREFIXD_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   PREFIXD_MPI_CHECK(MPI_Comm_size(comm, &size));
+  // Every rank must cut the exchanges alike: the same slots, the same blocks.
+  const long long mine[2] = {(long long)options.slot_bytes, options.blocks};
+  long long lo[2], hi[2];
+  PREFIXD_MPI_CHECK(MPI_Allreduce(mine, lo, 2, MPI_LONG_LONG, MPI_MIN, comm));
+  PREFIXD_MPI_CHECK(MPI_Allreduce(mine, hi, 2, MPI_LONG_LONG, MPI_MAX, comm));
+  PREFIXD_CHECK_ARG(lo[0] == hi[0] && lo[1] == hi[1],
+                    "PeerExchange: ranks disagree on slot bytes (" << lo[0] << ".." << hi[0] << ") or blocks ("
+                                                                    << lo[1] << ".." << hi[1] << ")");
   // One host, few enough ranks, and peer access between every pair of their devices.
   const LocalRank local = NodeLocalRank(comm);
   if (size < 2 || size > kMaxRanks || !AllAgree(comm, local.size == size)) return nullptr;

@@ -397,6 +397,12 @@ bool CascadePlan::MergeNeedsDecode() const {
   return false;
 }
 
+bool CascadePlan::DecodeReadsPrefixStates() const {
+  for (const DecodeWorkItem& it : decode_items)
+    if (it.finish != 0) return true;
+  return false;
+}
+
 void CascadePlan::Validate() const {
   PREFIXD_CHECK_ARG(num_requests >= 0, "plan: negative num_requests " << num_requests);
   PREFIXD_CHECK_ARG(num_kv_heads > 0 && num_qo_heads > 0 && num_qo_heads % num_kv_heads == 0,

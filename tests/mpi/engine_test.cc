@@ -183,9 +183,14 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
     seed_ = SharedSeed();
     rng_.seed(seed_);
     // Read by each Worker at construction (the Harness of the test body).
-    if (behind()) setenv("PREFIXD_DECODE_BEHIND_PREFIX", "1", 1);
+    // behindN: the decode behind the prefix kernel, not beside it (decode_beside_prefix would take
+    // precedence wherever the decode reads no prefix state).
+    if (behind()) setenv("PREFIXD_DECODE_BEHIND_PREFIX", "1", 1), setenv("PREFIXD_DECODE_BESIDE_PREFIX", "0", 1);
   }
-  void TearDown() override { unsetenv("PREFIXD_DECODE_BEHIND_PREFIX"); }
+  void TearDown() override {
+    unsetenv("PREFIXD_DECODE_BEHIND_PREFIX");
+    unsetenv("PREFIXD_DECODE_BESIDE_PREFIX");
+  }
   bool behind() const { return std::get<1>(GetParam()).rfind("behind", 0) == 0; }
   StateReduction reduction() const { return std::get<0>(GetParam()); }
   bool split() const { return std::get<1>(GetParam()).rfind("split", 0) == 0; }
@@ -262,6 +267,10 @@ TEST_P(EngineTest, EvenSplit) {
   if (behind() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(behind_prefix, 0);
   if (!behind()) EXPECT_EQ(behind_prefix, 0);
   if (!send_first()) EXPECT_EQ(sent_first, 0);
+  // The decode beside the prefix kernel needs the side stream (CUDA only) and send first.
+  int64_t beside_prefix = h.engine().worker().layers_decode_beside_prefix();
+  MPI_Allreduce(MPI_IN_PLACE, &beside_prefix, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (!cuda() || !send_first() || behind()) EXPECT_EQ(beside_prefix, 0);
   // The K/V append ran on the decode's side stream (CUDA only: the CPU backend has no streams)
   // wherever the first layer sends first with one chunk.
   int64_t append_on_side = h.engine().worker().appends_on_decode_stream();

@@ -132,9 +132,12 @@ void Worker::RunLayer(int layer) {
     args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
     args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
     const bool send_first = SendsBeforeDecode(ch);
-    // The side-stream decode waits for the prefix kernel only (WorkerOptions::decode_behind_prefix).
+    // The side-stream decode beside the prefix kernel (WorkerOptions::decode_beside_prefix), or
+    // waiting for the prefix kernel only (decode_behind_prefix).
+    const bool decode_beside_prefix = send_first && options_.decode_beside_prefix && options_.decode_on_side_stream &&
+                                      sync_->side_stream() != nullptr && !ch.plan.DecodeReadsPrefixStates();
     const bool decode_behind_prefix =
-        send_first && options_.decode_behind_prefix && options_.decode_on_side_stream;
+        send_first && !decode_beside_prefix && options_.decode_behind_prefix && options_.decode_on_side_stream;
     int decode_mark = -1;
     if (L.num_local() > 0) {
       if (send_first) {
@@ -151,6 +154,18 @@ void Worker::RunLayer(int layer) {
           decode_mark = sync_->Record(be.stream());
           be.RunCascadeParts(args, kernels::Backend::kMergeNoDecodePart);
           ++layers_decode_behind_prefix_;
+        } else if (decode_beside_prefix) {
+          // The side stream joins here, before the prefix launch: the decode waits for the
+          // queries and the K/V append, not for the prefix kernel, and is launched after it so
+          // that the prefix grid takes its SMs first.
+          void* side = sync_->side_stream();
+          sync_->Wait(side, be.stream());
+          be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergeNoDecodePart);
+          kernels::CascadeArgs decode = args;
+          decode.stream = side;
+          decode.decode_free_sms = options_.decode_free_sms;
+          be.RunCascadeParts(decode, kernels::Backend::kDecodePart | kernels::Backend::kMergeAfterDecodePart);
+          ++layers_decode_beside_prefix_;
         } else {
           be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergeNoDecodePart);
         }
@@ -162,7 +177,7 @@ void Worker::RunLayer(int layer) {
     MarkPhase(&profile_.attention_ms);
     if (direct) continue;
     if (options_.reduction == StateReduction::kAllToAll)
-      ReduceAllToAll(ch, layer, send_first ? &args : nullptr, decode_mark);
+      ReduceAllToAll(ch, layer, send_first ? &args : nullptr, decode_mark, decode_beside_prefix);
     else ReduceTree(ch, layer);
     MarkPhase(&profile_.reduce_ms);
   }
@@ -326,16 +341,18 @@ void Worker::RunSplitCascades(Chunk& ch, int layer) {
   MarkPhase(&profile_.reduce_ms);
 }
 
-void Worker::ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send, int decode_mark) {
+void Worker::ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send, int decode_mark,
+                            bool decode_enqueued) {
   Buffers& B = *ch.buf;
   const bool packed = decode_after_send != nullptr && decode_after_send->merge_packed_row != nullptr;
   ReduceAllToAll(ch, layer, B.v_loc.get<float>(), B.s_loc.get<float>(), packed ? nullptr : B.st_pack,
-                 B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, nullptr, decode_after_send, decode_mark);
+                 B.v_loc.get<float>(), B.s_loc.get<float>(), B.merge_src, nullptr, decode_after_send, decode_mark,
+                 decode_enqueued);
 }
 
 void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
                             const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
-                            const kernels::CascadeArgs* decode_after_send, int decode_mark) {
+                            const kernels::CascadeArgs* decode_after_send, int decode_mark, bool decode_enqueued) {
   const StepLayout& L = ch.layout;
   Buffers& B = *ch.buf;
   Backend& be = *ch.backend;
@@ -348,7 +365,7 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   // the comm stream.
   void* side = decode_after_send != nullptr && options_.decode_on_side_stream ? sync_->side_stream() : nullptr;
   void* exchange_stream = side != nullptr ? be.stream() : comm_stream;
-  if (side != nullptr) {  // the decode reads the prefix states
+  if (side != nullptr && !decode_enqueued) {  // the decode reads the prefix states
     if (decode_mark >= 0) sync_->WaitFor(side, decode_mark);
     else sync_->Wait(side, be.stream());
   }
@@ -356,7 +373,7 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),
                      B.st_bytes.recv_bytes, B.st_bytes.recv_offsets, exchange_stream);
-  if (decode_after_send != nullptr) {
+  if (decode_after_send != nullptr && !decode_enqueued) {
     kernels::CascadeArgs decode = *decode_after_send;
     decode.stream = side;
     if (side != nullptr) decode.decode_free_sms = options_.decode_free_sms;

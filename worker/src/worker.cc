@@ -108,6 +108,7 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   EnvSwitch("PREFIXD_MERGE_INTO_SEND", "0", "1", &options_.merge_into_send_buffer);
   EnvSwitch("PREFIXD_DECODE_ON_SIDE_STREAM", "0", "1", &options_.decode_on_side_stream);
   EnvSwitch("PREFIXD_DECODE_BEHIND_PREFIX", "0", "1", &options_.decode_behind_prefix);
+  EnvSwitch("PREFIXD_DECODE_BESIDE_PREFIX", "0", "1", &options_.decode_beside_prefix);
   if (const char* env = std::getenv("PREFIXD_DECODE_FREE_SMS")) {
     const std::string v = env;
     PREFIXD_CHECK_ARG(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 4,

@@ -117,6 +117,10 @@ struct CascadePlan {
   // Whether some request of merge_requests has decode items (a suffix split into chunks, or no
   // fused merge): then the merge must follow the decode (Backend::RunCascadeParts).
   bool MergeNeedsDecode() const;
+  // Whether a decode item finishes its request (DecodeWorkItem::finish), reading the request's
+  // prefix states: then the decode part must follow the prefix part; otherwise they are
+  // independent and may run at the same time.
+  bool DecodeReadsPrefixStates() const;
   int gqa_group_size() const { return num_qo_heads / num_kv_heads; }
 
   // Flat int32 form: a header of counts, then the arrays above, in a fixed order.

@@ -142,6 +142,14 @@ struct WorkerOptions {
   // 0.3082-0.3121 without (bench/scaling/README.md, session 12), no robust gain.
   // PREFIXD_DECODE_BEHIND_PREFIX=0|1 overrides it (A/B runs).
   bool decode_behind_prefix = false;
+  // With decode_on_side_stream, where the own rows' decode reads no prefix state (every request
+  // with decode items is merged by the merge part, CascadePlan::DecodeReadsPrefixStates false: e.g.
+  // a suffix split into several items), the decode is enqueued on the side stream right behind the
+  // prefix kernel, waiting only for what the prefix kernel waits for: it runs on the SMs the
+  // prefix grid leaves idle, then beside the merge and the state exchange, instead of after the
+  // prefix kernel. Takes precedence over decode_behind_prefix there. PREFIXD_DECODE_BESIDE_PREFIX=0|1
+  // overrides it (A/B runs).
+  bool decode_beside_prefix = true;
   // With decode_on_side_stream: SMs the side-stream decode leaves free for the state exchange's
   // kernel (CascadeArgs::decode_free_sms). NCCL's all-to-all ran 24 blocks of 640 threads on the
   // 4 × H200 machines, and none fits an SM that holds a decode CTA. 0: the decode uses every SM.
@@ -281,6 +289,8 @@ class Worker {
   int64_t layers_sent_before_decode() const { return layers_sent_before_decode_; }
   // Of those, layers whose prefix and merge parts ran as two calls (WorkerOptions::decode_behind_prefix).
   int64_t layers_decode_behind_prefix() const { return layers_decode_behind_prefix_; }
+  // Layers whose own-row decode ran beside the prefix kernel (WorkerOptions::decode_beside_prefix).
+  int64_t layers_decode_beside_prefix() const { return layers_decode_beside_prefix_; }
   // Query exchanges that ran as an all-gather (WorkerOptions::queries_all_gather).
   int64_t layers_queries_all_gathered() const { return layers_queries_all_gathered_; }
   // Chunk-steps so far in which rows owned elsewhere had decode items (plain-decode groups of the
@@ -352,14 +362,16 @@ class Worker {
   // written the send buffer).
   // decode_mark ≥ 0 (StreamSync::Record): what the side-stream decode waits for, instead of all the
   // compute stream's work so far (WorkerOptions::decode_behind_prefix).
+  // decode_enqueued: that decode is on the side stream already (WorkerOptions::decode_beside_prefix).
   void ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send = nullptr,
-                      int decode_mark = -1);
+                      int decode_mark = -1, bool decode_enqueued = false);
   // Packs rows `pack` of (v_send, s_send) (pack null: the send buffer holds them already),
   // exchanges them, and merges each own row's local state (merge_src's local rows index v_local /
   // s_local, made on local_stream unless null) with what arrived.
   void ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const float* s_send, const int32_t* pack,
                       const float* v_local, const float* s_local, const int32_t* merge_src, void* local_stream,
-                      const kernels::CascadeArgs* decode_after_send = nullptr, int decode_mark = -1);
+                      const kernels::CascadeArgs* decode_after_send = nullptr, int decode_mark = -1,
+                      bool decode_enqueued = false);
   void ReduceTree(Chunk& ch, int layer);
   void SynchronizeAll();
   // other_streams_ = every stream of this worker but the main one (chunk, split and comm
@@ -378,6 +390,7 @@ class Worker {
   WorkerOptions options_;
   int64_t layers_sent_before_decode_ = 0;
   int64_t layers_decode_behind_prefix_ = 0;
+  int64_t layers_decode_beside_prefix_ = 0;
   int64_t layers_queries_all_gathered_ = 0;
   int64_t chunks_with_sent_rows_decoding_ = 0;
   // This step's K/V append (Decode): its tokens, and whether it still has to run behind layer 0's

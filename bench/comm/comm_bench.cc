@@ -11,7 +11,9 @@
 //   ar_max   ncclAllReduce (float max) of m bytes
 //   ar_sum   ncclAllReduce (float sum) of m bytes
 // Buffer kinds: plain (cudaMalloc), reg (ncclMemAlloc + ncclCommRegister), sym (ncclMemAlloc +
-// ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC): NCCL's symmetric kernels, 2.27+).
+// ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC): NCCL's symmetric kernels, 2.27+), and peer
+// (cudaMalloc, moved by prefixd's own Comm: NcclComm's one-host peer-memory path,
+// comm/cuda/peer_exchange.h; a2a and gather only).
 // Time per operation: CUDA events around -n back-to-back operations after -w warm-ups, median of
 // --repeats such loops, the slowest rank's. Every operation's result is checked once (random
 // contents per rank; a mismatch exits non-zero).
@@ -23,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -30,6 +33,8 @@
 
 #include <cxxopts.hpp>
 
+#include "prefixd/comm/bootstrap.h"
+#include "prefixd/comm/comm.h"
 #include "prefixd/comm/mpi_check.h"
 #include "prefixd/comm/nccl_check.h"
 #include "prefixd/common/cuda_check.h"
@@ -37,13 +42,14 @@
 
 namespace {
 
-enum class BufferKind { kPlain, kRegistered, kSymmetric };
+enum class BufferKind { kPlain, kRegistered, kSymmetric, kPeer };
 
 const char* KindName(BufferKind k) {
   switch (k) {
     case BufferKind::kPlain: return "plain";
     case BufferKind::kRegistered: return "reg";
     case BufferKind::kSymmetric: return "sym";
+    case BufferKind::kPeer: return "peer";
   }
   return "?";
 }
@@ -52,7 +58,7 @@ const char* KindName(BufferKind k) {
 class Buffer {
  public:
   Buffer(ncclComm_t comm, BufferKind kind, size_t bytes) : comm_(comm), kind_(kind), bytes_(bytes) {
-    if (kind == BufferKind::kPlain) {
+    if (kind == BufferKind::kPlain || kind == BufferKind::kPeer) {
       PREFIXD_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
       return;
     }
@@ -64,7 +70,7 @@ class Buffer {
     }
   }
   ~Buffer() {
-    if (kind_ == BufferKind::kPlain) {
+    if (kind_ == BufferKind::kPlain || kind_ == BufferKind::kPeer) {
       cudaFree(ptr_);
       return;
     }
@@ -109,7 +115,7 @@ int main(int argc, char** argv) {
     options.add_options()("bytes", "message sizes m in bytes (per peer / per rank), comma-separated",
                           cxxopts::value<std::string>()->default_value("16384,262144,540672,1048576,2097152"))(
         "ops", "operations: a2a, gather, rs, ar_max, ar_sum", cxxopts::value<std::string>()->default_value("a2a,gather,rs,ar_max,ar_sum"))(
-        "kinds", "buffer kinds: plain, reg, sym", cxxopts::value<std::string>()->default_value("plain,reg,sym"))(
+        "kinds", "buffer kinds: plain, reg, sym, peer", cxxopts::value<std::string>()->default_value("plain,reg,sym,peer"))(
         "n", "operations per timed loop", cxxopts::value<int>()->default_value("50"))(
         "w", "warm-up operations", cxxopts::value<int>()->default_value("20"))(
         "repeats", "timed loops (median taken)", cxxopts::value<int>()->default_value("7"))("h,help", "this help");
@@ -132,6 +138,7 @@ int main(int argc, char** argv) {
       if (k == "plain") kinds.push_back(BufferKind::kPlain);
       else if (k == "reg") kinds.push_back(BufferKind::kRegistered);
       else if (k == "sym") kinds.push_back(BufferKind::kSymmetric);
+      else if (k == "peer") kinds.push_back(BufferKind::kPeer);
       else PREFIXD_CHECK_ARG(false, "--kinds: unknown kind '" << k << "'");
     }
     const std::vector<std::string> ops = Split(args["ops"].as<std::string>());
@@ -150,6 +157,13 @@ int main(int argc, char** argv) {
     PREFIXD_NCCL_CHECK(ncclCommInitRank(&comm, size, id, rank));
     cudaStream_t stream;
     PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    // prefixd's Comm for the peer kind (its peer path where the GPUs allow; NCCL otherwise).
+    std::unique_ptr<prefixd::comm::Comm> prefixd_comm;
+    if (std::find(kinds.begin(), kinds.end(), BufferKind::kPeer) != kinds.end()) {
+      prefixd::comm::CommOptions co;
+      co.check_sizes = false;
+      prefixd_comm = prefixd::comm::MakeNcclComm(MPI_COMM_WORLD, rank % devices, stream, co);
+    }
     cudaEvent_t start, stop;
     PREFIXD_CUDA_CHECK(cudaEventCreate(&start));
     PREFIXD_CUDA_CHECK(cudaEventCreate(&stop));
@@ -164,6 +178,7 @@ int main(int argc, char** argv) {
     for (const std::string& op : ops)
       for (const size_t m : sizes)
         for (const BufferKind kind : kinds) {
+          if (kind == BufferKind::kPeer && op != "a2a" && op != "gather") continue;
           const size_t floats = m / 4;
           // One buffer holds send and receive parts, so that a symmetric window covers both (NCCL's
           // rule: every rank passes the same offsets in the same window).
@@ -197,8 +212,16 @@ int main(int argc, char** argv) {
             PREFIXD_CUDA_CHECK(cudaMemcpy(buf.data(), host.data(), total, cudaMemcpyHostToDevice));
           };
           char* base = buf.data();
+          std::vector<size_t> pair_bytes(size, m), offsets_send(size), offsets_recv(size);
+          pair_bytes[rank] = 0;  // as the NCCL rows: no self block
+          for (int j = 0; j < size; ++j) offsets_send[j] = send_off + j * m, offsets_recv[j] = recv_off + j * m;
           const auto run = [&] {
-            if (op == "a2a") {
+            if (kind == BufferKind::kPeer) {
+              if (op == "a2a")
+                prefixd_comm->AllToAllV(base, pair_bytes, offsets_send, base, pair_bytes, offsets_recv, stream);
+              else
+                prefixd_comm->AllGather(base + send_off, base, m, stream);
+            } else if (op == "a2a") {
               PREFIXD_NCCL_CHECK_COMM(comm, ncclGroupStart());
               for (int j = 0; j < size; ++j) {
                 if (j == rank) continue;
@@ -271,6 +294,9 @@ int main(int argc, char** argv) {
           std::fflush(stdout);
         }
     PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (rank == 0 && prefixd_comm) std::printf("# peer rows: %llu operations through the peer path\n",
+                                              (unsigned long long)prefixd_comm->peer_operations());
+    prefixd_comm.reset();
     ncclCommDestroy(comm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());

@@ -172,7 +172,8 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
     int n = 0;
     for (int j = 0; j < p.size; ++j) {
       const uint64_t bytes = p.send_bytes[j];
-      if (bytes == 0 || bytes > p.slot_bytes || (j == p.rank && p.send[j] == p.recv[j])) continue;
+      // The own block goes straight to its destination, whatever its size (no slot involved).
+      if (bytes == 0 || (j != p.rank && bytes > p.slot_bytes) || (j == p.rank && p.send[j] == p.recv[j])) continue;
       char* to = j == p.rank ? p.recv[j] : p.window[j] + parity_offset + uint64_t(p.rank) * p.slot_bytes;
       segs[n++] = Segment{p.send[j], to, bytes};
     }

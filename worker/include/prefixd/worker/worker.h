@@ -147,9 +147,12 @@ struct WorkerOptions {
   // a suffix split into several items), the decode is enqueued on the side stream right behind the
   // prefix kernel, waiting only for what the prefix kernel waits for: it runs on the SMs the
   // prefix grid leaves idle, then beside the merge and the state exchange, instead of after the
-  // prefix kernel. Takes precedence over decode_behind_prefix there. PREFIXD_DECODE_BESIDE_PREFIX=0|1
-  // overrides it (A/B runs).
-  bool decode_beside_prefix = true;
+  // prefix kernel. Takes precedence over decode_behind_prefix there. Off: on 8 × H200 (P = 262144,
+  // B = 128, S = 512) the decode still started only after the prefix kernel (the merge grid,
+  // launched as the prefix kernel's programmatic dependent, holds the idle SMs), and the 8-GPU step
+  // read 0.1977 ms with it against 0.1906 without (bench/scaling/README.md, session 14).
+  // PREFIXD_DECODE_BESIDE_PREFIX=0|1 overrides it (A/B runs).
+  bool decode_beside_prefix = false;
   // With decode_on_side_stream: SMs the side-stream decode leaves free for the state exchange's
   // kernel (CascadeArgs::decode_free_sms). NCCL's all-to-all ran 24 blocks of 640 threads on the
   // 4 × H200 machines, and none fits an SM that holds a decode CTA. 0: the decode uses every SM.

@@ -38,7 +38,7 @@ struct ExchangeParams {
   uint64_t recv_bytes[kMaxRanks];
   uint64_t slot_bytes;
   uint64_t buffer_bytes;
-  uint32_t epoch;
+  uint32_t epoch[kMaxRanks];  // per peer: this operation's number for the pair; 0: the pair sits out
   int rank, size;
 };
 
@@ -153,19 +153,17 @@ __device__ void CopySegments(const Segment* segs, int n) {
 
 __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p) {
   const int b = blockIdx.x, t = threadIdx.x;
-  const uint32_t e = p.epoch;
-  const uint32_t parity = e & 1;
   char* mine = p.window[p.rank];
-  uint32_t* my_arrive = Flags(mine, parity, 0);
-  uint32_t* my_done = Flags(mine, parity, 1);
-  const uint64_t parity_offset = kDataOffset + parity * p.buffer_bytes;
-
-  // 1. Each peer has read what this rank wrote into the same buffer two operations ago.
-  if (e > 2 && t < p.size && t != p.rank && p.send_bytes[t] > 0 && p.send_bytes[t] <= p.slot_bytes)
-    SpinUntil(my_done + t * kMaxBlocks + b, e - 2, t, "done");
+  // Each pair counts its own operations (a rank with nothing to move with a peer may skip a call,
+  // as with NCCL's point-to-point), so parities and flags are per pair.
+  const bool pair = t < p.size && t != p.rank && p.epoch[t] != 0;
+  const uint32_t e_t = pair ? p.epoch[t] : 0;
+  // 1. Each peer has read what this rank wrote into the same buffer two of the pair's operations ago.
+  if (pair && e_t > 2 && p.send_bytes[t] > 0 && p.send_bytes[t] <= p.slot_bytes)
+    SpinUntil(Flags(mine, e_t & 1, 1) + t * kMaxBlocks + b, e_t - 2, t, "done");
   __syncthreads();
-  // 2. This block's share of every peer's bytes, into slot [rank] of the peer's buffer; the own
-  //    block straight to its destination.
+  // 2. This block's share of every peer's bytes, into slot [rank] of the peer's buffer (the pair's
+  //    parity); the own block straight to its destination.
   __shared__ Segment segs[kMaxRanks];
   __shared__ int num_segs;
   if (t == 0) {
@@ -173,38 +171,44 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
     for (int j = 0; j < p.size; ++j) {
       const uint64_t bytes = p.send_bytes[j];
       // The own block goes straight to its destination, whatever its size (no slot involved).
-      if (bytes == 0 || (j != p.rank && bytes > p.slot_bytes) || (j == p.rank && p.send[j] == p.recv[j])) continue;
-      char* to = j == p.rank ? p.recv[j] : p.window[j] + parity_offset + uint64_t(p.rank) * p.slot_bytes;
+      if (bytes == 0 || (j != p.rank && (bytes > p.slot_bytes || p.epoch[j] == 0)) ||
+          (j == p.rank && p.send[j] == p.recv[j]))
+        continue;
+      char* to = j == p.rank ? p.recv[j]
+                             : p.window[j] + kDataOffset + (p.epoch[j] & 1) * p.buffer_bytes +
+                                   uint64_t(p.rank) * p.slot_bytes;
       segs[n++] = Segment{p.send[j], to, bytes};
     }
     num_segs = n;
   }
   __syncthreads();
   CopySegments(segs, num_segs);
-  // 3. Arrived: every peer learns that this block's share is in its buffer (the release orders the
-  //    whole block's stores, made visible to thread t by the barrier, before the flag).
-  if (t < p.size && t != p.rank) {
+  // 3. Arrived: every peer of an active pair learns that this block's share is in its buffer (the
+  //    release orders the whole block's stores, made visible to thread t by the barrier, before
+  //    the flag).
+  if (pair) {
     __threadfence_system();
-    StoreRelease(Flags(p.window[t], parity, 0) + p.rank * kMaxBlocks + b, e);
+    StoreRelease(Flags(p.window[t], e_t & 1, 0) + p.rank * kMaxBlocks + b, e_t);
   }
-  // 4. Every peer's share b has arrived here.
-  if (t < p.size && t != p.rank) SpinUntil(my_arrive + t * kMaxBlocks + b, e, t, "arrive");
+  // 4. Every such peer's share b has arrived here.
+  if (pair) SpinUntil(Flags(mine, e_t & 1, 0) + t * kMaxBlocks + b, e_t, t, "arrive");
   __syncthreads();
   // 5. This block's share of every slot to its destination.
   if (t == 0) {
     int n = 0;
     for (int j = 0; j < p.size; ++j) {
       const uint64_t bytes = p.recv_bytes[j];
-      if (j == p.rank || bytes == 0 || bytes > p.slot_bytes) continue;
-      segs[n++] = Segment{mine + parity_offset + uint64_t(j) * p.slot_bytes, p.recv[j], bytes};
+      if (j == p.rank || bytes == 0 || bytes > p.slot_bytes || p.epoch[j] == 0) continue;
+      segs[n++] = Segment{mine + kDataOffset + (p.epoch[j] & 1) * p.buffer_bytes + uint64_t(j) * p.slot_bytes,
+                          p.recv[j], bytes};
     }
     num_segs = n;
   }
   __syncthreads();
   CopySegments(segs, num_segs);
-  // 6. Done (to every peer, whatever it sent): each may write into this rank's buffer (e & 1)
-  //    again.
-  if (t < p.size && t != p.rank) StoreRelease(Flags(p.window[t], parity, 1) + p.rank * kMaxBlocks + b, e);
+  // 6. Done (to every peer of an active pair, whatever it sent): each may write into this rank's
+  //    buffer of that parity again.
+  if (pair) StoreRelease(Flags(p.window[t], e_t & 1, 1) + p.rank * kMaxBlocks + b, e_t);
 }
 
 // True on every rank when `ok` is true on every rank.
@@ -217,7 +221,7 @@ bool AllAgree(MPI_Comm comm, bool ok) {
 }  // namespace
 
 PeerExchange::PeerExchange(MPI_Comm comm, int rank, int size, const PeerExchangeOptions& options)
-    : comm_(comm), rank_(rank), size_(size), options_(options), peers_(size, nullptr) {}
+    : comm_(comm), rank_(rank), size_(size), options_(options), peers_(size, nullptr), pair_epoch_(size, 0) {}
 
 std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, const PeerExchangeOptions& options) {
   PREFIXD_CHECK_ARG(options.blocks >= 1 && options.blocks <= kMaxBlocks,
@@ -302,7 +306,14 @@ void PeerExchange::Run(const PeerTransfer& transfer, cudaStream_t stream) {
   }
   p.slot_bytes = options_.slot_bytes;
   p.buffer_bytes = buffer_bytes_;
-  p.epoch = ++epoch_;
+  // A pair takes part when some direction of it moves bytes through the slots; both of its ranks
+  // see the same two counts, so both count the operation.
+  for (int j = 0; j < size_; ++j) {
+    const bool active = j != rank_ && ((transfer.send_bytes[j] > 0 && Fits(transfer.send_bytes[j])) ||
+                                       (transfer.recv_bytes[j] > 0 && Fits(transfer.recv_bytes[j])));
+    p.epoch[j] = active ? ++pair_epoch_[j] : 0;
+  }
+  ++operations_;
   p.rank = rank_;
   p.size = size_;
   PeerExchangeKernel<<<options_.blocks, kThreads, 0, stream>>>(p);

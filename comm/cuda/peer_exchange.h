@@ -11,20 +11,24 @@
 // How (the same scheme as vLLM's and TensorRT-LLM's custom all-reduce):
 //  - every rank owns one device window, mapped into every peer through CUDA IPC: flags, then two
 //    data buffers (alternate operations use alternate buffers), each with one slot per rank;
-//  - operation e: block b copies its b-th share of what this rank sends to peer p into slot
-//    [this rank] of p's buffer (e & 1), then raises its arrive flag [this rank][b] = e in p's
-//    window (release, system scope); it waits until every peer's arrive flag [p][b] in its own
-//    window reaches e (acquire), copies the b-th share of each slot to its destination, and
-//    raises its done flag [this rank][b] = e in each peer's window;
-//  - before writing into p's buffer (e & 1), block b waits for p's done flag of operation e − 2,
-//    the last one that used that buffer: p has read it. Operations can therefore follow each
-//    other on any streams without a separate barrier, and a buffer is never overwritten early.
+//  - the pair's operation e: block b copies its b-th share of what this rank sends to peer p
+//    into slot [this rank] of p's buffer (e & 1), then raises its arrive flag [this rank][b] = e
+//    in p's window (release, system scope); it waits until p's arrive flag [p][b] in its own
+//    window reaches e (acquire), copies the b-th share of the slot to its destination, and raises
+//    its done flag [this rank][b] = e in p's window;
+//  - before writing into p's buffer (e & 1), block b waits for p's done flag of the pair's
+//    operation e − 2, the last one that used that buffer: p has read it. Operations can therefore
+//    follow each other on any streams without a separate barrier, and a buffer is never
+//    overwritten early.
 // Pairs whose bytes exceed a slot are left to the caller (NCCL); the decision per pair is the
 // same on both sides because both know the pair's byte count.
 //
-// Every rank must call Run for every peer operation, in the same order (it is a collective:
-// the epoch counts operations). Not for CUDA-graph capture: the epoch is a kernel argument, so a
-// replayed graph would repeat it; NcclComm uses NCCL while a stream captures.
+// Synchronisation is per pair of ranks, as with NCCL's point-to-point: a pair takes part in an
+// operation when some direction of it moves bytes through the slots, and counts its operations
+// (its epoch); a rank with nothing to move with anyone may skip a call. The ranks of a pair must
+// issue their common operations in the same order. Not for CUDA-graph capture: the epochs are
+// kernel arguments, so a replayed graph would repeat them; NcclComm uses NCCL while a stream
+// captures.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -70,7 +74,7 @@ class PeerExchange {
   bool Fits(size_t bytes) const { return bytes <= options_.slot_bytes; }
   // Enqueues the operation on `stream` (one kernel). Throws on launch errors.
   void Run(const PeerTransfer& transfer, cudaStream_t stream);
-  uint64_t operations() const { return epoch_; }
+  uint64_t operations() const { return operations_; }
 
  private:
   PeerExchange(MPI_Comm comm, int rank, int size, const PeerExchangeOptions& options);
@@ -81,7 +85,8 @@ class PeerExchange {
   size_t buffer_bytes_ = 0;  // one data buffer: size × slot_bytes
   void* window_ = nullptr;   // this rank's window (cudaMalloc)
   std::vector<void*> peers_;  // every rank's window as mapped here (peers_[rank_] == window_)
-  uint32_t epoch_ = 0;       // operations run so far
+  std::vector<uint32_t> pair_epoch_;  // per peer: operations in which the pair took part
+  uint64_t operations_ = 0;           // Run calls so far
 };
 
 }  // namespace prefixd::comm

@@ -525,6 +525,67 @@ TEST_P(CommTest, ExchangesInFlightOnTwoStreams) {
 #endif
 }
 
+// As with NCCL's point-to-point, a rank that moves nothing with anyone may skip an AllToAllV
+// while the others exchange: here the last rank sits out every other round. (MPI's Comm is a
+// collective over all ranks, so only the stream-ordered backends are tested.)
+TEST_P(CommTest, AllToAllVRankWithNothingMaySkip) {
+  if (memory() != MemoryKind::kDevice) GTEST_SKIP() << "MpiComm's AllToAllV is collective over every rank";
+  const int n = comm().size(), me = comm().rank();
+  if (n < 3) GTEST_SKIP() << "needs 3 ranks: two that exchange and one that skips";
+#if defined(PREFIXD_HAVE_CUDA)
+  // Its own Comm, as the backend's but without the size cross-check (an MPI collective, which a
+  // skipping rank would leave the others waiting in).
+  int device = 0;
+  cudaGetDevice(&device);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  CommOptions options;
+  options.check_sizes = false;
+  options.peer_exchange = GetParam() != "nccl_nopeer";
+  if (GetParam() == "nccl_smallslot") options.peer_slot_bytes = 1024;
+  std::unique_ptr<Comm> own = MakeNcclComm(MPI_COMM_WORLD, device, stream, options);
+  auto value = [](int from, int to, int round, size_t i) { return uint8_t((from * 37 + to * 11 + round * 5 + i) & 255); };
+  const int rounds = 6;
+  std::vector<std::unique_ptr<Buffer>> sends, recvs;
+  std::vector<std::vector<size_t>> recv_counts(rounds);
+  for (int k = 0; k < rounds; ++k) {
+    const bool skipper_out = k % 2 == 0;  // the last rank sits out the even rounds
+    auto count = [&](int i, int j) -> size_t {
+      if (skipper_out && (i == n - 1 || j == n - 1)) return 0;
+      return 64 + size_t((i * 13 + j * 7 + k * 3) % 900);
+    };
+    std::vector<size_t> send_bytes(n), send_offsets(n), recv_bytes(n), recv_offsets(n);
+    size_t send_total = 0, recv_total = 0;
+    for (int j = 0; j < n; ++j) {
+      send_bytes[j] = count(me, j), send_offsets[j] = send_total, send_total += send_bytes[j];
+      recv_bytes[j] = count(j, me), recv_offsets[j] = recv_total, recv_total += recv_bytes[j];
+    }
+    std::vector<uint8_t> payload(send_total);
+    for (int j = 0; j < n; ++j)
+      for (size_t i = 0; i < send_bytes[j]; ++i) payload[send_offsets[j] + i] = value(me, j, k, i);
+    sends.push_back(std::make_unique<Buffer>(memory(), send_total));
+    sends.back()->Upload(payload);
+    recvs.push_back(std::make_unique<Buffer>(memory(), recv_total));
+    recv_counts[k] = recv_bytes;
+    if (skipper_out && me == n - 1) continue;  // nothing to move: this rank does not call
+    own->AllToAllV(sends.back()->data(), send_bytes, send_offsets, recvs.back()->data(), recv_bytes, recv_offsets,
+                   nullptr);
+  }
+  own->Synchronize(nullptr);
+  for (int k = 0; k < rounds; ++k) {
+    size_t total = 0;
+    for (size_t c : recv_counts[k]) total += c;
+    const auto got = recvs[k]->Download<uint8_t>(total);
+    size_t bad = 0, at = 0;
+    for (int j = 0; j < n; ++j)
+      for (size_t i = 0; i < recv_counts[k][j]; ++i) bad += got[at++] != value(j, me, k, i);
+    EXPECT_EQ(bad, 0u) << "round " << k;
+  }
+  own.reset();
+  cudaStreamDestroy(stream);
+#endif
+}
+
 // The peer path carries the exchanges wherever it can (one host, peer access), and only then.
 TEST_P(CommTest, PeerPathTakenWhereThePlatformAllows) {
   if (memory() != MemoryKind::kDevice) GTEST_SKIP() << "the peer path is NcclComm's";

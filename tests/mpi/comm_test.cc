@@ -458,6 +458,22 @@ bool PeerPathPossible() {
 }
 #endif
 
+// The byte layout of an all-to-all whose blocks are packed in rank order on both sides, from
+// count(i, j) = bytes from rank i to rank j, as rank `me` sees it.
+struct PackedLayout {
+  std::vector<size_t> send_bytes, send_offsets, recv_bytes, recv_offsets;
+  size_t send_total = 0, recv_total = 0;
+};
+template <typename Count>
+PackedLayout PackedInRankOrder(int n, int me, Count count) {
+  PackedLayout l;
+  for (int j = 0; j < n; ++j) {
+    l.send_bytes.push_back(count(me, j)), l.send_offsets.push_back(l.send_total), l.send_total += l.send_bytes[j];
+    l.recv_bytes.push_back(count(j, me)), l.recv_offsets.push_back(l.recv_total), l.recv_total += l.recv_bytes[j];
+  }
+  return l;
+}
+
 // The exchanges of a stream-ordered Comm, many in flight at once on two streams (no wait in
 // between): alternate operations meet the peer path's buffers (and its done flags) while the
 // peers may still be reading the previous ones. Every operation has its own output buffers,
@@ -486,22 +502,17 @@ TEST_P(CommTest, ExchangesInFlightOnTwoStreams) {
     gathered.push_back(std::make_unique<Buffer>(memory(), n * bytes));
     comm().AllGather(inputs.back()->data(), gathered.back()->data(), bytes, stream);
     // All-to-all: count (i → j) = 1 + (7i + 3j + 5k) mod 3000, blocks packed in rank order.
-    auto count = [&](int i, int j) { return size_t(1 + (7 * i + 3 * j + 5 * k) % 3000); };
-    std::vector<size_t> send_bytes(n), send_offsets(n), recv_bytes(n), recv_offsets(n);
-    size_t send_total = 0, recv_total = 0;
-    for (int j = 0; j < n; ++j) {
-      send_bytes[j] = count(me, j), send_offsets[j] = send_total, send_total += send_bytes[j];
-      recv_bytes[j] = count(j, me), recv_offsets[j] = recv_total, recv_total += recv_bytes[j];
-    }
-    std::vector<uint8_t> payload(send_total);
+    const PackedLayout l =
+        PackedInRankOrder(n, me, [&](int i, int j) { return size_t(1 + (7 * i + 3 * j + 5 * k) % 3000); });
+    std::vector<uint8_t> payload(l.send_total);
     for (int j = 0; j < n; ++j)
-      for (size_t i = 0; i < send_bytes[j]; ++i) payload[send_offsets[j] + i] = value(me * 8 + j, k, i);
-    inputs.push_back(std::make_unique<Buffer>(memory(), send_total));
+      for (size_t i = 0; i < l.send_bytes[j]; ++i) payload[l.send_offsets[j] + i] = value(me * 8 + j, k, i);
+    inputs.push_back(std::make_unique<Buffer>(memory(), l.send_total));
     inputs.back()->Upload(payload);
-    exchanged.push_back(std::make_unique<Buffer>(memory(), recv_total));
-    recv_counts[k] = recv_bytes;
-    comm().AllToAllV(inputs.back()->data(), send_bytes, send_offsets, exchanged.back()->data(), recv_bytes,
-                     recv_offsets, stream);
+    exchanged.push_back(std::make_unique<Buffer>(memory(), l.recv_total));
+    recv_counts[k] = l.recv_bytes;
+    comm().AllToAllV(inputs.back()->data(), l.send_bytes, l.send_offsets, exchanged.back()->data(), l.recv_bytes,
+                     l.recv_offsets, stream);
   }
   comm().Synchronize(nullptr);
   comm().Synchronize(second);
@@ -550,26 +561,20 @@ TEST_P(CommTest, AllToAllVRankWithNothingMaySkip) {
   std::vector<std::vector<size_t>> recv_counts(rounds);
   for (int k = 0; k < rounds; ++k) {
     const bool skipper_out = k % 2 == 0;  // the last rank sits out the even rounds
-    auto count = [&](int i, int j) -> size_t {
+    const PackedLayout l = PackedInRankOrder(n, me, [&](int i, int j) -> size_t {
       if (skipper_out && (i == n - 1 || j == n - 1)) return 0;
       return 64 + size_t((i * 13 + j * 7 + k * 3) % 900);
-    };
-    std::vector<size_t> send_bytes(n), send_offsets(n), recv_bytes(n), recv_offsets(n);
-    size_t send_total = 0, recv_total = 0;
-    for (int j = 0; j < n; ++j) {
-      send_bytes[j] = count(me, j), send_offsets[j] = send_total, send_total += send_bytes[j];
-      recv_bytes[j] = count(j, me), recv_offsets[j] = recv_total, recv_total += recv_bytes[j];
-    }
-    std::vector<uint8_t> payload(send_total);
+    });
+    std::vector<uint8_t> payload(l.send_total);
     for (int j = 0; j < n; ++j)
-      for (size_t i = 0; i < send_bytes[j]; ++i) payload[send_offsets[j] + i] = value(me, j, k, i);
-    sends.push_back(std::make_unique<Buffer>(memory(), send_total));
+      for (size_t i = 0; i < l.send_bytes[j]; ++i) payload[l.send_offsets[j] + i] = value(me, j, k, i);
+    sends.push_back(std::make_unique<Buffer>(memory(), l.send_total));
     sends.back()->Upload(payload);
-    recvs.push_back(std::make_unique<Buffer>(memory(), recv_total));
-    recv_counts[k] = recv_bytes;
+    recvs.push_back(std::make_unique<Buffer>(memory(), l.recv_total));
+    recv_counts[k] = l.recv_bytes;
     if (skipper_out && me == n - 1) continue;  // nothing to move: this rank does not call
-    own->AllToAllV(sends.back()->data(), send_bytes, send_offsets, recvs.back()->data(), recv_bytes, recv_offsets,
-                   nullptr);
+    own->AllToAllV(sends.back()->data(), l.send_bytes, l.send_offsets, recvs.back()->data(), l.recv_bytes,
+                   l.recv_offsets, nullptr);
   }
   own->Synchronize(nullptr);
   for (int k = 0; k < rounds; ++k) {

@@ -17,7 +17,6 @@ NP=8
 W=$(mktemp -d)
 B="/tmp/s/prefixd_scaling_bench --batch 128 --suffix 512"
 nvidia-smi -L | wc -l
-row() { awk -F, 'NR>1 && !/^#/{printf "  %s %s gpus %s P %s L %s step %s ms exposed %s (%s%%) eff %s err %s\n", $1, $11, $2, $3, $6, $13, $15, $16, $17, $36}' "$1"; }
 run() {  # name timeout args...
   local name=$1 t=$2; shift 2
   timeout "$t" $M $B "$@" --csv "$W/$name.csv" >"$W/$name.log" 2>&1

@@ -92,7 +92,13 @@ class NcclComm final : public Comm {
     if (peer) {
       PeerExchangeOptions po;
       po.slot_bytes = options_.peer_slot_bytes;
-      if (const char* b = std::getenv("PREFIXD_PEER_BLOCKS")) po.blocks = std::atoi(b);  // A/B runs
+      if (const char* b = std::getenv("PREFIXD_PEER_BLOCKS")) {  // A/B runs
+        const std::string v = b;
+        PREFIXD_CHECK_ARG(!v.empty() && v.size() <= 3 && v.find_first_not_of("0123456789") == std::string::npos,
+                          "PREFIXD_PEER_BLOCKS must be a number of blocks (1-" << PeerExchange::kMaxBlocks << "), got '"
+                                                                              << v << "'");
+        po.blocks = std::stoi(v);
+      }
       peer_ = PeerExchange::Create(mpi_, device_, po);
     }
   }
@@ -130,11 +136,12 @@ class NcclComm final : public Comm {
     Live();
     const cudaStream_t s = Stream(stream);
     if (UsePeers(s) && peer_->Fits(bytes)) {  // bytes is the same on every rank: all take this branch
-      PeerTransfer t;
+      PeerTransfer& t = transfer_;
       t.send.assign(size_, send);
       t.send_bytes.assign(size_, bytes);
       t.recv_bytes.assign(size_, bytes);
-      for (int j = 0; j < size_; ++j) t.recv.push_back(static_cast<char*>(recv) + size_t(j) * bytes);
+      t.recv.resize(size_);
+      for (int j = 0; j < size_; ++j) t.recv[j] = static_cast<char*>(recv) + size_t(j) * bytes;
       peer_->Run(t, s);
       return;
     }
@@ -158,13 +165,15 @@ class NcclComm final : public Comm {
     // count is known to both of its ranks, so both judge it alike. The rest go through NCCL.
     const bool peers = UsePeers(s);
     if (peers) {
-      PeerTransfer t;
+      PeerTransfer& t = transfer_;
       t.send_bytes = send_bytes;
       t.recv_bytes = recv_bytes;
+      t.send.resize(size_);
+      t.recv.resize(size_);
       bool any_nccl = false;
       for (int j = 0; j < size_; ++j) {
-        t.send.push_back(in + send_offsets[j]);
-        t.recv.push_back(out + recv_offsets[j]);
+        t.send[j] = in + send_offsets[j];
+        t.recv[j] = out + recv_offsets[j];
         if (j != rank_) any_nccl = any_nccl || !peer_->Fits(send_bytes[j]) || !peer_->Fits(recv_bytes[j]);
       }
       peer_->Run(t, s);
@@ -287,6 +296,7 @@ class NcclComm final : public Comm {
   int rank_ = 0, size_ = 1;
   bool register_ = false;                // PREFIXD_NCCL_REGISTER
   std::unique_ptr<PeerExchange> peer_;   // null: NCCL only
+  PeerTransfer transfer_;                // the peer path's per-call arguments, kept: no allocation per call
   std::map<void*, void*> registered_;    // AllocRegistered's buffers → their registration handles
 };
 

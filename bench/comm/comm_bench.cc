@@ -210,6 +210,9 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < floats; ++i) host[i] = Value(rank, i);
           const auto upload = [&] {
             PREFIXD_CUDA_CHECK(cudaMemcpy(buf.data(), host.data(), total, cudaMemcpyHostToDevice));
+            // From pageable memory cudaMemcpy may return before its DMA has landed, and `stream`
+            // does not wait for the legacy stream: without this the exchange can read stale bytes.
+            PREFIXD_CUDA_CHECK(cudaDeviceSynchronize());
           };
           char* base = buf.data();
           std::vector<size_t> pair_bytes(size, m), offsets_send(size), offsets_recv(size);

@@ -9,6 +9,7 @@
 #     FILTER='*behind*cuda*:*sendfirst1*cuda*' REPEATS=2 GPUS=1,4
 #   session 13 (bench/scaling/results/s13/): see bench/scaling/README.md, session 13
 #   session 14 (bench/scaling/results/s14/): NP=8 GPUS=1,2,4,8 SWITCH=PREFIXD_PEER_EXCHANGE, see the README
+# VALUES (default "0 1") are the values compared; EXTRA (e.g. "-x PREFIXD_PEER_STATS=1") goes to mpirun.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 SWITCH=${SWITCH:?set SWITCH to the environment switch(es) to compare}
@@ -26,9 +27,9 @@ if [ -n "${FILTER:-}" ]; then
   timeout ${MPI_TIMEOUT:-240} $M /tmp/s/prefixd_mpi_tests --gtest_filter="$FILTER" >"$OUT/mpi_np$NP.log" 2>&1
   echo "mpi np$NP rc=$?"; grep -E "test results|FAILED" "$OUT/mpi_np$NP.log" | tail -3
 fi
-for i in $(seq 1 "${REPEATS:-1}"); do for s in $SWITCH; do for v in 0 1; do
+for i in $(seq 1 "${REPEATS:-1}"); do for s in $SWITCH; do for v in ${VALUES:-0 1}; do
   csv="$OUT/strong-$s-$v-$i.csv"
-  timeout 120 $M -x "$s=$v" /tmp/s/prefixd_scaling_bench --mode strong --prefix 262144 --batch 128 --suffix 512 \
+  timeout 120 $M ${EXTRA:-} -x "$s=$v" /tmp/s/prefixd_scaling_bench --mode strong --prefix 262144 --batch 128 --suffix 512 \
     --layers 1 --gpus "${GPUS:-1,2,4}" --reduction a2a --csv "$csv" >/dev/null 2>"$OUT/strong-$s-$v-$i.err"
   echo "== $s=$v ($i) rc=$?"
   awk -F, 'NR>1 && !/^#/{printf "  gpus %s step %s ms exposed %s eff %s err %s\n", $2, $13, $15, $17, $36}' "$csv"

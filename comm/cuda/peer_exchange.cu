@@ -1,8 +1,13 @@
 // PeerExchange (peer_exchange.h): the window's set-up over CUDA IPC and the exchange kernel.
 #include "peer_exchange.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <map>
+#include <string>
 
 #include "prefixd/comm/bootstrap.h"
 #include "prefixd/comm/mpi_check.h"
@@ -40,6 +45,7 @@ struct ExchangeParams {
   uint64_t buffer_bytes;
   uint32_t epoch[kMaxRanks];  // per peer: this operation's number for the pair; 0: the pair sits out
   int rank, size;
+  uint64_t* stats;  // PREFIXD_PEER_STATS: block 0's phase times of this operation (kStatPhases), or null
 };
 
 __device__ __forceinline__ void StoreRelease(uint32_t* flag, uint32_t value) {
@@ -151,8 +157,14 @@ __device__ void CopySegments(const Segment* segs, int n) {
   __syncthreads();  // the shared arrays are rewritten by the next call
 }
 
+// Block 0 notes the time it reaches phase k of the operation (PREFIXD_PEER_STATS).
+__device__ __forceinline__ void NotePhase(const ExchangeParams& p, int k) {
+  if (p.stats != nullptr && blockIdx.x == 0 && threadIdx.x == 0) p.stats[k] = GlobalTimerNs();
+}
+
 __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p) {
   const int b = blockIdx.x, t = threadIdx.x;
+  NotePhase(p, 0);
   char* mine = p.window[p.rank];
   // Each pair counts its own operations (a rank with nothing to move with a peer may skip a call,
   // as with NCCL's point-to-point), so parities and flags are per pair.
@@ -162,6 +174,7 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
   if (pair && e_t > 2 && p.send_bytes[t] > 0 && p.send_bytes[t] <= p.slot_bytes)
     SpinUntil(Flags(mine, e_t & 1, 1) + t * kMaxBlocks + b, e_t - 2, t, "done");
   __syncthreads();
+  NotePhase(p, 1);
   // 2. This block's share of every peer's bytes, into slot [rank] of the peer's buffer (the pair's
   //    parity); the own block straight to its destination.
   __shared__ Segment segs[kMaxRanks];
@@ -190,9 +203,11 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
     __threadfence_system();
     StoreRelease(Flags(p.window[t], e_t & 1, 0) + p.rank * kMaxBlocks + b, e_t);
   }
+  NotePhase(p, 2);
   // 4. Every such peer's share b has arrived here.
   if (pair) SpinUntil(Flags(mine, e_t & 1, 0) + t * kMaxBlocks + b, e_t, t, "arrive");
   __syncthreads();
+  NotePhase(p, 3);
   // 5. This block's share of every slot to its destination.
   if (t == 0) {
     int n = 0;
@@ -206,9 +221,12 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
   }
   __syncthreads();
   CopySegments(segs, num_segs);
+  NotePhase(p, 4);
   // 6. Done (to every peer of an active pair, whatever it sent): each may write into this rank's
   //    buffer of that parity again.
   if (pair) StoreRelease(Flags(p.window[t], e_t & 1, 1) + p.rank * kMaxBlocks + b, e_t);
+  __syncthreads();
+  NotePhase(p, 5);
 }
 
 // True on every rank when `ok` is true on every rank.
@@ -222,6 +240,38 @@ bool AllAgree(MPI_Comm comm, bool ok) {
 
 PeerExchange::PeerExchange(MPI_Comm comm, int rank, int size, const PeerExchangeOptions& options)
     : comm_(comm), rank_(rank), size_(size), options_(options), peers_(size, nullptr), pair_epoch_(size, 0) {}
+
+// PREFIXD_PEER_STATS=1: per operation size, the medians of block 0's phases, printed by every rank
+// at teardown (a diagnostic of where an exchange's time goes: waiting for peers or moving bytes).
+void PeerExchange::PrintStats() {
+  const uint64_t ops = std::min<uint64_t>(operations_, kStatSlots);
+  std::vector<uint64_t> t(ops * kStatPhases);
+  if (cudaMemcpy(t.data(), stats_, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  std::map<uint64_t, std::vector<std::array<double, kStatPhases>>> by_bytes;
+  for (uint64_t i = 0; i < ops; ++i) {
+    std::array<double, kStatPhases> d{};  // the phases' lengths, then the whole
+    for (int k = 1; k < kStatPhases; ++k) d[k - 1] = double(t[i * kStatPhases + k] - t[i * kStatPhases + k - 1]) / 1e3;
+    d[kStatPhases - 1] = double(t[i * kStatPhases + kStatPhases - 1] - t[i * kStatPhases]) / 1e3;
+    by_bytes[stat_bytes_[i]].push_back(d);
+  }
+  for (auto& [bytes, rows] : by_bytes) {
+    std::array<double, kStatPhases> median{};
+    for (int k = 0; k < kStatPhases; ++k) {
+      std::vector<double> v;
+      for (const auto& r : rows) v.push_back(r[k]);
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      median[k] = v[v.size() / 2];
+    }
+    std::fprintf(stderr,
+                 "prefixd PeerExchange rank %d: %zu ops sending %llu B: median µs wait-done %.2f, push+flag %.2f, "
+                 "wait-arrive %.2f, copy-out %.2f, done %.2f, total %.2f\n",
+                 rank_, rows.size(), (unsigned long long)bytes, median[0], median[1], median[2], median[3], median[4],
+                 median[5]);
+  }
+}
 
 std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, const PeerExchangeOptions& options) {
   PREFIXD_CHECK_ARG(options.blocks >= 1 && options.blocks <= kMaxBlocks,
@@ -276,6 +326,11 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
     }
   }
   if (!AllAgree(comm, ok)) return nullptr;
+  const char* stats = std::getenv("PREFIXD_PEER_STATS");
+  if (stats != nullptr && std::string(stats) == "1") {
+    PREFIXD_CUDA_CHECK(cudaMalloc(&self->stats_, kStatSlots * kStatPhases * sizeof(uint64_t)));
+    self->stat_bytes_.assign(kStatSlots, 0);
+  }
   return self;
 }
 
@@ -285,8 +340,10 @@ PeerExchange::~PeerExchange() {
   // unwinds (this rank failed; peers may be gone) no collective is attempted.
   if (std::uncaught_exceptions() == 0) {
     cudaDeviceSynchronize();
+    if (stats_ != nullptr) PrintStats();
     MPI_Barrier(comm_);
   }
+  if (stats_ != nullptr) cudaFree(stats_);
   for (int j = 0; j < size_; ++j)
     if (j != rank_ && peers_[j] != nullptr) cudaIpcCloseMemHandle(peers_[j]);
   if (window_ != nullptr) cudaFree(window_);
@@ -312,6 +369,12 @@ void PeerExchange::Run(const PeerTransfer& transfer, cudaStream_t stream) {
     const bool active = j != rank_ && ((transfer.send_bytes[j] > 0 && Fits(transfer.send_bytes[j])) ||
                                        (transfer.recv_bytes[j] > 0 && Fits(transfer.recv_bytes[j])));
     p.epoch[j] = active ? ++pair_epoch_[j] : 0;
+  }
+  if (stats_ != nullptr && operations_ < kStatSlots) {
+    p.stats = stats_ + operations_ * kStatPhases;
+    uint64_t bytes = 0;
+    for (int j = 0; j < size_; ++j) bytes += p.epoch[j] != 0 || j == rank_ ? transfer.send_bytes[j] : 0;
+    stat_bytes_[operations_] = bytes;
   }
   ++operations_;
   p.rank = rank_;

@@ -78,6 +78,7 @@ class PeerExchange {
 
  private:
   PeerExchange(MPI_Comm comm, int rank, int size, const PeerExchangeOptions& options);
+  void PrintStats();
 
   MPI_Comm comm_;  // the caller's (owned by NcclComm); used for the teardown barrier only
   int rank_ = 0, size_ = 1;
@@ -87,6 +88,12 @@ class PeerExchange {
   std::vector<void*> peers_;  // every rank's window as mapped here (peers_[rank_] == window_)
   std::vector<uint32_t> pair_epoch_;  // per peer: operations in which the pair took part
   uint64_t operations_ = 0;           // Run calls so far
+  // PREFIXD_PEER_STATS=1 (a diagnostic): block 0's times at the kernel's phases, for the first
+  // kStatSlots operations, printed per operation size at teardown.
+  static constexpr int kStatPhases = 6;
+  static constexpr uint64_t kStatSlots = 8192;
+  uint64_t* stats_ = nullptr;         // device, kStatSlots × kStatPhases
+  std::vector<uint64_t> stat_bytes_;  // per operation: bytes this rank sent (slots and own block)
 };
 
 }  // namespace prefixd::comm

@@ -118,7 +118,10 @@ class Buffer {
       return;
     }
 #if defined(PREFIXD_HAVE_CUDA)
-    if (cudaMemcpy(static_cast<char*>(device_) + offset, src, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    // From pageable memory cudaMemcpy may return before its DMA has landed, and the Comm's
+    // non-blocking stream does not wait for the legacy stream: synchronise the device.
+    if (cudaMemcpy(static_cast<char*>(device_) + offset, src, bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess)
       PREFIXD_THROW(ErrorKind::kLibrary, "upload failed");
 #endif
   }

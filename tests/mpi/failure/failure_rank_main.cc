@@ -63,6 +63,7 @@ int Body(prefixd::comm::MpiSession& session, int argc, char** argv) {
     if (cudaMalloc(&data, count * sizeof(float)) != cudaSuccess)
       PREFIXD_THROW(prefixd::ErrorKind::kOutOfMemory, "cudaMalloc failed");
     cudaMemcpy(data, host.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();  // the pageable copy's DMA has landed before the Comm's stream reads it
     comm = MakeNcclComm(MPI_COMM_WORLD, device, nullptr);
 #else
     PREFIXD_THROW(prefixd::ErrorKind::kUnsupported, "built without CUDA");

@@ -5,8 +5,12 @@
 // Why: NCCL's kernels cost 10-25 µs per operation at the step's sizes (128 KiB - 1 MiB per rank)
 // however few bytes move (bench/comm/README.md): ring steps and proxy hand-offs. Here one kernel
 // writes each peer's bytes straight into that peer's memory with 16-byte stores and meets the
-// peers at per-block flags: at eight H200s the states' exchange (1.8 MiB out per rank) is a few
-// µs of NVLink time plus one flag round trip.
+// peers at per-block flags. Measured (bench/comm/README.md, session 15): alone on 4 H200s it
+// takes 9-13 µs at these sizes, much of it fixed (a system-scope fence after the stores, a flag
+// round trip, the copy out of the slot); inside the 8-GPU step 19 µs (queries, 1 MiB per rank) and
+// 26 µs (states, 1.8 MiB), a few µs less than NCCL there. PREFIXD_PEER_STATS=1 prints where each
+// operation's time goes. Tried and not kept, as no faster inside the step: receivers pulling from
+// a peer-mapped arena, and data that carries its own epoch (no flags).
 //
 // How (the same scheme as vLLM's and TensorRT-LLM's custom all-reduce):
 //  - every rank owns one device window, mapped into every peer through CUDA IPC: flags, then two

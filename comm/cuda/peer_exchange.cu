@@ -326,6 +326,7 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
     }
   }
   if (!AllAgree(comm, ok)) return nullptr;
+  PREFIXD_CUDA_CHECK(cudaEventCreateWithFlags(&self->last_done_, cudaEventDisableTiming));
   const char* stats = std::getenv("PREFIXD_PEER_STATS");
   if (stats != nullptr && std::string(stats) == "1") {
     PREFIXD_CUDA_CHECK(cudaMalloc(&self->stats_, kStatSlots * kStatPhases * sizeof(uint64_t)));
@@ -344,6 +345,7 @@ PeerExchange::~PeerExchange() {
     MPI_Barrier(comm_);
   }
   if (stats_ != nullptr) cudaFree(stats_);
+  if (last_done_ != nullptr) cudaEventDestroy(last_done_);
   for (int j = 0; j < size_; ++j)
     if (j != rank_ && peers_[j] != nullptr) cudaIpcCloseMemHandle(peers_[j]);
   if (window_ != nullptr) cudaFree(window_);
@@ -379,8 +381,16 @@ void PeerExchange::Run(const PeerTransfer& transfer, cudaStream_t stream) {
   ++operations_;
   p.rank = rank_;
   p.size = size_;
+  // Operations run on the device in the order they were issued, whatever their streams: a pair's
+  // epochs count them in that order on both ranks, and an operation that overtook an earlier one
+  // of this rank (another stream, ready sooner) could wait for a peer that is itself waiting in
+  // the earlier one (seen with the engine's send-first schedule in three chunks: queries on one
+  // stream, states on another).
+  if (last_stream_ != nullptr && last_stream_ != stream) PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream, last_done_, 0));
   PeerExchangeKernel<<<options_.blocks, kThreads, 0, stream>>>(p);
   PREFIXD_CUDA_CHECK_LAUNCH();
+  PREFIXD_CUDA_CHECK(cudaEventRecord(last_done_, stream));
+  last_stream_ = stream;
 }
 
 }  // namespace prefixd::comm

@@ -30,7 +30,9 @@
 // Synchronisation is per pair of ranks, as with NCCL's point-to-point: a pair takes part in an
 // operation when some direction of it moves bytes through the slots, and counts its operations
 // (its epoch); a rank with nothing to move with anyone may skip a call. The ranks of a pair must
-// issue their common operations in the same order. Not for CUDA-graph capture: the epochs are
+// issue their common operations in the same order; each rank's operations run in the order it
+// issued them, also across streams (Run orders a stream change behind the previous operation).
+// Not for CUDA-graph capture: the epochs are
 // kernel arguments, so a replayed graph would repeat them; NcclComm uses NCCL while a stream
 // captures.
 #pragma once
@@ -92,6 +94,8 @@ class PeerExchange {
   std::vector<void*> peers_;  // every rank's window as mapped here (peers_[rank_] == window_)
   std::vector<uint32_t> pair_epoch_;  // per peer: operations in which the pair took part
   uint64_t operations_ = 0;           // Run calls so far
+  cudaStream_t last_stream_ = nullptr;  // the last operation's stream
+  cudaEvent_t last_done_ = nullptr;     // recorded behind the last operation
   // PREFIXD_PEER_STATS=1 (a diagnostic): block 0's times at the kernel's phases, for the first
   // kStatSlots operations, printed per operation size at teardown.
   static constexpr int kStatPhases = 6;

@@ -171,7 +171,8 @@ bool AllRanksHaveGpu() {
 // pipeline chunks; "splitN": the same with own rows computed last, on their own backend;
 // "sendfirstN": N chunks, the states that travel sent before the own rows' decode; "behindN": the
 // same with the own rows' decode waiting for the prefix kernel only (WorkerOptions::
-// decode_behind_prefix: prefix and merge parts then run as two calls);
+// decode_behind_prefix: prefix and merge parts then run as two calls); "besideN": the same with
+// the own rows' decode beside the prefix kernel on the side stream (decode_beside_prefix; CUDA);
 // "headsN": each layer's KV heads cut into N head chunks, with GQA and H_kv a multiple of N; the
 // tree reduction runs those without head chunks), and the
 // backend: "cpu" (CPU backend + MpiComm, what CI runs) or "cuda" (CUDA backend + NcclComm, one GPU
@@ -186,12 +187,20 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
     // behindN: the decode behind the prefix kernel, not beside it (decode_beside_prefix would take
     // precedence wherever the decode reads no prefix state).
     if (behind()) setenv("PREFIXD_DECODE_BEHIND_PREFIX", "1", 1), setenv("PREFIXD_DECODE_BESIDE_PREFIX", "0", 1);
+    // besideN: without fused merges, so that no decode item reads prefix states and the decode
+    // may run beside the prefix kernel (its own rows' merge must then still wait for the prefix).
+    if (beside()) {
+      setenv("PREFIXD_DECODE_BEHIND_PREFIX", "0", 1), setenv("PREFIXD_DECODE_BESIDE_PREFIX", "1", 1);
+      setenv("PREFIXD_FUSE_MERGE", "0", 1);
+    }
   }
   void TearDown() override {
     unsetenv("PREFIXD_DECODE_BEHIND_PREFIX");
     unsetenv("PREFIXD_DECODE_BESIDE_PREFIX");
+    unsetenv("PREFIXD_FUSE_MERGE");
   }
   bool behind() const { return std::get<1>(GetParam()).rfind("behind", 0) == 0; }
+  bool beside() const { return std::get<1>(GetParam()).rfind("beside", 0) == 0; }
   StateReduction reduction() const { return std::get<0>(GetParam()); }
   bool split() const { return std::get<1>(GetParam()).rfind("split", 0) == 0; }
   // "layoutN": send first, with the planner's layout choice on (the CPU backend's default is off):
@@ -202,9 +211,11 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
   // test expects it); the others plan as their backend's default says (the layout choice on for CUDA).
   int layout_choice() const {
     if (layout()) return 1;
-    return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || behind() ? 0 : -1;
+    return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || behind() || beside() ? 0 : -1;
   }
-  bool send_first() const { return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || behind() || layout(); }
+  bool send_first() const {
+    return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || behind() || beside() || layout();
+  }
   int head_chunks() const {
     const std::string& m = std::get<1>(GetParam());
     return m.rfind("heads", 0) == 0 ? std::stoi(m.substr(5)) : 1;
@@ -271,6 +282,8 @@ TEST_P(EngineTest, EvenSplit) {
   int64_t beside_prefix = h.engine().worker().layers_decode_beside_prefix();
   MPI_Allreduce(MPI_IN_PLACE, &beside_prefix, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (!cuda() || !send_first() || behind()) EXPECT_EQ(beside_prefix, 0);
+  if (beside() && cuda() && n > 1 && reduction() == StateReduction::kAllToAll)
+    EXPECT_GT(beside_prefix, 0) << "no layer ran its decode beside the prefix kernel";
   // The K/V append ran on the decode's side stream (CUDA only: the CPU backend has no streams)
   // wherever the first layer sends first with one chunk.
   int64_t append_on_side = h.engine().worker().appends_on_decode_stream();
@@ -522,7 +535,7 @@ TEST(EngineOptions, RefusesAnUnknownLayoutChoice) {
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
                                           testing::Values("chunks1", "chunks3", "split1", "split2", "heads2", "heads4", "sendfirst1",
-                                                          "sendfirst3", "behind1", "layout1"),
+                                                          "sendfirst3", "behind1", "beside1", "layout1"),
                                           testing::Values("cpu", "cuda")),
                          [](const testing::TestParamInfo<std::tuple<StateReduction, std::string, std::string>>& info) {
                            return std::get<2>(info.param) + "_" + worker::StateReductionName(std::get<0>(info.param)) +

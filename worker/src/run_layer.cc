@@ -158,13 +158,16 @@ void Worker::RunLayer(int layer) {
           // The side stream joins here, before the prefix launch: the decode waits for the
           // queries and the K/V append, not for the prefix kernel, and is launched after it so
           // that the prefix grid takes its SMs first.
+          // The merge of the own rows reads their prefix states too: it follows the prefix part
+          // (decode_mark, ReduceAllToAll), not just the decode.
           void* side = sync_->side_stream();
           sync_->Wait(side, be.stream());
           be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergeNoDecodePart);
+          decode_mark = sync_->Record(be.stream());
           kernels::CascadeArgs decode = args;
           decode.stream = side;
           decode.decode_free_sms = options_.decode_free_sms;
-          be.RunCascadeParts(decode, kernels::Backend::kDecodePart | kernels::Backend::kMergeAfterDecodePart);
+          be.RunCascadeParts(decode, kernels::Backend::kDecodePart);
           ++layers_decode_beside_prefix_;
         } else {
           be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergeNoDecodePart);
@@ -373,11 +376,19 @@ void Worker::ReduceAllToAll(Chunk& ch, int layer, const float* v_send, const flo
   if (!options_.null_collectives)
     comm_->AllToAllV(B.st_send.get(), B.st_bytes.send_bytes, B.st_bytes.send_offsets, B.st_recv.get(),
                      B.st_bytes.recv_bytes, B.st_bytes.recv_offsets, exchange_stream);
-  if (decode_after_send != nullptr && !decode_enqueued) {
+  if (decode_after_send != nullptr) {
     kernels::CascadeArgs decode = *decode_after_send;
     decode.stream = side;
     if (side != nullptr) decode.decode_free_sms = options_.decode_free_sms;
-    be.RunCascadeParts(decode, kernels::Backend::kDecodePart | kernels::Backend::kMergeAfterDecodePart);
+    if (!decode_enqueued) {
+      be.RunCascadeParts(decode, kernels::Backend::kDecodePart | kernels::Backend::kMergeAfterDecodePart);
+    } else {
+      // The decode ran beside the prefix kernel on the side stream; the own rows' merge also
+      // reads their prefix states, so it waits for the prefix part as well.
+      PREFIXD_CHECK_INTERNAL(side != nullptr && decode_mark >= 0, "decode beside the prefix without its side stream");
+      sync_->WaitFor(side, decode_mark);
+      be.RunCascadeParts(decode, kernels::Backend::kMergeAfterDecodePart);
+    }
   }
   sync_->Wait(be.stream(), side != nullptr ? side : comm_stream);
   // The local states may come from another stream (split: O); the merge waits for them, which

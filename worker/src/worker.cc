@@ -109,6 +109,11 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   EnvSwitch("PREFIXD_DECODE_ON_SIDE_STREAM", "0", "1", &options_.decode_on_side_stream);
   EnvSwitch("PREFIXD_DECODE_BEHIND_PREFIX", "0", "1", &options_.decode_behind_prefix);
   EnvSwitch("PREFIXD_DECODE_BESIDE_PREFIX", "0", "1", &options_.decode_beside_prefix);
+  if (const char* env = std::getenv("PREFIXD_FUSE_MERGE")) {
+    const std::string v = env;
+    PREFIXD_CHECK_ARG(v == "0" || v == "1", "PREFIXD_FUSE_MERGE must be 0 or 1, got '" << v << "'");
+    options_.fuse_merge = v == "1" ? 1 : 0;
+  }
   if (const char* env = std::getenv("PREFIXD_DECODE_FREE_SMS")) {
     const std::string v = env;
     PREFIXD_CHECK_ARG(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 4,
@@ -800,6 +805,7 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
 kernels::PlanOptions Worker::PlanOptionsFor(const Backend& backend) const {
   kernels::PlanOptions o = backend.DefaultPlanOptions();
   if (options_.choose_layout >= 0) o.choose_layout = options_.choose_layout != 0;
+  if (options_.fuse_merge >= 0) o.fuse_merge = options_.fuse_merge != 0;
   return o;
 }
 

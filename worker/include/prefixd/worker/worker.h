@@ -162,6 +162,11 @@ struct WorkerOptions {
   // planned as plain decode): -1 as the backend's DefaultPlanOptions say (on for CUDA, off for the
   // CPU backend), 0 off, 1 on.
   int choose_layout = -1;
+  // Whether single-chunk suffixes are finished inside their decode items (kernels::PlanOptions::
+  // fuse_merge): -1 as the backend's DefaultPlanOptions say, 0 off (every request through the merge
+  // kernel; the decode then reads no prefix state, so it may run beside the prefix kernel), 1 on.
+  // PREFIXD_FUSE_MERGE=0|1 overrides it (tests, A/B runs).
+  int fuse_merge = -1;
   // Head chunks (see above): per layer, the KV heads are cut into this many chunks (each with
   // its g query heads per KV head); divides num_kv_heads, at most 16. Used with the all-to-all
   // reduction and one request chunk, without split_own_rows; the tree reduction falls back to 1.

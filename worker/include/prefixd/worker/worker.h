@@ -150,7 +150,8 @@ struct WorkerOptions {
   // prefix kernel. Takes precedence over decode_behind_prefix there. Off: on 8 × H200 (P = 262144,
   // B = 128, S = 512) the decode still started only after the prefix kernel (the merge grid,
   // launched as the prefix kernel's programmatic dependent, holds the idle SMs), and the 8-GPU step
-  // read 0.1977 ms with it against 0.1906 without (bench/scaling/README.md, session 14).
+  // read 0.1977 ms with it against 0.1906 without (bench/scaling/README.md, session 14; measured
+  // before session 15 made the own rows' merge wait for the prefix part, as it must).
   // PREFIXD_DECODE_BESIDE_PREFIX=0|1 overrides it (A/B runs).
   bool decode_beside_prefix = false;
   // With decode_on_side_stream: SMs the side-stream decode leaves free for the state exchange's

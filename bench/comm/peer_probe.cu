@@ -21,9 +21,15 @@
 #include <string>
 #include <vector>
 
+#include "comm/cuda/system_scope_flags.cuh"
 #include "prefixd/common/cuda_check.h"
 
 namespace {
+
+using prefixd::comm::LoadAcquire;
+using prefixd::comm::LoadRelaxed;
+using prefixd::comm::StoreRelaxed;
+using prefixd::comm::StoreRelease;
 
 constexpr int kMaxGpus = 8;
 
@@ -65,28 +71,11 @@ __global__ void __launch_bounds__(512) CopyKernel(CopyArgs a) {
   }
 }
 
-__device__ __forceinline__ void StoreRelease(unsigned* p, unsigned v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned LoadAcquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void StoreRelaxed(unsigned* p, unsigned v) {
-  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned LoadRelaxed(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // GPU `side` (0 or 1) of the ping-pong: side 0 writes the peer's flag first.
-__global__ void PingPongKernel(unsigned* mine, unsigned* peer, int rounds, int side, int relaxed) {
+__global__ void PingPongKernel(uint32_t* mine, uint32_t* peer, int rounds, int side, int relaxed) {
   for (int i = 1; i <= rounds; ++i) {
     if (side == 0) relaxed ? StoreRelaxed(peer, i) : StoreRelease(peer, i);
-    while ((relaxed ? LoadRelaxed(mine) : LoadAcquire(mine)) < unsigned(i)) {
+    while ((relaxed ? LoadRelaxed(mine) : LoadAcquire(mine)) < uint32_t(i)) {
     }
     if (side == 1) relaxed ? StoreRelaxed(peer, i) : StoreRelease(peer, i);
   }
@@ -198,7 +187,7 @@ int main(int argc, char** argv) {
     time_mode("ce", 0, 0, size_t(m));
   }
   // Flag round trips between GPUs 0 and 1.
-  std::vector<unsigned*> flag(2);
+  std::vector<uint32_t*> flag(2);
   for (int g = 0; g < 2; ++g) {
     PREFIXD_CUDA_CHECK(cudaSetDevice(g));
     PREFIXD_CUDA_CHECK(cudaMalloc(&flag[g], 256));

@@ -1,5 +1,6 @@
 // PeerExchange (peer_exchange.h): the window's set-up over CUDA IPC and the exchange kernel.
 #include "peer_exchange.h"
+#include "system_scope_flags.cuh"
 
 #include <algorithm>
 #include <array>
@@ -47,16 +48,6 @@ struct ExchangeParams {
   int rank, size;
   uint64_t* stats;  // PREFIXD_PEER_STATS: block 0's phase times of this operation (kStatPhases), or null
 };
-
-__device__ __forceinline__ void StoreRelease(uint32_t* flag, uint32_t value) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
-}
-
-__device__ __forceinline__ uint32_t LoadAcquire(const uint32_t* flag) {
-  uint32_t value;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
-  return value;
-}
 
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
   uint64_t t;

@@ -372,11 +372,11 @@ void PeerExchange::Run(const PeerTransfer& transfer, cudaStream_t stream) {
   ++operations_;
   p.rank = rank_;
   p.size = size_;
-  // Operations run on the device in the order they were issued, whatever their streams: a pair's
-  // epochs count them in that order on both ranks, and an operation that overtook an earlier one
-  // of this rank (another stream, ready sooner) could wait for a peer that is itself waiting in
-  // the earlier one (seen with the engine's send-first schedule in three chunks: queries on one
-  // stream, states on another).
+  // Operations run on the device in the order they were issued, whatever their streams. The
+  // flags assume it: if this rank's operation e + 2 ran before e (another stream, ready sooner),
+  // its arrive flag e + 2 would satisfy a peer waiting in e (which would then copy e + 2's bytes),
+  // and e's late flag would then lower it below e + 2, where that peer waits for ever. Seen as a
+  // hang of the engine's send-first schedule in three chunks, whose exchanges use two streams.
   if (last_stream_ != nullptr && last_stream_ != stream) PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream, last_done_, 0));
   PeerExchangeKernel<<<options_.blocks, kThreads, 0, stream>>>(p);
   PREFIXD_CUDA_CHECK_LAUNCH();

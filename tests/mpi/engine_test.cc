@@ -247,6 +247,12 @@ std::string Describe(const Shape& s, uint64_t seed) {
          kernels::DTypeName(s.dtype);
 }
 
+// A per-rank counter summed over every rank (each rank then checks the job's total).
+int64_t SumOverRanks(int64_t mine) {
+  MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return mine;
+}
+
 // One prefix cut into balanced shards over every rank (auto placement), several requests.
 TEST_P(EngineTest, EvenSplit) {
   const Shape shape = NewShape();
@@ -270,36 +276,30 @@ TEST_P(EngineTest, EvenSplit) {
   if (!split()) EXPECT_FALSE(used);
   // Send before decode ran wherever it applies: a rank that computes rows of requests it does not own
   // (every rank here, with more than one) and owns a request with a suffix.
-  int64_t sent_first = h.engine().worker().layers_sent_before_decode();
-  MPI_Allreduce(MPI_IN_PLACE, &sent_first, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t sent_first = SumOverRanks(h.engine().worker().layers_sent_before_decode());
   if (send_first() && !layout() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(sent_first, 0);
-  int64_t behind_prefix = h.engine().worker().layers_decode_behind_prefix();
-  MPI_Allreduce(MPI_IN_PLACE, &behind_prefix, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t behind_prefix = SumOverRanks(h.engine().worker().layers_decode_behind_prefix());
   if (behind() && n > 1 && reduction() == StateReduction::kAllToAll) EXPECT_GT(behind_prefix, 0);
   if (!behind()) EXPECT_EQ(behind_prefix, 0);
   if (!send_first()) EXPECT_EQ(sent_first, 0);
   // The decode beside the prefix kernel needs the side stream (CUDA only) and send first.
-  int64_t beside_prefix = h.engine().worker().layers_decode_beside_prefix();
-  MPI_Allreduce(MPI_IN_PLACE, &beside_prefix, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t beside_prefix = SumOverRanks(h.engine().worker().layers_decode_beside_prefix());
   if (!cuda() || !send_first() || behind()) EXPECT_EQ(beside_prefix, 0);
   if (beside() && cuda() && n > 1 && reduction() == StateReduction::kAllToAll)
     EXPECT_GT(beside_prefix, 0) << "no layer ran its decode beside the prefix kernel";
   // The K/V append ran on the decode's side stream (CUDA only: the CPU backend has no streams)
   // wherever the first layer sends first with one chunk.
-  int64_t append_on_side = h.engine().worker().appends_on_decode_stream();
-  MPI_Allreduce(MPI_IN_PLACE, &append_on_side, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t append_on_side = SumOverRanks(h.engine().worker().appends_on_decode_stream());
   if (cuda() && send_first() && !layout() && n > 1 && chunks() == 1 && reduction() == StateReduction::kAllToAll)
     EXPECT_GT(append_on_side, 0) << "no append ran on the decode stream";
   if (!cuda() || !send_first() || reduction() == StateReduction::kTree) EXPECT_EQ(append_on_side, 0);
   // layout1: some rank planned a group as plain decode with rows owned elsewhere (the case that
   // must not be sent before its decode), on the CPU backend as on CUDA.
-  int64_t plain_sent = h.engine().worker().chunks_with_sent_rows_decoding();
-  MPI_Allreduce(MPI_IN_PLACE, &plain_sent, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t plain_sent = SumOverRanks(h.engine().worker().chunks_with_sent_rows_decoding());
   if (layout() && n > 1) EXPECT_GT(plain_sent, 0) << "the layout choice planned no group as plain decode";
   // The K/V append ran behind the first layer's query exchange where that applies (one request
   // chunk, not split, whole heads: the tree reduction always has them).
-  int64_t behind = h.engine().worker().appends_behind_queries();
-  MPI_Allreduce(MPI_IN_PLACE, &behind, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t behind = SumOverRanks(h.engine().worker().appends_behind_queries());
   const bool whole_heads = head_chunks() == 1 || reduction() == StateReduction::kTree;
   if (n > 1 && chunks() == 1 && !split() && whole_heads) EXPECT_GT(behind, 0) << "no append ran behind the queries";
   if (!whole_heads) EXPECT_EQ(behind, 0);
@@ -325,8 +325,7 @@ TEST_P(EngineTest, EvenOwnersGatherQueries) {
   }
   for (int step = 0; step < 3; ++step) h.StepAndCheck("even owners");
   if (h.root()) EXPECT_GT(h.checked(), 0);
-  int64_t gathered = h.engine().worker().layers_queries_all_gathered();
-  MPI_Allreduce(MPI_IN_PLACE, &gathered, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t gathered = SumOverRanks(h.engine().worker().layers_queries_all_gathered());
   const bool in_place = !split() && (head_chunks() == 1 || reduction() == StateReduction::kTree);
   if (n > 1 && chunks() == 1 && in_place) EXPECT_GT(gathered, 0) << "no query exchange ran as an all-gather";
   if (n == 1 || !in_place) EXPECT_EQ(gathered, 0);
@@ -485,8 +484,7 @@ TEST_P(EngineTest, SteadyDecodeAcrossPages) {
   for (int step = 0; step < 3; ++step) h.StepAndCheck("steady, after a join");
   if (h.root()) h.coord().RemoveRequest(1);  // leaves early
   for (int step = 0; step < steps - shape.page - 5; ++step) h.StepAndCheck("steady, after a leave");
-  int64_t advanced = h.engine().worker().plans_advanced();
-  MPI_Allreduce(MPI_IN_PLACE, &advanced, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t advanced = SumOverRanks(h.engine().worker().plans_advanced());
   EXPECT_GT(advanced, 0) << "no step advanced a kept plan (the steady path never ran)";
   // Quiet steps went out as deltas; joins and leaves as full plans.
   EXPECT_GT(h.engine().delta_steps(), 0);

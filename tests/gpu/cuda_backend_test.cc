@@ -219,9 +219,7 @@ class CudaCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
 TEST_P(CudaCascadeTest, MatchesFloat64OracleAndCpuBackend) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   const CascadeCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const CascadeInputs in = MakeCascadeInputs(c, rng);
   const KvPoolShape& shape = in.shape;
   const DecodeBatch& batch = in.batch;
@@ -349,9 +347,7 @@ class CudaConcurrentCascadeTest : public ::testing::TestWithParam<CascadeCase> {
 
 TEST_P(CudaConcurrentCascadeTest, MatchesFloat64OracleAndCpuBackend) {
   PREFIXD_REQUIRE_GPU();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   ExpectConcurrentCascadeCorrect(Concurrent(), GetParam(), rng);
 }
 
@@ -362,9 +358,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentCascadeTest, ::testing::ValuesIn(
 // (many prefix items per CTA) with GQA 4 / D 128 and GQA 8 / D 64 and split suffixes.
 TEST(CudaConcurrentCascade, AnyDecodeSmCount) {
   PREFIXD_REQUIRE_GPU();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   const CascadeCase cases[] = {
       {"long_prefix_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1}}, {0, {40}}, {600, {1300}}}, true},
@@ -477,9 +471,7 @@ class CudaFusedCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
 TEST_P(CudaFusedCascadeTest, MatchesFloat64OracleAndCpuBackendTwice) {
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_REQUIRE_FUSED();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   ExpectFusedCascadeCorrect(Fused(), GetParam(), rng);
 #else
   GTEST_SKIP() << "built without CUDA";
@@ -493,9 +485,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaFusedCascadeTest, ::testing::ValuesIn(Fused
 TEST(CudaFusedCascade, EveryL2PrefetchDistanceIsCorrectAndABadOneIsRefused) {
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_REQUIRE_FUSED();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const CascadeCase c{"l2ahead_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{2000, {17, 300, 64, 1}}, {900, {250, 0}}}, true};
   for (const char* ahead : {"0", "2", "8"}) {
     SCOPED_TRACE(ahead);
@@ -515,9 +505,7 @@ TEST(CudaFusedCascade, EveryL2PrefetchDistanceIsCorrectAndABadOneIsRefused) {
 TEST(CudaFusedCascade, MergeKernelModeIsCorrectAndBadSettingsAreRefused) {
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_REQUIRE_FUSED();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   std::unique_ptr<Backend> backend = MakeFusedBackendWith("PREFIXD_FUSED_MERGE", "kernel");
   EXPECT_NE(backend->Describe().find("merge kernel"), std::string::npos) << backend->Describe();
   int ran = 0;
@@ -553,9 +541,7 @@ std::unique_ptr<Backend> MakeBackendWithDecodeWarmup(const char* on, const char*
 TEST(CudaCascade, DecodeWarmupChangesNoResultAndBadSettingsAreRefused) {
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_REQUIRE_GPU();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   struct Setting {
     const char *on, *mib, *described;
   };
@@ -603,9 +589,7 @@ class CudaCoresDecodeTest : public ::testing::TestWithParam<CascadeCase> {};
 TEST_P(CudaCoresDecodeTest, MatchesFloat64Oracle) {
   PREFIXD_REQUIRE_GPU();
   const CascadeCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   setenv("PREFIXD_DECODE_KERNEL", "simt", 1);
   std::unique_ptr<Backend> simt = MakeDeviceBackend();
   unsetenv("PREFIXD_DECODE_KERNEL");
@@ -652,9 +636,7 @@ TEST(CudaCascade, EmptyRequestGetsEmptyState) {
 // for a plan whose split suffixes make the merge wait for the decode.
 TEST(CudaCascade, PartsMatchTheWholeCascade) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const std::vector<GroupSpec> groups = {{1000, {300, 0, 17, 64}}, {0, {45, 2}}, {130, {0, 1}}};
   for (const auto& [hq, hkv, d, dtype] :
        {std::tuple{32, 8, 128, kF16}, std::tuple{16, 16, 64, kBF16}, std::tuple{2, 1, 64, kF16}}) {
@@ -664,7 +646,11 @@ TEST(CudaCascade, PartsMatchTheWholeCascade) {
     const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
     const HostKvPool pool = RandomKvPool(rng, shape);
     const auto q = MakeQueries(rng, pool, 0, batch, true, 45.f);
-    const CascadePlan fused = kernels::PlanCascade(batch, shape, CascadeOptions(Device()));
+    // No suffix split, whatever the backend's item target (the CPU stand-in's splits suffixes of
+    // 128+ tokens): the merge then needs no decode.
+    PlanOptions whole = CascadeOptions(Device());
+    whole.min_decode_chunk = 1 << 30;
+    const CascadePlan fused = kernels::PlanCascade(batch, shape, whole);
     ASSERT_FALSE(fused.merge_requests.empty());
     ASSERT_FALSE(fused.MergeNeedsDecode());
     ExpectCascadePartsMatchWhole(Device(), pool, 0, fused, q);
@@ -722,9 +708,7 @@ class CudaFusedMergeTest : public ::testing::TestWithParam<FusedCase> {};
 TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   const FusedCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const int page_size = 16;
   const KvPoolShape shape{1, PagesNeeded(c.groups, page_size) + 3, page_size, c.num_kv_heads, c.head_dim, c.dtype};
   kernels::PageAllocator alloc(shape.num_pages);
@@ -799,11 +783,11 @@ TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs)
 // layouts really ran.
 TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const int page_size = 16, hq = 32, hkv = 8, d = 128;
-  const PlanOptions options = Device().DefaultPlanOptions();
+  PlanOptions options = Device().DefaultPlanOptions();
+  // The CPU stand-in plans without the choice by default; its planning and oracle checks still run.
+  if (CpuStandIn() && !kernels::CudaAvailable()) options.choose_layout = true;
   ASSERT_TRUE(options.choose_layout) << "the CUDA backend's default plans without the layout choice";
   for (const int prefix : {128, 2048}) {
     SCOPED_TRACE("prefix " + std::to_string(prefix));
@@ -873,9 +857,7 @@ class CudaDecodeVariantTest : public ::testing::TestWithParam<DecodeVariant> {};
 TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
   PREFIXD_REQUIRE_GPU();
   const DecodeVariant variant = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   setenv("PREFIXD_DECODE_WARPS", std::to_string(variant.warps).c_str(), 1);
   setenv("PREFIXD_DECODE_PDL", variant.pdl ? "1" : "0", 1);
   setenv("PREFIXD_DECODE_EVICT_FIRST", variant.evict_first ? "1" : "0", 1);
@@ -963,9 +945,7 @@ class CudaBaselineTest : public ::testing::TestWithParam<BaselineCase> {};
 TEST_P(CudaBaselineTest, NonCascadeEqualsCascade) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   const BaselineCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const KvPoolShape shape{1, PagesNeeded(c.groups, c.page_size) + 2, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
@@ -1001,9 +981,7 @@ class CudaPrefixAttentionTest : public ::testing::TestWithParam<PrefixCase> {};
 TEST_P(CudaPrefixAttentionTest, MatchesFloat64OracleAndCpuBackend) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   const PrefixCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const PrefixProblem p = MakePrefixProblem(rng, c, 33.f);
   const StepResult got = RunPrefixCase(Device(), c, p);
   const StepResult cpu = RunPrefixCase(Cpu(), c, p);
@@ -1079,9 +1057,7 @@ class CudaMergeStatesTest : public ::testing::TestWithParam<MergeCase> {};
 TEST_P(CudaMergeStatesTest, MatchesDoubleMergeAndSkipsEmptyStates) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   const MergeCase c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const RandomStates st = MakeStates(rng, c.n, c.rows, c.dim);
   BackendBuffers mem(Device());
   // One spare element so that n = 0 still uploads a (never read) buffer.
@@ -1113,9 +1089,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaMergeStatesTest,
 
 TEST(CudaMergeStateInPlace, MatchesDoubleMergeIncludingEmptySides) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   for (int dim : {64, 128, 256}) {
     const int rows = 50;
     RandomStates st = MakeStates(rng, 2, rows, dim);  // state 0 = (v, s), state 1 = other
@@ -1177,9 +1151,7 @@ TEST(CudaCastStates, RoundsToNearestEvenLikeTheHost) {
 // Captures one RunCascade of `device` and replays it twice (the second time with new queries);
 // *root_nodes: the captured graph's root nodes (kernels with no dependency).
 void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes) {
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const std::vector<GroupSpec> groups = {{700, {17, 40, 1}}, {0, {300}}, {130, {0, 9}}};
   const KvPoolShape shape{1, PagesNeeded(groups, 16) + 2, 16, 8, 128, kF16};
   kernels::PageAllocator alloc(shape.num_pages);
@@ -1255,9 +1227,7 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
 void ExpectDecodePartOnSideStreamMatchesWhole(Backend& be, int hq, int hkv, int d, DType dtype) {
   SCOPED_TRACE(be.Describe());
   SCOPED_TRACE("heads " + std::to_string(hq) + "/" + std::to_string(hkv) + ", d " + std::to_string(d));
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const std::vector<GroupSpec> groups = {{1000, {300, 0, 17, 64}}, {0, {45, 2}}, {130, {0, 1}}};
   const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, hkv, d, dtype};
   kernels::PageAllocator alloc(shape.num_pages);

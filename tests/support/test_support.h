@@ -29,6 +29,14 @@ using kernels::DType;
 // Fresh seed per call unless PREFIXD_TEST_SEED is set; printed on failure via SCOPED_TRACE.
 uint64_t TestSeed();
 
+// Declares `seed` (TestSeed()) and a std::mt19937_64 named `rng` seeded with it, and puts
+// PREFIXD_TEST_SEED=<seed> in every failure message of the enclosing scope (so a failure reruns
+// with the same inputs).
+#define PREFIXD_SEEDED_RNG(rng)                                                \
+  const uint64_t seed = ::prefixd::test::TestSeed();                           \
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));                   \
+  std::mt19937_64 rng(seed)
+
 // Random values in dtype bits, uniform in [-scale, scale].
 std::vector<uint16_t> RandomBits(std::mt19937_64& rng, int64_t count, DType dtype, float scale);
 

@@ -91,9 +91,7 @@ class CpuCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
 
 TEST_P(CpuCascadeTest, MatchesFloat64Oracle) {
   const CascadeCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const std::vector<GroupSpec> groups = c.groups.empty() ? RandomGroups(rng, 3, 3, 150, 40) : c.groups;
   auto backend = kernels::MakeCpuBackend();
 
@@ -169,9 +167,7 @@ TEST(CpuCascade, EmptyRequestGetsEmptyState) {
 // Each output is optional, and whichever are asked for are the same bits; a backend reused across
 // plans (a large one, then a small one) gives the bits of a fresh backend.
 TEST(CpuCascade, OutputsAreOptionalAndWorkspaceIsReusable) {
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const std::vector<GroupSpec> big = {{300, {5, 7, 9}}, {0, {40, 2}}}, small = {{33, {1}}};
   const KvPoolShape shape{1, PagesNeeded(big, 16) + PagesNeeded(small, 16), 16, 2, 128, kBF16};
   kernels::PageAllocator alloc(shape.num_pages);
@@ -213,9 +209,7 @@ TEST(CpuCascade, OutputsAreOptionalAndWorkspaceIsReusable) {
 // merge requests have no suffix (prefix + merge may then run before the decode), and a plan with
 // split suffixes, whose merge must follow the decode.
 TEST(CpuCascade, PartsMatchTheWholeCascade) {
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   // A request without a suffix in each group (a merge request), a group without a prefix.
   const std::vector<GroupSpec> groups = {{300, {5, 0, 37}}, {0, {40, 2}}, {48, {0, 1}}};
   const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, 2, 64, kF16};
@@ -247,9 +241,7 @@ class CpuBaselineTest : public ::testing::TestWithParam<BaselineCase> {};
 
 TEST_P(CpuBaselineTest, NonCascadeEqualsCascade) {
   const BaselineCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   auto backend = kernels::MakeCpuBackend();
   const KvPoolShape shape{1, PagesNeeded(c.groups, c.page_size) + 2, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
   kernels::PageAllocator alloc(shape.num_pages);
@@ -284,9 +276,7 @@ class CpuPrefixAttentionTest : public ::testing::TestWithParam<PrefixCase> {};
 
 TEST_P(CpuPrefixAttentionTest, MatchesFloat64Oracle) {
   const PrefixCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   auto backend = kernels::MakeCpuBackend();
   const PrefixProblem p = MakePrefixProblem(rng, c, kPeakyScale);
   const StepResult got = RunPrefixCase(*backend, c, p);

@@ -200,9 +200,7 @@ class AdvancePlanTest : public ::testing::TestWithParam<AdvanceCase> {};
 
 TEST_P(AdvancePlanTest, MatchesFreshPlanAndOracle) {
   const AdvanceCase& c = GetParam();
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   auto backend = kernels::MakeCpuBackend();
   int split_seen = 0, boundary_seen = 0;
   for (int trial = 0; trial < 6; ++trial) {
@@ -264,9 +262,7 @@ INSTANTIATE_TEST_SUITE_P(
 // A non-null row with an empty suffix has no decode item to extend: refused, plan unchanged. So
 // is a row that did not grow by exactly one token, and a row count that does not match the plan.
 TEST(AdvancePlanRefuses, EmptySuffixWrongGrowthOrRowCount) {
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  PREFIXD_SEEDED_RNG(rng);
   const int ps = 16;
   Problem p = RandomProblem(rng, ps, 2, 64, /*allow_empty_rows=*/false);
   const CascadePlan plan = kernels::PlanCascade(MakeBatch(p, 4), p.shape, SplitSuffixes(true));

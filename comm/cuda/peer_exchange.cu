@@ -22,9 +22,8 @@ constexpr int kMaxRanks = PeerExchange::kMaxRanks;
 constexpr int kMaxBlocks = PeerExchange::kMaxBlocks;
 constexpr int kThreads = 512;
 // The window: per buffer parity, arrive flags [rank][block] and done flags [rank][block] (a flag
-// is written by one peer only, with growing epochs: operations of one parity are ordered by the
-// done wait, so no flag ever goes back even when operations run on several streams at once);
-// then the two data buffers.
+// is written by one peer only, with growing epochs: each rank runs its operations in issue order,
+// also across streams (Run), so no flag ever goes back); then the two data buffers.
 constexpr size_t kFlagWords = size_t(kMaxRanks) * kMaxBlocks;  // one table
 constexpr size_t kDataOffset = 4 * kFlagWords * sizeof(uint32_t);
 

@@ -477,10 +477,12 @@ PackedLayout PackedInRankOrder(int n, int me, Count count) {
   return l;
 }
 
-// The exchanges of a stream-ordered Comm, many in flight at once on two streams (no wait in
+// The exchanges of a stream-ordered Comm, many queued at once on two streams (no wait in
 // between): alternate operations meet the peer path's buffers (and its done flags) while the
-// peers may still be reading the previous ones. Every operation has its own output buffers,
-// checked at the end.
+// peers may still be reading the previous ones, and the peer path keeps each rank's operations in
+// issue order across the two streams. Every operation has its own output buffers, checked at the
+// end. (The engine's send-first schedule in three chunks hung when that order was not kept; its
+// MPI cases cover it on GPUs.)
 TEST_P(CommTest, ExchangesInFlightOnTwoStreams) {
   if (memory() != MemoryKind::kDevice) GTEST_SKIP() << "MPI completes every operation before it returns";
 #if defined(PREFIXD_HAVE_CUDA)

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #if defined(PREFIXD_HAVE_CUDA)
@@ -538,6 +540,85 @@ TEST_P(CommTest, ExchangesInFlightOnTwoStreams) {
       for (size_t i = 0; i < recv_counts[k][j]; ++i) bad += recv[at++] != value(j * 8 + me, k, i);
     EXPECT_EQ(bad, 0u) << "all-to-all of round " << k;
   }
+#endif
+}
+
+// Operations issued on two streams run in issue order even when the first stream is held up. Here
+// every rank holds stream A for 50 ms (a host function), then issues two exchanges on A and two
+// on B; in B's first, ranks send only to higher ranks, so a rank receives from its lower peers
+// and sends them nothing. Were B's exchange to overtake A's on the peer path, such a rank would
+// tell those peers "arrived" for B's operation before A's (it waits for nothing before saying
+// so), a peer would take that for A's, and A's later flag would undo it: the peer hangs (the
+// path's 20 s trap) or reads bytes not yet sent. This hung the engine's send-first schedule in
+// three chunks before PeerExchange::Run kept the order.
+TEST_P(CommTest, OperationsKeepIssueOrderAcrossStreams) {
+  if (memory() != MemoryKind::kDevice) GTEST_SKIP() << "MPI completes every operation before it returns";
+#if defined(PREFIXD_HAVE_CUDA)
+  const int n = comm().size(), me = comm().rank();
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  auto value = [](int from, int to, int op, size_t i) { return uint8_t((from * 59 + to * 13 + op * 101 + i * 3) & 255); };
+  // Op k's counts from rank i to rank j (op 2: only upwards).
+  auto count = [](int k, int i, int j) -> size_t {
+    if (k == 2 && i >= j) return 0;
+    return 200 + size_t((i * 31 + j * 17 + k * 7) % 700);
+  };
+  const size_t gather_bytes = 1000;
+  // Every buffer made and filled first: uploads synchronise the device, which would order the
+  // operations by themselves.
+  std::vector<std::unique_ptr<Buffer>> inputs, outputs;
+  std::vector<PackedLayout> layouts(4);
+  for (int k = 0; k < 4; ++k) {
+    if (k % 2 == 1) {  // all-gather: every pair, both ways
+      std::vector<uint8_t> mine(gather_bytes);
+      for (size_t i = 0; i < gather_bytes; ++i) mine[i] = value(me, 0, k, i);
+      inputs.push_back(std::make_unique<Buffer>(memory(), gather_bytes));
+      inputs.back()->Upload(mine);
+      outputs.push_back(std::make_unique<Buffer>(memory(), n * gather_bytes));
+      continue;
+    }
+    layouts[k] = PackedInRankOrder(n, me, [&](int i, int j) { return count(k, i, j); });
+    const PackedLayout& l = layouts[k];
+    std::vector<uint8_t> payload(l.send_total);
+    for (int j = 0; j < n; ++j)
+      for (size_t i = 0; i < l.send_bytes[j]; ++i) payload[l.send_offsets[j] + i] = value(me, j, k, i);
+    inputs.push_back(std::make_unique<Buffer>(memory(), std::max<size_t>(l.send_total, 1)));
+    inputs.back()->Upload(payload);
+    outputs.push_back(std::make_unique<Buffer>(memory(), std::max<size_t>(l.recv_total, 1)));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  ASSERT_EQ(cudaLaunchHostFunc(
+                a, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }, nullptr),
+            cudaSuccess);
+  for (int k = 0; k < 4; ++k) {
+    void* stream = k < 2 ? a : b;
+    if (k % 2 == 1) {
+      comm().AllGather(inputs[k]->data(), outputs[k]->data(), gather_bytes, stream);
+    } else {
+      const PackedLayout& l = layouts[k];
+      comm().AllToAllV(inputs[k]->data(), l.send_bytes, l.send_offsets, outputs[k]->data(), l.recv_bytes,
+                       l.recv_offsets, stream);
+    }
+  }
+  comm().Synchronize(a);
+  comm().Synchronize(b);
+  for (int k = 0; k < 4; ++k) {
+    size_t bad = 0;
+    if (k % 2 == 1) {
+      const auto got = outputs[k]->Download<uint8_t>(n * gather_bytes);
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < gather_bytes; ++i) bad += got[r * gather_bytes + i] != value(r, 0, k, i);
+    } else {
+      const PackedLayout& l = layouts[k];
+      const auto got = outputs[k]->Download<uint8_t>(l.recv_total);
+      for (int j = 0; j < n; ++j)
+        for (size_t i = 0; i < l.recv_bytes[j]; ++i) bad += got[l.recv_offsets[j] + i] != value(j, me, k, i);
+    }
+    EXPECT_EQ(bad, 0u) << "operation " << k << (k < 2 ? " (stream A)" : " (stream B)");
+  }
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
 #endif
 }
 

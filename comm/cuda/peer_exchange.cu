@@ -376,7 +376,7 @@ void PeerExchange::Run(const PeerTransfer& transfer, cudaStream_t stream) {
   // its arrive flag e + 2 would satisfy a peer waiting in e (which would then copy e + 2's bytes),
   // and e's late flag would then lower it below e + 2, where that peer waits for ever. Seen as a
   // hang of the engine's send-first schedule in three chunks, whose exchanges use two streams.
-  if (last_stream_ != nullptr && last_stream_ != stream) PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream, last_done_, 0));
+  if (operations_ > 1 && last_stream_ != stream) PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream, last_done_, 0));
   PeerExchangeKernel<<<options_.blocks, kThreads, 0, stream>>>(p);
   PREFIXD_CUDA_CHECK_LAUNCH();
   PREFIXD_CUDA_CHECK(cudaEventRecord(last_done_, stream));

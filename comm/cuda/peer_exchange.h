@@ -94,7 +94,7 @@ class PeerExchange {
   std::vector<void*> peers_;  // every rank's window as mapped here (peers_[rank_] == window_)
   std::vector<uint32_t> pair_epoch_;  // per peer: operations in which the pair took part
   uint64_t operations_ = 0;           // Run calls so far
-  cudaStream_t last_stream_ = nullptr;  // the last operation's stream
+  cudaStream_t last_stream_ = nullptr;  // the last operation's stream (0 may be the legacy stream)
   cudaEvent_t last_done_ = nullptr;     // recorded behind the last operation
   // PREFIXD_PEER_STATS=1 (a diagnostic): block 0's times at the kernel's phases, for the first
   // kStatSlots operations, printed per operation size at teardown.

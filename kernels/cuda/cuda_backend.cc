@@ -115,9 +115,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   env_flag("PREFIXD_DECODE_EVICT_FIRST", &decode_evict_first_);
   env_flag("PREFIXD_DECODE_PREFETCH", &decode_prefetch_);
   env_flag("PREFIXD_UPLOAD_BATCH", &upload_batch_enabled_);
-  bool step_pdl = true;
-  env_flag("PREFIXD_STEP_PDL", &step_pdl);
-  uploads_.set_programmatic(step_pdl);
+  uploads_.set_programmatic(cuda::StepPdlEnabled());
   env_flag("PREFIXD_DECODE_STREAM", &decode_stream_items_);
   env_flag("PREFIXD_DECODE_PERSISTENT", &decode_persistent_);
   env_flag("PREFIXD_FUSED", &fused_);

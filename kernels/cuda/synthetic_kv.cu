@@ -6,10 +6,9 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/upload_batch.h"
 #include "prefixd/common/cuda_check.h"
 #include "prefixd/kernels/synthetic_kv.h"
 
@@ -103,10 +102,7 @@ void LaunchFillSyntheticKv(const KvPoolView& kv, const SyntheticKvTokens& tokens
 void LaunchFillSyntheticQueries(const SyntheticQueries& queries, void* stream) {
   // The step's queries follow its upload (cuda_backend.h, PREFIXD_STEP_PDL): as a programmatic
   // dependent launch, their CTAs wait on the SMs instead of being launched after it.
-  static const bool programmatic = [] {
-    const char* env = std::getenv("PREFIXD_STEP_PDL");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool programmatic = StepPdlEnabled();
   auto* q = static_cast<uint16_t*>(queries.q);
   auto s = static_cast<cudaStream_t>(stream);
   const dim3 grid(Blocks(queries.n)), block(kThreads);

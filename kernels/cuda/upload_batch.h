@@ -50,4 +50,9 @@ class UploadBatch {
   bool programmatic_ = true;
 };
 
+// PREFIXD_STEP_PDL=0|1 (default 1): whether a step's first kernels (the upload batch, then the
+// synthetic queries that read it) are programmatic dependent launches. Throws kInvalidArgument on
+// any other value. The one reader of that variable.
+bool StepPdlEnabled();
+
 }  // namespace prefixd::kernels::cuda

@@ -12,7 +12,6 @@ NP=8
 . bench/scaling/device-setup.sh
 B="/tmp/s/prefixd_scaling_bench --batch 128 --suffix 512 --layers 1"
 nvidia-smi -L | wc -l
-row() { awk -F, 'NR>1 && !/^#/{printf "  %s %s gpus %s P %s step %s ms exposed %s (%s%%) eff %s err %s\n", $1, $11, $2, $3, $13, $15, $16, $17, $36}' "$1"; }
 timeout 75 $M $B --mode strong --prefix 262144 --gpus 1,2,4,8 --reduction both --csv "$OUT/strong-262k.csv" >"$OUT/strong-262k.log" 2>&1
 echo "strong 262144 rc=$?"; row "$OUT/strong-262k.csv"
 timeout 45 $M $B --mode weak --prefix-per-gpu 131072 --gpus 1,2,4,8 --csv "$OUT/weak.csv" >"$OUT/weak.log" 2>&1

@@ -135,7 +135,7 @@ void Worker::RunLayer(int layer) {
     // The side-stream decode beside the prefix kernel (WorkerOptions::decode_beside_prefix), or
     // waiting for the prefix kernel only (decode_behind_prefix).
     const bool decode_beside_prefix = send_first && options_.decode_beside_prefix && options_.decode_on_side_stream &&
-                                      sync_->side_stream() != nullptr && !ch.plan.DecodeReadsPrefixStates();
+                                      side != nullptr && !ch.plan.DecodeReadsPrefixStates();
     const bool decode_behind_prefix =
         send_first && !decode_beside_prefix && options_.decode_behind_prefix && options_.decode_on_side_stream;
     int decode_mark = -1;
@@ -160,7 +160,6 @@ void Worker::RunLayer(int layer) {
           // that the prefix grid takes its SMs first.
           // The merge of the own rows reads their prefix states too: it follows the prefix part
           // (decode_mark, ReduceAllToAll), not just the decode.
-          void* side = sync_->side_stream();
           sync_->Wait(side, be.stream());
           be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergeNoDecodePart);
           decode_mark = sync_->Record(be.stream());

@@ -369,9 +369,10 @@ class Worker {
   // decode_after_send (send_before_decode): the chunk's cascade arguments, whose decode part runs
   // once the states are on their way (and whose merge part, with merge_packed_row set, has already
   // written the send buffer).
-  // decode_mark ≥ 0 (StreamSync::Record): what the side-stream decode waits for, instead of all the
-  // compute stream's work so far (WorkerOptions::decode_behind_prefix).
-  // decode_enqueued: that decode is on the side stream already (WorkerOptions::decode_beside_prefix).
+  // decode_mark ≥ 0 (StreamSync::Record, behind the prefix part): what the side-stream decode waits
+  // for, instead of all the compute stream's work so far (WorkerOptions::decode_behind_prefix).
+  // decode_enqueued: that decode is on the side stream already (WorkerOptions::decode_beside_prefix);
+  // then only the own rows' merge is enqueued here, behind decode_mark (it reads prefix states).
   void ReduceAllToAll(Chunk& ch, int layer, const kernels::CascadeArgs* decode_after_send = nullptr,
                       int decode_mark = -1, bool decode_enqueued = false);
   // Packs rows `pack` of (v_send, s_send) (pack null: the send buffer holds them already),

@@ -267,6 +267,10 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
   PREFIXD_CHECK_ARG(options.blocks >= 1 && options.blocks <= kMaxBlocks,
                     "PeerExchange: blocks must be in [1, " << kMaxBlocks << "], got " << options.blocks);
   PREFIXD_CHECK_ARG(options.slot_bytes >= 16, "PeerExchange: slot_bytes must be at least 16");
+  const char* stats = std::getenv("PREFIXD_PEER_STATS");
+  PREFIXD_CHECK_ARG(stats == nullptr || std::string(stats) == "0" || std::string(stats) == "1",
+                    "PREFIXD_PEER_STATS must be 0 or 1, got '" << stats << "'");
+  const bool stats_on = stats != nullptr && std::string(stats) == "1";
   int rank = 0, size = 1;
   PREFIXD_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   PREFIXD_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -317,8 +321,7 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
   }
   if (!AllAgree(comm, ok)) return nullptr;
   PREFIXD_CUDA_CHECK(cudaEventCreateWithFlags(&self->last_done_, cudaEventDisableTiming));
-  const char* stats = std::getenv("PREFIXD_PEER_STATS");
-  if (stats != nullptr && std::string(stats) == "1") {
+  if (stats_on) {
     PREFIXD_CUDA_CHECK(cudaMalloc(&self->stats_, kStatSlots * kStatPhases * sizeof(uint64_t)));
     self->stat_bytes_.assign(kStatSlots, 0);
   }

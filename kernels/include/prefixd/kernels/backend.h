@@ -129,7 +129,9 @@ class Backend {
   // in the plan's merge_requests, in two halves: kMergeNoDecodePart for the merge requests without
   // decode items (final after the prefix part: e.g. the rows whose states travel) and
   // kMergeAfterDecodePart for the others. Parts of one plan run in the order prefix, merge without
-  // decode, decode, merge after decode; kMergeNoDecodePart may also come after kDecodePart.
+  // decode, decode, merge after decode; kMergeNoDecodePart may also come after kDecodePart, and
+  // kDecodePart may run beside kPrefixPart (another stream) where no decode item reads prefix
+  // states (CascadePlan::DecodeReadsPrefixStates), kMergeAfterDecodePart then following both.
   enum CascadePart : unsigned {
     kPrefixPart = 1u,
     kDecodePart = 2u,

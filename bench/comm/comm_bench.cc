@@ -13,7 +13,8 @@
 // Buffer kinds: plain (cudaMalloc), reg (ncclMemAlloc + ncclCommRegister), sym (ncclMemAlloc +
 // ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC): NCCL's symmetric kernels, 2.27+), and peer
 // (cudaMalloc, moved by prefixd's own Comm: NcclComm's one-host peer-memory path,
-// comm/cuda/peer_exchange.h; a2a and gather only).
+// comm/cuda/peer_exchange.h, staged through its slots; a2a and gather only), and direct (the same
+// path, the buffer from that Comm's AllocRegistered: its receive arena, written in place).
 // Time per operation: CUDA events around -n back-to-back operations after -w warm-ups, median of
 // --repeats such loops, the slowest rank's. Every operation's result is checked once (random
 // contents per rank; a mismatch exits non-zero).
@@ -42,7 +43,7 @@
 
 namespace {
 
-enum class BufferKind { kPlain, kRegistered, kSymmetric, kPeer };
+enum class BufferKind { kPlain, kRegistered, kSymmetric, kPeer, kDirect };
 
 const char* KindName(BufferKind k) {
   switch (k) {
@@ -50,6 +51,7 @@ const char* KindName(BufferKind k) {
     case BufferKind::kRegistered: return "reg";
     case BufferKind::kSymmetric: return "sym";
     case BufferKind::kPeer: return "peer";
+    case BufferKind::kDirect: return "direct";
   }
   return "?";
 }
@@ -57,7 +59,13 @@ const char* KindName(BufferKind k) {
 // One device buffer of the given kind; registration is collective (every rank makes the same calls).
 class Buffer {
  public:
-  Buffer(ncclComm_t comm, BufferKind kind, size_t bytes) : comm_(comm), kind_(kind), bytes_(bytes) {
+  Buffer(ncclComm_t comm, BufferKind kind, size_t bytes, prefixd::comm::Comm* arena)
+      : comm_(comm), kind_(kind), bytes_(bytes), arena_(arena) {
+    if (kind == BufferKind::kDirect) {
+      ptr_ = arena->AllocRegistered(bytes);
+      PREFIXD_CHECK_ARG(ptr_ != nullptr, "--kinds direct: the receive arena cannot hold " << bytes << " bytes");
+      return;
+    }
     if (kind == BufferKind::kPlain || kind == BufferKind::kPeer) {
       PREFIXD_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
       return;
@@ -70,6 +78,10 @@ class Buffer {
     }
   }
   ~Buffer() {
+    if (kind_ == BufferKind::kDirect) {
+      arena_->FreeRegistered(ptr_);
+      return;
+    }
     if (kind_ == BufferKind::kPlain || kind_ == BufferKind::kPeer) {
       cudaFree(ptr_);
       return;
@@ -87,6 +99,7 @@ class Buffer {
   ncclComm_t comm_;
   BufferKind kind_;
   size_t bytes_;
+  prefixd::comm::Comm* arena_;
   void* ptr_ = nullptr;
   void* handle_ = nullptr;
   ncclWindow_t window_ = nullptr;
@@ -115,7 +128,7 @@ int main(int argc, char** argv) {
     options.add_options()("bytes", "message sizes m in bytes (per peer / per rank), comma-separated",
                           cxxopts::value<std::string>()->default_value("16384,262144,540672,1048576,2097152"))(
         "ops", "operations: a2a, gather, rs, ar_max, ar_sum", cxxopts::value<std::string>()->default_value("a2a,gather,rs,ar_max,ar_sum"))(
-        "kinds", "buffer kinds: plain, reg, sym, peer", cxxopts::value<std::string>()->default_value("plain,reg,sym,peer"))(
+        "kinds", "buffer kinds: plain, reg, sym, peer, direct", cxxopts::value<std::string>()->default_value("plain,reg,sym,peer,direct"))(
         "n", "operations per timed loop", cxxopts::value<int>()->default_value("50"))(
         "w", "warm-up operations", cxxopts::value<int>()->default_value("20"))(
         "repeats", "timed loops (median taken)", cxxopts::value<int>()->default_value("7"))("h,help", "this help");
@@ -139,6 +152,7 @@ int main(int argc, char** argv) {
       else if (k == "reg") kinds.push_back(BufferKind::kRegistered);
       else if (k == "sym") kinds.push_back(BufferKind::kSymmetric);
       else if (k == "peer") kinds.push_back(BufferKind::kPeer);
+      else if (k == "direct") kinds.push_back(BufferKind::kDirect);
       else PREFIXD_CHECK_ARG(false, "--kinds: unknown kind '" << k << "'");
     }
     const std::vector<std::string> ops = Split(args["ops"].as<std::string>());
@@ -157,12 +171,21 @@ int main(int argc, char** argv) {
     PREFIXD_NCCL_CHECK(ncclCommInitRank(&comm, size, id, rank));
     cudaStream_t stream;
     PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    // prefixd's Comm for the peer kind (its peer path where the GPUs allow; NCCL otherwise).
+    // prefixd's Comm for the peer kinds (its peer path where the GPUs allow; NCCL otherwise).
     std::unique_ptr<prefixd::comm::Comm> prefixd_comm;
-    if (std::find(kinds.begin(), kinds.end(), BufferKind::kPeer) != kinds.end()) {
+    const auto ours = [](BufferKind k) { return k == BufferKind::kPeer || k == BufferKind::kDirect; };
+    if (std::any_of(kinds.begin(), kinds.end(), ours)) {
       prefixd::comm::CommOptions co;
       co.check_sizes = false;
       prefixd_comm = prefixd::comm::MakeNcclComm(MPI_COMM_WORLD, rank % devices, stream, co);
+      // No receive arena (no peer path here, or PREFIXD_PEER_DIRECT=0): the direct kind is skipped.
+      void* probe = prefixd_comm->AllocRegistered(16);
+      if (probe != nullptr) {
+        prefixd_comm->FreeRegistered(probe);
+      } else if (std::find(kinds.begin(), kinds.end(), BufferKind::kDirect) != kinds.end()) {
+        if (rank == 0) std::printf("# direct: no receive arena here (peer path off or impossible), skipped\n");
+        kinds.erase(std::find(kinds.begin(), kinds.end(), BufferKind::kDirect));
+      }
     }
     cudaEvent_t start, stop;
     PREFIXD_CUDA_CHECK(cudaEventCreate(&start));
@@ -178,7 +201,7 @@ int main(int argc, char** argv) {
     for (const std::string& op : ops)
       for (const size_t m : sizes)
         for (const BufferKind kind : kinds) {
-          if (kind == BufferKind::kPeer && op != "a2a" && op != "gather") continue;
+          if (ours(kind) && op != "a2a" && op != "gather") continue;
           const size_t floats = m / 4;
           // One buffer holds send and receive parts, so that a symmetric window covers both (NCCL's
           // rule: every rank passes the same offsets in the same window).
@@ -193,7 +216,7 @@ int main(int argc, char** argv) {
             send_off = 0, recv_off = 0, total = m;  // all-reduce in place
           }
           total = (total + 4095) / 4096 * 4096;
-          Buffer buf(comm, kind, total);
+          Buffer buf(comm, kind, total, prefixd_comm.get());
           std::vector<float> host(total / 4);
           std::mt19937 rng(1234 + rank);
           std::uniform_real_distribution<float> dist(-4.f, 4.f);
@@ -219,7 +242,7 @@ int main(int argc, char** argv) {
           pair_bytes[rank] = 0;  // as the NCCL rows: no self block
           for (int j = 0; j < size; ++j) offsets_send[j] = send_off + j * m, offsets_recv[j] = recv_off + j * m;
           const auto run = [&] {
-            if (kind == BufferKind::kPeer) {
+            if (ours(kind)) {
               if (op == "a2a")
                 prefixd_comm->AllToAllV(base, pair_bytes, offsets_send, base, pair_bytes, offsets_recv, stream);
               else

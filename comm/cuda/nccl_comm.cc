@@ -92,6 +92,12 @@ class NcclComm final : public Comm {
     if (peer) {
       PeerExchangeOptions po;
       po.slot_bytes = options_.peer_slot_bytes;
+      po.arena_bytes = register_ ? 0 : options_.peer_arena_bytes;
+      if (const char* d = std::getenv("PREFIXD_PEER_DIRECT")) {  // A/B runs
+        const std::string v = d;
+        PREFIXD_CHECK_ARG(v == "0" || v == "1", "PREFIXD_PEER_DIRECT must be 0 or 1, got '" << v << "'");
+        if (v == "0") po.arena_bytes = 0;
+      }
       if (const char* b = std::getenv("PREFIXD_PEER_BLOCKS")) {  // A/B runs
         const std::string v = b;
         PREFIXD_CHECK_ARG(!v.empty() && v.size() <= 3 && v.find_first_not_of("0123456789") == std::string::npos,
@@ -239,7 +245,9 @@ class NcclComm final : public Comm {
   }
 
   void* AllocRegistered(size_t bytes) override {
-    if (!register_ || bytes == 0) return nullptr;
+    if (bytes == 0) return nullptr;
+    // The peer path's receive arena (peers write straight into these buffers), where it has room.
+    if (!register_) return peer_ ? peer_->AllocateReceive(bytes) : nullptr;
     ncclComm_t comm = Live();
     void* ptr = nullptr;
     PREFIXD_NCCL_CHECK_COMM(comm, ncclMemAlloc(&ptr, bytes));
@@ -256,6 +264,7 @@ class NcclComm final : public Comm {
 
   // Called from destructors: never throws (a failure here leaks the buffer, nothing else).
   void FreeRegistered(void* ptr) noexcept override {
+    if (peer_ && peer_->FreeReceive(ptr)) return;
     auto it = registered_.find(ptr);
     if (it == registered_.end()) return;
     if (nccl_ != nullptr) ncclCommDeregister(nccl_, it->second);  // after Abort: the handle died with it

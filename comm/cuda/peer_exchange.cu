@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -21,16 +22,23 @@ namespace {
 constexpr int kMaxRanks = PeerExchange::kMaxRanks;
 constexpr int kMaxBlocks = PeerExchange::kMaxBlocks;
 constexpr int kThreads = 512;
-// The window: per buffer parity, arrive flags [rank][block] and done flags [rank][block] (a flag
-// is written by one peer only, with growing epochs: each rank runs its operations in issue order,
-// also across streams (Run), so no flag ever goes back); then the two data buffers.
-constexpr size_t kFlagWords = size_t(kMaxRanks) * kMaxBlocks;  // one table
-constexpr size_t kDataOffset = 4 * kFlagWords * sizeof(uint32_t);
+// The window: arrive flags [rank][block] (a flag is written by one peer only, with growing epochs:
+// each rank runs its operations in issue order, also across streams (Run), so no flag ever goes
+// back), then one post per rank (written by that rank as the receiver of the pair), then the data
+// buffer (one slot per rank), then the receive arena.
+constexpr size_t kFlagWords = size_t(kMaxRanks) * kMaxBlocks;
+struct Post {
+  uint64_t offset;  // where the sender's bytes go: an offset into the receiver's arena, or kToSlot
+  uint32_t epoch;   // the pair's operation this post is for (written last, with release)
+  uint32_t unused;
+};
+constexpr uint64_t kToSlot = ~uint64_t(0);
+constexpr size_t kPostOffset = kFlagWords * sizeof(uint32_t);
+constexpr size_t kDataOffset = (kPostOffset + kMaxRanks * sizeof(Post) + 255) / 256 * 256;
+constexpr size_t kArenaAlign = 256;
 
-// Table of `parity` (0, 1) and kind (0 arrive, 1 done) in a window.
-__device__ __forceinline__ uint32_t* Flags(char* window, uint32_t parity, int kind) {
-  return reinterpret_cast<uint32_t*>(window) + (parity * 2 + kind) * kFlagWords;
-}
+__device__ __forceinline__ uint32_t* Arrive(char* window) { return reinterpret_cast<uint32_t*>(window); }
+__device__ __forceinline__ Post* Posts(char* window) { return reinterpret_cast<Post*>(window + kPostOffset); }
 // A block that has waited this long for a peer traps, so that a dead peer surfaces as a CUDA
 // error (and the job aborts, fatal.h) instead of a hang.
 constexpr uint64_t kSpinLimitNs = 20ull * 1000 * 1000 * 1000;
@@ -41,8 +49,9 @@ struct ExchangeParams {
   char* recv[kMaxRanks];        // per source rank
   uint64_t send_bytes[kMaxRanks];
   uint64_t recv_bytes[kMaxRanks];
+  uint64_t recv_offset[kMaxRanks];  // per source rank: recv's offset in this rank's arena, or kToSlot
   uint64_t slot_bytes;
-  uint64_t buffer_bytes;
+  uint64_t arena_offset;            // where the arena starts in a window
   uint32_t epoch[kMaxRanks];  // per peer: this operation's number for the pair; 0: the pair sits out
   int rank, size;
   uint64_t* stats;  // PREFIXD_PEER_STATS: block 0's phase times of this operation (kStatPhases), or null
@@ -157,16 +166,29 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
   NotePhase(p, 0);
   char* mine = p.window[p.rank];
   // Each pair counts its own operations (a rank with nothing to move with a peer may skip a call,
-  // as with NCCL's point-to-point), so parities and flags are per pair.
+  // as with NCCL's point-to-point), so epochs and flags are per pair. Thread t speaks for peer t.
   const bool pair = t < p.size && t != p.rank && p.epoch[t] != 0;
   const uint32_t e_t = pair ? p.epoch[t] : 0;
-  // 1. Each peer has read what this rank wrote into the same buffer two of the pair's operations ago.
-  if (pair && e_t > 2 && p.send_bytes[t] > 0 && p.send_bytes[t] <= p.slot_bytes)
-    SpinUntil(Flags(mine, e_t & 1, 1) + t * kMaxBlocks + b, e_t - 2, t, "done");
+  // 1. Post, to every peer that sends here, where its bytes go. This rank has finished its earlier
+  //    operations (issue order), so the place is free. Block 0 posts; every block reads the posts.
+  if (b == 0 && pair && p.recv_bytes[t] > 0 && p.recv_bytes[t] <= p.slot_bytes) {
+    Post* post = Posts(p.window[t]) + p.rank;
+    StoreRelaxed64(&post->offset, p.recv_offset[t]);
+    StoreRelease(&post->epoch, e_t);  // orders the offset before it
+  }
+  // 2. Where this rank's bytes for each peer go: the peer's post for this operation.
+  __shared__ char* to_peer[kMaxRanks];
+  if (pair && p.send_bytes[t] > 0 && p.send_bytes[t] <= p.slot_bytes) {
+    Post* post = Posts(mine) + t;
+    SpinUntil(&post->epoch, e_t, t, "post");
+    const uint64_t offset = LoadRelaxed64(&post->offset);  // after the acquire of its epoch
+    to_peer[t] = offset == kToSlot ? p.window[t] + kDataOffset + uint64_t(p.rank) * p.slot_bytes
+                                   : p.window[t] + p.arena_offset + offset;
+  }
   __syncthreads();
   NotePhase(p, 1);
-  // 2. This block's share of every peer's bytes, into slot [rank] of the peer's buffer (the pair's
-  //    parity); the own block straight to its destination.
+  // 3. This block's share of every peer's bytes, to the place its post names; the own block
+  //    straight to its destination.
   __shared__ Segment segs[kMaxRanks];
   __shared__ int num_segs;
   if (t == 0) {
@@ -177,46 +199,39 @@ __global__ void __launch_bounds__(kThreads) PeerExchangeKernel(ExchangeParams p)
       if (bytes == 0 || (j != p.rank && (bytes > p.slot_bytes || p.epoch[j] == 0)) ||
           (j == p.rank && p.send[j] == p.recv[j]))
         continue;
-      char* to = j == p.rank ? p.recv[j]
-                             : p.window[j] + kDataOffset + (p.epoch[j] & 1) * p.buffer_bytes +
-                                   uint64_t(p.rank) * p.slot_bytes;
-      segs[n++] = Segment{p.send[j], to, bytes};
+      segs[n++] = Segment{p.send[j], j == p.rank ? p.recv[j] : to_peer[j], bytes};
     }
     num_segs = n;
   }
   __syncthreads();
   CopySegments(segs, num_segs);
-  // 3. Arrived: every peer of an active pair learns that this block's share is in its buffer (the
+  // 4. Arrived: every peer of an active pair learns that this block's share has landed (the
   //    release orders the whole block's stores, made visible to thread t by the barrier, before
   //    the flag).
   if (pair) {
     __threadfence_system();
-    StoreRelease(Flags(p.window[t], e_t & 1, 0) + p.rank * kMaxBlocks + b, e_t);
+    StoreRelease(Arrive(p.window[t]) + p.rank * kMaxBlocks + b, e_t);
   }
   NotePhase(p, 2);
-  // 4. Every such peer's share b has arrived here.
-  if (pair) SpinUntil(Flags(mine, e_t & 1, 0) + t * kMaxBlocks + b, e_t, t, "arrive");
+  // 5. Every such peer's share b has arrived here.
+  if (pair) SpinUntil(Arrive(mine) + t * kMaxBlocks + b, e_t, t, "arrive");
   __syncthreads();
   NotePhase(p, 3);
-  // 5. This block's share of every slot to its destination.
+  // 6. This block's share of every slot used to its destination (bytes that landed in place need
+  //    nothing more).
   if (t == 0) {
     int n = 0;
     for (int j = 0; j < p.size; ++j) {
       const uint64_t bytes = p.recv_bytes[j];
-      if (j == p.rank || bytes == 0 || bytes > p.slot_bytes || p.epoch[j] == 0) continue;
-      segs[n++] = Segment{mine + kDataOffset + (p.epoch[j] & 1) * p.buffer_bytes + uint64_t(j) * p.slot_bytes,
-                          p.recv[j], bytes};
+      if (j == p.rank || bytes == 0 || bytes > p.slot_bytes || p.epoch[j] == 0 || p.recv_offset[j] != kToSlot)
+        continue;
+      segs[n++] = Segment{mine + kDataOffset + uint64_t(j) * p.slot_bytes, p.recv[j], bytes};
     }
     num_segs = n;
   }
   __syncthreads();
   CopySegments(segs, num_segs);
   NotePhase(p, 4);
-  // 6. Done (to every peer of an active pair, whatever it sent): each may write into this rank's
-  //    buffer of that parity again.
-  if (pair) StoreRelease(Flags(p.window[t], e_t & 1, 1) + p.rank * kMaxBlocks + b, e_t);
-  __syncthreads();
-  NotePhase(p, 5);
 }
 
 // True on every rank when `ok` is true on every rank.
@@ -256,10 +271,9 @@ void PeerExchange::PrintStats() {
       median[k] = v[v.size() / 2];
     }
     std::fprintf(stderr,
-                 "prefixd PeerExchange rank %d: %zu ops sending %llu B: median µs wait-done %.2f, push+flag %.2f, "
-                 "wait-arrive %.2f, copy-out %.2f, done %.2f, total %.2f\n",
-                 rank_, rows.size(), (unsigned long long)bytes, median[0], median[1], median[2], median[3], median[4],
-                 median[5]);
+                 "prefixd PeerExchange rank %d: %zu ops sending %llu B: median µs post+wait-post %.2f, push+flag %.2f, "
+                 "wait-arrive %.2f, copy-out %.2f, total %.2f\n",
+                 rank_, rows.size(), (unsigned long long)bytes, median[0], median[1], median[2], median[3], median[4]);
   }
 }
 
@@ -301,7 +315,10 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
 
   std::unique_ptr<PeerExchange> self(new PeerExchange(comm, rank, size, options));
   self->buffer_bytes_ = size_t(size) * options.slot_bytes;
-  const size_t window_bytes = kDataOffset + 2 * self->buffer_bytes_;
+  self->arena_offset_ = (kDataOffset + self->buffer_bytes_ + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+  const size_t arena_bytes = options.arena_bytes / kArenaAlign * kArenaAlign;
+  if (arena_bytes > 0) self->arena_free_.emplace(0, arena_bytes);
+  const size_t window_bytes = self->arena_offset_ + arena_bytes;
   cudaIpcMemHandle_t handle{};
   bool ok = cudaMalloc(&self->window_, window_bytes) == cudaSuccess &&
             cudaMemset(self->window_, 0, kDataOffset) == cudaSuccess &&
@@ -344,6 +361,48 @@ PeerExchange::~PeerExchange() {
   if (window_ != nullptr) cudaFree(window_);
 }
 
+void* PeerExchange::AllocateReceive(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const size_t need = (bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+  for (auto it = arena_free_.begin(); it != arena_free_.end(); ++it) {  // first fit
+    if (it->second < need) continue;
+    const size_t offset = it->first, left = it->second - need;
+    arena_free_.erase(it);
+    if (left > 0) arena_free_.emplace(offset + need, left);
+    arena_used_.emplace(offset, need);
+    return static_cast<char*>(window_) + arena_offset_ + offset;
+  }
+  return nullptr;
+}
+
+bool PeerExchange::FreeReceive(void* ptr) noexcept {
+  const uintptr_t arena = reinterpret_cast<uintptr_t>(window_) + arena_offset_;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(ptr);
+  if (ptr == nullptr || at < arena) return false;
+  const auto used = arena_used_.find(size_t(at - arena));
+  if (used == arena_used_.end()) return false;
+  // As cudaFree: nothing in flight on this device may still write into (or read) the range.
+  cudaDeviceSynchronize();
+  size_t offset = used->first, bytes = used->second;
+  arena_used_.erase(used);
+  // Merge with the free neighbours.
+  auto next = arena_free_.lower_bound(offset);
+  if (next != arena_free_.end() && offset + bytes == next->first) {
+    bytes += next->second;
+    next = arena_free_.erase(next);
+  }
+  if (next != arena_free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      offset = prev->first;
+      bytes += prev->second;
+      arena_free_.erase(prev);
+    }
+  }
+  arena_free_.emplace(offset, bytes);
+  return true;
+}
+
 void PeerExchange::Run(const PeerTransfer& transfer, cudaStream_t stream) {
   PREFIXD_CHECK_INTERNAL(int(transfer.send.size()) == size_ && int(transfer.send_bytes.size()) == size_ &&
                              int(transfer.recv.size()) == size_ && int(transfer.recv_bytes.size()) == size_,
@@ -357,8 +416,16 @@ void PeerExchange::Run(const PeerTransfer& transfer, cudaStream_t stream) {
     p.recv_bytes[j] = transfer.recv_bytes[j];
   }
   p.slot_bytes = options_.slot_bytes;
-  p.buffer_bytes = buffer_bytes_;
-  // A pair takes part when some direction of it moves bytes through the slots; both of its ranks
+  p.arena_offset = arena_offset_;
+  // A receive that lies wholly in the arena lands in place; any other goes through this rank's slot.
+  const uintptr_t arena = reinterpret_cast<uintptr_t>(window_) + arena_offset_;
+  const size_t arena_bytes = options_.arena_bytes / kArenaAlign * kArenaAlign;
+  for (int j = 0; j < size_; ++j) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(transfer.recv[j]);
+    const bool in_place = at >= arena && at - arena <= arena_bytes && transfer.recv_bytes[j] <= arena_bytes - (at - arena);
+    p.recv_offset[j] = in_place ? uint64_t(at - arena) : kToSlot;
+  }
+  // A pair takes part when some direction of it moves bytes through the peer path; both of its ranks
   // see the same two counts, so both count the operation.
   for (int j = 0; j < size_; ++j) {
     const bool active = j != rank_ && ((transfer.send_bytes[j] > 0 && Fits(transfer.send_bytes[j])) ||

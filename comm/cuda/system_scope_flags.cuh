@@ -22,6 +22,15 @@ PREFIXD_SYS_FLAG_STORE(StoreRelease, "release")
 PREFIXD_SYS_FLAG_STORE(StoreRelaxed, "relaxed")
 PREFIXD_SYS_FLAG_LOAD(LoadAcquire, "acquire")
 PREFIXD_SYS_FLAG_LOAD(LoadRelaxed, "relaxed")
+// A 64-bit word published by a 32-bit flag (relaxed: the flag's release/acquire orders it).
+__device__ __forceinline__ void StoreRelaxed64(uint64_t* word, uint64_t value) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
+}
+__device__ __forceinline__ uint64_t LoadRelaxed64(const uint64_t* word) {
+  uint64_t value;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(value) : "l"(word) : "memory");
+  return value;
+}
 #undef PREFIXD_SYS_FLAG_STORE
 #undef PREFIXD_SYS_FLAG_LOAD
 

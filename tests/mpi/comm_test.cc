@@ -10,6 +10,10 @@
 //   nccl_nopeer NcclComm with the peer path off: NCCL for everything
 //   nccl_smallslot  the peer path with 1 KiB slots, so that larger pairs go through NCCL in the
 //               same AllToAllV (the mixed path)
+//   nccl_direct the peer path with every device buffer from Comm::AllocRegistered: its receive
+//               arena, which the peers write into in place (no slot)
+//   nccl_direct_odd  the same on odd ranks only: pairs where one side receives in place and the
+//               other through its slot
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -87,6 +91,10 @@ size_t RandomSize(std::mt19937_64& rng, size_t max) {
 
 // ---- Buffers in the Comm's memory ----
 
+// The Comm whose AllocRegistered device buffers come from while a test runs (the nccl_direct
+// backends), or null: cudaMalloc.
+Comm* g_buffers_from = nullptr;
+
 class Buffer {
  public:
   Buffer(MemoryKind kind, size_t bytes) : kind_(kind), bytes_(bytes) {
@@ -95,6 +103,12 @@ class Buffer {
       return;
     }
 #if defined(PREFIXD_HAVE_CUDA)
+    if (g_buffers_from != nullptr) {
+      device_ = g_buffers_from->AllocRegistered(std::max<size_t>(bytes, 1));
+      registered_ = g_buffers_from;
+      if (device_ != nullptr) return;
+      registered_ = nullptr;
+    }
     if (cudaMalloc(&device_, std::max<size_t>(bytes, 1)) != cudaSuccess)
       PREFIXD_THROW(ErrorKind::kOutOfMemory, "cudaMalloc of " << bytes << " bytes failed");
 #else
@@ -103,7 +117,8 @@ class Buffer {
   }
   ~Buffer() {
 #if defined(PREFIXD_HAVE_CUDA)
-    if (device_ != nullptr) cudaFree(device_);
+    if (registered_ != nullptr) registered_->FreeRegistered(device_);
+    else if (device_ != nullptr) cudaFree(device_);
 #endif
   }
   Buffer(const Buffer&) = delete;
@@ -150,6 +165,7 @@ class Buffer {
   size_t bytes_;
   std::vector<uint8_t> host_;
   void* device_ = nullptr;
+  Comm* registered_ = nullptr;  // device_ came from its AllocRegistered
 };
 
 // ---- The backends, one Comm each for the whole suite ----
@@ -196,7 +212,10 @@ class CommTest : public testing::TestWithParam<std::string> {
     if (!state.skip_reason.empty()) GTEST_SKIP() << state.skip_reason;
     comm_ = state.comm.get();
     seed_ = SharedSeed();
+    const std::string& name = GetParam();
+    if (name == "nccl_direct" || (name == "nccl_direct_odd" && comm_->rank() % 2 == 1)) g_buffers_from = comm_;
   }
+  void TearDown() override { g_buffers_from = nullptr; }
 
   Comm& comm() { return *comm_; }
   MemoryKind memory() const { return comm_->memory(); }
@@ -695,7 +714,35 @@ TEST_P(CommTest, PeerPathTakenWhereThePlatformAllows) {
 #endif
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CommTest, testing::Values("mpi", "mpi_pieces", "nccl", "nccl_nopeer", "nccl_smallslot"),
+// With the peer path, AllocRegistered hands out receive buffers from the path's arena (the
+// nccl_direct backends' buffers come from there), apart from each other, reusable once freed,
+// and nullptr once the arena cannot hold a request (the caller then allocates elsewhere).
+TEST_P(CommTest, ReceiveArenaHandsOutDisjointReusableBuffers) {
+  if (memory() != MemoryKind::kDevice) GTEST_SKIP() << "the receive arena is NcclComm's";
+#if defined(PREFIXD_HAVE_CUDA)
+  for (const char* v : {"PREFIXD_PEER_EXCHANGE", "PREFIXD_PEER_DIRECT", "PREFIXD_NCCL_REGISTER"})
+    if (std::getenv(v) != nullptr) GTEST_SKIP() << v << " is set: the backends' options do not decide";
+  void* a = comm().AllocRegistered(1000);
+  const bool expected = PeerPathPossible() && GetParam() != "nccl_nopeer";
+  ASSERT_EQ(a != nullptr, expected) << "peer path possible here: " << PeerPathPossible() << ", backend " << GetParam();
+  if (a == nullptr) return;
+  void* b = comm().AllocRegistered(5000);
+  ASSERT_NE(b, nullptr);
+  const auto* pa = static_cast<const char*>(a);
+  const auto* pb = static_cast<const char*>(b);
+  EXPECT_TRUE(pa + 1000 <= pb || pb + 5000 <= pa) << "overlapping receive buffers";
+  EXPECT_EQ(comm().AllocRegistered(size_t(1) << 40), nullptr) << "more than the arena holds";
+  comm().FreeRegistered(a);
+  void* c = comm().AllocRegistered(1000);
+  EXPECT_EQ(c, a) << "a freed range is handed out again (first fit)";
+  comm().FreeRegistered(c);
+  comm().FreeRegistered(b);
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CommTest,
+                         testing::Values("mpi", "mpi_pieces", "nccl", "nccl_nopeer", "nccl_smallslot", "nccl_direct",
+                                         "nccl_direct_odd"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 

@@ -91,6 +91,10 @@ struct CommOptions {
   // overrides peer_exchange.
   bool peer_exchange = true;
   size_t peer_slot_bytes = size_t(4) << 20;  // per (sender, receiver) pair
+  // With the peer path, AllocRegistered hands out receive buffers from an arena of this many bytes
+  // that the peers write into directly (no copy out of a slot); 0, or PREFIXD_PEER_DIRECT=0, turns
+  // that off. Ignored with PREFIXD_NCCL_REGISTER=1 (NCCL's registered buffers instead).
+  size_t peer_arena_bytes = size_t(64) << 20;
 };
 
 // Host-buffer Comm over a duplicate of `comm` (its traffic never mixes with the caller's control

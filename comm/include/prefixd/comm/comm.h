@@ -49,13 +49,15 @@ class Comm {
   // then aborts MPI so that no rank hangs in a collective.
   virtual void Abort() = 0;
 
-  // Memory for exchange buffers that this Comm moves without staging copies: NCCL allocates it
-  // with ncclMemAlloc and registers it with the communicator (ncclCommRegister), so that
-  // point-to-point transfers between GPUs of one host go straight from the sender's buffer to the
-  // receiver's. nullptr where the Comm has no such memory (MPI; NCCL unless PREFIXD_NCCL_REGISTER=1,
-  // the default being off): the caller then allocates as usual. NCCL's
-  // rule: a transfer uses registered buffers on every rank or on none, so all ranks must ask for
-  // the same buffers. Freed with FreeRegistered, before the Comm is destroyed.
+  // Memory for exchange buffers that this Comm moves without staging copies. NcclComm with its
+  // peer path: a receive arena the peers write into directly (the peer path's copy out of a slot
+  // disappears; each rank decides for itself, no agreement needed). NcclComm with
+  // PREFIXD_NCCL_REGISTER=1: ncclMemAlloc + ncclCommRegister, so that point-to-point transfers
+  // between GPUs of one host go straight from the sender's buffer to the receiver's; NCCL's rule
+  // there: a transfer uses registered buffers on every rank or on none, so all ranks must ask for
+  // the same buffers. nullptr where the Comm has no such memory, or none left (MPI; NCCL without
+  // either): the caller then allocates as usual. Freed with FreeRegistered, before the Comm is
+  // destroyed.
   virtual void* AllocRegistered(size_t bytes) {
     (void)bytes;
     return nullptr;

@@ -31,9 +31,10 @@
 //                                         dependent launches: its host loads overlap the kernel
 //                                         before it, and neither waits for a launch (1)
 //   PREFIXD_DECODE_STREAM=0|1             the one-CTA-per-SM decode (CascadeArgs::decode_free_sms) as
-//                                         the streaming kernel (decode_attention_mma_stream.cuh) (0:
-//                                         it shortens the decode beside the state exchange but not
-//                                         the step, bench/scaling/README.md session 7)
+//                                         the streaming kernel (decode_attention_mma_stream.cuh) (1:
+//                                         since the state exchange moves in place, the decode beside
+//                                         it is the step's longer tail; 4-GPU step 0.2875 against
+//                                         0.2920 ms, bench/scaling/README.md session 16)
 //   PREFIXD_DECODE_PERSISTENT=0|1         every tensor-core decode launch as one CTA per SM looping
 //                                         over items (0; slower than one CTA per item, same README)
 //   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
@@ -194,6 +195,8 @@ class CudaBackend final : public Backend {
   // The prefix items of the loaded plan for `args` (inputs, items, groups, slots): what the prefix
   // kernel and the fused kernel's prefix half both run.
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
+  // SMs the loaded plan's prefix kernel leaves without a CTA (CascadeArgs::decode_on_idle_sms).
+  int SmsIdleBesidePrefix(const CascadeArgs& args) const;
   // What the prefix kernel pulls into L2 for the loaded plan's decode kernel, launched with `args`
   // (PREFIXD_DECODE_WARMUP, _MIB): nothing unless that decode runs in one wave; then every item's
   // start and, within the K/V budget, its first K/V rows.
@@ -215,7 +218,7 @@ class CudaBackend final : public Backend {
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
-  bool decode_stream_items_ = false;  // PREFIXD_DECODE_STREAM
+  bool decode_stream_items_ = true;  // PREFIXD_DECODE_STREAM
   bool decode_persistent_ = false;   // PREFIXD_DECODE_PERSISTENT
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
   int64_t decode_warmup_bytes_ = int64_t(4) << 20;  // PREFIXD_DECODE_WARMUP_MIB

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 14's final runs, one call per machine (binaries carried as $CARRY/scal.tar.xz:
-# prefixd_scaling_bench, prefixd_mpi_tests). Output: $OUT/s14-$PART.tgz (CSVs and logs).
+# prefixd_scaling_bench, prefixd_mpi_tests). Output: $OUT/$TAG-$PART.tgz (CSVs and logs).
 #   PART=x4 (nvidia-h200-x4): the distributed engine issue's rows: strong P = 262144 on 1-4 GPUs
 #     (both reductions, then an all-to-all repeat), weak 131072 per GPU, the exposed communication
 #     at P = 65536 × 32 layers on 4 GPUs, and NCCL/CUDA MPI tests at 4 ranks.
@@ -10,6 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/s14-final}
+TAG=${TAG:-s14}  # the archive name: $OUT/$TAG-$PART.tgz (session 16: TAG=s16)
 PART=${PART:?set PART to x4 or x8}
 NP=$([ "$PART" = x8 ] && echo 8 || echo 4)
 . bench/scaling/device-setup.sh
@@ -38,4 +39,4 @@ else
   run strong-1m-l1 90 --mode strong --prefix 1048576 --layers 1 --gpus 1,2,4,8 --reduction a2a
   mpi 150 "$TESTS"
 fi
-tar -C "$W" -czf "$OUT/s14-$PART.tgz" .
+tar -C "$W" -czf "$OUT/$TAG-$PART.tgz" .

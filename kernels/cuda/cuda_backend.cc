@@ -603,11 +603,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : plan_.num_decode_items <= 2 * num_sms_ ? 4 : 2;
     // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, which then needs 8 warps
     // to keep enough bytes in flight for its share of the bandwidth.
-    const int idle_sms = args.decode_on_idle_sms ? SmsIdleBesidePrefix(args) : 0;
-    if (idle_sms > 0) {
-      p.max_sms = idle_sms;
-      if (decode_mma_warps_ == 0) p.mma_warps = 8;
-    } else if (args.decode_free_sms > 0) {
+    if (args.decode_free_sms > 0) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
     } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
@@ -654,13 +650,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
   m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream);
-}
-
-int CudaBackend::SmsIdleBesidePrefix(const CascadeArgs& args) const {
-  const int per_sm =
-      std::max(1, PrefixAttentionCtasPerSm(plan_.header.head_dim, args.kv.shape.dtype, plan_.max_prefix_item_rows));
-  const int64_t busy = (int64_t(plan_.num_prefix_items) + per_sm - 1) / per_sm;
-  return int(std::max<int64_t>(0, num_sms_ - std::min<int64_t>(busy, num_sms_)));
 }
 
 PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) const {

@@ -195,8 +195,6 @@ class CudaBackend final : public Backend {
   // The prefix items of the loaded plan for `args` (inputs, items, groups, slots): what the prefix
   // kernel and the fused kernel's prefix half both run.
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
-  // SMs the loaded plan's prefix kernel leaves without a CTA (CascadeArgs::decode_on_idle_sms).
-  int SmsIdleBesidePrefix(const CascadeArgs& args) const;
   // What the prefix kernel pulls into L2 for the loaded plan's decode kernel, launched with `args`
   // (PREFIXD_DECODE_WARMUP, _MIB): nothing unless that decode runs in one wave; then every item's
   // start and, within the K/V budget, its first K/V rows.

@@ -79,20 +79,6 @@ void Worker::RunLayer(int layer) {
     append_pending_ = false;
     ++appends_on_decode_stream_;
   }
-  // The own rows' decode beside the prefix kernel (WorkerOptions::decode_beside_prefix): enqueued
-  // now, on the side stream behind the own queries and the K/V append, before the query exchange
-  // and the prefix kernel, and run on the SMs that the prefix kernel leaves idle
-  // (CascadeArgs::decode_on_idle_sms), so that it is done by the time the prefix states are.
-  const bool decode_beside_prefix = DecodesBesidePrefix();
-  if (decode_beside_prefix) {
-    sync_->Wait(side, chunks_[0].backend->stream());  // this layer's queries
-    kernels::CascadeArgs decode = LayerCascadeArgs(chunks_[0], layer);
-    decode.stream = side;
-    decode.decode_on_idle_sms = true;
-    decode.decode_free_sms = options_.decode_free_sms;
-    chunks_[0].backend->RunCascadeParts(decode, kernels::Backend::kDecodePart);
-    ++layers_decode_beside_prefix_;
-  }
   // 2. All chunks' queries go out first, so that later chunks' queries travel while earlier
   //    chunks compute.
   for (Chunk& ch : chunks_) {
@@ -135,12 +121,21 @@ void Worker::RunLayer(int layer) {
     if (L.needs_query_exchange && !q_on_compute) sync_->Wait(be.stream(), comm_stream);
     if (!L.own_is_local && !ch.queries_in_place)
       GatherRows(be, B.q_local.get(), B.q_recv.get(), B.q_own.get(), B.q_unpack, L.num_local(), row_words, 0);
+    // Without any state exchange every local row is owned: the cascade writes the outputs.
     const bool direct = !L.needs_state_exchange;
     PREFIXD_CHECK_INTERNAL(!direct || L.own_is_local, "chunk without state exchange has rows it does not own");
-    kernels::CascadeArgs args = LayerCascadeArgs(ch, layer);
+    kernels::CascadeArgs args;
+    args.kv = kv_;
+    args.layer = layer;
+    args.q = L.own_is_local && !ch.queries_in_place ? B.q_own.get() : B.q_local.get();
+    args.sm_scale = options_.sm_scale;
+    args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
+    args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
     const bool send_first = SendsBeforeDecode(ch);
-    // The side-stream decode waiting for the prefix kernel only (decode_behind_prefix), unless it
-    // already runs beside it.
+    // The side-stream decode beside the prefix kernel (WorkerOptions::decode_beside_prefix), or
+    // waiting for the prefix kernel only (decode_behind_prefix).
+    const bool decode_beside_prefix = send_first && options_.decode_beside_prefix && options_.decode_on_side_stream &&
+                                      side != nullptr && !ch.plan.DecodeReadsPrefixStates();
     const bool decode_behind_prefix =
         send_first && !decode_beside_prefix && options_.decode_behind_prefix && options_.decode_on_side_stream;
     int decode_mark = -1;
@@ -160,11 +155,19 @@ void Worker::RunLayer(int layer) {
           be.RunCascadeParts(args, kernels::Backend::kMergeNoDecodePart);
           ++layers_decode_behind_prefix_;
         } else if (decode_beside_prefix) {
-          // The decode was enqueued before the query exchange (above). The merge of the own rows
-          // reads their prefix states too: it follows the prefix part (decode_mark,
-          // ReduceAllToAll), not just the decode.
+          // The side stream joins here, before the prefix launch: the decode waits for the
+          // queries and the K/V append, not for the prefix kernel, and is launched after it so
+          // that the prefix grid takes its SMs first.
+          // The merge of the own rows reads their prefix states too: it follows the prefix part
+          // (decode_mark, ReduceAllToAll), not just the decode.
+          sync_->Wait(side, be.stream());
           be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergeNoDecodePart);
           decode_mark = sync_->Record(be.stream());
+          kernels::CascadeArgs decode = args;
+          decode.stream = side;
+          decode.decode_free_sms = options_.decode_free_sms;
+          be.RunCascadeParts(decode, kernels::Backend::kDecodePart);
+          ++layers_decode_beside_prefix_;
         } else {
           be.RunCascadeParts(args, kernels::Backend::kPrefixPart | kernels::Backend::kMergeNoDecodePart);
         }
@@ -180,34 +183,6 @@ void Worker::RunLayer(int layer) {
     else ReduceTree(ch, layer);
     MarkPhase(&profile_.reduce_ms);
   }
-}
-
-kernels::CascadeArgs Worker::LayerCascadeArgs(Chunk& ch, int layer) {
-  const StepLayout& L = ch.layout;
-  Buffers& B = *ch.buf;
-  // Without any state exchange every local row is owned: the cascade writes the outputs.
-  const bool direct = !L.needs_state_exchange;
-  kernels::CascadeArgs args;
-  args.kv = kv_;
-  args.layer = layer;
-  args.q = L.own_is_local && !ch.queries_in_place ? B.q_own.get() : B.q_local.get();
-  args.sm_scale = options_.sm_scale;
-  args.v_out = direct ? OutV(layer, ch) : B.v_loc.get<float>();
-  args.s_out = direct ? OutS(layer, ch) : B.s_loc.get<float>();
-  return args;
-}
-
-bool Worker::DecodesBesidePrefix() const {
-  if (!options_.decode_beside_prefix || !options_.decode_on_side_stream || sync_->side_stream() == nullptr ||
-      chunks_.size() != 1)
-    return false;
-  const Chunk& ch = chunks_[0];
-  // The decode reads the own rows' queries where they are made (in place, or the own buffer when
-  // every local row is owned), and the step's K/V append, which must then run on the side stream
-  // already (append_pending_ is then cleared); it must not read prefix states (then it finishes requests behind the prefix kernel).
-  return ch.active && !ch.is_split && ch.head_chunks == 1 && SendsBeforeDecode(ch) &&
-         (ch.queries_in_place || ch.layout.own_is_local) && !append_pending_ &&
-         !ch.plan.DecodeReadsPrefixStates();
 }
 
 bool Worker::SendsBeforeDecode(const Chunk& ch) const {

@@ -69,11 +69,6 @@ struct CascadeArgs {
   // SM on the others, each looping over items, so that a kernel launched beside it (the state
   // exchange's) finds whole SMs. The CPU backend ignores it.
   int decode_free_sms = 0;
-  // CUDA: the decode part runs only on the SMs that the loaded plan's prefix kernel leaves idle
-  // (one CTA each, looping over items), so that, launched before the prefix part, it runs beside
-  // that kernel without delaying it. Where the prefix grid takes every SM, decode_free_sms
-  // applies instead. The CPU backend ignores it.
-  bool decode_on_idle_sms = false;
 };
 
 // Multi-query attention of n query rows against one contiguous prefix run, returning states.

@@ -144,13 +144,17 @@ struct WorkerOptions {
   bool decode_behind_prefix = false;
   // With decode_on_side_stream, where the own rows' decode reads no prefix state (every request
   // with decode items is merged by the merge part, CascadePlan::DecodeReadsPrefixStates false: e.g.
-  // a suffix split into several items), one chunk, and the step's K/V append on the side stream:
-  // the decode is enqueued on the side stream right behind the own queries, before the query
-  // exchange and the prefix kernel, and runs only on the SMs the prefix grid leaves idle
-  // (CascadeArgs::decode_on_idle_sms: e.g. 4 of 132 beside a 128-item prefix grid), so that it is
-  // done when the prefix states are, and the state exchange alone is left after the prefix kernel.
-  // Session 14's form (the decode enqueued after the prefix kernel) never started before it ended:
-  // the merge grid, launched as the prefix kernel's programmatic dependent, held the idle SMs.
+  // a suffix split into several items), the decode is enqueued on the side stream right behind the
+  // prefix kernel, waiting only for what the prefix kernel waits for: it runs on the SMs the
+  // prefix grid leaves idle, then beside the merge and the state exchange, instead of after the
+  // prefix kernel. Takes precedence over decode_behind_prefix there. Off: on 8 × H200 (P = 262144,
+  // B = 128, S = 512) the decode still started only after the prefix kernel (the merge grid,
+  // launched as the prefix kernel's programmatic dependent, holds the idle SMs), and the 8-GPU step
+  // read 0.1977 ms with it against 0.1906 without (bench/scaling/README.md, session 14; measured
+  // before session 15 made the own rows' merge wait for the prefix part, as it must). Session 16
+  // tried the decode enqueued before the query exchange on only the SMs the prefix grid leaves idle
+  // (4 of 132): one CTA per SM streams ~23 GB/s, so the 4-GPU step's 33.5 MB of own suffixes took
+  // 366 µs there, far past the 221-µs prefix kernel (step 0.42 against 0.29 ms; not kept).
   // PREFIXD_DECODE_BESIDE_PREFIX=0|1 overrides it (A/B runs).
   bool decode_beside_prefix = false;
   // With decode_on_side_stream: SMs the side-stream decode leaves free for the state exchange's
@@ -363,12 +367,6 @@ class Worker {
   // Whether the chunk's layer runs send_before_decode: its states that travel are final after
   // prefix + merge, sent before the own rows' decode.
   bool SendsBeforeDecode(const Chunk& ch) const;
-  // Whether this layer's own-row decode runs beside the prefix kernel (decode_beside_prefix and
-  // the conditions it needs); called once the K/V append has been enqueued.
-  bool DecodesBesidePrefix() const;
-  // The cascade arguments of a chunk's layer: its queries, and its outputs (the final ones where
-  // no state travels, else the local partial states).
-  kernels::CascadeArgs LayerCascadeArgs(Chunk& ch, int layer);
   float* OutV(int layer, const Chunk& ch);
   float* OutS(int layer, const Chunk& ch);
   // decode_after_send (send_before_decode): the chunk's cascade arguments, whose decode part runs

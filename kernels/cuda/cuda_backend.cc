@@ -319,6 +319,9 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
     o.fuse_merge = false;
   }
   if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
+  // PREFIXD_DECODE_TARGET_ITEMS=n: the decode items' target instead (suffixes split until their
+  // items reach it; for comparisons).
+  if (const char* env = std::getenv("PREFIXD_DECODE_TARGET_ITEMS")) o.target_items = std::max(1, std::atoi(env));
   // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with concurrent
   // decode: the model does not describe that mode). With the built-in H200 parameters (fitted in
   // session 8) and the plain margin, the choice is within 5% of the faster layout on the 60 shapes

@@ -1221,7 +1221,7 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
 // The decode part on another stream (CascadeArgs::stream, as the worker runs it beside the state
 // exchange), ordered by events: the bits of the whole cascade; also with SMs left free
 // (CascadeArgs::decode_free_sms: one CTA per SM looping over the items), down to 3 CTAs, item by
-// item and as the streaming kernel (PREFIXD_DECODE_STREAM=1).
+// item (PREFIXD_DECODE_STREAM=0) and as the streaming kernel (the default).
 
 #ifdef PREFIXD_HAVE_CUDA
 void ExpectDecodePartOnSideStreamMatchesWhole(Backend& be, int hq, int hkv, int d, DType dtype) {
@@ -1284,14 +1284,19 @@ void ExpectDecodePartOnSideStreamMatchesWhole(Backend& be, int hq, int hkv, int 
 TEST(CudaCascade, DecodePartOnAnotherStreamMatchesTheWhole) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
-  ExpectDecodePartOnSideStreamMatchesWhole(Device(), 32, 8, 128, kBF16);  // the tensor-core decode kernel
-  ExpectDecodePartOnSideStreamMatchesWhole(Device(), 16, 16, 64, kF16);   // the CUDA-core one
-  setenv("PREFIXD_DECODE_STREAM", "1", 1);
-  std::unique_ptr<Backend> streaming = MakeDeviceBackend();
+  // The default: the tensor-core decode kernel streaming across its items (PREFIXD_DECODE_STREAM),
+  // and the CUDA-core one.
+  ASSERT_NE(Device().Describe().find("[decode streaming]"), std::string::npos) << Device().Describe();
+  ExpectDecodePartOnSideStreamMatchesWhole(Device(), 32, 8, 128, kBF16);
+  ExpectDecodePartOnSideStreamMatchesWhole(Device(), 64, 8, 64, kF16);  // GQA 8, head_dim 64
+  ExpectDecodePartOnSideStreamMatchesWhole(Device(), 16, 16, 64, kF16);
+  // The tensor-core kernel taking its items one at a time.
+  setenv("PREFIXD_DECODE_STREAM", "0", 1);
+  std::unique_ptr<Backend> item_by_item = MakeDeviceBackend();
   unsetenv("PREFIXD_DECODE_STREAM");
-  ASSERT_NE(streaming->Describe().find("[decode streaming]"), std::string::npos) << streaming->Describe();
-  ExpectDecodePartOnSideStreamMatchesWhole(*streaming, 32, 8, 128, kBF16);
-  ExpectDecodePartOnSideStreamMatchesWhole(*streaming, 64, 8, 64, kF16);  // GQA 8, head_dim 64
+  ASSERT_EQ(item_by_item->Describe().find("[decode streaming]"), std::string::npos) << item_by_item->Describe();
+  ExpectDecodePartOnSideStreamMatchesWhole(*item_by_item, 32, 8, 128, kBF16);
+  ExpectDecodePartOnSideStreamMatchesWhole(*item_by_item, 64, 8, 64, kF16);
 #endif
 }
 

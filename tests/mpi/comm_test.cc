@@ -499,8 +499,9 @@ PackedLayout PackedInRankOrder(int n, int me, Count count) {
 }
 
 // The exchanges of a stream-ordered Comm, many queued at once on two streams (no wait in
-// between): alternate operations meet the peer path's buffers (and its done flags) while the
-// peers may still be reading the previous ones, and the peer path keeps each rank's operations in
+// between): each operation meets the peer path's slots (or, on the nccl_direct backends, the
+// receive buffers) while peers may still be in the previous one, so a sender must wait for its
+// receiver's post; and the peer path keeps each rank's operations in
 // issue order across the two streams. Every operation has its own output buffers, checked at the
 // end. (The engine's send-first schedule in three chunks hung when that order was not kept; its
 // MPI cases cover it on GPUs.)

@@ -77,27 +77,15 @@ class NcclComm final : public Comm {
     RegisterForAbort(this);
     // Off by default: on 4 H200s it measured no faster (bench/scaling/README.md, session 4), and
     // with NCCL_P2P_USE_CUDA_MEMCPY=1 a registered run failed with a launch failure (run 17).
-    const char* env = std::getenv("PREFIXD_NCCL_REGISTER");
-    const std::string reg = env == nullptr ? "0" : env;
-    PREFIXD_CHECK_ARG(reg == "0" || reg == "1", "PREFIXD_NCCL_REGISTER must be 0 or 1, got '" << reg << "'");
-    register_ = reg == "1";
+    register_ = internal::EnvSwitch("PREFIXD_NCCL_REGISTER", false);
     // The peer-memory fast path: every rank reads the same option and environment, and Create
     // answers alike on every rank.
-    bool peer = options_.peer_exchange;
-    if (const char* p = std::getenv("PREFIXD_PEER_EXCHANGE")) {
-      const std::string v = p;
-      PREFIXD_CHECK_ARG(v == "0" || v == "1", "PREFIXD_PEER_EXCHANGE must be 0 or 1, got '" << v << "'");
-      peer = v == "1";
-    }
-    if (peer) {
+    if (internal::EnvSwitch("PREFIXD_PEER_EXCHANGE", options_.peer_exchange)) {
       PeerExchangeOptions po;
       po.slot_bytes = options_.peer_slot_bytes;
-      po.arena_bytes = register_ ? 0 : options_.peer_arena_bytes;
-      if (const char* d = std::getenv("PREFIXD_PEER_DIRECT")) {  // A/B runs
-        const std::string v = d;
-        PREFIXD_CHECK_ARG(v == "0" || v == "1", "PREFIXD_PEER_DIRECT must be 0 or 1, got '" << v << "'");
-        if (v == "0") po.arena_bytes = 0;
-      }
+      // PREFIXD_PEER_DIRECT=0 (A/B runs): every receive through a slot.
+      const bool direct = !register_ && internal::EnvSwitch("PREFIXD_PEER_DIRECT", true);
+      po.arena_bytes = direct ? options_.peer_arena_bytes : 0;
       if (const char* b = std::getenv("PREFIXD_PEER_BLOCKS")) {  // A/B runs
         const std::string v = b;
         PREFIXD_CHECK_ARG(!v.empty() && v.size() <= 3 && v.find_first_not_of("0123456789") == std::string::npos,

@@ -1,6 +1,7 @@
 // PeerExchange (peer_exchange.h): the window's set-up over CUDA IPC and the exchange kernel.
 #include "peer_exchange.h"
 #include "system_scope_flags.cuh"
+#include "../src/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -281,10 +282,7 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
   PREFIXD_CHECK_ARG(options.blocks >= 1 && options.blocks <= kMaxBlocks,
                     "PeerExchange: blocks must be in [1, " << kMaxBlocks << "], got " << options.blocks);
   PREFIXD_CHECK_ARG(options.slot_bytes >= 16, "PeerExchange: slot_bytes must be at least 16");
-  const char* stats = std::getenv("PREFIXD_PEER_STATS");
-  PREFIXD_CHECK_ARG(stats == nullptr || std::string(stats) == "0" || std::string(stats) == "1",
-                    "PREFIXD_PEER_STATS must be 0 or 1, got '" << stats << "'");
-  const bool stats_on = stats != nullptr && std::string(stats) == "1";
+  const bool stats_on = internal::EnvSwitch("PREFIXD_PEER_STATS", false);
   int rank = 0, size = 1;
   PREFIXD_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   PREFIXD_MPI_CHECK(MPI_Comm_size(comm, &size));

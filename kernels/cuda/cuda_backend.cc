@@ -79,6 +79,20 @@ void SetCascadeInputs(AttentionParams* p, const CascadePlan& h, const CascadeArg
                      h.head_dim, ResolveSmScale(args.sm_scale, h.head_dim) * kLog2e);
 }
 
+// An integer setting from the environment: `fallback` when unset or empty, else an integer in
+// [lo, hi]; anything else throws kInvalidArgument naming the variable and the range.
+int64_t EnvInteger(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return fallback;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  PREFIXD_CHECK_ARG(end != env && *end == '\0' && v >= lo && v <= hi,
+                    name << " must be an integer in [" << lo << ", " << hi << "], got '" << env << "'");
+  return v;
+}
+
+constexpr int64_t kMaxEnvItems = int64_t(1) << 20;  // PREFIXD_*_TARGET_ITEMS
+
 }  // namespace
 
 CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device), limits_(options.limits) {
@@ -131,32 +145,13 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     fused_merge_kernel_ = choice == "kernel";
   }
   env_flag("PREFIXD_DECODE_WARMUP", &decode_warmup_);
-  if (const char* env = std::getenv("PREFIXD_DECODE_WARMUP_MIB"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long mib = std::strtol(env, &end, 10);
-    PREFIXD_CHECK_ARG(end != env && *end == '\0' && mib >= 0 && mib <= 1024,
-                      "PREFIXD_DECODE_WARMUP_MIB must be an integer in [0, 1024], got '" << env << "'");
-    decode_warmup_bytes_ = int64_t(mib) << 20;
-  }
-  if (const char* env = std::getenv("PREFIXD_FUSED_L2_AHEAD"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    PREFIXD_CHECK_ARG(end != env && *end == '\0' && n >= 0 && n <= 8,
-                      "PREFIXD_FUSED_L2_AHEAD must be an integer in [0, 8], got '" << env << "'");
-    fused_l2_ahead_ = int(n);
-  }
+  decode_warmup_bytes_ = EnvInteger("PREFIXD_DECODE_WARMUP_MIB", 0, 1024, decode_warmup_bytes_ >> 20) << 20;
+  fused_l2_ahead_ = int(EnvInteger("PREFIXD_FUSED_L2_AHEAD", 0, 8, fused_l2_ahead_));
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   num_sms_ = prop.multiProcessorCount;
-  if (const char* env = std::getenv("PREFIXD_CONCURRENT_DECODE_SMS"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long k = std::strtol(env, &end, 10);
-    PREFIXD_CHECK_ARG(end != env && *end == '\0' && k >= 0 && k < num_sms_,
-                      "PREFIXD_CONCURRENT_DECODE_SMS must be an integer in [0, " << num_sms_ << ") (SMs of device "
-                                                                               << device_ << "), got '" << env << "'");
-    concurrent_decode_sms_ = int(k);
-  }
+  concurrent_decode_sms_ = int(EnvInteger("PREFIXD_CONCURRENT_DECODE_SMS", 0, num_sms_ - 1, concurrent_decode_sms_));
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
   if (decode_kernel_ != DecodeKernel::kAuto)
@@ -318,10 +313,10 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
         (num_sms_ - concurrent_decode_sms_) * PrefixAttentionCtasPerSm(128, DType::kFloat16);
     o.fuse_merge = false;
   }
-  if (const char* env = std::getenv("PREFIXD_PREFIX_TARGET_ITEMS")) o.prefix_target_items = std::max(0, std::atoi(env));
+  o.prefix_target_items = int(EnvInteger("PREFIXD_PREFIX_TARGET_ITEMS", 0, kMaxEnvItems, o.prefix_target_items));
   // PREFIXD_DECODE_TARGET_ITEMS=n: the decode items' target instead (suffixes split until their
   // items reach it; for comparisons).
-  if (const char* env = std::getenv("PREFIXD_DECODE_TARGET_ITEMS")) o.target_items = std::max(1, std::atoi(env));
+  o.target_items = int(EnvInteger("PREFIXD_DECODE_TARGET_ITEMS", 1, kMaxEnvItems, o.target_items));
   // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with concurrent
   // decode: the model does not describe that mode). With the built-in H200 parameters (fitted in
   // session 8) and the plain margin, the choice is within 5% of the faster layout on the 60 shapes

@@ -709,6 +709,8 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
   p.choice_name = p.report.group_plain.empty() || !p.report.group_plain[0] ? "cascade" : "plain";
   if (!p.choice_is_cascade && !p.choice_is_plain)
     p.choice_name += " t" + std::to_string(p.report.prefix_target_items) +
+                     (p.report.min_prefix_chunk != base.min_prefix_chunk ? " c" + std::to_string(p.report.min_prefix_chunk)
+                                                                         : std::string()) +
                      (p.report.min_decode_chunk == std::numeric_limits<int>::max() ? " nosplit" : "");
   return p;
 }
@@ -832,10 +834,11 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
   const bool calibrate = !calibrate_path.empty();
   kernels::PlanOptions base = kernels::H200PlanOptions();
   if (use_gpu) base = backend->DefaultPlanOptions();
-  std::printf("# plan options: target_items %d, prefix_target_items %d, prefix_tile_rows %d, min_prefix_chunk %d, "
-              "min_decode_chunk %d%s\n",
+  std::printf("# plan options: target_items %d, prefix_target_items %d, prefix_tile_rows %d, min_prefix_chunk %d "
+              "(fine %d), min_decode_chunk %d%s\n",
               base.target_items, base.prefix_target_items, base.prefix_tile_rows, base.min_prefix_chunk,
-              base.min_decode_chunk, use_gpu ? "" : " (the CUDA backend's on a 132-SM H200; no GPU here)");
+              base.fine_prefix_chunk, base.min_decode_chunk,
+              use_gpu ? "" : " (the CUDA backend's on a 132-SM H200; no GPU here)");
   if (!use_gpu) {
     PREFIXD_CHECK_ARG(!calibrate, "--calibrate needs a GPU (it times the CUDA backend's parts)");
     std::printf("# NO GPU: the planner's choices and the cost model's predictions only (nothing timed)\n");

@@ -329,7 +329,13 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
   o.prefix_tile_rows = PrefixAttentionTileRows(128);
   o.prefix_chunk_align = kPrefixChunkAlign;
-  o.min_prefix_chunk = 512;
+  // PREFIXD_MIN_PREFIX_CHUNK=n: the shortest prefix chunk instead (a multiple of the chunk
+  // alignment; for comparisons of short prefixes, where 512 leaves few items).
+  o.min_prefix_chunk = int(EnvInteger("PREFIXD_MIN_PREFIX_CHUNK", 1, 1 << 20, 512));
+  // With the layout choice, the planner also tries chunks down to 128 tokens where 512 leaves a
+  // short prefix with few items (PlanOptions::fine_prefix_chunk); PREFIXD_FINE_PREFIX_CHUNK=n sets
+  // it (0: off).
+  o.fine_prefix_chunk = int(EnvInteger("PREFIXD_FINE_PREFIX_CHUNK", 0, 1 << 20, 128));
   o.decode_chunk_align = 16;
   o.min_decode_chunk = 256;
   return o;

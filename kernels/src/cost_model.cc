@@ -376,6 +376,7 @@ PlanOptions H200PlanOptions() {
   o.prefix_tile_rows = 128;
   o.prefix_chunk_align = 64;
   o.min_prefix_chunk = 512;
+  o.fine_prefix_chunk = 128;
   o.decode_chunk_align = 16;
   o.min_decode_chunk = 256;
   return o;

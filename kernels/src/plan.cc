@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <numeric>
+#include <optional>
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/cost_model.h"
@@ -84,6 +85,8 @@ void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.min_prefix_chunk >= 1, "plan options: min_prefix_chunk must be ≥ 1, got " << o.min_prefix_chunk);
   PREFIXD_CHECK_ARG(o.decode_chunk_align >= 1, "plan options: decode_chunk_align must be ≥ 1, got " << o.decode_chunk_align);
   PREFIXD_CHECK_ARG(o.min_decode_chunk >= 1, "plan options: min_decode_chunk must be ≥ 1, got " << o.min_decode_chunk);
+  PREFIXD_CHECK_ARG(o.fine_prefix_chunk >= 0,
+                    "plan options: fine_prefix_chunk must be ≥ 0 (0: off), got " << o.fine_prefix_chunk);
   PREFIXD_CHECK_ARG(o.plain_margin >= 0 && o.plain_margin < 1,
                     "plan options: plain_margin must be in [0, 1), got " << o.plain_margin);
 }
@@ -251,6 +254,36 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
   return best;
 }
 
+// The all-cascade layout with the fine prefix chunks (PlanOptions::fine_prefix_chunk) and the given
+// item targets, suffixes split as given or not at all; or nothing where it does not apply: only
+// where the given plan's prefix grid is tiny (at most an eighth of the item target) and
+// min_prefix_chunk is what keeps it so. Measured on the H200 (bench/NOTES-planner.md, session 17):
+// there the busiest prefix CTA's tiles are the prefix part's time, and 4× more, 4× shorter items
+// took 1.1-3.3 µs off 10-20 µs steps; where the given grid already covered half the SMs the finer
+// one was up to 7% slower (the decode loses the SMs it ran on beside the prefix grid), which the
+// model does not predict. The model also flatters the fine plans, so they compete with the other
+// cascades only (by plain_margin, PlanChosen), never with plain layouts.
+std::optional<Scored> ScoreFineCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
+                                       const CostModelParams& params, int* candidates) {
+  if (base.fine_prefix_chunk <= 0 || base.fine_prefix_chunk >= base.min_prefix_chunk) return std::nullopt;
+  const int target = base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items;
+  const size_t given_items = PlanFixed(batch, pool, base).prefix_items.size();
+  bool binds = false;
+  for (const PrefixGroup& g : batch.groups) binds = binds || g.prefix.num_tokens >= 2 * int64_t(base.fine_prefix_chunk);
+  if (given_items == 0 || int64_t(given_items) * 8 > target || !binds) return std::nullopt;
+  std::optional<Scored> best;
+  for (const int min_decode_chunk : {base.min_decode_chunk, INT_MAX}) {
+    PlanOptions o = base;
+    o.min_prefix_chunk = base.fine_prefix_chunk;
+    o.prefix_target_items = target;
+    o.min_decode_chunk = min_decode_chunk;
+    const double us = PredictCost(PlanFixed(batch, pool, o), params).total_us;
+    ++*candidates;
+    if (!best || us < best->us) best = Scored{us, o, std::vector<uint8_t>(batch.groups.size(), 0)};
+  }
+  return best;
+}
+
 // A lower bound of the cost model's time for a layout with the given plain groups, without
 // building it: its decode streams each plain group's prefix once per request, at best at the
 // fastest rate the model knows, and a step takes at least its decode part. Building such a plan
@@ -311,9 +344,14 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
   }
   // Plain groups only for a clear predicted gain (PlanOptions::plain_margin).
   if (best.us > plain_limit) best = cascade;
+  // The all-cascade layout kept: the fine prefix chunks, for a clear predicted gain too.
+  if (best.plain == none)
+    if (const std::optional<Scored> fine = ScoreFineCascade(batch, pool, base, params, &candidates))
+      if (fine->us < cascade.us * (1.0 - options.plain_margin)) best = *fine;
   if (report) {
     report->group_plain = best.plain;
     report->prefix_target_items = best.options.prefix_target_items;
+    report->min_prefix_chunk = best.options.min_prefix_chunk;
     report->min_decode_chunk = best.options.min_decode_chunk;
     report->predicted_us = best.us;
     report->predicted_cascade_us = PredictCost(PlanFixed(batch, pool, base), params).total_us;
@@ -378,6 +416,7 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
       *report = PlanReport{};
       report->group_plain.assign(batch.groups.size(), 0);
       report->prefix_target_items = options.prefix_target_items > 0 ? options.prefix_target_items : options.target_items;
+      report->min_prefix_chunk = options.min_prefix_chunk;
       report->min_decode_chunk = options.min_decode_chunk;
       report->candidates = 1;
     }

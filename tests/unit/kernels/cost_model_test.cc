@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -427,7 +429,10 @@ TEST(CostModel, PlannerChoosesWithinFivePercentOnTheH200S8Shapes) {
                  std::to_string(r.s));
     KvPoolShape pool;
     const DecodeBatch batch = UniformBatch(g, &pool);
-    const PlanOptions fixed = H200PlanOptions();
+    // The s8 rows were timed before the fine prefix chunks existed (session 17); they have no
+    // times for those plans, which the S17 test below judges.
+    PlanOptions fixed = H200PlanOptions();
+    fixed.fine_prefix_chunk = 0;
     const std::vector<int32_t> cascade = PlanCascade(batch, pool, fixed).Serialize();
     const std::vector<int32_t> plain = PlanCascade(PlainLayout(batch, {1}, g.page_size), pool, fixed).Serialize();
     PlanOptions choose = fixed;
@@ -469,6 +474,130 @@ TEST(CostModel, PlannerChoosesWithinFivePercentOnTheH200S8Shapes) {
   std::printf("# s8 planner check with the built-in defaults: worst ratio %.3f; %d choices are split variants nobody "
               "timed\n", worst, untimed);
   EXPECT_EQ(untimed, 0) << "the defaults choose split variants nobody timed: time them (--planner-check) first";
+}
+
+// Session 17 (bench/NOTES-planner.md): the calibration pass of run 7 on nvidia-h200 with the
+// kernels of that session, fp16, the planner grid: per shape the measured totals of the cascade
+// (the given splits), of plain decode and, where the built-in planner chooses it, of the cascade
+// with the fine prefix chunks (PlanOptions::fine_prefix_chunk; NaN: not chosen there, not timed).
+struct S17Row {
+  int h_kv, b, p, s;
+  double cascade, plain, fine;
+};
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+const S17Row kS17Rows[] = {
+    {32, 16, 128, 32, 14.0, 14.7, kNaN},
+    {32, 16, 128, 256, 32.4, 30.4, kNaN},
+    {32, 16, 256, 32, 15.0, 21.2, kNaN},
+    {32, 16, 256, 256, 32.9, 36.8, kNaN},
+    {32, 16, 1024, 32, 21.4, 58.2, kNaN},
+    {32, 16, 1024, 256, 42.0, 70.0, kNaN},
+    {32, 16, 8192, 32, 51.2, 401.1, kNaN},
+    {32, 16, 8192, 256, 68.3, 411.9, kNaN},
+    {32, 16, 32768, 32, 148.4, 1577.4, kNaN},
+    {32, 16, 32768, 256, 165.2, 1587.7, kNaN},
+    {32, 64, 128, 32, 23.4, 36.3, kNaN},
+    {32, 64, 128, 256, 80.4, 93.4, kNaN},
+    {32, 64, 256, 32, 24.8, 58.1, kNaN},
+    {32, 64, 256, 256, 80.5, 108.4, kNaN},
+    {32, 64, 1024, 32, 31.4, 185.0, kNaN},
+    {32, 64, 1024, 256, 84.8, 224.6, kNaN},
+    {32, 64, 8192, 32, 62.0, 1374.2, kNaN},
+    {32, 64, 8192, 256, 112.4, 1411.4, kNaN},
+    {32, 64, 32768, 32, 159.6, 5532.0, kNaN},
+    {32, 64, 32768, 256, 205.9, 5563.9, kNaN},
+    {32, 256, 128, 32, 59.4, 120.8, kNaN},
+    {32, 256, 128, 256, 265.2, 308.9, kNaN},
+    {32, 256, 256, 32, 61.3, 200.3, kNaN},
+    {32, 256, 256, 256, 265.5, 355.9, kNaN},
+    {32, 256, 1024, 32, 69.7, 678.9, kNaN},
+    {32, 256, 1024, 256, 270.5, 821.7, kNaN},
+    {32, 256, 8192, 32, 115.7, 5294.6, kNaN},
+    {32, 256, 8192, 256, 304.8, 5485.8, kNaN},
+    {32, 256, 32768, 32, 281.8, 24211.1, kNaN},
+    {32, 256, 32768, 256, 469.7, 24897.2, kNaN},
+    {8, 16, 128, 32, 13.5, 9.1, kNaN},
+    {8, 16, 128, 256, 16.6, 14.2, kNaN},
+    {8, 16, 256, 32, 14.6, 11.1, kNaN},
+    {8, 16, 256, 256, 17.2, 18.3, 16.2},
+    {8, 16, 1024, 32, 18.2, 20.8, 15.0},
+    {8, 16, 1024, 256, 19.7, 24.1, 18.3},
+    {8, 16, 8192, 32, 26.2, 73.8, kNaN},
+    {8, 16, 8192, 256, 31.2, 75.6, kNaN},
+    {8, 16, 32768, 32, 52.4, 253.8, kNaN},
+    {8, 16, 32768, 256, 56.4, 255.7, kNaN},
+    {8, 64, 128, 32, 18.9, 13.1, kNaN},
+    {8, 64, 128, 256, 34.0, 28.3, kNaN},
+    {8, 64, 256, 32, 20.1, 16.3, kNaN},
+    {8, 64, 256, 256, 34.0, 31.7, kNaN},
+    {8, 64, 1024, 32, 23.3, 35.7, kNaN},
+    {8, 64, 1024, 256, 37.6, 51.8, kNaN},
+    {8, 64, 8192, 32, 33.6, 224.9, kNaN},
+    {8, 64, 8192, 256, 46.7, 236.6, kNaN},
+    {8, 64, 32768, 32, 74.0, 885.3, kNaN},
+    {8, 64, 32768, 256, 86.3, 885.7, kNaN},
+    {8, 256, 128, 32, 32.3, 34.3, kNaN},
+    {8, 256, 128, 256, 81.1, 89.2, kNaN},
+    {8, 256, 256, 32, 34.0, 47.6, kNaN},
+    {8, 256, 256, 256, 81.4, 102.2, kNaN},
+    {8, 256, 1024, 32, 40.6, 126.9, kNaN},
+    {8, 256, 1024, 256, 92.4, 181.4, kNaN},
+    {8, 256, 8192, 32, 86.0, 881.5, kNaN},
+    {8, 256, 8192, 256, 133.6, 928.4, kNaN},
+    {8, 256, 32768, 32, 245.6, 3624.1, kNaN},
+    {8, 256, 32768, 256, 292.0, 3541.4, kNaN},
+};
+
+// The planner's one miss on this grid, kept visible rather than tuned away: at 32/32 B16 P128
+// S256 the model predicts a tie (cascade 28.3, plain 28.2 µs, inside plain_margin) and keeps the
+// cascade, which measured 6.6% slower than plain (9.3% in run 6); refitting the model to the run
+// (RMS 0.071 → 0.067) does not separate them (bench/NOTES-planner.md, session 17).
+bool S17KnownMiss(const S17Row& r) { return r.h_kv == 32 && r.b == 16 && r.p == 128 && r.s == 256; }
+
+TEST(CostModel, PlannerOnTheH200S17Grid) {
+  double worst = 0;
+  int fine_chosen = 0;
+  for (const S17Row& r : kS17Rows) {
+    const GridShape g = S8Shape(r.h_kv, r.b, r.p, r.s);
+    SCOPED_TRACE("32/" + std::to_string(r.h_kv) + " B" + std::to_string(r.b) + " P" + std::to_string(r.p) + " S" +
+                 std::to_string(r.s));
+    KvPoolShape pool;
+    const DecodeBatch batch = UniformBatch(g, &pool);
+    const PlanOptions fixed = H200PlanOptions();
+    ASSERT_GT(fixed.fine_prefix_chunk, 0);
+    const std::vector<int32_t> cascade = PlanCascade(batch, pool, fixed).Serialize();
+    const std::vector<int32_t> plain = PlanCascade(PlainLayout(batch, {1}, g.page_size), pool, fixed).Serialize();
+    PlanOptions choose = fixed;
+    choose.choose_layout = true;
+    PlanReport report;
+    const std::vector<int32_t> choice = PlanCascade(batch, pool, choose, &report).Serialize();
+    double measured = kNaN;
+    if (choice == cascade) {
+      measured = r.cascade;
+    } else if (choice == plain) {
+      measured = r.plain;
+    } else {
+      // The only other choice the defaults make on this grid: the fine chunks, all-cascade, given targets.
+      EXPECT_EQ(report.min_prefix_chunk, fixed.fine_prefix_chunk);
+      EXPECT_EQ(report.prefix_target_items, fixed.prefix_target_items);
+      EXPECT_TRUE(report.group_plain.empty() || !report.group_plain[0]);
+      ASSERT_FALSE(std::isnan(r.fine)) << "the planner chose fine prefix chunks where they were not timed";
+      EXPECT_LT(r.fine, r.cascade) << "fine prefix chunks chosen where they measured slower";
+      measured = r.fine;
+      ++fine_chosen;
+    }
+    const double ratio = measured / std::min(r.cascade, r.plain);
+    worst = std::max(worst, ratio);
+    EXPECT_LE(ratio, S17KnownMiss(r) ? 1.07 : 1.05)
+        << "measured " << measured << " us, cascade " << r.cascade << ", plain " << r.plain << "; predicted cascade "
+        << report.predicted_cascade_us << ", plain " << report.predicted_plain_us << ", choice " << report.predicted_us;
+  }
+  // Every timed fine plan is what the planner chooses (a table row with a fine time it no longer
+  // picks would mean the gate moved).
+  EXPECT_EQ(fine_chosen, std::count_if(std::begin(kS17Rows), std::end(kS17Rows),
+                                       [](const S17Row& r) { return !std::isnan(r.fine); }));
+  std::printf("# s17 planner check with the built-in defaults: worst ratio %.3f; fine prefix chunks chosen on %d "
+              "shapes\n", worst, fine_chosen);
 }
 
 // The defaults against every s8 sample: each within kS8RowTol, RMS within kS8RmsTol. The worst

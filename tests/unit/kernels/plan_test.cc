@@ -588,6 +588,52 @@ TEST(PlanLayout, SkipsPlainLayoutsThatCannotWin) {
   }
 }
 
+// The fine prefix chunks (PlanOptions::fine_prefix_chunk) are a candidate only where the given
+// plan's prefix grid is at most an eighth of the item target, and chosen only for a clear predicted
+// gain; off with 0, and never without the layout choice.
+TEST(PlanLayout, FinePrefixChunksOnlyForTinyPrefixGrids) {
+  struct Case {
+    int h_kv, requests, prefix, suffix;
+    bool fine;  // chosen with the built-in H200 model
+  };
+  // 32/8 B16 P1024: 16 items of 512 tokens → 64 of 128 (measured 18.2 → 15.0 µs, session 17);
+  // 32/32 B64 P1024: 64 given items, more than an eighth of 132 (finer measured 3.3% slower);
+  // 32/8 B16 P8192: 128 given items; P128: nothing shorter than one 128-token chunk.
+  const Case cases[] = {{8, 16, 1024, 32, true}, {8, 16, 1024, 256, true}, {32, 64, 1024, 256, false},
+                        {8, 16, 8192, 32, false}, {8, 16, 128, 256, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("32/" + std::to_string(c.h_kv) + " B" + std::to_string(c.requests) + " P" + std::to_string(c.prefix) +
+                 " S" + std::to_string(c.suffix));
+    KvPoolShape pool;
+    const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv);
+    PlanOptions o = GpuLikeOptions(true);
+    o.fine_prefix_chunk = 128;
+    PlanReport report;
+    const CascadePlan plan = PlanCascade(batch, pool, o, &report);
+    o.fine_prefix_chunk = 0;
+    PlanReport coarse_report;
+    const CascadePlan coarse = PlanCascade(batch, pool, o, &coarse_report);
+    EXPECT_EQ(report.min_prefix_chunk, c.fine ? 128 : 512);
+    EXPECT_EQ(coarse_report.min_prefix_chunk, 512);
+    if (c.fine) {
+      EXPECT_EQ(plan.prefix_items.size(), 4 * coarse.prefix_items.size());
+      EXPECT_LT(report.predicted_us, coarse_report.predicted_us * (1 - o.plain_margin));
+      EXPECT_EQ(report.candidates, coarse_report.candidates + 2);
+      for (const PrefixWorkItem& item : plan.prefix_items) EXPECT_EQ(item.kv_end - item.kv_begin, 128);
+    } else if (c.prefix != 128) {
+      ExpectSamePlan(plan, coarse);
+    }
+  }
+  // Without the layout choice the option changes nothing.
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{16, 1024}}, 32, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  o.fine_prefix_chunk = 128;
+  ExpectSamePlan(PlanCascade(batch, pool, o), PlanCascade(batch, pool, GpuLikeOptions(false)));
+  o.fine_prefix_chunk = -1;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "fine_prefix_chunk");
+}
+
 TEST(PlanLayout, PartialPagePrefixesStayCascades) {
   KvPoolShape pool;
   const DecodeBatch batch = GroupsBatch({{1, 100}}, 256, 32, 16, &pool, 8);

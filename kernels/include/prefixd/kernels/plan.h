@@ -59,6 +59,12 @@ struct PlanOptions {
   int prefix_tile_rows = 64;        // rows of one prefix item (the GPU kernel's M tile)
   int prefix_chunk_align = 64;      // prefix chunk boundaries are multiples of this (KV tile)
   int min_prefix_chunk = 512;       // never split a prefix finer than this many tokens
+  // With choose_layout: also try prefix chunks down to this many tokens (0: no such candidate).
+  // Short prefixes (a few thousand tokens) reach the item target only with chunks shorter than
+  // min_prefix_chunk, and the persistent prefix kernel's time there is a fixed cost plus its
+  // busiest CTA's tiles; whether more, shorter items win depends on what the decode loses (more
+  // states to merge, fewer SMs free beside the prefix grid), which the cost model decides.
+  int fine_prefix_chunk = 0;
   int decode_chunk_align = 16;      // suffix chunk boundaries are multiples of this
   int min_decode_chunk = 256;       // never split a suffix finer than this many tokens
   bool fuse_merge = true;           // finish single-chunk suffixes in their decode items (above)
@@ -87,6 +93,7 @@ struct PlanOptions {
 struct PlanReport {
   std::vector<uint8_t> group_plain;  // [groups]: 1 = planned as plain decode
   int prefix_target_items = 0;       // the split options the plan was made with
+  int min_prefix_chunk = 0;
   int min_decode_chunk = 0;
   double predicted_us = 0;           // the chosen plan (cost model; 0 with choose_layout off)
   double predicted_cascade_us = 0;   // every group cascade, the given split options

@@ -226,6 +226,7 @@ struct Scored {
   double us = 0;
   PlanOptions options;
   std::vector<uint8_t> plain;
+  size_t given_prefix_items = 0;  // prefix items of the layout's plan with the given split options
 };
 
 Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
@@ -239,6 +240,7 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
   const bool any_plain = std::find(plain.begin(), plain.end(), uint8_t(1)) != plain.end();
   Scored best;
   bool first = true;
+  size_t given_items = 0;
   for (const int prefix_target : {target, std::max(1, target / 2), target * 2})
     for (const int min_decode_chunk : {base.min_decode_chunk, INT_MAX}) {
       if (!first && min_decode_chunk == base.min_decode_chunk && prefix_target == target) continue;
@@ -246,11 +248,14 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
       PlanOptions o = base;
       o.prefix_target_items = prefix_target;
       o.min_decode_chunk = min_decode_chunk;
-      const double us = PredictCost(PlanFixed(layout, pool, o), params).total_us;
+      const CascadePlan plan = PlanFixed(layout, pool, o);
+      const double us = PredictCost(plan, params).total_us;
       ++*candidates;
+      if (first) given_items = plan.prefix_items.size();
       if (first || us < best.us) best = Scored{us, o, plain};
       first = false;
     }
+  best.given_prefix_items = given_items;
   return best;
 }
 
@@ -264,10 +269,9 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
 // model does not predict. The model also flatters the fine plans, so they compete with the other
 // cascades only (by plain_margin, PlanChosen), never with plain layouts.
 std::optional<Scored> ScoreFineCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
-                                       const CostModelParams& params, int* candidates) {
+                                       const CostModelParams& params, size_t given_items, int* candidates) {
   if (base.fine_prefix_chunk <= 0 || base.fine_prefix_chunk >= base.min_prefix_chunk) return std::nullopt;
   const int target = base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items;
-  const size_t given_items = PlanFixed(batch, pool, base).prefix_items.size();
   bool binds = false;
   for (const PrefixGroup& g : batch.groups) binds = binds || g.prefix.num_tokens >= 2 * int64_t(base.fine_prefix_chunk);
   if (given_items == 0 || int64_t(given_items) * 8 > target || !binds) return std::nullopt;
@@ -346,7 +350,8 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
   if (best.us > plain_limit) best = cascade;
   // The all-cascade layout kept: the fine prefix chunks, for a clear predicted gain too.
   if (best.plain == none)
-    if (const std::optional<Scored> fine = ScoreFineCascade(batch, pool, base, params, &candidates))
+    if (const std::optional<Scored> fine =
+            ScoreFineCascade(batch, pool, base, params, cascade.given_prefix_items, &candidates))
       if (fine->us < cascade.us * (1.0 - options.plain_margin)) best = *fine;
   if (report) {
     report->group_plain = best.plain;

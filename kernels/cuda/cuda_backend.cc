@@ -319,10 +319,11 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   o.target_items = int(EnvInteger("PREFIXD_DECODE_TARGET_ITEMS", 1, kMaxEnvItems, o.target_items));
   // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with concurrent
   // decode: the model does not describe that mode). With the built-in H200 parameters (fitted in
-  // session 8) and the plain margin, the choice is within 5% of the faster layout on the 60 shapes
-  // they were fitted on, and 8-12% off on 3 of 72 other shapes, all at P = 128; always-cascade is
-  // up to 1.3× slower than plain decode there (bench/NOTES-planner.md). The parameters are an
-  // H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it off.
+  // session 8) and the plain margin, re-checked on session 17's kernels: within 5% of the faster
+  // layout on 118 of 120 grid shapes (32/32 B16 P128 S256: 8-9% off) and 11-17% off on 2 of 72
+  // other shapes, all misses at P = 128; always-cascade is up to 1.5× slower than plain decode
+  // there (bench/NOTES-planner.md). The parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it
+  // off.
   o.choose_layout = concurrent_decode_sms_ == 0;
   if (const char* env = std::getenv("PREFIXD_CHOOSE_LAYOUT"))
     o.choose_layout = std::atoi(env) != 0 && concurrent_decode_sms_ == 0;

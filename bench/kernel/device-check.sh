@@ -11,6 +11,7 @@
 #     VARIANTS=default,qcp,default+PREFIXD_SM90A_Q_TMA=1,qcp+PREFIXD_DECODE_PDL=1
 #   session 12 (bench/kernel/results/s12/run6-*, run9-*): CARRY=.carry/s12a
 #     VARIANTS=default,nowarm,default+PREFIXD_DECODE_WARMUP=1,nowarm+PREFIXD_DECODE_WARMUP_MIB=4
+#   session 17 (bench/kernel/results/s17/run8-*): CARRY=.carry/s17e VARIANTS=default
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}

@@ -6,10 +6,7 @@
 #   session 12 (bench/kernel/results/s12/run12-*): CARRY=.carry/s12a
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
-OUT=${OUT:-/tmp/issue4-grid}
-mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
-B=/tmp/b/prefixd_kernel_bench
+. bench/kernel/device-setup.sh issue4-grid
 timeout 330 $B --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16,bf16 --no-baseline -c 1 \
   --csv "$OUT/grid.csv" >"$OUT/grid.txt" 2>&1
 echo "grid rc=$?"

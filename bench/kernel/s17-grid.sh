@@ -4,14 +4,13 @@
 # each variant against the issue's fused floor (fused_floor_table.py), the head_dim 64/256 rows,
 # then the planner check (--planner-check, P 128-32768, fp16 and bf16) once per setting in
 # $PLANNER_ENVS ("-" = the defaults). Binaries carried as $CARRY/bins.tar.xz.
-#   run 6: CARRY=.carry/s17c VARIANTS=default,PREFIXD_FINE_PREFIX_CHUNK=0 PLANNER_ENVS="- PREFIXD_FINE_PREFIX_CHUNK=0"
+#   run 6 (a first, uncommitted form: every short prefix a fine-chunk candidate): CARRY=.carry/s17c
+#          VARIANTS=default,PREFIXD_FINE_PREFIX_CHUNK=0 PLANNER_ENVS="- PREFIXD_FINE_PREFIX_CHUNK=0"
+#   run 9 (final binaries, ceff9b7): CARRY=.carry/s17e VARIANTS=default PLANNER_ENVS=-
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
-OUT=${OUT:-/tmp/s17-grid}
+. bench/kernel/device-setup.sh s17-grid
 VARIANTS=${VARIANTS:-default}
-mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
-B=/tmp/b/prefixd_kernel_bench
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 if [ -z "${SKIP_GRID:-}" ]; then
   timeout 300 $B --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16,bf16 --no-baseline -c 1 \

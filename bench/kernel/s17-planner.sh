@@ -4,13 +4,10 @@
 # parameters), and the planner check on shapes neither fit saw (heads 32/32, 32/8, 64/8; B 8/32/128;
 # P 128/512/2048/8192; S 64/512; bf16) with the built-in parameters and with the fitted ones.
 # Binaries carried as $CARRY/bins.tar.xz. Output: $OUT/{calib.txt,cost_model_s17.txt,unseen-*.txt}.
-#   run 7: CARRY=.carry/s17d
+#   run 7 (binaries with the gated fine-chunk candidate, as committed in 4d3ec7a): CARRY=.carry/s17d
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
-OUT=${OUT:-/tmp/s17-planner}
-mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
-B=/tmp/b/prefixd_kernel_bench
+. bench/kernel/device-setup.sh s17-planner
 timeout 330 $B --calibrate "$OUT/cost_model_s17.txt" --planner-check --dtype fp16,bf16 -c 1 >"$OUT/calib.txt" 2>&1
 echo "calibrate + check rc=$?"; grep -E "^# fit|SLOW|WRONG|^# planner check:" "$OUT/calib.txt" | head -20
 UNSEEN="--heads 32/32,32/8,64/8 -b 8,32,128 -p 128,512,2048,8192 -s 64,512 --dtype bf16 -c 1"

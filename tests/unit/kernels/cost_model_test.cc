@@ -413,6 +413,30 @@ std::vector<CostSample> S8Samples(const CostModelParams& params) {
   return samples;
 }
 
+std::string GridName(const GridShape& g) {
+  return std::to_string(g.h_qo) + "/" + std::to_string(g.h_kv) + " B" + std::to_string(g.batch) + " P" +
+         std::to_string(g.prefix) + " S" + std::to_string(g.suffix);
+}
+
+// One grid shape planned three ways with the given options: the cascade, plain decode, and the
+// layout choice (choose_layout with the built-in model), serialised for comparison.
+struct GridChoice {
+  KvPoolShape pool;
+  DecodeBatch batch;
+  std::vector<int32_t> cascade, plain, choice;
+  PlanReport report;
+};
+GridChoice ChooseOnGrid(const GridShape& g, const PlanOptions& fixed) {
+  GridChoice c;
+  c.batch = UniformBatch(g, &c.pool);
+  c.cascade = PlanCascade(c.batch, c.pool, fixed).Serialize();
+  c.plain = PlanCascade(PlainLayout(c.batch, {1}, g.page_size), c.pool, fixed).Serialize();
+  PlanOptions choose = fixed;
+  choose.choose_layout = true;
+  c.choice = PlanCascade(c.batch, c.pool, choose, &c.report).Serialize();
+  return c;
+}
+
 // The planner's choice with the built-in defaults (choose_layout, cost_model null), as
 // MakePlannerPlans in bench/kernel/kernel_bench.cc makes it, on every s8 shape: the chosen layout's
 // measured time within 5% of the faster layout's (the --planner-check bar). A choice identical to
@@ -425,28 +449,21 @@ TEST(CostModel, PlannerChoosesWithinFivePercentOnTheH200S8Shapes) {
   int untimed = 0;
   for (const S8Row& r : kS8Rows) {
     const GridShape g = S8Shape(r.h_kv, r.b, r.p, r.s);
-    SCOPED_TRACE("32/" + std::to_string(r.h_kv) + " B" + std::to_string(r.b) + " P" + std::to_string(r.p) + " S" +
-                 std::to_string(r.s));
-    KvPoolShape pool;
-    const DecodeBatch batch = UniformBatch(g, &pool);
+    SCOPED_TRACE(GridName(g));
     // The s8 rows were timed before the fine prefix chunks existed (session 17); they have no
     // times for those plans, which the S17 test below judges.
     PlanOptions fixed = H200PlanOptions();
     fixed.fine_prefix_chunk = 0;
-    const std::vector<int32_t> cascade = PlanCascade(batch, pool, fixed).Serialize();
-    const std::vector<int32_t> plain = PlanCascade(PlainLayout(batch, {1}, g.page_size), pool, fixed).Serialize();
-    PlanOptions choose = fixed;
-    choose.choose_layout = true;
-    PlanReport report;
-    const std::vector<int32_t> choice = PlanCascade(batch, pool, choose, &report).Serialize();
+    const GridChoice c = ChooseOnGrid(g, fixed);
+    const PlanReport& report = c.report;
     double measured = 0;
     const char* name = "unmeasured";
-    if (choice == cascade) measured = r.cascade_total, name = "cascade";
-    else if (choice == plain) measured = r.plain_total, name = "plain";
+    if (c.choice == c.cascade) measured = r.cascade_total, name = "cascade";
+    else if (c.choice == c.plain) measured = r.plain_total, name = "plain";
     else
       for (const S8Variant& v : kS8PlainNoSplit)
         if (v.h_kv == r.h_kv && v.b == r.b && v.p == r.p && v.s == r.s &&
-            choice == PlanCascade(PlainLayout(batch, {1}, g.page_size), pool, NoSplit()).Serialize())
+            c.choice == PlanCascade(PlainLayout(c.batch, {1}, g.page_size), c.pool, NoSplit()).Serialize())
           measured = v.total, name = "plain nosplit";
     if (!(measured > 0)) {
       // A split variant nobody timed: judged by its layout's measured time (default splits), and
@@ -559,22 +576,15 @@ TEST(CostModel, PlannerOnTheH200S17Grid) {
   int fine_chosen = 0;
   for (const S17Row& r : kS17Rows) {
     const GridShape g = S8Shape(r.h_kv, r.b, r.p, r.s);
-    SCOPED_TRACE("32/" + std::to_string(r.h_kv) + " B" + std::to_string(r.b) + " P" + std::to_string(r.p) + " S" +
-                 std::to_string(r.s));
-    KvPoolShape pool;
-    const DecodeBatch batch = UniformBatch(g, &pool);
+    SCOPED_TRACE(GridName(g));
     const PlanOptions fixed = H200PlanOptions();
     ASSERT_GT(fixed.fine_prefix_chunk, 0);
-    const std::vector<int32_t> cascade = PlanCascade(batch, pool, fixed).Serialize();
-    const std::vector<int32_t> plain = PlanCascade(PlainLayout(batch, {1}, g.page_size), pool, fixed).Serialize();
-    PlanOptions choose = fixed;
-    choose.choose_layout = true;
-    PlanReport report;
-    const std::vector<int32_t> choice = PlanCascade(batch, pool, choose, &report).Serialize();
+    const GridChoice c = ChooseOnGrid(g, fixed);
+    const PlanReport& report = c.report;
     double measured = kNaN;
-    if (choice == cascade) {
+    if (c.choice == c.cascade) {
       measured = r.cascade;
-    } else if (choice == plain) {
+    } else if (c.choice == c.plain) {
       measured = r.plain;
     } else {
       // The only other choice the defaults make on this grid: the fine chunks, all-cascade, given targets.

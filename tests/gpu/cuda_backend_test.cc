@@ -776,11 +776,13 @@ TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs)
 }
 
 // The device's default plan options choose each group's layout with the cost model (on by
-// default on CUDA): whatever they choose must compute the same attention. Two batches of one group
-// (32/8, 16 requests, short random suffixes): a 128-token prefix, which the built-in H200 model
-// plans as plain decode (predicted ~30% faster), and a 2048-token one, which it keeps as a
-// cascade; each checked against the float64 oracle, and the choice itself checked, so that both
-// layouts really ran.
+// default on CUDA): whatever they choose must compute the same attention. Three batches of one
+// group (32/8, 16 requests, short random suffixes): a 128-token prefix, which the built-in H200
+// model plans as plain decode (predicted ~30% faster), a 1024-token one, which it plans as a
+// cascade of 128-token prefix chunks (PlanOptions::fine_prefix_chunk: 16 items of 512 tokens would
+// leave the prefix grid on 16 SMs), and a 2048-token one, which it keeps as a cascade with the
+// usual chunks; each checked against the float64 oracle, and the choice itself checked, so that
+// every layout really ran.
 TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   PREFIXD_SEEDED_RNG(rng);
@@ -789,7 +791,7 @@ TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
   // The CPU stand-in plans without the choice by default; its planning and oracle checks still run.
   if (CpuStandIn() && !kernels::CudaAvailable()) options.choose_layout = true;
   ASSERT_TRUE(options.choose_layout) << "the CUDA backend's default plans without the layout choice";
-  for (const int prefix : {128, 2048}) {
+  for (const int prefix : {128, 1024, 2048}) {
     SCOPED_TRACE("prefix " + std::to_string(prefix));
     std::vector<GroupSpec> groups = {{prefix, std::vector<int>(16, 0)}};
     for (int& len : groups[0].suffix_lens) len = 1 + int(rng() % 40);
@@ -806,7 +808,12 @@ TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
     EXPECT_EQ(report.group_plain[0], plain ? 1 : 0) << "predicted cascade " << report.predicted_cascade_us
                                                     << " us, plain " << report.predicted_plain_us;
     EXPECT_EQ(plan.groups[0].prefix.num_tokens, plain ? 0 : prefix);
-    ExpectMatchesOracle(RunStep(Device(), pool, 0, plan, q), want, kF16, plain ? "plain chosen" : "cascade chosen");
+    const bool fine = prefix == 1024 && options.fine_prefix_chunk > 0;  // (the CPU stand-in has none)
+    EXPECT_EQ(report.min_prefix_chunk, fine ? options.fine_prefix_chunk : options.min_prefix_chunk);
+    if (fine)
+      for (const kernels::PrefixWorkItem& item : plan.prefix_items) EXPECT_EQ(item.kv_end - item.kv_begin, 128);
+    ExpectMatchesOracle(RunStep(Device(), pool, 0, plan, q), want, kF16,
+                        plain ? "plain chosen" : fine ? "cascade with fine chunks chosen" : "cascade chosen");
   }
 }
 

@@ -12,6 +12,7 @@
 #include "../src/internal.h"
 #include "peer_exchange.h"
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/env.h"
 #include "prefixd/comm/bootstrap.h"
 #include "prefixd/comm/mpi_check.h"
 #include "prefixd/comm/nccl_check.h"
@@ -77,22 +78,16 @@ class NcclComm final : public Comm {
     RegisterForAbort(this);
     // Off by default: on 4 H200s it measured no faster (bench/scaling/README.md, session 4), and
     // with NCCL_P2P_USE_CUDA_MEMCPY=1 a registered run failed with a launch failure (run 17).
-    register_ = internal::EnvSwitch("PREFIXD_NCCL_REGISTER", false);
+    register_ = EnvFlag("PREFIXD_NCCL_REGISTER", false);
     // The peer-memory fast path: every rank reads the same option and environment, and Create
     // answers alike on every rank.
-    if (internal::EnvSwitch("PREFIXD_PEER_EXCHANGE", options_.peer_exchange)) {
+    if (EnvFlag("PREFIXD_PEER_EXCHANGE", options_.peer_exchange)) {
       PeerExchangeOptions po;
       po.slot_bytes = options_.peer_slot_bytes;
       // PREFIXD_PEER_DIRECT=0 (A/B runs): every receive through a slot.
-      const bool direct = !register_ && internal::EnvSwitch("PREFIXD_PEER_DIRECT", true);
+      const bool direct = !register_ && EnvFlag("PREFIXD_PEER_DIRECT", true);
       po.arena_bytes = direct ? options_.peer_arena_bytes : 0;
-      if (const char* b = std::getenv("PREFIXD_PEER_BLOCKS")) {  // A/B runs
-        const std::string v = b;
-        PREFIXD_CHECK_ARG(!v.empty() && v.size() <= 3 && v.find_first_not_of("0123456789") == std::string::npos,
-                          "PREFIXD_PEER_BLOCKS must be a number of blocks (1-" << PeerExchange::kMaxBlocks << "), got '"
-                                                                              << v << "'");
-        po.blocks = std::stoi(v);
-      }
+      po.blocks = int(EnvInteger("PREFIXD_PEER_BLOCKS", 1, PeerExchange::kMaxBlocks, po.blocks));  // A/B runs
       peer_ = PeerExchange::Create(mpi_, device_, po);
     }
   }

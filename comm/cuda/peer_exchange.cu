@@ -1,7 +1,6 @@
 // PeerExchange (peer_exchange.h): the window's set-up over CUDA IPC and the exchange kernel.
 #include "peer_exchange.h"
 #include "system_scope_flags.cuh"
-#include "../src/internal.h"
 
 #include <algorithm>
 #include <array>
@@ -15,6 +14,7 @@
 #include "prefixd/comm/bootstrap.h"
 #include "prefixd/comm/mpi_check.h"
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/env.h"
 #include "prefixd/common/error.h"
 
 namespace prefixd::comm {
@@ -282,7 +282,7 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
   PREFIXD_CHECK_ARG(options.blocks >= 1 && options.blocks <= kMaxBlocks,
                     "PeerExchange: blocks must be in [1, " << kMaxBlocks << "], got " << options.blocks);
   PREFIXD_CHECK_ARG(options.slot_bytes >= 16, "PeerExchange: slot_bytes must be at least 16");
-  const bool stats_on = internal::EnvSwitch("PREFIXD_PEER_STATS", false);
+  const bool stats_on = EnvFlag("PREFIXD_PEER_STATS", false);
   int rank = 0, size = 1;
   PREFIXD_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   PREFIXD_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -314,9 +314,9 @@ std::unique_ptr<PeerExchange> PeerExchange::Create(MPI_Comm comm, int device, co
   std::unique_ptr<PeerExchange> self(new PeerExchange(comm, rank, size, options));
   self->buffer_bytes_ = size_t(size) * options.slot_bytes;
   self->arena_offset_ = (kDataOffset + self->buffer_bytes_ + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-  const size_t arena_bytes = options.arena_bytes / kArenaAlign * kArenaAlign;
-  if (arena_bytes > 0) self->arena_free_.emplace(0, arena_bytes);
-  const size_t window_bytes = self->arena_offset_ + arena_bytes;
+  self->arena_bytes_ = options.arena_bytes / kArenaAlign * kArenaAlign;
+  if (self->arena_bytes_ > 0) self->arena_free_.emplace(0, self->arena_bytes_);
+  const size_t window_bytes = self->arena_offset_ + self->arena_bytes_;
   cudaIpcMemHandle_t handle{};
   bool ok = cudaMalloc(&self->window_, window_bytes) == cudaSuccess &&
             cudaMemset(self->window_, 0, kDataOffset) == cudaSuccess &&
@@ -417,10 +417,10 @@ void PeerExchange::Run(const PeerTransfer& transfer, cudaStream_t stream) {
   p.arena_offset = arena_offset_;
   // A receive that lies wholly in the arena lands in place; any other goes through this rank's slot.
   const uintptr_t arena = reinterpret_cast<uintptr_t>(window_) + arena_offset_;
-  const size_t arena_bytes = options_.arena_bytes / kArenaAlign * kArenaAlign;
   for (int j = 0; j < size_; ++j) {
     const uintptr_t at = reinterpret_cast<uintptr_t>(transfer.recv[j]);
-    const bool in_place = at >= arena && at - arena <= arena_bytes && transfer.recv_bytes[j] <= arena_bytes - (at - arena);
+    const bool in_place =
+        at >= arena && at - arena <= arena_bytes_ && transfer.recv_bytes[j] <= arena_bytes_ - (at - arena);
     p.recv_offset[j] = in_place ? uint64_t(at - arena) : kToSlot;
   }
   // A pair takes part when some direction of it moves bytes through the peer path; both of its ranks

@@ -103,6 +103,7 @@ class PeerExchange {
   PeerExchangeOptions options_;
   size_t buffer_bytes_ = 0;  // the data buffer: size × slot_bytes
   size_t arena_offset_ = 0;  // where the receive arena starts in a window
+  size_t arena_bytes_ = 0;   // its size (options.arena_bytes, aligned down)
   void* window_ = nullptr;   // this rank's window (cudaMalloc)
   std::map<size_t, size_t> arena_free_;  // free ranges of the arena: offset → bytes
   std::map<size_t, size_t> arena_used_;  // allocated ranges: offset → bytes

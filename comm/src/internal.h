@@ -35,8 +35,4 @@ void CheckAllToAllVArgs(int size, const std::vector<size_t>& send_bytes,
 void CrossCheckAllToAllVSizes(MPI_Comm comm, const std::vector<size_t>& send_bytes,
                               const std::vector<size_t>& recv_bytes);
 
-// An on/off switch from the environment: `fallback` when unset or empty, else "0" or "1"; any
-// other value throws kInvalidArgument naming the variable.
-bool EnvSwitch(const char* name, bool fallback);
-
 }  // namespace prefixd::comm::internal

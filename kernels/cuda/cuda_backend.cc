@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/env.h"
 #include "kernels/cuda/cascade_fused.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/merge_states.h"
@@ -79,18 +80,6 @@ void SetCascadeInputs(AttentionParams* p, const CascadePlan& h, const CascadeArg
                      h.head_dim, ResolveSmScale(args.sm_scale, h.head_dim) * kLog2e);
 }
 
-// An integer setting from the environment: `fallback` when unset or empty, else an integer in
-// [lo, hi]; anything else throws kInvalidArgument naming the variable and the range.
-int64_t EnvInteger(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
-  const char* env = std::getenv(name);
-  if (env == nullptr || *env == '\0') return fallback;
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  PREFIXD_CHECK_ARG(end != env && *end == '\0' && v >= lo && v <= hi,
-                    name << " must be an integer in [" << lo << ", " << hi << "], got '" << env << "'");
-  return v;
-}
-
 constexpr int64_t kMaxEnvItems = int64_t(1) << 20;  // PREFIXD_*_TARGET_ITEMS
 
 }  // namespace
@@ -103,48 +92,22 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   PREFIXD_CHECK_ARG(l.max_requests > 0 && l.max_qo_heads > 0 && l.max_head_dim > 0 && l.max_slots > 0 &&
                         l.max_plan_ints > 0 && l.max_state_floats > 0,
                     "MakeCudaBackend: workspace limits must be positive");
-  if (const char* env = std::getenv("PREFIXD_DECODE_KERNEL")) {
-    const std::string choice = env;
-    PREFIXD_CHECK_ARG(choice == "auto" || choice == "simt" || choice == "mma",
-                      "PREFIXD_DECODE_KERNEL must be auto, simt or mma, got '" << choice << "'");
-    decode_kernel_ = choice == "simt" ? DecodeKernel::kCudaCores
-                     : choice == "mma" ? DecodeKernel::kTensorCores
-                                       : DecodeKernel::kAuto;
-  }
-  if (const char* env = std::getenv("PREFIXD_DECODE_WARPS")) {
-    const std::string choice = env;
-    PREFIXD_CHECK_ARG(choice == "1" || choice == "2" || choice == "4" || choice == "8",
-                      "PREFIXD_DECODE_WARPS must be 1, 2, 4 or 8, got '" << choice << "'");
-    decode_mma_warps_ = std::stoi(choice);
-  }
-  auto env_flag = [](const char* name, bool* flag) {
-    if (const char* env = std::getenv(name)) {
-      const std::string choice = env;
-      PREFIXD_CHECK_ARG(choice == "0" || choice == "1", name << " must be 0 or 1, got '" << choice << "'");
-      *flag = choice == "1";
-    }
-  };
-  env_flag("PREFIXD_DECODE_PDL", &decode_pdl_);
-  env_flag("PREFIXD_MERGE_PDL", &merge_pdl_);
-  env_flag("PREFIXD_DECODE_EVICT_FIRST", &decode_evict_first_);
-  env_flag("PREFIXD_DECODE_PREFETCH", &decode_prefetch_);
-  env_flag("PREFIXD_UPLOAD_BATCH", &upload_batch_enabled_);
+  constexpr DecodeKernel kDecodeKernels[] = {DecodeKernel::kAuto, DecodeKernel::kCudaCores, DecodeKernel::kTensorCores};
+  decode_kernel_ = kDecodeKernels[EnvChoice("PREFIXD_DECODE_KERNEL", {"auto", "simt", "mma"}, 0)];
+  const int warps_log2 = EnvChoice("PREFIXD_DECODE_WARPS", {"1", "2", "4", "8"}, -1);
+  decode_mma_warps_ = warps_log2 < 0 ? 0 : 1 << warps_log2;  // 0: by the item count
+  decode_pdl_ = EnvFlag("PREFIXD_DECODE_PDL", decode_pdl_);
+  merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
+  decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
+  decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
+  upload_batch_enabled_ = EnvFlag("PREFIXD_UPLOAD_BATCH", upload_batch_enabled_);
   uploads_.set_programmatic(cuda::StepPdlEnabled());
-  env_flag("PREFIXD_DECODE_STREAM", &decode_stream_items_);
-  env_flag("PREFIXD_DECODE_PERSISTENT", &decode_persistent_);
-  env_flag("PREFIXD_FUSED", &fused_);
-  if (const char* env = std::getenv("PREFIXD_FUSED_DIAG"); env != nullptr && *env != '\0') {
-    const std::string choice = env;
-    PREFIXD_CHECK_ARG(choice == "0" || choice == "1" || choice == "2", "PREFIXD_FUSED_DIAG must be 0, 1 or 2, got '" << choice << "'");
-    fused_diag_ = std::stoi(choice);
-  }
-  if (const char* env = std::getenv("PREFIXD_FUSED_MERGE"); env != nullptr && *env != '\0') {
-    const std::string choice = env;
-    PREFIXD_CHECK_ARG(choice == "inside" || choice == "kernel",
-                      "PREFIXD_FUSED_MERGE must be inside or kernel, got '" << choice << "'");
-    fused_merge_kernel_ = choice == "kernel";
-  }
-  env_flag("PREFIXD_DECODE_WARMUP", &decode_warmup_);
+  decode_stream_items_ = EnvFlag("PREFIXD_DECODE_STREAM", decode_stream_items_);
+  decode_persistent_ = EnvFlag("PREFIXD_DECODE_PERSISTENT", decode_persistent_);
+  fused_ = EnvFlag("PREFIXD_FUSED", fused_);
+  fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
+  fused_merge_kernel_ = EnvChoice("PREFIXD_FUSED_MERGE", {"inside", "kernel"}, fused_merge_kernel_ ? 1 : 0) == 1;
+  decode_warmup_ = EnvFlag("PREFIXD_DECODE_WARMUP", decode_warmup_);
   decode_warmup_bytes_ = EnvInteger("PREFIXD_DECODE_WARMUP_MIB", 0, 1024, decode_warmup_bytes_ >> 20) << 20;
   fused_l2_ahead_ = int(EnvInteger("PREFIXD_FUSED_L2_AHEAD", 0, 8, fused_l2_ahead_));
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
@@ -176,8 +139,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (concurrent_decode_sms_ > 0)
     d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
   // Read by the sm_90a prefix launcher at every launch (prefix_attention_sm90a.h); named here when set.
-  if (const char* env = std::getenv("PREFIXD_PREFIX_PDL_TRIGGER"); env != nullptr && std::strcmp(env, "0") == 0)
-    d << " [prefix PDL trigger off]";
+  if (!EnvFlag("PREFIXD_PREFIX_PDL_TRIGGER", true)) d << " [prefix PDL trigger off]";
   description_ = d.str();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
@@ -325,8 +287,7 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // there (bench/NOTES-planner.md). The parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it
   // off.
   o.choose_layout = concurrent_decode_sms_ == 0;
-  if (const char* env = std::getenv("PREFIXD_CHOOSE_LAYOUT"))
-    o.choose_layout = std::atoi(env) != 0 && concurrent_decode_sms_ == 0;
+  o.choose_layout = EnvFlag("PREFIXD_CHOOSE_LAYOUT", o.choose_layout) && concurrent_decode_sms_ == 0;
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
   o.prefix_tile_rows = PrefixAttentionTileRows(128);
   o.prefix_chunk_align = kPrefixChunkAlign;

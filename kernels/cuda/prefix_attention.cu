@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/prefix_attention.cuh"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
+#include "prefixd/common/env.h"
 #include "prefixd/common/error.h"
 
 namespace prefixd::kernels::cuda {
@@ -60,12 +61,8 @@ void CheckParams(const PrefixAttentionParams& p) {
 enum class KernelRequest { kAuto, kMma, kWgmma };
 
 KernelRequest RequestedKernel() {
-  const char* value = std::getenv("PREFIXD_PREFIX_KERNEL");
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "auto") == 0) return KernelRequest::kAuto;
-  if (std::strcmp(value, "mma") == 0) return KernelRequest::kMma;
-  if (std::strcmp(value, "wgmma") == 0) return KernelRequest::kWgmma;
-  PREFIXD_THROW(ErrorKind::kInvalidArgument,
-                "PREFIXD_PREFIX_KERNEL=" << value << ": expected mma, wgmma or auto");
+  constexpr KernelRequest kRequests[] = {KernelRequest::kAuto, KernelRequest::kMma, KernelRequest::kWgmma};
+  return kRequests[EnvChoice("PREFIXD_PREFIX_KERNEL", {"auto", "mma", "wgmma"}, 0)];
 }
 
 }  // namespace

@@ -2,11 +2,10 @@
 #include "kernels/cuda/upload_batch.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/env.h"
 
 namespace prefixd::kernels::cuda {
 namespace {
@@ -83,12 +82,6 @@ void UploadBatch::Launch(cudaStream_t stream) {
   n_ = 0;
 }
 
-bool StepPdlEnabled() {
-  const char* env = std::getenv("PREFIXD_STEP_PDL");
-  if (env == nullptr) return true;
-  const std::string choice = env;
-  PREFIXD_CHECK_ARG(choice == "0" || choice == "1", "PREFIXD_STEP_PDL must be 0 or 1, got '" << choice << "'");
-  return choice == "1";
-}
+bool StepPdlEnabled() { return EnvFlag("PREFIXD_STEP_PDL", true); }
 
 }  // namespace prefixd::kernels::cuda

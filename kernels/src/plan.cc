@@ -229,6 +229,16 @@ struct Scored {
   size_t given_prefix_items = 0;  // prefix items of the layout's plan with the given split options
 };
 
+// The cost model's time of `layout` planned with `o` (one more candidate); its prefix item count
+// to `prefix_items` when given.
+double PredictPlan(const DecodeBatch& layout, const KvPoolShape& pool, const PlanOptions& o,
+                   const CostModelParams& params, int* candidates, size_t* prefix_items = nullptr) {
+  const CascadePlan plan = PlanFixed(layout, pool, o);
+  ++*candidates;
+  if (prefix_items != nullptr) *prefix_items = plan.prefix_items.size();
+  return PredictCost(plan, params).total_us;
+}
+
 Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
                    const CostModelParams& params, const std::vector<uint8_t>& plain, int* candidates) {
   const DecodeBatch layout = PlainLayout(batch, plain, pool.page_size);
@@ -248,10 +258,7 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
       PlanOptions o = base;
       o.prefix_target_items = prefix_target;
       o.min_decode_chunk = min_decode_chunk;
-      const CascadePlan plan = PlanFixed(layout, pool, o);
-      const double us = PredictCost(plan, params).total_us;
-      ++*candidates;
-      if (first) given_items = plan.prefix_items.size();
+      const double us = PredictPlan(layout, pool, o, params, candidates, first ? &given_items : nullptr);
       if (first || us < best.us) best = Scored{us, o, plain};
       first = false;
     }
@@ -281,8 +288,7 @@ std::optional<Scored> ScoreFineCascade(const DecodeBatch& batch, const KvPoolSha
     o.min_prefix_chunk = base.fine_prefix_chunk;
     o.prefix_target_items = target;
     o.min_decode_chunk = min_decode_chunk;
-    const double us = PredictCost(PlanFixed(batch, pool, o), params).total_us;
-    ++*candidates;
+    const double us = PredictPlan(batch, pool, o, params, candidates);
     if (!best || us < best->us) best = Scored{us, o, std::vector<uint8_t>(batch.groups.size(), 0)};
   }
   return best;

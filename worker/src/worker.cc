@@ -8,6 +8,7 @@
 #include <string>
 
 #include "prefixd/comm/state_reduction.h"
+#include "prefixd/common/env.h"
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/synthetic_kv.h"
@@ -88,11 +89,7 @@ class UploadBatchScope {
 // An A/B switch from the environment: `name` unset keeps `*value`; otherwise it must be one of
 // the two spellings given.
 void EnvSwitch(const char* name, const char* off, const char* on, bool* value) {
-  const char* env = std::getenv(name);
-  if (env == nullptr) return;
-  const std::string v = env;
-  PREFIXD_CHECK_ARG(v == off || v == on, name << " must be " << off << " or " << on << ", got '" << v << "'");
-  *value = v == on;
+  *value = EnvChoice(name, {off, on}, *value ? 1 : 0) == 1;
 }
 
 }  // namespace
@@ -109,17 +106,8 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
   EnvSwitch("PREFIXD_DECODE_ON_SIDE_STREAM", "0", "1", &options_.decode_on_side_stream);
   EnvSwitch("PREFIXD_DECODE_BEHIND_PREFIX", "0", "1", &options_.decode_behind_prefix);
   EnvSwitch("PREFIXD_DECODE_BESIDE_PREFIX", "0", "1", &options_.decode_beside_prefix);
-  if (const char* env = std::getenv("PREFIXD_FUSE_MERGE")) {
-    const std::string v = env;
-    PREFIXD_CHECK_ARG(v == "0" || v == "1", "PREFIXD_FUSE_MERGE must be 0 or 1, got '" << v << "'");
-    options_.fuse_merge = v == "1" ? 1 : 0;
-  }
-  if (const char* env = std::getenv("PREFIXD_DECODE_FREE_SMS")) {
-    const std::string v = env;
-    PREFIXD_CHECK_ARG(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 4,
-                      "PREFIXD_DECODE_FREE_SMS must be a number of SMs, got '" << v << "'");
-    options_.decode_free_sms = std::stoi(v);
-  }
+  options_.fuse_merge = int(EnvInteger("PREFIXD_FUSE_MERGE", 0, 1, options_.fuse_merge));  // unset: as given
+  options_.decode_free_sms = int(EnvInteger("PREFIXD_DECODE_FREE_SMS", 0, 9999, options_.decode_free_sms));
   options_.pool.Validate();
   const kernels::KvPoolShape& pool = options_.pool;
   PREFIXD_CHECK_ARG(options_.num_qo_heads > 0 && options_.num_qo_heads % pool.num_kv_heads == 0,

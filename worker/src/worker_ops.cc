@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "prefixd/common/env.h"
 #include "prefixd/common/error.h"
 
 namespace prefixd::worker {
@@ -198,11 +199,7 @@ StreamSync::StreamSync(kernels::Backend& backend) : cuda_(backend.kind() == kern
   // Highest priority: when a collective's kernel and compute kernels become ready together (e.g.
   // the state exchange and the decode that overlaps it), the collective's CTAs are dispatched
   // first instead of waiting for SMs the compute grid fills. PREFIXD_COMM_STREAM_PRIORITY=0: normal.
-  const char* env = std::getenv("PREFIXD_COMM_STREAM_PRIORITY");
-  const std::string priority = env == nullptr ? "1" : env;
-  PREFIXD_CHECK_ARG(priority == "0" || priority == "1",
-                    "PREFIXD_COMM_STREAM_PRIORITY must be 0 or 1, got '" << priority << "'");
-  comm_stream_ = cuda::CreateStream(priority == "1");
+  comm_stream_ = cuda::CreateStream(EnvFlag("PREFIXD_COMM_STREAM_PRIORITY", true));
   try {
     side_stream_ = cuda::CreateStream(false);
     for (size_t i = 0; i < kEvents; ++i) events_.push_back(cuda::CreateEvent());

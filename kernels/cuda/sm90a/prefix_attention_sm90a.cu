@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/env.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.cuh"
 #include "prefixd/common/error.h"
 
@@ -155,16 +156,6 @@ int CurrentDevice() {
   return device;
 }
 
-int EnvInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  char* end = nullptr;
-  const long v = std::strtol(value, &end, 10);
-  PREFIXD_CHECK_ARG(end != value && *end == '\0' && v >= 0 && v <= (1 << 20),
-                    name << "=" << value << " is not a small non-negative integer");
-  return int(v);
-}
-
 }  // namespace
 
 bool Built() { return true; }
@@ -219,34 +210,22 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   // Q by TMA (PREFIXD_SM90A_Q_TMA=1, the default) where the map can be made: g divides a warpgroup's
   // 64 rows and q is 16-byte aligned; otherwise, or =0, gathered by cp.async.
   const int gqa = params.num_qo_heads / params.num_kv_heads;
-  l.q_tma = EnvInt("PREFIXD_SM90A_Q_TMA", 1) != 0 && gqa >= 1 && 64 % gqa == 0 &&
+  l.q_tma = EnvFlag("PREFIXD_SM90A_Q_TMA", true) && gqa >= 1 && 64 % gqa == 0 &&
             reinterpret_cast<uintptr_t>(params.q) % 16 == 0;
   if (l.q_tma) l.tmap_q = CachedMap(MapKey{1, params.q, params.num_qo_heads, params.head_dim, params.dtype, gqa});
-  const int max_ctas = EnvInt("PREFIXD_SM90A_MAX_CTAS", 0);
+  const int max_ctas = int(EnvInteger("PREFIXD_SM90A_MAX_CTAS", 0, 1 << 20, 0));
   int grid_cap = max_ctas > 0 ? max_ctas : sms;  // one CTA per SM, persistent
   if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);
   l.grid = std::min(params.num_items, grid_cap);
-  l.stages = EnvInt("PREFIXD_SM90A_STAGES", 2);
+  l.stages = int(EnvInteger("PREFIXD_SM90A_STAGES", 0, 1 << 20, 2));
   // On by default: 1.3-6.5 µs less per cascade step on every shape of the grid, same results
   // (bench/RESULTS.md, final run); PREFIXD_PREFIX_PDL_TRIGGER=0 turns it off.
-  l.trigger_dependents = EnvInt("PREFIXD_PREFIX_PDL_TRIGGER", 1) != 0;
-  const char* schedule = std::getenv("PREFIXD_SM90A_SCHEDULE");
-  if (schedule != nullptr && *schedule != '\0') {
-    PREFIXD_CHECK_ARG(std::strcmp(schedule, "overlap") == 0 || std::strcmp(schedule, "plain") == 0,
-                      "PREFIXD_SM90A_SCHEDULE=" << schedule << ": expected overlap or plain");
-    l.overlap = std::strcmp(schedule, "overlap") == 0;
-  }
+  l.trigger_dependents = EnvFlag("PREFIXD_PREFIX_PDL_TRIGGER", true);
+  l.overlap = EnvChoice("PREFIXD_SM90A_SCHEDULE", {"overlap", "plain"}, l.overlap ? 0 : 1) == 0;
   // L2 eviction priority of the K/V tile loads (an experiment: under the benchmark's write flush L2
   // is full of dirty lines that the streamed K/V evict; evict_first may keep more of them there).
-  const char* kv_policy = std::getenv("PREFIXD_SM90A_KV_POLICY");
-  if (kv_policy != nullptr && *kv_policy != '\0') {
-    PREFIXD_CHECK_ARG(std::strcmp(kv_policy, "normal") == 0 || std::strcmp(kv_policy, "first") == 0 ||
-                          std::strcmp(kv_policy, "last") == 0,
-                      "PREFIXD_SM90A_KV_POLICY=" << kv_policy << ": expected normal, first or last");
-    l.kv_evict = std::strcmp(kv_policy, "first") == 0  ? L2Evict::kFirst
-                 : std::strcmp(kv_policy, "last") == 0 ? L2Evict::kLast
-                                                       : L2Evict::kNone;
-  }
+  constexpr L2Evict kPolicies[] = {L2Evict::kNone, L2Evict::kFirst, L2Evict::kLast};
+  l.kv_evict = kPolicies[EnvChoice("PREFIXD_SM90A_KV_POLICY", {"normal", "first", "last"}, 0)];
   const bool fp16 = params.dtype == DType::kFloat16;
   if (params.head_dim == 64)
     return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);

@@ -281,11 +281,10 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   o.target_items = int(EnvInteger("PREFIXD_DECODE_TARGET_ITEMS", 1, kMaxEnvItems, o.target_items));
   // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with concurrent
   // decode: the model does not describe that mode). With the built-in H200 parameters (fitted in
-  // session 8) and the plain margin, re-checked on session 17's kernels: within 5% of the faster
-  // layout on 118 of 120 grid shapes (32/32 B16 P128 S256: 8-9% off) and 11-17% off on 2 of 72
-  // other shapes, all misses at P = 128; always-cascade is up to 1.5× slower than plain decode
-  // there (bench/NOTES-planner.md). The parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it
-  // off.
+  // session 8), the plain margin and the tiny-prefix rule (session 18): within 5% of the faster
+  // layout on all 120 grid shapes and within 1.1% on 72 other shapes (session 18 run 4, H200);
+  // always-cascade is up to 1.5× slower than plain decode at P = 128 (bench/NOTES-planner.md). The
+  // parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it off.
   o.choose_layout = concurrent_decode_sms_ == 0;
   o.choose_layout = EnvFlag("PREFIXD_CHOOSE_LAYOUT", o.choose_layout) && concurrent_decode_sms_ == 0;
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
@@ -298,6 +297,9 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // short prefix with few items (PlanOptions::fine_prefix_chunk); PREFIXD_FINE_PREFIX_CHUNK=n sets
   // it (0: off).
   o.fine_prefix_chunk = int(EnvInteger("PREFIXD_FINE_PREFIX_CHUNK", 0, 1 << 20, 128));
+  // Near-ties at prefixes of one K/V tile go to plain decode (PlanOptions::tiny_prefix_tokens);
+  // PREFIXD_TINY_PREFIX_TOKENS=n sets the bound (0: off).
+  o.tiny_prefix_tokens = int(EnvInteger("PREFIXD_TINY_PREFIX_TOKENS", 0, 1 << 20, o.tiny_prefix_tokens));
   o.decode_chunk_align = 16;
   o.min_decode_chunk = 256;
   return o;

@@ -89,6 +89,10 @@ void ValidateOptions(const PlanOptions& o) {
                     "plan options: fine_prefix_chunk must be ≥ 0 (0: off), got " << o.fine_prefix_chunk);
   PREFIXD_CHECK_ARG(o.plain_margin >= 0 && o.plain_margin < 1,
                     "plan options: plain_margin must be in [0, 1), got " << o.plain_margin);
+  PREFIXD_CHECK_ARG(o.tiny_prefix_tokens >= 0,
+                    "plan options: tiny_prefix_tokens must be ≥ 0 (0: off), got " << o.tiny_prefix_tokens);
+  PREFIXD_CHECK_ARG(o.tiny_prefix_margin >= 0 && o.tiny_prefix_margin < 1,
+                    "plan options: tiny_prefix_margin must be in [0, 1), got " << o.tiny_prefix_margin);
 }
 
 // Groups must list requests 0..B-1 in order, each group non-empty; prefix runs must lie in the pool.
@@ -219,7 +223,9 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //     time (stopping at the first that does not: a group with more prefix work gains less from
 //     plain decode); and every eligible group plain. The lowest predicted time wins; ties keep the
 //     earlier candidate (cascade first, the given split options first), and a candidate with plain
-//     groups must beat the best cascade by more than PlanOptions::plain_margin.
+//     groups must beat the best cascade by more than PlanOptions::plain_margin, unless all its
+//     plain groups have tiny prefixes (and suffixes of at least half of them, on average): then it
+//     needs only to come within tiny_prefix_margin of it.
 // Cost: at most 6 + eligible groups plans (6 cascade split variants, the greedy flips, all plain);
 // each plan is O(items).
 struct Scored {
@@ -332,11 +338,37 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
   const Scored cascade = ScoreLayout(batch, pool, base, params, none, &candidates);
   Scored best = cascade;
   Scored current = cascade;
-  // A plain candidate is only chosen below this predicted time (PlanOptions::plain_margin); one whose
-  // lower bound is not below it is skipped, and so are its supersets (more bytes to stream).
-  const double plain_limit = cascade.us * (1.0 - options.plain_margin);
+  // A plain candidate is only chosen below its limit: the cascade's time less plain_margin, or, when
+  // every group it plans plain has a tiny prefix, the cascade's time plus tiny_prefix_margin
+  // (PlanOptions). One whose lower bound is not below its limit is skipped, and so are its supersets
+  // (more bytes to stream).
+  std::vector<uint8_t> tiny(num_groups, 0);  // PlanOptions::tiny_prefix_tokens applies to the group
+  for (int g = 0; g < num_groups; ++g) {
+    const PrefixGroup& grp = batch.groups[g];
+    int64_t suffix_tokens = 0;
+    for (int r = grp.first_request; r < grp.first_request + grp.num_requests; ++r)
+      suffix_tokens += batch.suffix.SeqLen(r, pool.page_size);
+    tiny[g] = grp.prefix.num_tokens <= options.tiny_prefix_tokens &&
+              2 * suffix_tokens >= int64_t(grp.num_requests) * grp.prefix.num_tokens;
+  }
+  auto all_tiny = [&](const std::vector<uint8_t>& plain) {
+    bool any = false;
+    for (int g = 0; g < num_groups; ++g) {
+      if (!plain[g]) continue;
+      if (!tiny[g]) return false;
+      any = true;
+    }
+    return any;
+  };
+  auto plain_limit = [&](const std::vector<uint8_t>& plain) {
+    return cascade.us * (all_tiny(plain) ? 1.0 + options.tiny_prefix_margin : 1.0 - options.plain_margin);
+  };
   auto cannot_win = [&](const std::vector<uint8_t>& plain) {
-    return PlainStreamLowerBoundUs(batch, pool, plain, params) >= plain_limit;
+    return PlainStreamLowerBoundUs(batch, pool, plain, params) >= plain_limit(plain);
+  };
+  std::optional<Scored> tiny_best;  // the fastest candidate whose plain groups are all tiny
+  auto note_tiny = [&](const Scored& s) {
+    if (all_tiny(s.plain) && (!tiny_best || s.us < tiny_best->us)) tiny_best = s;
   };
   for (size_t i = 0; i < eligible.size(); ++i) {
     if (i + 1 == eligible.size()) break;  // the last flip is the all-plain candidate below
@@ -344,16 +376,19 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
     plain[eligible[i]] = 1;
     if (cannot_win(plain)) break;
     const Scored s = ScoreLayout(batch, pool, base, params, plain, &candidates);
+    note_tiny(s);
     if (!(s.us < current.us)) break;
     current = s;
     if (s.us < best.us) best = s;
   }
   if (!eligible.empty() && !cannot_win(all)) {
     const Scored all_plain = ScoreLayout(batch, pool, base, params, all, &candidates);
+    note_tiny(all_plain);
     if (all_plain.us < best.us) best = all_plain;
   }
-  // Plain groups only for a clear predicted gain (PlanOptions::plain_margin).
-  if (best.us > plain_limit) best = cascade;
+  // Plain groups only below their limit (PlanOptions::plain_margin, tiny_prefix_margin).
+  if (best.us > plain_limit(best.plain)) best = cascade;
+  if (best.plain == none && tiny_best && tiny_best->us <= plain_limit(tiny_best->plain)) best = *tiny_best;
   // The all-cascade layout kept: the fine prefix chunks, for a clear predicted gain too.
   if (best.plain == none)
     if (const std::optional<Scored> fine =

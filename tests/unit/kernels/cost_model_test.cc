@@ -565,15 +565,9 @@ const S17Row kS17Rows[] = {
     {8, 256, 32768, 256, 292.0, 3541.4, kNaN},
 };
 
-// The planner's one miss on this grid, kept visible rather than tuned away: at 32/32 B16 P128
-// S256 the model predicts a tie (cascade 28.3, plain 28.2 µs, inside plain_margin) and keeps the
-// cascade, which measured 6.6% slower than plain (9.3% in run 6); refitting the model to the run
-// (RMS 0.071 → 0.067) does not separate them (bench/NOTES-planner.md, session 17).
-bool S17KnownMiss(const S17Row& r) { return r.h_kv == 32 && r.b == 16 && r.p == 128 && r.s == 256; }
-
 TEST(CostModel, PlannerOnTheH200S17Grid) {
   double worst = 0;
-  int fine_chosen = 0;
+  int fine_chosen = 0, plain_tiny_ties = 0;
   for (const S17Row& r : kS17Rows) {
     const GridShape g = S8Shape(r.h_kv, r.b, r.p, r.s);
     SCOPED_TRACE(GridName(g));
@@ -598,10 +592,20 @@ TEST(CostModel, PlannerOnTheH200S17Grid) {
     }
     const double ratio = measured / std::min(r.cascade, r.plain);
     worst = std::max(worst, ratio);
-    EXPECT_LE(ratio, S17KnownMiss(r) ? 1.07 : 1.05)
-        << "measured " << measured << " us, cascade " << r.cascade << ", plain " << r.plain << "; predicted cascade "
-        << report.predicted_cascade_us << ", plain " << report.predicted_plain_us << ", choice " << report.predicted_us;
+    EXPECT_LE(ratio, 1.05) << "measured " << measured << " us, cascade " << r.cascade << ", plain " << r.plain
+                           << "; predicted cascade " << report.predicted_cascade_us << ", plain "
+                           << report.predicted_plain_us << ", choice " << report.predicted_us;
+    EXPECT_LE(measured, 1.05 * r.plain) << "slower than plain decode by more than 5% (the performance issue's bar)";
+    // Plain decode taken on a predicted near-tie: only at the tiny prefix (tiny_prefix_tokens).
+    if (c.choice == c.plain && report.predicted_plain_us >= report.predicted_cascade_us * (1 - fixed.plain_margin)) {
+      EXPECT_LE(r.p, fixed.tiny_prefix_tokens);
+      ++plain_tiny_ties;
+    }
   }
+  // Session 17's one miss (32/32 B16 P128 S256: a predicted tie, the cascade 6.6-9.3% slower) now
+  // goes to plain decode by the tiny-prefix rule; its S32 neighbour (suffix under half the prefix)
+  // keeps the cascade, 5% faster.
+  EXPECT_EQ(plain_tiny_ties, 1);
   // Every timed fine plan is what the planner chooses (a table row with a fine time it no longer
   // picks would mean the gate moved).
   EXPECT_EQ(fine_chosen, std::count_if(std::begin(kS17Rows), std::end(kS17Rows),

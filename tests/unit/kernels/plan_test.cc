@@ -634,6 +634,49 @@ TEST(PlanLayout, FinePrefixChunksOnlyForTinyPrefixGrids) {
   EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "fine_prefix_chunk");
 }
 
+// Prefixes of at most tiny_prefix_tokens: plain decode is taken on a predicted near-tie (within
+// tiny_prefix_margin of the cascade), not only for a clear gain; longer prefixes keep plain_margin.
+TEST(PlanLayout, TinyPrefixNearTiesGoToPlainDecode) {
+  struct Case {
+    int h_kv, requests, prefix, suffix;
+    bool plain_with_rule, plain_without;
+  };
+  // 32/32 B16 P128: the built-in model's near-ties (S256: 28.3 against 28.2 µs predicted; plain
+  // measured 6.6-9.3% faster, sessions 17-18); at S32 the suffix is under half the prefix, so the
+  // rule does not apply (the cascade measured 5-8% faster); 32/8 B16 P128: plain by a clear margin
+  // either way; 32/32 B16 P256 and B64 P128: the cascade by a clear margin either way.
+  const Case cases[] = {{32, 16, 128, 256, true, false}, {32, 16, 128, 64, true, false},
+                        {32, 16, 128, 32, false, false}, {8, 16, 128, 256, true, true},
+                        {32, 16, 256, 256, false, false}, {32, 64, 128, 32, false, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("32/" + std::to_string(c.h_kv) + " B" + std::to_string(c.requests) + " P" + std::to_string(c.prefix) +
+                 " S" + std::to_string(c.suffix));
+    KvPoolShape pool;
+    const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv);
+    PlanOptions o = GpuLikeOptions(true);
+    ASSERT_EQ(o.tiny_prefix_tokens, 128);
+    PlanReport with_rule, without;
+    PlanCascade(batch, pool, o, &with_rule);
+    o.tiny_prefix_tokens = 0;
+    PlanCascade(batch, pool, o, &without);
+    ASSERT_EQ(with_rule.group_plain.size(), 1u);
+    EXPECT_EQ(bool(with_rule.group_plain[0]), c.plain_with_rule);
+    EXPECT_EQ(bool(without.group_plain[0]), c.plain_without);
+    if (c.plain_with_rule && !c.plain_without) {
+      EXPECT_GE(with_rule.predicted_plain_us, with_rule.predicted_cascade_us * (1 - o.plain_margin));
+      EXPECT_LE(with_rule.predicted_plain_us, with_rule.predicted_cascade_us * (1 + o.tiny_prefix_margin));
+    }
+  }
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{16, 128}}, 256, 32, 16, &pool, 32);
+  PlanOptions o = GpuLikeOptions(true);
+  o.tiny_prefix_tokens = -1;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "tiny_prefix_tokens");
+  o.tiny_prefix_tokens = 128;
+  o.tiny_prefix_margin = 1.0;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "tiny_prefix_margin");
+}
+
 TEST(PlanLayout, PartialPagePrefixesStayCascades) {
   KvPoolShape pool;
   const DecodeBatch batch = GroupsBatch({{1, 100}}, 256, 32, 16, &pool, 8);

@@ -588,6 +588,12 @@ TEST(PlanLayout, SkipsPlainLayoutsThatCannotWin) {
   }
 }
 
+// "32/h_kv B.. P.. S..": the shape of a one-group case, for traces.
+std::string ShapeName(int h_kv, int requests, int prefix, int suffix) {
+  return "32/" + std::to_string(h_kv) + " B" + std::to_string(requests) + " P" + std::to_string(prefix) + " S" +
+         std::to_string(suffix);
+}
+
 // The fine prefix chunks (PlanOptions::fine_prefix_chunk) are a candidate only where the given
 // plan's prefix grid is at most an eighth of the item target, and chosen only for a clear predicted
 // gain; off with 0, and never without the layout choice.
@@ -602,8 +608,7 @@ TEST(PlanLayout, FinePrefixChunksOnlyForTinyPrefixGrids) {
   const Case cases[] = {{8, 16, 1024, 32, true}, {8, 16, 1024, 256, true}, {32, 64, 1024, 256, false},
                         {8, 16, 8192, 32, false}, {8, 16, 128, 256, false}};
   for (const Case& c : cases) {
-    SCOPED_TRACE("32/" + std::to_string(c.h_kv) + " B" + std::to_string(c.requests) + " P" + std::to_string(c.prefix) +
-                 " S" + std::to_string(c.suffix));
+    SCOPED_TRACE(ShapeName(c.h_kv, c.requests, c.prefix, c.suffix));
     KvPoolShape pool;
     const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv);
     PlanOptions o = GpuLikeOptions(true);
@@ -649,8 +654,7 @@ TEST(PlanLayout, TinyPrefixNearTiesGoToPlainDecode) {
                         {32, 16, 128, 32, false, false}, {8, 16, 128, 256, true, true},
                         {32, 16, 256, 256, false, false}, {32, 64, 128, 32, false, false}};
   for (const Case& c : cases) {
-    SCOPED_TRACE("32/" + std::to_string(c.h_kv) + " B" + std::to_string(c.requests) + " P" + std::to_string(c.prefix) +
-                 " S" + std::to_string(c.suffix));
+    SCOPED_TRACE(ShapeName(c.h_kv, c.requests, c.prefix, c.suffix));
     KvPoolShape pool;
     const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv);
     PlanOptions o = GpuLikeOptions(true);

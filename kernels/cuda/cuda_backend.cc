@@ -285,8 +285,7 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // layout on all 120 grid shapes and within 1.1% on 72 other shapes (session 18 run 4, H200);
   // always-cascade is up to 1.5× slower than plain decode at P = 128 (bench/NOTES-planner.md). The
   // parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it off.
-  o.choose_layout = concurrent_decode_sms_ == 0;
-  o.choose_layout = EnvFlag("PREFIXD_CHOOSE_LAYOUT", o.choose_layout) && concurrent_decode_sms_ == 0;
+  o.choose_layout = EnvFlag("PREFIXD_CHOOSE_LAYOUT", true) && concurrent_decode_sms_ == 0;
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
   o.prefix_tile_rows = PrefixAttentionTileRows(128);
   o.prefix_chunk_align = kPrefixChunkAlign;

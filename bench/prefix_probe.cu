@@ -201,7 +201,7 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   res.tile_rows = variant == "small" ? PrefixAttentionSmallTileRows() : PrefixAttentionTileRows(d);
   const int row_hint = variant == "small" ? res.tile_rows : 0;
   res.ctas_per_sm = n32 ? PrefixAttentionConfigCtasPerSm<N32Config>()
-                        : PrefixAttentionCtasPerSm(d, sh.dtype, row_hint);
+                        : PrefixAttentionCtasPerSm(d, sh.dtype, PrefixKernelSettings::FromEnvironment().kernel, row_hint);
 
   // KV split (chunk boundaries multiples of 64):
   //  - "planner": what PlanCascade does with the CUDA backend's target_items = 2 · SMs: the most
@@ -275,6 +275,7 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   PREFIXD_CUDA_CHECK(cudaMemset(out_s.ptr, 0xFF, states * 4));
 
   PrefixAttentionParams p;
+  p.settings = PrefixKernelSettings::FromEnvironment();  // SelectKernel's variables
   p.k = k.ptr;
   p.v = v.ptr;
   p.token_stride = token_stride;

@@ -15,6 +15,7 @@
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
+#include "prefixd/kernels/prefix_l2_hint.h"
 #include "src/backend_common.h"
 
 namespace prefixd::kernels {
@@ -104,6 +105,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   uploads_.set_programmatic(cuda::StepPdlEnabled());
   decode_stream_items_ = EnvFlag("PREFIXD_DECODE_STREAM", decode_stream_items_);
   decode_persistent_ = EnvFlag("PREFIXD_DECODE_PERSISTENT", decode_persistent_);
+  prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
   fused_merge_kernel_ = EnvChoice("PREFIXD_FUSED_MERGE", {"inside", "kernel"}, fused_merge_kernel_ ? 1 : 0) == 1;
@@ -114,6 +116,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   num_sms_ = prop.multiProcessorCount;
+  l2_bytes_ = prop.l2CacheSize;
   concurrent_decode_sms_ = int(EnvInteger("PREFIXD_CONCURRENT_DECODE_SMS", 0, num_sms_ - 1, concurrent_decode_sms_));
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
@@ -138,8 +141,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   }
   if (concurrent_decode_sms_ > 0)
     d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
-  // Read by the sm_90a prefix launcher at every launch (prefix_attention_sm90a.h); named here when set.
-  if (!EnvFlag("PREFIXD_PREFIX_PDL_TRIGGER", true)) d << " [prefix PDL trigger off]";
+  if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
+  if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
+    constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
+    d << " [prefix K/V L2 hint forced: " << kHintNames[int(prefix_settings_.kv_l2_hint)] << "]";
+  }
   description_ = d.str();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
@@ -267,12 +273,12 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // which then also writes, and the decode kernel reads, fewer prefix-chunk states).
   // PREFIXD_PREFIX_TARGET_ITEMS=n overrides the prefix target (for comparisons).
   o.target_items = 2 * num_sms_;
-  o.prefix_target_items = num_sms_ * PrefixAttentionCtasPerSm(128, DType::kFloat16);
+  o.prefix_target_items = num_sms_ * PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel);
   // Concurrent prefix/decode: the prefix grid has SMs − k CTAs (one wave of items for them), and
   // the decode kernel cannot finish requests (cuda_backend.h).
   if (concurrent_decode_sms_ > 0) {
     o.prefix_target_items =
-        (num_sms_ - concurrent_decode_sms_) * PrefixAttentionCtasPerSm(128, DType::kFloat16);
+        (num_sms_ - concurrent_decode_sms_) * PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel);
     o.fuse_merge = false;
   }
   o.prefix_target_items = int(EnvInteger("PREFIXD_PREFIX_TARGET_ITEMS", 0, kMaxEnvItems, o.prefix_target_items));
@@ -493,6 +499,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.num_merge_no_decode = int(num_no_decode);
   for (const PrefixWorkItem& it : plan.prefix_items)
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
+  loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
   loaded.fused = fused;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
   if (fused) loaded.request_finished = d + o_finished;
@@ -629,6 +636,8 @@ PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) co
   p.max_item_rows = plan_.max_prefix_item_rows;
   p.partial_v = partial_v_;
   p.partial_s = partial_s_;
+  p.settings = prefix_settings_;
+  p.kv_evict_first = plan_.prefix_kv_evict_first;
   return p;
 }
 
@@ -768,6 +777,7 @@ void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {
   SetAttentionInputs(&p, static_cast<const char*>(args.kv.k) + layer_bytes,
                      static_cast<const char*>(args.kv.v) + layer_bytes, shape, args.q, num_heads, shape.num_kv_heads,
                      dim, ResolveSmScale(args.sm_scale, dim) * kLog2e);
+  p.settings = prefix_settings_;
   p.causal = args.causal;
   p.q_offset = args.q_offset;
   p.items = reinterpret_cast<const PrefixWorkItem*>(d);

@@ -183,6 +183,7 @@ class CudaBackend final : public Backend {
     int num_merge_no_decode = 0;
     const int2* decode_item_bases = nullptr;  // [num_decode_items]
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
+    bool prefix_kv_evict_first = false;  // PrefixKvEvictFirst(plan, L2 size): the prefix K/V stream's hint
     // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items
     // only (fused_schedule.h), when the plan runs fused.
     bool fused = false;
@@ -206,6 +207,7 @@ class CudaBackend final : public Backend {
 
   int device_ = 0;
   int num_sms_ = 0;
+  int64_t l2_bytes_ = 0;  // the device's L2 (PrefixKvEvictFirst)
   std::string description_;
   WorkspaceLimits limits_;
   cudaStream_t stream_ = nullptr;
@@ -231,6 +233,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;
   LoadedPlan plan_;
+  PrefixKernelSettings prefix_settings_;          // PREFIXD_PREFIX_KERNEL, PREFIXD_SM90A_* (read once)
   bool fused_ = false;                            // PREFIXD_FUSED
   int fused_l2_ahead_ = 0;                        // PREFIXD_FUSED_L2_AHEAD
   int fused_diag_ = 0;                            // PREFIXD_FUSED_DIAG

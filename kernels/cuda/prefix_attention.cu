@@ -58,13 +58,6 @@ void CheckParams(const PrefixAttentionParams& p) {
                     "PrefixAttention: k, v and q must be 16-byte aligned");
 }
 
-enum class KernelRequest { kAuto, kMma, kWgmma };
-
-KernelRequest RequestedKernel() {
-  constexpr KernelRequest kRequests[] = {KernelRequest::kAuto, KernelRequest::kMma, KernelRequest::kWgmma};
-  return kRequests[EnvChoice("PREFIXD_PREFIX_KERNEL", {"auto", "mma", "wgmma"}, 0)];
-}
-
 }  // namespace
 
 #if !PREFIXD_HAVE_SM90A
@@ -89,9 +82,25 @@ const char* PrefixKernelPathName(PrefixKernelPath path) {
 // the kernel passed the oracle tests on an H200 (bench/NOTES-prefix.md, helper-hopper run 1).
 constexpr bool kWgmmaByDefault = true;
 
+PrefixKernelSettings PrefixKernelSettings::FromEnvironment() {
+  PrefixKernelSettings s;
+  constexpr PrefixKernelChoice kKernels[] = {PrefixKernelChoice::kAuto, PrefixKernelChoice::kMma,
+                                             PrefixKernelChoice::kWgmma};
+  s.kernel = kKernels[EnvChoice("PREFIXD_PREFIX_KERNEL", {"auto", "mma", "wgmma"}, 0)];
+  s.q_tma = EnvFlag("PREFIXD_SM90A_Q_TMA", s.q_tma);
+  s.trigger_dependents = EnvFlag("PREFIXD_PREFIX_PDL_TRIGGER", s.trigger_dependents);
+  s.overlap = EnvChoice("PREFIXD_SM90A_SCHEDULE", {"overlap", "plain"}, s.overlap ? 0 : 1) == 0;
+  s.max_ctas = int32_t(EnvInteger("PREFIXD_SM90A_MAX_CTAS", 0, 1 << 20, s.max_ctas));
+  s.stages = int32_t(EnvInteger("PREFIXD_SM90A_STAGES", 0, 1 << 20, s.stages));
+  constexpr PrefixKvL2Hint kHints[] = {PrefixKvL2Hint::kPlan, PrefixKvL2Hint::kNone, PrefixKvL2Hint::kEvictFirst,
+                                       PrefixKvL2Hint::kEvictLast};
+  s.kv_l2_hint = kHints[EnvChoice("PREFIXD_SM90A_KV_POLICY", {"plan", "normal", "first", "last"}, 0)];
+  return s;
+}
+
 PrefixKernelPath SelectPrefixKernel(const PrefixAttentionParams& params) {
-  const KernelRequest request = RequestedKernel();
-  if (request == KernelRequest::kMma || (request == KernelRequest::kAuto && !kWgmmaByDefault))
+  const PrefixKernelChoice request = params.settings.kernel;
+  if (request == PrefixKernelChoice::kMma || (request == PrefixKernelChoice::kAuto && !kWgmmaByDefault))
     return PrefixKernelPath::kMmaSync;
   if (sm90a::Built() && sm90a::Supports(params) && sm90a::DeviceReady()) return PrefixKernelPath::kWgmma;
   return PrefixKernelPath::kMmaSync;
@@ -109,8 +118,9 @@ int PrefixAttentionTileRows(int head_dim) {
 
 int PrefixAttentionSmallTileRows() { return SMALL_TILE_ROWS; }
 
-int PrefixAttentionCtasPerSm(int head_dim, DType dtype, int max_item_rows) {
+int PrefixAttentionCtasPerSm(int head_dim, DType dtype, PrefixKernelChoice kernel, int max_item_rows) {
   PrefixAttentionParams probe;  // a non-causal launch of this shape: which kernel would run?
+  probe.settings.kernel = kernel;
   probe.head_dim = head_dim;
   probe.dtype = dtype;
   probe.num_qo_heads = probe.num_kv_heads = 1;

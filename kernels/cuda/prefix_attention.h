@@ -36,6 +36,26 @@ struct DecodeL2Warmup {
   int tokens = 0;     // K/V rows from each item's kv_begin (clipped to its range; 0: none)
 };
 
+// Which prefix kernel runs and how the sm_90a one is launched: knobs for tests and benchmarks
+// (kernels/cuda/sm90a/prefix_attention_sm90a.h says what each does). The owner of the launches
+// reads them from the environment once (the CUDA backend at construction; a test or probe after
+// it sets the variables) and hands them in with every launch: no launch reads the environment.
+enum class PrefixKernelChoice : int32_t { kAuto, kMma, kWgmma };
+// L2 eviction priority of the sm_90a kernel's streamed K/V tiles. kPlan: the plan's
+// (PrefixAttentionParams::kv_evict_first, from PrefixKvEvictFirst in plan.h).
+enum class PrefixKvL2Hint : int32_t { kPlan, kNone, kEvictFirst, kEvictLast };
+struct PrefixKernelSettings {
+  PrefixKernelChoice kernel = PrefixKernelChoice::kAuto;  // PREFIXD_PREFIX_KERNEL=auto|mma|wgmma
+  bool q_tma = true;                // PREFIXD_SM90A_Q_TMA=0|1: query rows by TMA where g divides 64
+  bool trigger_dependents = true;   // PREFIXD_PREFIX_PDL_TRIGGER=0|1
+  bool overlap = true;              // PREFIXD_SM90A_SCHEDULE=overlap|plain
+  int32_t max_ctas = 0;             // PREFIXD_SM90A_MAX_CTAS (0: one CTA per SM)
+  int32_t stages = 2;               // PREFIXD_SM90A_STAGES: K/V ring depth (> 2: the deeper ring)
+  PrefixKvL2Hint kv_l2_hint = PrefixKvL2Hint::kPlan;  // PREFIXD_SM90A_KV_POLICY=plan|normal|first|last
+  // The variables above; an unset one keeps its default, a malformed one throws kInvalidArgument.
+  static PrefixKernelSettings FromEnvironment();
+};
+
 struct PrefixAttentionParams {
   // K/V of ONE layer: element (slot, kv_head, d) at k[slot · token_stride + kv_head · head_dim + d].
   const void* k = nullptr;
@@ -70,8 +90,14 @@ struct PrefixAttentionParams {
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
 
+  // How the kernel is chosen and launched (defaults unless the caller read the environment).
+  PrefixKernelSettings settings;
+  // The plan's L2 hint for the streamed K/V (PrefixKvEvictFirst), taken where settings.kv_l2_hint
+  // is kPlan: evict-first, so that a memory-bound prefix's stream leaves L2's other lines alone.
+  bool kv_evict_first = false;
+
   // Upper bound on the grid of the persistent sm_90a kernel (0: none, one CTA per SM); the launcher
-  // takes the minimum with PREFIXD_SM90A_MAX_CTAS. The mma.sync kernel (one CTA per item) ignores
+  // takes the minimum with settings.max_ctas. The mma.sync kernel (one CTA per item) ignores
   // it. The CUDA backend sets it to SMs − k when it runs the decode kernel concurrently on the other
   // k SMs (PREFIXD_CONCURRENT_DECODE_SMS, cuda_backend.h).
   int max_ctas = 0;
@@ -94,8 +120,9 @@ int PrefixAttentionSmallTileRows();
 
 // CTAs of the kernel for (head_dim, dtype) that fit on one SM of the current device at once, so
 // that a planner can size target_items = SMs · CTAs per SM (a multiple of it avoids a partial
-// last wave). Throws kUnsupported like PrefixAttention, kLibrary on a CUDA error.
-int PrefixAttentionCtasPerSm(int head_dim, DType dtype, int max_item_rows = 0);
+// last wave), when `kernel` is the settings' choice. Throws kUnsupported like PrefixAttention,
+// kLibrary on a CUDA error.
+int PrefixAttentionCtasPerSm(int head_dim, DType dtype, PrefixKernelChoice kernel, int max_item_rows = 0);
 
 // Asynchronous on `stream`; no allocation, no host synchronisation. Throws kUnsupported for a
 // head_dim/dtype without an instantiation.

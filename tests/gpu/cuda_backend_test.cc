@@ -845,8 +845,8 @@ INSTANTIATE_TEST_SUITE_P(
 // The tensor-core decode kernel at every warps-per-CTA setting, with and without the programmatic
 // dependent launch after the prefix kernel, the evict-first K/V policy and the prefix-state
 // prefetch (PREFIXD_DECODE_WARPS / _PDL / _EVICT_FIRST / _PREFETCH); and with the sm_90a prefix
-// kernel triggering the decode launch early (PREFIXD_PREFIX_PDL_TRIGGER, read at every prefix
-// launch), also with a capped persistent grid (PREFIXD_SM90A_MAX_CTAS: several items per prefix
+// kernel triggering the decode launch early (PREFIXD_PREFIX_PDL_TRIGGER, read with the others when
+// the backend is made), also with a capped persistent grid (PREFIXD_SM90A_MAX_CTAS: several items per prefix
 // CTA, so decode CTAs start while prefix CTAs still compute their last items); and the decode as
 // one CTA per SM looping over the items (PREFIXD_DECODE_PERSISTENT), as the streaming kernel
 // (PREFIXD_DECODE_STREAM=1) or one item at a time.
@@ -871,21 +871,13 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
   setenv("PREFIXD_DECODE_PREFETCH", variant.prefetch ? "1" : "0", 1);
   setenv("PREFIXD_DECODE_PERSISTENT", variant.persistent ? "1" : "0", 1);
   setenv("PREFIXD_DECODE_STREAM", variant.stream ? "1" : "0", 1);
-  std::unique_ptr<Backend> backend = MakeDeviceBackend();
+  setenv("PREFIXD_PREFIX_PDL_TRIGGER", variant.trigger ? "1" : "0", 1);  // the default is on
+  if (variant.prefix_max_ctas > 0) setenv("PREFIXD_SM90A_MAX_CTAS", std::to_string(variant.prefix_max_ctas).c_str(), 1);
+  std::unique_ptr<Backend> backend = MakeDeviceBackend();  // reads them all, once
   for (const char* name : {"PREFIXD_DECODE_WARPS", "PREFIXD_DECODE_PDL", "PREFIXD_DECODE_EVICT_FIRST", "PREFIXD_DECODE_PREFETCH",
-                           "PREFIXD_DECODE_PERSISTENT", "PREFIXD_DECODE_STREAM"})
+                           "PREFIXD_DECODE_PERSISTENT", "PREFIXD_DECODE_STREAM", "PREFIXD_PREFIX_PDL_TRIGGER",
+                           "PREFIXD_SM90A_MAX_CTAS"})
     unsetenv(name);
-  // The prefix-side knobs are read at every launch: set for the whole test, unset on every exit.
-  struct PrefixEnv {
-    explicit PrefixEnv(const DecodeVariant& v) {
-      setenv("PREFIXD_PREFIX_PDL_TRIGGER", v.trigger ? "1" : "0", 1);  // the default is on
-      if (v.prefix_max_ctas > 0) setenv("PREFIXD_SM90A_MAX_CTAS", std::to_string(v.prefix_max_ctas).c_str(), 1);
-    }
-    ~PrefixEnv() {
-      unsetenv("PREFIXD_PREFIX_PDL_TRIGGER");
-      unsetenv("PREFIXD_SM90A_MAX_CTAS");
-    }
-  } prefix_env(variant);
   EXPECT_NE(backend->Describe().find("warps forced: " + std::to_string(variant.warps)), std::string::npos)
       << backend->Describe();
   EXPECT_EQ(backend->Describe().find("[decode persistent]") != std::string::npos, variant.persistent)

@@ -210,11 +210,14 @@ TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
   p.sm_scale_log2 = 0.1f;
   ScopedEnv env;
   env.Set("PREFIXD_PREFIX_KERNEL", "mma");
+  p.settings = PrefixKernelSettings::FromEnvironment();
   EXPECT_EQ(SelectPrefixKernel(p), PrefixKernelPath::kMmaSync);
   env.Set("PREFIXD_PREFIX_KERNEL", "wgmma");
+  p.settings = PrefixKernelSettings::FromEnvironment();
   const bool wgmma_here = sm90a::Built() && sm90a::DeviceReady();
   EXPECT_EQ(SelectPrefixKernel(p), wgmma_here ? PrefixKernelPath::kWgmma : PrefixKernelPath::kMmaSync);
   env.Set("PREFIXD_PREFIX_KERNEL", "auto");  // the default: wgmma or mma.sync, never anything else
+  p.settings = PrefixKernelSettings::FromEnvironment();
   const PrefixKernelPath by_default = SelectPrefixKernel(p);
   EXPECT_TRUE(by_default == PrefixKernelPath::kMmaSync || (wgmma_here && by_default == PrefixKernelPath::kWgmma));
   p.causal = true;  // causal and head_dim 256 always take mma.sync
@@ -225,30 +228,40 @@ TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
   EXPECT_EQ(SelectPrefixKernel(p), PrefixKernelPath::kMmaSync);
   env.Set("PREFIXD_PREFIX_KERNEL", "tensorcore");  // a typo must not silently pick a kernel
   try {
-    SelectPrefixKernel(p);
+    (void)PrefixKernelSettings::FromEnvironment();
     ADD_FAILURE() << "PREFIXD_PREFIX_KERNEL=tensorcore accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
   }
 }
 
-// A bad PREFIXD_SM90A_Q_TMA is refused at the launch, not read as "on" or "off".
-TEST(PrefixAttentionKernelSelection, BadQueryTmaSettingIsRefused) {
-  PREFIXD_REQUIRE_GPU();
-  if (!(sm90a::Built() && sm90a::DeviceReady()))
-    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (it needs a compute capability 9.0 GPU)";
-  ScopedEnv env;
-  env.Set("PREFIXD_PREFIX_KERNEL", "wgmma");
-  for (const char* bad : {"on", "-1", "1x"}) {
-    env.Set("PREFIXD_SM90A_Q_TMA", bad);
+// A malformed launcher setting is refused when the settings are read (by the backend at
+// construction), naming the variable, never read as a default; no GPU needed.
+TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"PREFIXD_SM90A_Q_TMA", "on"},      {"PREFIXD_SM90A_Q_TMA", "-1"},   {"PREFIXD_SM90A_Q_TMA", "1x"},
+      {"PREFIXD_SM90A_STAGES", "two"},    {"PREFIXD_SM90A_MAX_CTAS", "-3"}, {"PREFIXD_SM90A_SCHEDULE", "fast"},
+      {"PREFIXD_SM90A_KV_POLICY", "auto"}, {"PREFIXD_PREFIX_PDL_TRIGGER", "yes"}};
+  for (const auto& [name, value] : bad) {
+    ScopedEnv env;
+    env.Set(name, value);
     try {
-      CheckPrefixAttention(SingleRowScenario(DType::kFloat16, "BadQueryTma"));
-      ADD_FAILURE() << "PREFIXD_SM90A_Q_TMA=" << bad << " accepted";
+      (void)PrefixKernelSettings::FromEnvironment();
+      ADD_FAILURE() << name << "=" << value << " accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-      EXPECT_NE(std::string(e.what()).find("PREFIXD_SM90A_Q_TMA"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   }
+  ScopedEnv env;  // and the good values are read as such
+  env.Set("PREFIXD_SM90A_KV_POLICY", "first");
+  env.Set("PREFIXD_SM90A_STAGES", "3");
+  env.Set("PREFIXD_SM90A_Q_TMA", "0");
+  const PrefixKernelSettings s = PrefixKernelSettings::FromEnvironment();
+  EXPECT_EQ(s.kv_l2_hint, PrefixKvL2Hint::kEvictFirst);
+  EXPECT_EQ(s.stages, 3);
+  EXPECT_FALSE(s.q_tma);
+  EXPECT_EQ(PrefixKernelSettings{}.kv_l2_hint, PrefixKvL2Hint::kPlan);  // the default follows the plan
 }
 
 }  // namespace

@@ -274,6 +274,7 @@ inline void CheckPrefixAttention(const Scenario& sc, PrefixKernelPath* ran = nul
   PREFIXD_CUDA_CHECK(cudaMemset(out_s.get(), 0xFF, num_states * sizeof(float)));
 
   PrefixAttentionParams p;
+  p.settings = PrefixKernelSettings::FromEnvironment();  // the test's PREFIXD_PREFIX_KERNEL, PREFIXD_SM90A_*
   p.k = k.as<uint16_t>() + shape.Offset(pr.layer, 0, 0);
   p.v = v.as<uint16_t>() + shape.Offset(pr.layer, 0, 0);
   p.token_stride = shape.TokenStride();

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
-#include "prefixd/common/env.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.cuh"
 #include "prefixd/common/error.h"
 
@@ -207,25 +206,27 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   constexpr int kBoxRows = WgmmaPrefixConfig<__half, 128, 2, true>::BLOCK_N;
   l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, kBoxRows);
   l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, kBoxRows);
-  // Q by TMA (PREFIXD_SM90A_Q_TMA=1, the default) where the map can be made: g divides a warpgroup's
-  // 64 rows and q is 16-byte aligned; otherwise, or =0, gathered by cp.async.
+  // Q by TMA (settings.q_tma, the default) where the map can be made: g divides a warpgroup's 64
+  // rows and q is 16-byte aligned; otherwise gathered by cp.async.
+  const PrefixKernelSettings& set = params.settings;
   const int gqa = params.num_qo_heads / params.num_kv_heads;
-  l.q_tma = EnvFlag("PREFIXD_SM90A_Q_TMA", true) && gqa >= 1 && 64 % gqa == 0 &&
-            reinterpret_cast<uintptr_t>(params.q) % 16 == 0;
+  l.q_tma = set.q_tma && gqa >= 1 && 64 % gqa == 0 && reinterpret_cast<uintptr_t>(params.q) % 16 == 0;
   if (l.q_tma) l.tmap_q = CachedMap(MapKey{1, params.q, params.num_qo_heads, params.head_dim, params.dtype, gqa});
-  const int max_ctas = int(EnvInteger("PREFIXD_SM90A_MAX_CTAS", 0, 1 << 20, 0));
-  int grid_cap = max_ctas > 0 ? max_ctas : sms;  // one CTA per SM, persistent
+  int grid_cap = set.max_ctas > 0 ? set.max_ctas : sms;  // one CTA per SM, persistent
   if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);
   l.grid = std::min(params.num_items, grid_cap);
-  l.stages = int(EnvInteger("PREFIXD_SM90A_STAGES", 0, 1 << 20, 2));
+  l.stages = set.stages;
   // On by default: 1.3-6.5 µs less per cascade step on every shape of the grid, same results
-  // (bench/RESULTS.md, final run); PREFIXD_PREFIX_PDL_TRIGGER=0 turns it off.
-  l.trigger_dependents = EnvFlag("PREFIXD_PREFIX_PDL_TRIGGER", true);
-  l.overlap = EnvChoice("PREFIXD_SM90A_SCHEDULE", {"overlap", "plain"}, l.overlap ? 0 : 1) == 0;
-  // L2 eviction priority of the K/V tile loads (an experiment: under the benchmark's write flush L2
-  // is full of dirty lines that the streamed K/V evict; evict_first may keep more of them there).
-  constexpr L2Evict kPolicies[] = {L2Evict::kNone, L2Evict::kFirst, L2Evict::kLast};
-  l.kv_evict = kPolicies[EnvChoice("PREFIXD_SM90A_KV_POLICY", {"normal", "first", "last"}, 0)];
+  // (bench/RESULTS.md, final run).
+  l.trigger_dependents = set.trigger_dependents;
+  l.overlap = set.overlap;
+  // The K/V tiles' L2 priority: the plan's (evict-first or none) unless the settings force one.
+  switch (set.kv_l2_hint) {
+    case PrefixKvL2Hint::kPlan: l.kv_evict = params.kv_evict_first ? L2Evict::kFirst : L2Evict::kNone; break;
+    case PrefixKvL2Hint::kNone: l.kv_evict = L2Evict::kNone; break;
+    case PrefixKvL2Hint::kEvictFirst: l.kv_evict = L2Evict::kFirst; break;
+    case PrefixKvL2Hint::kEvictLast: l.kv_evict = L2Evict::kLast; break;
+  }
   const bool fp16 = params.dtype == DType::kFloat16;
   if (params.head_dim == 64)
     return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);

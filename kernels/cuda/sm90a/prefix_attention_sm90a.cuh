@@ -262,7 +262,7 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
   PrefetchTensorMap(tmap_v);
   Stamp(p, kProducerStart);
   IssueFirstQueries<CFG>(p, tmap_q, smem, ring);
-  // PREFIXD_SM90A_KV_POLICY: an L2 eviction priority for the streamed K/V tiles (kNone: no hint).
+  // An L2 eviction priority for the streamed K/V tiles (kNone: no hint; WgmmaLaunch::kv_evict).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
   RingPosition<CFG::STAGES> pos;
@@ -782,8 +782,8 @@ struct WgmmaLaunch {
   // on unless PREFIXD_PREFIX_PDL_TRIGGER=0). Off: the dependent decode grid launches as the last
   // CTA exits.
   bool trigger_dependents = true;
-  // L2 eviction priority of the prefix K/V tile loads (PREFIXD_SM90A_KV_POLICY=normal|first|last;
-  // normal: no cache hint, as before).
+  // L2 eviction priority of the prefix K/V tile loads (PrefixKernelSettings::kv_l2_hint, or the
+  // plan's PrefixAttentionParams::kv_evict_first; kNone: no cache hint).
   L2Evict kv_evict = L2Evict::kNone;
 };
 

@@ -6,7 +6,8 @@
 //            persistent); head_dim 64 and 128, fp16/bf16, non-causal; compiled only for sm_90a,
 //            so it runs only on compute capability 9.0 (H100, H200).
 //
-// Selection (SelectPrefixKernel), per launch:
+// Selection (SelectPrefixKernel), by PrefixAttentionParams::settings.kernel (PrefixKernelSettings:
+// read from the environment once by the launches' owner, never per launch):
 //   PREFIXD_PREFIX_KERNEL=mma    always mma.sync;
 //   PREFIXD_PREFIX_KERNEL=wgmma  wgmma wherever it applies (shape supported, device 9.0, built);
 //   unset or "auto"              the default: wgmma wherever it applies (kWgmmaByDefault in
@@ -16,9 +17,10 @@
 // Knobs of the wgmma path, for tests and benchmarks: PREFIXD_SM90A_MAX_CTAS=n caps the persistent
 // grid (many items per CTA; PrefixAttentionParams::max_ctas caps it too, the smaller cap wins),
 // PREFIXD_SM90A_STAGES=2|3 the K/V ring depth (3 means 4 at head_dim 64), PREFIXD_SM90A_KV_POLICY=
-// normal|first|last an L2 eviction priority (.L2::cache_hint, createpolicy) for the K/V tile loads
-// (normal, the default: no hint), PREFIXD_SM90A_Q_TMA=0|1 the query rows by TMA (1, the default,
-// wherever g divides 64) or gathered by cp.async (0).
+// plan|normal|first|last the L2 eviction priority (.L2::cache_hint, createpolicy) of the K/V tile
+// loads (plan, the default: evict-first where the plan says so, PrefixKvEvictFirst in plan.h;
+// otherwise no hint), PREFIXD_SM90A_Q_TMA=0|1 the query rows by TMA (1, the default, wherever g
+// divides 64) or gathered by cp.async (0).
 // By default every CTA executes griddepcontrol.launch_dependents as it starts its last item, so that
 // the decode kernel (a programmatic dependent launch, decode_attention.h) is scheduled while this
 // grid drains; PREFIXD_PREFIX_PDL_TRIGGER=0 waits for the last prefix CTA to exit instead.

@@ -11,6 +11,7 @@
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/plan.h"
+#include "prefixd/kernels/prefix_l2_hint.h"
 #include "support/test_support.h"
 #include "unit/kernels/expect_error.h"
 #include "unit/kernels/random_batch.h"
@@ -764,6 +765,48 @@ TEST(PlanLayout, ChosenPlansComputeTheSameAttention) {
       test::ExpectLseClose(s.data(), want.s.data(), rows, 2e-6, "s");
     }
   }
+}
+
+// The prefix K/V stream's L2 hint (prefix_l2_hint.h): evict-first only where the prefix kernel is
+// stream-bound (≤ 128 rows per KV head in every group with prefix items) and the decode streams at
+// most twice L2; never without an L2 size or prefix items.
+TEST(PrefixL2Hint, EvictFirstOnlyForStreamBoundPrefixesBeforeSmallDecodes) {
+  constexpr int64_t kL2 = int64_t(60) << 20;  // the H200's
+  struct Case {
+    int h_kv, requests, prefix, suffix;
+    bool expected;
+  };
+  const Case cases[] = {
+      {32, 16, 8192, 256, true},     // 16 rows per KV head; decode 67 MB
+      {32, 64, 8192, 32, true},      // 64 rows; decode 34 MB
+      {8, 16, 32768, 256, true},     // 64 rows (g = 4); decode 17 MB
+      {32, 128, 8192, 32, true},     // 128 rows; decode 67 MB
+      {32, 64, 8192, 256, false},    // decode 268 MB > 2 · L2
+      {8, 64, 8192, 32, false},      // 256 rows: the prefix kernel is compute-bound
+      {32, 256, 1024, 32, false},    // 256 rows
+      {32, 16, 0, 256, false},       // no prefix items
+  };
+  for (const Case& c : cases) {
+    KvPoolShape pool;
+    const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv);
+    const CascadePlan plan = PlanCascade(batch, pool, GpuLikeOptions(false));
+    SCOPED_TRACE(testing::Message() << "32/" << c.h_kv << " B" << c.requests << " P" << c.prefix << " S" << c.suffix);
+    EXPECT_EQ(PrefixKvEvictFirst(plan, kL2), c.expected);
+    EXPECT_FALSE(PrefixKvEvictFirst(plan, 0));  // L2 size unknown
+  }
+  // The decode bound is inclusive, in bytes: 16 requests × 32 heads × 256 tokens × 128 × 2 × 2.
+  KvPoolShape pool;
+  const CascadePlan plan = PlanCascade(GroupsBatch({{16, 8192}}, 256, 32, 16, &pool, 32), pool, GpuLikeOptions(false));
+  const int64_t decode_bytes = int64_t(16) * 32 * 256 * 128 * 4;
+  EXPECT_TRUE(PrefixKvEvictFirst(plan, decode_bytes / 2));
+  EXPECT_FALSE(PrefixKvEvictFirst(plan, decode_bytes / 2 - 1));
+  PrefixL2HintRule strict;
+  strict.max_rows = 8;  // 16 rows per KV head is then too many
+  EXPECT_FALSE(PrefixKvEvictFirst(plan, kL2, strict));
+  // Every group with prefix items counts: one compute-bound group turns the hint off.
+  const CascadePlan mixed =
+      PlanCascade(GroupsBatch({{16, 8192}, {256, 8192}}, 32, 32, 16, &pool, 32), pool, GpuLikeOptions(false));
+  EXPECT_FALSE(PrefixKvEvictFirst(mixed, kL2));
 }
 
 }  // namespace

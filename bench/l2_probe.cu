@@ -1,0 +1,288 @@
+// What a streaming read pays for the dirty lines an L2 flush leaves behind, per load cache policy.
+//
+//   prefixd_l2_probe [--iters 30] [--warmup 5] [--mib 16,64,128,256]
+//
+// The issue's method flushes L2 with a 256 MiB write before each timed iteration, so L2 starts every
+// timed step full of dirty lines; a kernel whose reads allocate in L2 evicts them and pays their
+// write-back (~50 MB at H200 sizes) inside its own time. This probe times one plain streaming read
+// of N MiB (16-byte loads, every SM, 4 loads in flight per thread) after three L2 states:
+//   write  the 256 MiB write (the method: dirty lines),
+//   clean  the write, then a 256 MiB read of another buffer (L2 full of clean lines),
+//   none   no flush (the read's own data partly still in L2 when N is small),
+// once per load form: default caching, ld.global.nc, the .lu qualifier, an L2 cache-hint policy
+// (createpolicy evict_first), cp.async with that policy (the decode kernel's form), and bulk copies
+// (TMA; the prefix kernel's form) without and with it. dirty_us = t(write) − t(clean) is what the flush's dirty lines cost that read: the
+// question is whether any load form avoids it (a read that does not displace the dirty lines).
+// Median of --iters, CUDA events around the read kernel alone; the empty kernel under the same
+// events is printed for reference.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "prefixd/common/cuda_check.h"
+
+namespace {
+
+enum class LoadForm { kDefault, kNonCoherent, kLastUse, kPolicyEvictFirst, kCpAsyncPolicy };
+constexpr const char* kFormNames[] = {"default", "ld.nc", "ld.lu", "policy evict_first", "cp.async+policy",
+                                      "bulk (TMA) plain", "bulk (TMA)+policy"};
+
+template <LoadForm FORM>
+__device__ __forceinline__ uint4 Load16(const uint4* p, uint64_t policy) {
+  uint4 v;
+  if constexpr (FORM == LoadForm::kDefault) {
+    v = *p;
+  } else if constexpr (FORM == LoadForm::kNonCoherent) {
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else if constexpr (FORM == LoadForm::kLastUse) {
+    asm volatile("ld.global.lu.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else {
+    asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+  }
+  return v;
+}
+
+constexpr int kThreads = 256;
+constexpr int kInFlight = 4;
+
+// Every thread reads kInFlight 16-byte pieces per round, grid-stride; the XOR of everything goes
+// to sink[] only if it equals a value random data never gives, so the loads cannot be dropped.
+template <LoadForm FORM>
+__global__ void __launch_bounds__(kThreads) StreamReadKernel(const uint4* data, int64_t n16, uint32_t* sink) {
+  uint64_t policy = 0;
+  if constexpr (FORM == LoadForm::kPolicyEvictFirst || FORM == LoadForm::kCpAsyncPolicy)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  const int64_t stride = int64_t(gridDim.x) * kThreads;
+  uint32_t acc = 0;
+  if constexpr (FORM == LoadForm::kCpAsyncPolicy) {
+    __shared__ uint4 stage[kInFlight][kThreads];
+    for (int64_t base = int64_t(blockIdx.x) * kThreads + threadIdx.x; base < n16; base += stride * kInFlight) {
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const int64_t i = base + u * stride;
+        const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(&stage[u][threadIdx.x]));
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;"
+                     ::"r"(dst), "l"(data + (i < n16 ? i : 0)), "r"(i < n16 ? 16 : 0), "l"(policy));
+      }
+      asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const uint4 v = stage[u][threadIdx.x];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+      }
+    }
+  } else {
+    for (int64_t base = int64_t(blockIdx.x) * kThreads + threadIdx.x; base < n16; base += stride * kInFlight) {
+      uint4 v[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const int64_t i = base + u * stride;
+        v[u] = i < n16 ? Load16<FORM>(data + i, policy) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+  }
+  if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;
+}
+
+// The bulk copy engine's form (the prefix kernel's TMA loads): one CTA per SM, thread 0 copies
+// kBulkChunk-byte chunks into a kBulkStages-deep ring (mbarrier completion), every thread reads its
+// share of each landed chunk.
+constexpr int kBulkChunk = 32 << 10, kBulkStages = 4;
+template <bool POLICY>
+__global__ void __launch_bounds__(kThreads) BulkReadKernel(const uint8_t* data, int64_t bytes, uint32_t* sink) {
+  extern __shared__ __align__(128) uint8_t ring[];
+  __shared__ __align__(8) uint64_t full[kBulkStages];
+  uint64_t policy = 0;
+  if constexpr (POLICY) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  const int64_t chunks = bytes / kBulkChunk;
+  const int my_chunks = int((chunks - blockIdx.x + gridDim.x - 1) / gridDim.x);
+  auto bar = [&](int st) { return static_cast<uint32_t>(__cvta_generic_to_shared(&full[st])); };
+  if (threadIdx.x == 0)
+    for (int st = 0; st < kBulkStages; ++st) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar(st)));
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
+  auto issue = [&](int k) {
+    if (threadIdx.x != 0 || k >= my_chunks) return;
+    const int st = k % kBulkStages;
+    const uint8_t* src = data + (int64_t(blockIdx.x) + int64_t(k) * gridDim.x) * kBulkChunk;
+    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(ring + st * kBulkChunk));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar(st)), "r"(kBulkChunk) : "memory");
+    if constexpr (POLICY)
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+                   ::"r"(dst), "l"(src), "r"(kBulkChunk), "r"(bar(st)), "l"(policy) : "memory");
+    else
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                   ::"r"(dst), "l"(src), "r"(kBulkChunk), "r"(bar(st)) : "memory");
+  };
+  for (int k = 0; k < kBulkStages; ++k) issue(k);
+  uint32_t acc = 0;
+  for (int k = 0; k < my_chunks; ++k) {
+    const int st = k % kBulkStages;
+    const uint32_t parity = (k / kBulkStages) & 1;
+    asm volatile("{\n.reg .pred p;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT_%=;\n}"
+                 ::"r"(bar(st)), "r"(parity) : "memory");
+    const uint4* chunk = reinterpret_cast<const uint4*>(ring + st * kBulkChunk);
+    for (int i = threadIdx.x; i < kBulkChunk / 16; i += kThreads) {
+      const uint4 v = chunk[i];
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    __syncthreads();  // the stage is read: refill it
+    issue(k + kBulkStages);
+  }
+  if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;
+}
+
+__global__ void EmptyKernel() {}
+
+__global__ void FillKernel(uint32_t* out, int64_t n, uint32_t seed) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ seed;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    x ^= x >> 13;
+    out[i] = x;
+  }
+}
+
+using ReadLauncher = void (*)(const uint4*, int64_t, uint32_t*, int grid, cudaStream_t);
+template <LoadForm FORM>
+void LaunchRead(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaStream_t s) {
+  StreamReadKernel<FORM><<<grid, kThreads, 0, s>>>(data, n16, sink);
+}
+template <bool POLICY>
+void LaunchBulk(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaStream_t s) {
+  constexpr int smem = kBulkStages * kBulkChunk;
+  static bool raised = false;
+  if (!raised) {
+    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BulkReadKernel<POLICY>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    raised = true;
+  }
+  BulkReadKernel<POLICY><<<grid / 8, kThreads, smem, s>>>(reinterpret_cast<const uint8_t*>(data), n16 * 16, sink);
+}
+constexpr ReadLauncher kLaunchers[] = {LaunchRead<LoadForm::kDefault>,          LaunchRead<LoadForm::kNonCoherent>,
+                                       LaunchRead<LoadForm::kLastUse>,          LaunchRead<LoadForm::kPolicyEvictFirst>,
+                                       LaunchRead<LoadForm::kCpAsyncPolicy>,    LaunchBulk<false>,
+                                       LaunchBulk<true>};
+
+std::vector<int> ParseList(const char* s) {
+  std::vector<int> out;
+  for (const char* p = s; *p;) {
+    char* end = nullptr;
+    const long v = std::strtol(p, &end, 10);
+    if (end == p || v <= 0) {
+      std::fprintf(stderr, "prefixd_l2_probe: bad list '%s' (positive integers, comma separated)\n", s);
+      std::exit(2);
+    }
+    out.push_back(int(v));
+    p = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
+int Run(int argc, char** argv) {
+  int iters = 30, warmup = 5;
+  std::vector<int> mib = {16, 64, 128, 256};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: prefixd_l2_probe [--iters 30] [--warmup 5] [--mib 16,64,128,256]\n"
+                  "  times a streaming read of N MiB after an L2 flush that leaves dirty lines (write),\n"
+                  "  clean lines (clean) or none, per load cache policy (see bench/l2_probe.cu)\n");
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "prefixd_l2_probe: %s needs a value (--help)\n", a.c_str());
+      return 2;
+    }
+    if (a == "--iters") iters = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--warmup") warmup = std::max(0, std::atoi(argv[++i]));
+    else if (a == "--mib") mib = ParseList(argv[++i]);
+    else {
+      std::fprintf(stderr, "prefixd_l2_probe: unknown option %s (--help)\n", a.c_str());
+      return 2;
+    }
+  }
+  int device_count = 0;
+  if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
+    std::fprintf(stderr, "prefixd_l2_probe: no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int max_mib = *std::max_element(mib.begin(), mib.end());
+  constexpr int64_t kFlushBytes = int64_t(256) << 20;
+  uint8_t *flush = nullptr, *clean = nullptr, *data = nullptr;
+  uint32_t* sink = nullptr;
+  PREFIXD_CUDA_CHECK(cudaMalloc(&flush, kFlushBytes));
+  PREFIXD_CUDA_CHECK(cudaMalloc(&clean, kFlushBytes));
+  PREFIXD_CUDA_CHECK(cudaMalloc(&data, int64_t(max_mib) << 20));
+  PREFIXD_CUDA_CHECK(cudaMalloc(&sink, 1 << 20));
+  FillKernel<<<1024, 256>>>(reinterpret_cast<uint32_t*>(data), (int64_t(max_mib) << 20) / 4, 12345u);
+  FillKernel<<<1024, 256>>>(reinterpret_cast<uint32_t*>(clean), kFlushBytes / 4, 777u);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+  PREFIXD_CUDA_CHECK(cudaDeviceSynchronize());
+  cudaStream_t s;
+  PREFIXD_CUDA_CHECK(cudaStreamCreate(&s));
+  cudaEvent_t start, stop;
+  PREFIXD_CUDA_CHECK(cudaEventCreate(&start));
+  PREFIXD_CUDA_CHECK(cudaEventCreate(&stop));
+  const int grid = prop.multiProcessorCount * 8;
+
+  // One timed region: L2 state `mode` (0 write, 1 clean, 2 none), then the events around `body`.
+  auto time_us = [&](int mode, auto body) {
+    std::vector<float> t;
+    for (int it = 0; it < warmup + iters; ++it) {
+      if (mode <= 1) PREFIXD_CUDA_CHECK(cudaMemsetAsync(flush, it & 0xff, kFlushBytes, s));
+      if (mode == 1) LaunchRead<LoadForm::kDefault>(reinterpret_cast<const uint4*>(clean), kFlushBytes / 16, sink, grid, s);
+      PREFIXD_CUDA_CHECK(cudaEventRecord(start, s));
+      body();
+      PREFIXD_CUDA_CHECK(cudaEventRecord(stop, s));
+      PREFIXD_CUDA_CHECK(cudaEventSynchronize(stop));
+      PREFIXD_CUDA_CHECK_LAUNCH();
+      float ms = 0;
+      PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      if (it >= warmup) t.push_back(ms * 1000.f);
+    }
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    return t[t.size() / 2];
+  };
+
+  std::printf("# prefixd_l2_probe: %s (%d SMs, L2 %d MiB); median of %d after %d warm-ups; grid %d x %d threads\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, iters, warmup, grid, kThreads);
+  std::printf("# empty kernel between the events: write %.1f us, clean %.1f us, none %.1f us\n",
+              time_us(0, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }), time_us(1, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }),
+              time_us(2, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }));
+  std::printf("#\n# %-20s %6s | %9s %9s %9s | %8s | %9s\n", "load form", "MiB", "write_us", "clean_us", "none_us",
+              "dirty_us", "clean_GB/s");
+  for (int m : mib) {
+    const int64_t n16 = (int64_t(m) << 20) / 16;
+    for (int f = 0; f < int(sizeof(kLaunchers) / sizeof(kLaunchers[0])); ++f) {
+      auto read = [&] { kLaunchers[f](reinterpret_cast<const uint4*>(data), n16, sink, grid, s); };
+      const float w = time_us(0, read), c = time_us(1, read), n = time_us(2, read);
+      std::printf("  %-20s %6d | %9.1f %9.1f %9.1f | %8.1f | %9.0f\n", kFormNames[f], m, w, c, n, w - c,
+                  double(int64_t(m) << 20) / (c * 1e3));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prefixd_l2_probe: %s\n", e.what());
+    return 1;
+  }
+}

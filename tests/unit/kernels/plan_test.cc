@@ -769,7 +769,7 @@ TEST(PlanLayout, ChosenPlansComputeTheSameAttention) {
 
 // The prefix K/V stream's L2 hint (prefix_l2_hint.h): evict-first only where the prefix kernel is
 // stream-bound (≤ 128 rows per KV head in every group with prefix items) and the decode streams at
-// most twice L2; never without an L2 size or prefix items.
+// most three times L2; never without an L2 size or prefix items.
 TEST(PrefixL2Hint, EvictFirstOnlyForStreamBoundPrefixesBeforeSmallDecodes) {
   constexpr int64_t kL2 = int64_t(60) << 20;  // the H200's
   struct Case {
@@ -781,7 +781,8 @@ TEST(PrefixL2Hint, EvictFirstOnlyForStreamBoundPrefixesBeforeSmallDecodes) {
       {32, 64, 8192, 32, true},      // 64 rows; decode 34 MB
       {8, 16, 32768, 256, true},     // 64 rows (g = 4); decode 17 MB
       {32, 128, 8192, 32, true},     // 128 rows; decode 67 MB
-      {32, 64, 8192, 256, false},    // decode 268 MB > 2 · L2
+      {32, 128, 8192, 64, true},     // decode 134 MB ≤ 3 · 60 MiB
+      {32, 64, 8192, 256, false},    // decode 268 MB > 3 · L2
       {8, 64, 8192, 32, false},      // 256 rows: the prefix kernel is compute-bound
       {32, 256, 1024, 32, false},    // 256 rows
       {32, 16, 0, 256, false},       // no prefix items
@@ -798,8 +799,8 @@ TEST(PrefixL2Hint, EvictFirstOnlyForStreamBoundPrefixesBeforeSmallDecodes) {
   KvPoolShape pool;
   const CascadePlan plan = PlanCascade(GroupsBatch({{16, 8192}}, 256, 32, 16, &pool, 32), pool, GpuLikeOptions(false));
   const int64_t decode_bytes = int64_t(16) * 32 * 256 * 128 * 4;
-  EXPECT_TRUE(PrefixKvEvictFirst(plan, decode_bytes / 2));
-  EXPECT_FALSE(PrefixKvEvictFirst(plan, decode_bytes / 2 - 1));
+  EXPECT_TRUE(PrefixKvEvictFirst(plan, decode_bytes / 3 + 1));
+  EXPECT_FALSE(PrefixKvEvictFirst(plan, decode_bytes / 3 - 1));
   PrefixL2HintRule strict;
   strict.max_rows = 8;  // 16 rows per KV head is then too many
   EXPECT_FALSE(PrefixKvEvictFirst(plan, kL2, strict));

@@ -11,11 +11,11 @@
 //
 // When it pays (H200, session 19, bench/RESULTS.md): where the prefix kernel is bound by its K/V
 // stream (few query rows per KV head: rows ≤ max_rows) and the decode that follows streams at most
-// about twice L2: then many of the dirty lines outlive the whole step (−0.5 to −4 µs per step,
-// decodes of 2-67 MB). A compute-bound prefix kernel absorbs the write-back under its arithmetic at
-// no cost, and a hint there moves it into the memory-bound decode (+3 to +17 µs at B = 256); a
-// decode of several times L2 evicts the dirty lines anyway and pays for those the prefix spared
-// (+2.5 µs at 32/32 B64 S256, 268 MB).
+// about three times L2: then many of the dirty lines outlive the whole step (−0.5 to −4 µs per
+// step at decodes of 2-134 MB, 2.2 × L2). A compute-bound prefix kernel absorbs the write-back under
+// its arithmetic at no cost, and a hint there moves it into the memory-bound decode (+3 to +17 µs
+// at B = 256); a decode of four times L2 or more evicts the dirty lines anyway and then pays for
+// those the prefix spared (+1 to +8 µs at 268-537 MB).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,7 @@ struct PrefixL2HintRule {
   int max_rows = 128;
   // The decode's K/V bytes (every decode item's tokens, K and V, 2-byte elements) at most this
   // multiple of L2.
-  double max_decode_l2_multiple = 2.0;
+  double max_decode_l2_multiple = 3.0;
 };
 
 // True when the plan has prefix items, every group with prefix items has at most rule.max_rows rows

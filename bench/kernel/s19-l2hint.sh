@@ -6,7 +6,7 @@
 # (prefixd_kernel_bench, prefixd_gpu_tests). Logs: $OUT.
 #   run 4: CARRY=.carry/s19b (the rule with decodes up to 2 x L2)
 #   run 7: CARRY=.carry/s19e SKIP_TESTS=1 SKIP_GRID=1 UNSEEN="--heads 32/32,16/16 -b 12,20,24,40,48
-#          -p 4096,16384 -s 128,256 --dtype fp16" (up to 3 x L2: decodes of 25-403 MB it was not set on)
+#          -p 4096,16384 -s 128,256 --dtype fp16" (up to 3 x L2: decodes of 13-201 MB it was not set on)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s19-l2hint

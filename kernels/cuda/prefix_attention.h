@@ -42,7 +42,7 @@ struct DecodeL2Warmup {
 // it sets the variables) and hands them in with every launch: no launch reads the environment.
 enum class PrefixKernelChoice : int32_t { kAuto, kMma, kWgmma };
 // L2 eviction priority of the sm_90a kernel's streamed K/V tiles. kPlan: the plan's
-// (PrefixAttentionParams::kv_evict_first, from PrefixKvEvictFirst in plan.h).
+// (PrefixAttentionParams::kv_evict_first, from PrefixKvEvictFirst in prefix_l2_hint.h).
 enum class PrefixKvL2Hint : int32_t { kPlan, kNone, kEvictFirst, kEvictLast };
 struct PrefixKernelSettings {
   PrefixKernelChoice kernel = PrefixKernelChoice::kAuto;  // PREFIXD_PREFIX_KERNEL=auto|mma|wgmma

@@ -12,10 +12,10 @@
 // When it pays (H200, session 19, bench/RESULTS.md): where the prefix kernel is bound by its K/V
 // stream (few query rows per KV head: rows ≤ max_rows) and the decode that follows streams at most
 // about three times L2: then many of the dirty lines outlive the whole step (−0.5 to −4 µs per
-// step at decodes of 2-134 MB, 2.2 × L2). A compute-bound prefix kernel absorbs the write-back under
-// its arithmetic at no cost, and a hint there moves it into the memory-bound decode (+3 to +17 µs
-// at B = 256); a decode of four times L2 or more evicts the dirty lines anyway and then pays for
-// those the prefix spared (+1 to +8 µs at 268-537 MB).
+// step at decodes of 2-168 MB, up to 2.7 × L2). A compute-bound prefix kernel absorbs the
+// write-back under its arithmetic at no cost, and a hint there moves it into the memory-bound
+// decode (+3 to +17 µs at B = 256); a decode of four times L2 or more evicts the dirty lines
+// anyway and then pays for those the prefix spared (+1 to +8 µs at 268-537 MB).
 #pragma once
 
 #include <cstdint>

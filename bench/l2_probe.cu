@@ -278,11 +278,9 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "prefixd_l2_probe: %s\n", e.what());
-    return 1;
-  }
+int main(int argc, char** argv) try {
+  return Run(argc, argv);
+} catch (const std::exception& e) {  // a CUDA error (PREFIXD_CUDA_CHECK): report it, exit 1
+  std::fprintf(stderr, "prefixd_l2_probe: %s\n", e.what());
+  return 1;
 }

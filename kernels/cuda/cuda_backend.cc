@@ -97,6 +97,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_kernel_ = kDecodeKernels[EnvChoice("PREFIXD_DECODE_KERNEL", {"auto", "simt", "mma"}, 0)];
   const int warps_log2 = EnvChoice("PREFIXD_DECODE_WARPS", {"1", "2", "4", "8"}, -1);
   decode_mma_warps_ = warps_log2 < 0 ? 0 : 1 << warps_log2;  // 0: by the item count
+  constexpr DecodePipeline kPipelines[] = {DecodePipeline::kByItemLength, DecodePipeline::kDeep, DecodePipeline::kShallow};
+  decode_pipeline_ = kPipelines[EnvChoice("PREFIXD_DECODE_PIPELINE", {"auto", "deep", "shallow"}, 0)];
   decode_pdl_ = EnvFlag("PREFIXD_DECODE_PDL", decode_pdl_);
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
@@ -123,6 +125,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_kernel_ != DecodeKernel::kAuto)
     d << " [decode kernel forced: " << (decode_kernel_ == DecodeKernel::kCudaCores ? "simt" : "mma") << "]";
   if (decode_mma_warps_ != 0) d << " [decode warps forced: " << decode_mma_warps_ << "]";
+  if (decode_pipeline_ != DecodePipeline::kByItemLength)
+    d << " [decode pipeline forced: " << (decode_pipeline_ == DecodePipeline::kDeep ? "deep" : "shallow") << "]";
   if (!decode_pdl_) d << " [decode PDL off]";
   if (!merge_pdl_) d << " [merge PDL off]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
@@ -499,6 +503,8 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.num_merge_no_decode = int(num_no_decode);
   for (const PrefixWorkItem& it : plan.prefix_items)
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
+  for (const DecodeWorkItem& it : plan.decode_items)
+    loaded.max_decode_item_tokens = std::max(loaded.max_decode_item_tokens, it.kv_end - it.kv_begin);
   loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
   loaded.fused = fused;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
@@ -588,6 +594,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;
+    p.max_item_tokens = plan_.max_decode_item_tokens;
+    p.pipeline = decode_pipeline_;
     DecodeAttention(p, decode_stream);
   }
   // The join comes before any early return: the call's stream (and so Synchronize, a graph capture's end,

@@ -21,6 +21,8 @@
 // Environment knobs, read at construction, for comparisons (Describe() names forced ones):
 //   PREFIXD_DECODE_KERNEL=auto|simt|mma   decode kernel for GQA groups that have both
 //   PREFIXD_DECODE_WARPS=1|2|4|8          warps per CTA of the tensor-core decode kernel
+//   PREFIXD_DECODE_PIPELINE=auto|deep|shallow  the decode kernel's K/V pipeline depth (auto: shallow
+//                                         where every item fits in it, DecodePipeline)
 //   PREFIXD_DECODE_PDL=0|1                programmatic dependent launch of the decode kernel (1)
 //   PREFIXD_MERGE_PDL=0|1                 the same for the merge right behind the prefix kernel, in a
 //                                         prefix + merge part (RunCascadeParts) (1)
@@ -183,6 +185,7 @@ class CudaBackend final : public Backend {
     int num_merge_no_decode = 0;
     const int2* decode_item_bases = nullptr;  // [num_decode_items]
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
+    int max_decode_item_tokens = 0;  // the decode kernel's pipeline depth (DecodePipeline)
     bool prefix_kv_evict_first = false;  // PrefixKvEvictFirst(plan, L2 size): the prefix K/V stream's hint
     // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items
     // only (fused_schedule.h), when the plan runs fused.
@@ -218,6 +221,7 @@ class CudaBackend final : public Backend {
   // that have both (for comparisons; auto is the fast choice).
   DecodeKernel decode_kernel_ = DecodeKernel::kAuto;
   int decode_mma_warps_ = 0;   // PREFIXD_DECODE_WARPS (0: by the item count, RunCascadeParts)
+  DecodePipeline decode_pipeline_ = DecodePipeline::kByItemLength;  // PREFIXD_DECODE_PIPELINE
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST

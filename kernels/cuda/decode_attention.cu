@@ -74,6 +74,15 @@ bool DecodeUsesTensorCores(const DecodeAttentionParams& p) {
   return (g == 4 || g == 8) && p.head_dim <= 128 && p.kernel != DecodeKernel::kCudaCores;
 }
 
+bool DecodeShallowPipeline(const DecodeAttentionParams& p, int step_tokens, int stages) {
+  switch (p.pipeline) {
+    case DecodePipeline::kDeep: return false;
+    case DecodePipeline::kShallow: return true;
+    case DecodePipeline::kByItemLength: break;
+  }
+  return p.max_item_tokens > 0 && p.max_item_tokens <= (stages - 1) * step_tokens;
+}
+
 bool DecodeAttentionSupportsGroupSize(int g) { return g == 1 || g == 2 || g == 4 || g == 8; }
 
 namespace decode {

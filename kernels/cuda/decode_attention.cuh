@@ -36,13 +36,30 @@ namespace decode {
 constexpr int kThreads = 128;
 constexpr int kVec = 8;     // dtype elements per 16-byte load
 constexpr int kUnroll = 2;  // tokens per row group per step
-constexpr int kStages = 4;  // steps of K/V in shared memory (kStages − 1 in flight)
+// Steps of K/V in shared memory (STAGES − 1 in flight): deep for long items; shallow where every
+// item fits in STAGES − 1 steps anyway (DecodeShallowPipeline), so that the smaller footprint buys
+// more CTAs per SM, i.e. more items' dependent starts (item → page table → K/V) overlapped.
+constexpr int kStages = 4;
+constexpr int kShallowStages = 3;
+
+// Tokens one CTA step covers (the row groups side by side, kUnroll tokens each).
+template <int HEAD_DIM>
+constexpr int DecodeStepTokens() { return kThreads / (HEAD_DIM / kVec) * kUnroll; }
 
 // Shared memory of one CTA: the K/V stages, reused by the epilogue at the end.
-template <int HEAD_DIM, int GQA>
+template <int HEAD_DIM, int GQA, int STAGES>
 constexpr int DecodeSmemBytes() {
   constexpr int groups = kThreads / (HEAD_DIM / kVec);
-  return EpilogueSmemBytes<HEAD_DIM, GQA, groups>(kStages * 2 * groups * kUnroll * HEAD_DIM * 2);
+  return EpilogueSmemBytes<HEAD_DIM, GQA, groups>(STAGES * 2 * groups * kUnroll * HEAD_DIM * 2);
+}
+
+// CTAs per SM the registers are bounded for. The shallow pipeline (24 KiB of stages at head_dim
+// 128) fits 8 at GQA 1 (60-64 registers, no spill); the deep one 6 at GQA ≤ 2, fewer for larger
+// groups' per-head registers.
+template <int GQA, int STAGES>
+constexpr int DecodeMinCtasPerSm() {
+  if (STAGES < kStages && GQA == 1) return 8;
+  return GQA <= 2 ? 6 : GQA == 4 ? 4 : 2;
 }
 
 // 16-byte asynchronous copy global → shared, bypassing L1 (suffix K/V is read once per step);
@@ -104,8 +121,8 @@ __device__ __forceinline__ int64_t TokenOffset(const DecodeAttentionParams& p, i
   return (int64_t(page) * p.page_size + row) * p.token_stride;
 }
 
-template <typename T, int HEAD_DIM, int GQA>
-__global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
+template <typename T, int HEAD_DIM, int GQA, int STAGES>
+__global__ void __launch_bounds__(kThreads, DecodeMinCtasPerSm<GQA, STAGES>())
     DecodeAttentionKernel(const __grid_constant__ DecodeAttentionParams p) {
   constexpr int TPR = HEAD_DIM / kVec;
   constexpr int GROUPS = kThreads / TPR;
@@ -146,7 +163,7 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
     const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM + lane * kVec;
     const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM + lane * kVec;
 
-    // Stage s holds K then V for the STEP tokens of one step: [kStages][2][STEP][HEAD_DIM]. This
+    // Stage s holds K then V for the STEP tokens of one step: [STAGES][2][STEP][HEAD_DIM]. This
     // thread's pieces: rows group · kUnroll + u, elements [lane · 8, lane · 8 + 8).
     T* stages = reinterpret_cast<T*>(smem);
     auto piece = [&](int stage, int kv, int u) {
@@ -170,8 +187,8 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
   #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const bool valid = offset[u] >= 0;
-          CopyAsync16(piece(step % kStages, 0, u), valid ? k_head + offset[u] : k_head, valid ? 16 : 0, kv_policy);
-          CopyAsync16(piece(step % kStages, 1, u), valid ? v_head + offset[u] : v_head, valid ? 16 : 0, kv_policy);
+          CopyAsync16(piece(step % STAGES, 0, u), valid ? k_head + offset[u] : k_head, valid ? 16 : 0, kv_policy);
+          CopyAsync16(piece(step % STAGES, 1, u), valid ? v_head + offset[u] : v_head, valid ? 16 : 0, kv_policy);
         }
         lookup(step + 1);
       }
@@ -180,12 +197,12 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
 
     lookup(0);
   #pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) issue(s);
+    for (int s = 0; s < STAGES - 1; ++s) issue(s);
     PrefetchPrefixStates<HEAD_DIM, GQA, kThreads>(p, item, bases.y);
 
     for (int step = 0; step < num_steps; ++step) {
-      issue(step + kStages - 1);  // refills the stage this thread finished reading last step
-      CopyAsyncWait<kStages - 1>();  // this thread's copies of `step` have landed
+      issue(step + STAGES - 1);  // refills the stage this thread finished reading last step
+      CopyAsyncWait<STAGES - 1>();  // this thread's copies of `step` have landed
       const int t0 = item.kv_begin + step * STEP + group * kUnroll;
 
       // Scores x[u][j] (base-2 logits); tokens past the range are −inf.
@@ -194,8 +211,8 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
   #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         float k_f[kVec];
-        Unpack8<T>(*reinterpret_cast<const uint4*>(piece(step % kStages, 0, u)), k_f);
-        Unpack8<T>(*reinterpret_cast<const uint4*>(piece(step % kStages, 1, u)), v_f[u]);
+        Unpack8<T>(*reinterpret_cast<const uint4*>(piece(step % STAGES, 0, u)), k_f);
+        Unpack8<T>(*reinterpret_cast<const uint4*>(piece(step % STAGES, 1, u)), v_f[u]);
   #pragma unroll
         for (int j = 0; j < GQA; ++j) {
           float dot = 0.f;
@@ -245,15 +262,25 @@ __global__ void __launch_bounds__(kThreads, GQA <= 2 ? 6 : GQA == 4 ? 4 : 2)
       }
     }
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, kThreads, DecodeSmemBytes<HEAD_DIM, GQA>()>(p, item, bases.y, smem);
+    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, kThreads, DecodeSmemBytes<HEAD_DIM, GQA, STAGES>()>(p, item, bases.y, smem);
   });
 }
 
+template <typename T, int HEAD_DIM, int GQA, int STAGES>
+void LaunchDecodeStages(const DecodeAttentionParams& params, cudaStream_t stream) {
+  constexpr int smem_bytes = DecodeSmemBytes<HEAD_DIM, GQA, STAGES>();
+  static_assert(smem_bytes <= 48 * 1024, "within the default dynamic shared-memory limit");
+  LaunchDecodeKernel<DecodeAttentionKernel<T, HEAD_DIM, GQA, STAGES>>(kThreads, smem_bytes, params, stream);
+}
+
+// The shallow pipeline is compiled for GQA 1 only. At GQA 2 (7 CTAs per SM: at 8 it would spill)
+// it was measured 1-2 µs slower per step at 32-128 requests and 1-4 µs faster at 512 (H200,
+// bench/RESULTS.md, session 20); groups of 4 and 8 run on tensor cores by default.
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
-  constexpr int smem_bytes = DecodeSmemBytes<HEAD_DIM, GQA>();
-  static_assert(smem_bytes <= 48 * 1024, "within the default dynamic shared-memory limit");
-  LaunchDecodeKernel<DecodeAttentionKernel<T, HEAD_DIM, GQA>>(kThreads, smem_bytes, params, stream);
+  if (GQA == 1 && DecodeShallowPipeline(params, DecodeStepTokens<HEAD_DIM>(), kShallowStages))
+    return LaunchDecodeStages<T, HEAD_DIM, GQA, GQA == 1 ? kShallowStages : kStages>(params, stream);
+  LaunchDecodeStages<T, HEAD_DIM, GQA, kStages>(params, stream);
 }
 
 }  // namespace decode

@@ -26,6 +26,15 @@ namespace prefixd::kernels::cuda {
 // falls back to CUDA cores where no tensor-core instantiation exists). For comparisons.
 enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
 
+// How deep the decode kernel's K/V pipeline is. kByItemLength: shallow where every item
+// (DecodeAttentionParams::max_item_tokens) fits in what the shallow pipeline keeps in flight at
+// once, deep otherwise; the others force one (for comparisons). Shallow = fewer shared-memory
+// stages, so more CTAs per SM: short items (e.g. 32-token suffixes) are bound by each CTA's serial
+// start (item → page table → K/V, DRAM round trips), not by bytes in flight, and more CTAs overlap
+// more of those starts. Compiled for the CUDA-core kernel at GQA 1 and the 2-warp tensor-core
+// kernel; elsewhere the deep pipeline runs.
+enum class DecodePipeline { kByItemLength, kDeep, kShallow };
+
 // Warps per CTA of the tensor-core kernel (1, 2, 4 or 8; 0 = the launcher's choice; 8 for one
 // CTA per SM, DecodeAttentionParams::max_sms). Each warp streams
 // its own 16-token tiles through 3 stages of shared memory (8 KiB per stage at head_dim 128), so
@@ -94,10 +103,18 @@ struct DecodeAttentionParams {
   // runs beside it (a collective's: NCCL's 640-thread blocks do not fit an SM that holds a decode
   // CTA, whose registers they would need).
   int max_sms = 0;
+  // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
+  // 0: unknown, the deep pipeline.
+  int max_item_tokens = 0;
+  DecodePipeline pipeline = DecodePipeline::kByItemLength;
   // With max_sms, the tensor-core kernel's streaming variant (decode_attention_mma_stream.cuh:
   // every warp's copies stay in flight across the CTA's items); false: the one-item-at-a-time loop.
   bool stream_items = false;
 };
+
+// Whether a kernel whose CTA step covers step_tokens tokens runs its shallow pipeline of `stages`
+// stages (stages − 1 steps in flight) for `params` (DecodePipeline).
+bool DecodeShallowPipeline(const DecodeAttentionParams& params, int step_tokens, int stages);
 
 // Whether `params` run the tensor-core kernel (GQA group 4 or 8, head_dim ≤ 128, not forced to CUDA
 // cores), the one with a streaming variant.

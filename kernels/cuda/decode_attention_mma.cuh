@@ -32,13 +32,18 @@ namespace decode {
 
 constexpr int kMmaWarpTokens = 16;  // tokens per warp per step (the k of the P·V mma)
 constexpr int kMmaStages = 3;       // tiles per warp in shared memory (kMmaStages − 1 in flight)
+// The shallow pipeline of the 2-warp kernel (DecodeShallowPipeline): where every item is one step
+// (≤ 32 tokens), one tile per warp in flight is all of it, and 2 stages instead of 3 let 6 CTAs
+// share an SM instead of 4 (registers then bound it), i.e. more items' starts overlapped.
+constexpr int kMmaShallowStages = 2;
+constexpr int kMmaShallowWarps = 2;
 
 template <int HEAD_DIM>
 constexpr int MmaTileBytes() { return kMmaWarpTokens * HEAD_DIM * 2; }  // one K (or V) tile
 
-template <int HEAD_DIM, int GQA, int WARPS>
+template <int HEAD_DIM, int GQA, int WARPS, int STAGES = kMmaStages>
 constexpr int DecodeMmaSmemBytes() {
-  return EpilogueSmemBytes<HEAD_DIM, GQA, WARPS>(WARPS * kMmaStages * 2 * MmaTileBytes<HEAD_DIM>());
+  return EpilogueSmemBytes<HEAD_DIM, GQA, WARPS>(WARPS * STAGES * 2 * MmaTileBytes<HEAD_DIM>());
 }
 
 // ---- The pieces of one warp's work, shared with the streaming kernel (decode_attention_mma_stream.cuh)
@@ -262,7 +267,7 @@ __device__ __forceinline__ void StoreMmaWarpState(uint8_t* parts, int warp, int 
 
 // ---- The kernel: one CTA per item (or looping over items, DecodeAttentionParams::max_sms)
 
-template <typename T, int HEAD_DIM, int GQA, int WARPS>
+template <typename T, int HEAD_DIM, int GQA, int WARPS, int STAGES>
 __global__ void __launch_bounds__(32 * WARPS)
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
   static_assert(GQA <= 8, "the g query rows sit in the upper 8 rows of the m16 tile");
@@ -282,8 +287,8 @@ __global__ void __launch_bounds__(32 * WARPS)
     uint32_t q_frag[HEAD_DIM / 16][4];
     LoadMmaQueries<T, HEAD_DIM, GQA>(p, item, lane, q_frag);
 
-    // This warp's tiles: [kMmaStages][K, V][16 rows][ROW_BYTES].
-    const uint32_t warp_smem = SmemAddress(smem) + warp * kMmaStages * 2 * TILE;
+    // This warp's tiles: [STAGES][K, V][16 rows][ROW_BYTES].
+    const uint32_t warp_smem = SmemAddress(smem) + warp * STAGES * 2 * TILE;
     const T* k_head = static_cast<const T*>(p.k) + item.kv_head * HEAD_DIM;
     const T* v_head = static_cast<const T*>(p.v) + item.kv_head * HEAD_DIM;
     const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;
@@ -298,23 +303,23 @@ __global__ void __launch_bounds__(32 * WARPS)
     MmaTileSource next = lookup(0);
     auto issue = [&](int step) {
       if (step < num_steps) {
-        IssueMmaTileCopies<T, HEAD_DIM>(warp_smem + (step % kMmaStages) * 2 * TILE, k_head, v_head, contiguous, next,
+        IssueMmaTileCopies<T, HEAD_DIM>(warp_smem + (step % STAGES) * 2 * TILE, k_head, v_head, contiguous, next,
                                         p.token_stride, lane_offsets, lane, kv_policy);
         next = lookup(step + 1);
       }
       CpAsyncCommit();  // empty groups past the end keep the wait count uniform
     };
   #pragma unroll
-    for (int s = 0; s < kMmaStages - 1; ++s) issue(s);
+    for (int s = 0; s < STAGES - 1; ++s) issue(s);
     PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, bases.y);
 
     MmaWarpState<HEAD_DIM> state;
     state.Reset();
     for (int step = 0; step < num_steps; ++step) {
-      issue(step + kMmaStages - 1);
-      CpAsyncWait<kMmaStages - 1>();
+      issue(step + STAGES - 1);
+      CpAsyncWait<STAGES - 1>();
       __syncwarp();  // every lane's copies of this tile are visible to the whole warp
-      MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, warp_smem + (step % kMmaStages) * 2 * TILE,
+      MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, warp_smem + (step % STAGES) * 2 * TILE,
                                       item.kv_begin + step * STEP + warp * kMmaWarpTokens, item.kv_end,
                                       p.sm_scale_log2, lane_offsets, lane, state);
       __syncwarp();  // all reads of this stage are done before a later issue refills it
@@ -323,21 +328,24 @@ __global__ void __launch_bounds__(32 * WARPS)
     __syncthreads();  // every warp is done with its tiles: the region becomes the exchange area
     StoreMmaWarpState<HEAD_DIM, GQA, WARPS>(smem, warp, lane, state);
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>()>(p, item, bases.y, smem);
+    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS, STAGES>()>(p, item, bases.y, smem);
   });
 }
 
-template <typename T, int HEAD_DIM, int GQA, int WARPS>
+template <typename T, int HEAD_DIM, int GQA, int WARPS, int STAGES = kMmaStages>
 void LaunchMmaWarps(const DecodeAttentionParams& params, cudaStream_t stream) {
-  LaunchDecodeKernel<DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS>>(32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS>(),
-                                                                         params, stream);
+  LaunchDecodeKernel<DecodeAttentionMmaKernel<T, HEAD_DIM, GQA, WARPS, STAGES>>(
+      32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS, STAGES>(), params, stream);
 }
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t stream) {
   switch (DecodeMmaWarps(params.mma_warps)) {
     case 1: return LaunchMmaWarps<T, HEAD_DIM, GQA, 1>(params, stream);
-    case 2: return LaunchMmaWarps<T, HEAD_DIM, GQA, 2>(params, stream);
+    case 2:
+      if (DecodeShallowPipeline(params, kMmaShallowWarps * kMmaWarpTokens, kMmaShallowStages))
+        return LaunchMmaWarps<T, HEAD_DIM, GQA, 2, kMmaShallowStages>(params, stream);
+      return LaunchMmaWarps<T, HEAD_DIM, GQA, 2>(params, stream);
     case 8: return LaunchMmaWarps<T, HEAD_DIM, GQA, 8>(params, stream);
     default: return LaunchMmaWarps<T, HEAD_DIM, GQA, 4>(params, stream);
   }

@@ -34,6 +34,7 @@
 
 #include "kernels/cuda/cascade_fused.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/decode_attention.h"
 #endif
 
 namespace prefixd::test {
@@ -610,6 +611,71 @@ INSTANTIATE_TEST_SUITE_P(
                       CascadeCase{"flat_bf16_h16kv2_d64_p16", kBF16, 16, 2, 64, 16, {{0, {45, 250}}}},
                       CascadeCase{"finest_bf16_h8kv1_d128_p5", kBF16, 8, 1, 128, 5, {{23, {4, 11}}}, true, Split::kFinest}),
     [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
+
+// The decode kernels' two pipeline depths (PREFIXD_DECODE_PIPELINE): each forced, on items short
+// and long (one token to several steps, a page size that is not a multiple of 16), on the CUDA-core
+// kernel (GQA 1; GQA 2 and head_dim 256 run deep either way) and the 2-warp tensor-core kernel
+// (GQA 4, 8; warps forced, since a small batch would otherwise get 4 warps): both match the
+// oracle, so the length rule may pick either.
+class DecodePipelineTest : public ::testing::TestWithParam<std::tuple<CascadeCase, const char*>> {};
+
+TEST_P(DecodePipelineTest, MatchesFloat64Oracle) {
+  PREFIXD_REQUIRE_GPU();
+  const CascadeCase& c = std::get<0>(GetParam());
+  const char* pipeline = std::get<1>(GetParam());
+  PREFIXD_SEEDED_RNG(rng);
+  setenv("PREFIXD_DECODE_PIPELINE", pipeline, 1);
+  setenv("PREFIXD_DECODE_WARPS", "2", 1);
+  std::unique_ptr<Backend> backend = MakeDeviceBackend();
+  unsetenv("PREFIXD_DECODE_PIPELINE");
+  unsetenv("PREFIXD_DECODE_WARPS");
+  EXPECT_NE(backend->Describe().find(std::string("decode pipeline forced: ") + pipeline), std::string::npos)
+      << backend->Describe();
+  const KvPoolShape shape{1, PagesNeeded(c.groups, c.page_size) + 3, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, c.peaky, kPeakyScale);
+  const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split));
+  ExpectMatchesOracle(RunStep(*backend, pool, 0, plan, q), NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim))),
+                      c.dtype, c.name + "_" + pipeline);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, DecodePipelineTest,
+    ::testing::Combine(
+        ::testing::Values(CascadeCase{"h8kv8_fp16_d128_p16", kF16, 8, 8, 128, 16, {{70, {32, 1, 31, 33, 16}}, {0, {300, 17}}}, true},
+                          CascadeCase{"h16kv8_bf16_d64_p16", kBF16, 16, 8, 64, 16, {{40, {64, 3, 65}}, {0, {32, 129}}}},
+                          CascadeCase{"h32kv8_fp16_d128_p16", kF16, 32, 8, 128, 16, {{130, {32, 1, 17, 33}}, {0, {32, 260}}}, true},
+                          CascadeCase{"h64kv8_bf16_d64_p16", kBF16, 64, 8, 64, 16, {{23, {32, 5, 300}}}},
+                          CascadeCase{"h8kv2_fp16_d256_p5", kF16, 8, 2, 256, 5, {{11, {7, 8, 9, 31}}}, true},
+                          CascadeCase{"h32kv8_bf16_d128_p5", kBF16, 32, 8, 128, 5, {{11, {12, 32, 47}}}}),
+        ::testing::Values("shallow", "deep")),
+    [](const ::testing::TestParamInfo<std::tuple<CascadeCase, const char*>>& info) {
+      return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
+    });
+
+// The length rule: shallow only where every item fits in what the shallow pipeline keeps in
+// flight (stages − 1 steps), and never for an unknown length.
+TEST(DecodePipeline, ShallowOnlyWhereEveryItemFits) {
+#ifdef PREFIXD_HAVE_CUDA
+  kernels::cuda::DecodeAttentionParams p;
+  EXPECT_FALSE(kernels::cuda::DecodeShallowPipeline(p, 16, 3)) << "unknown length";
+  p.max_item_tokens = 32;
+  EXPECT_TRUE(kernels::cuda::DecodeShallowPipeline(p, 16, 3));
+  EXPECT_TRUE(kernels::cuda::DecodeShallowPipeline(p, 32, 2));
+  p.max_item_tokens = 33;
+  EXPECT_FALSE(kernels::cuda::DecodeShallowPipeline(p, 16, 3));
+  EXPECT_FALSE(kernels::cuda::DecodeShallowPipeline(p, 32, 2));
+  p.pipeline = kernels::cuda::DecodePipeline::kShallow;
+  EXPECT_TRUE(kernels::cuda::DecodeShallowPipeline(p, 32, 2));
+  p.max_item_tokens = 1;
+  p.pipeline = kernels::cuda::DecodePipeline::kDeep;
+  EXPECT_FALSE(kernels::cuda::DecodeShallowPipeline(p, 32, 2));
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
 
 // A request with neither prefix nor suffix gets the empty state: o = 0, v = 0, s = −inf, no NaN.
 TEST(CudaCascade, EmptyRequestGetsEmptyState) {

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Session 20, one device call (nvidia-h200): the decode kernels' shallow pipeline for short items
+# (DecodePipeline, PREFIXD_DECODE_PIPELINE). The pipeline GPU tests (and the cascade ones around
+# them), then prefixd_kernel_bench with the variants default (the length rule) and
+# PREFIXD_DECODE_PIPELINE=deep (the pipeline before) interleaved per shape: the issue's fp16 grid at
+# S = 32, shapes it was not fitted on (S 8-32, other heads and batches), and forced shallow against
+# deep at S = 256 (where the rule keeps deep). Binaries carried as $CARRY/bins.tar.xz.
+#   run 1 (GQA 2 had the shallow pipeline too then): CARRY=.carry/s20a
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. bench/kernel/device-setup.sh s20-pipeline
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
+if [ -x /tmp/b/prefixd_gpu_tests ]; then
+  timeout 200 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+    --gtest_filter="${FILTER:-*DecodePipeline*:*CudaCascade*:*CudaCoresDecode*:*Graph*}" >"$OUT/tests.log" 2>&1
+  echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
+fi
+V="default,PREFIXD_DECODE_PIPELINE=deep"
+run() {  # name, bench arguments...
+  local name=$1; shift
+  timeout 150 $B "$@" --no-baseline --no-graph -c 1 --variants "${VARIANTS:-$V}" --csv "$OUT/$name.csv" >"$OUT/$name.txt" 2>&1
+  echo "$name rc=$? $(grep 'wrong results' "$OUT/$name.txt")"
+}
+run grid-s32 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32 --dtype fp16
+run unseen --heads 32/32,32/16,16/2,64/8 -b 32,128,512 -p 2048,16384 -s 8,24 --dtype bf16
+VARIANTS="default,PREFIXD_DECODE_PIPELINE=shallow" run s256 --heads 32/32,32/8 -b 64,256 -p 8192 -s 256 --dtype fp16
+python3 - "$OUT" <<'PY'
+import csv, sys, statistics
+out = sys.argv[1]
+for name in ("grid-s32", "unseen", "s256"):
+    rows = list(csv.DictReader(open(f"{out}/{name}.csv")))
+    by = {}
+    for r in rows:
+        key = (r['dtype'], r['h_qo'] + '/' + r['h_kv'], int(r['batch']), int(r['prefix']), int(r['suffix']))
+        by.setdefault(key, {})[r['variant']] = r
+    variants = sorted({r['variant'] for r in rows}, key=lambda v: v != 'default')
+    a, b = variants[0], variants[1]
+    dt = [float(v[a]['total_us']) - float(v[b]['total_us']) for v in by.values()]
+    ds = [float(v[a]['suffix_us']) - float(v[b]['suffix_us']) for v in by.values()]
+    print(f"== {name}: {a} - {b}: total sum {sum(dt):+.1f} us over {len(dt)} shapes (median {statistics.median(dt):+.2f}, "
+          f"min {min(dt):+.1f}, max {max(dt):+.1f}); suffix part sum {sum(ds):+.1f} (min {min(ds):+.1f}, max {max(ds):+.1f})")
+    for k in sorted(by):
+        v = by[k]
+        print(f"   {k[0]} {k[1]} B{k[2]} P{k[3]} S{k[4]}: total {float(v[a]['total_us']):.1f} vs {float(v[b]['total_us']):.1f}, "
+              f"suffix {float(v[a]['suffix_us']):.1f} vs {float(v[b]['suffix_us']):.1f}")
+PY

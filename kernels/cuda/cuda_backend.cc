@@ -103,6 +103,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
   decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
+  decode_next_wave_ = EnvFlag("PREFIXD_DECODE_NEXT_WAVE", decode_next_wave_);
   upload_batch_enabled_ = EnvFlag("PREFIXD_UPLOAD_BATCH", upload_batch_enabled_);
   uploads_.set_programmatic(cuda::StepPdlEnabled());
   decode_stream_items_ = EnvFlag("PREFIXD_DECODE_STREAM", decode_stream_items_);
@@ -131,6 +132,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!merge_pdl_) d << " [merge PDL off]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
+  if (!decode_next_wave_) d << " [decode next-wave prefetch off]";
   if (decode_stream_items_) d << " [decode streaming]";
   if (decode_persistent_) d << " [decode persistent]";
   if (!decode_warmup_) d << " [decode warm-up off]";
@@ -594,6 +596,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;
+    p.prefetch_next_wave = decode_next_wave_;
     p.max_item_tokens = plan_.max_decode_item_tokens;
     p.pipeline = decode_pipeline_;
     DecodeAttention(p, decode_stream);

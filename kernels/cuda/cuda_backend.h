@@ -28,6 +28,8 @@
 //                                         prefix + merge part (RunCascadeParts) (1)
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
+//   PREFIXD_DECODE_NEXT_WAVE=0|1          a decode of several waves: each CTA prefetches the start
+//                                         of the item one wave later into L2 (NextWaveItem) (1)
 //   PREFIXD_UPLOAD_BATCH=0|1              a step's uploads as one copy kernel (BeginUploadBatch) (1)
 //   PREFIXD_STEP_PDL=0|1                  that kernel, and FillSyntheticQueries, as programmatic
 //                                         dependent launches: its host loads overlap the kernel
@@ -226,6 +228,7 @@ class CudaBackend final : public Backend {
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
+  bool decode_next_wave_ = true;    // PREFIXD_DECODE_NEXT_WAVE
   bool decode_stream_items_ = true;  // PREFIXD_DECODE_STREAM
   bool decode_persistent_ = false;   // PREFIXD_DECODE_PERSISTENT
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP

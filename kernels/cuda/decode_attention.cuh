@@ -138,6 +138,7 @@ __global__ void __launch_bounds__(kThreads, DecodeMinCtasPerSm<GQA, STAGES>())
     const int2 bases = ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
     const int page_base = bases.x;
     const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
+    const NextWaveItem next_wave = LoadNextWaveItem(p, index);
 
     // Queries of the GQA group, pre-scaled by sm_scale · log2(e) so scores are base-2 logits.
     float q[GQA][kVec];
@@ -203,6 +204,7 @@ __global__ void __launch_bounds__(kThreads, DecodeMinCtasPerSm<GQA, STAGES>())
     for (int step = 0; step < num_steps; ++step) {
       issue(step + STAGES - 1);  // refills the stage this thread finished reading last step
       CopyAsyncWait<STAGES - 1>();  // this thread's copies of `step` have landed
+      if (step == 0) PrefetchNextWave<T, HEAD_DIM, GQA>(p, next_wave);
       const int t0 = item.kv_begin + step * STEP + group * kUnroll;
 
       // Scores x[u][j] (base-2 logits); tokens past the range are −inf.

@@ -107,6 +107,13 @@ struct DecodeAttentionParams {
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;
   DecodePipeline pipeline = DecodePipeline::kByItemLength;
+  // One CTA per item over several waves: each CTA pulls the page-table line and query rows of the
+  // item one wave of resident CTAs later into L2 (NextWaveItem, decode_attention_epilogue.cuh), so
+  // that the CTA which runs it finds its dependent start (item → page table → K/V, each a DRAM
+  // round trip when cold) half warm. The launcher sets next_wave_items (resident CTAs of the
+  // kernel, 0 for a single wave); prefetch_next_wave turns it off.
+  bool prefetch_next_wave = true;
+  int next_wave_items = 0;
   // With max_sms, the tensor-core kernel's streaming variant (decode_attention_mma_stream.cuh:
   // every warp's copies stay in flight across the CTA's items); false: the one-item-at-a-time loop.
   bool stream_items = false;

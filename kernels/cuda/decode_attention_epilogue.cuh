@@ -22,6 +22,7 @@
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/resident_ctas.cuh"
 #include "kernels/cuda/smem_limit.cuh"
 
 namespace prefixd::kernels::cuda {
@@ -78,6 +79,39 @@ __device__ __forceinline__ void PrefetchPrefixStates(const DecodeAttentionParams
     const float* addr = line < V_LINES ? p.partial_v + state * HEAD_DIM + line * LINE_FLOATS : p.partial_s + state;
     asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(addr));
   }
+}
+
+// The item one wave later (DecodeAttentionParams::next_wave_items), read by thread 0 at the CTA's
+// start: plain loads whose latency the CTA's own wait for its first K/V covers; the fields are
+// first used by PrefetchNextWave, issued after that wait. The load itself leaves the item's
+// descriptor line in L2. Without item_bases there is no page-table base to read in parallel, so
+// only the queries are prefetched.
+struct NextWaveItem {
+  int request = -1, kv_head = 0, kv_begin = 0, page_base = -1;
+};
+
+__device__ __forceinline__ NextWaveItem LoadNextWaveItem(const DecodeAttentionParams& p, int index) {
+  NextWaveItem n;
+  const int next = index + p.next_wave_items;
+  if (threadIdx.x != 0 || p.next_wave_items == 0 || next >= p.num_items) return n;
+  const DecodeWorkItem& item = p.items[next];
+  n.request = item.request;
+  n.kv_head = item.kv_head;
+  n.kv_begin = item.kv_begin;
+  if (p.item_bases != nullptr) n.page_base = p.item_bases[next].x;
+  return n;
+}
+
+// Its first page-table line and its GQA group's query rows into L2 (thread 0; a no-op elsewhere).
+template <typename T, int HEAD_DIM, int GQA>
+__device__ __forceinline__ void PrefetchNextWave(const DecodeAttentionParams& p, const NextWaveItem& n) {
+  if (n.request < 0) return;
+  if (n.page_base >= 0) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p.page_indices + n.page_base + n.kv_begin / p.page_size));
+  const char* q = reinterpret_cast<const char*>(static_cast<const T*>(p.q) +
+                                                (int64_t(n.request) * p.num_qo_heads + n.kv_head * GQA) * HEAD_DIM);
+  constexpr int kQueryBytes = GQA * HEAD_DIM * int(sizeof(T));
+#pragma unroll
+  for (int at = 0; at < kQueryBytes; at += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(q + at));
 }
 
 template <typename T>
@@ -308,8 +342,14 @@ void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams
     }
     if (smem > 48 * 1024) RaiseDynamicSmemLimitOnce<KERNEL>(limits.max_per_block);
   }
+  DecodeAttentionParams launch = p;
+  launch.next_wave_items = 0;
+  if (p.max_sms == 0 && p.prefetch_next_wave) {
+    const int resident = ResidentCtasOnce<KERNEL>(threads, smem);
+    if (grid > resident) launch.next_wave_items = resident;
+  }
   LaunchMaybeProgrammatic(KERNEL, dim3(unsigned(grid)), dim3(unsigned(threads)), size_t(smem), stream,
-                          p.overlap_prefix, p);
+                          p.overlap_prefix, launch);
 }
 
 }  // namespace decode

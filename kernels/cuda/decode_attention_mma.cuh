@@ -284,6 +284,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     const int2 bases = ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
     const int page_base = bases.x;
     const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
+    const NextWaveItem next_wave = LoadNextWaveItem(p, index);
     uint32_t q_frag[HEAD_DIM / 16][4];
     LoadMmaQueries<T, HEAD_DIM, GQA>(p, item, lane, q_frag);
 
@@ -318,6 +319,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     for (int step = 0; step < num_steps; ++step) {
       issue(step + STAGES - 1);
       CpAsyncWait<STAGES - 1>();
+      if (step == 0) PrefetchNextWave<T, HEAD_DIM, GQA>(p, next_wave);
       __syncwarp();  // every lane's copies of this tile are visible to the whole warp
       MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, warp_smem + (step % STAGES) * 2 * TILE,
                                       item.kv_begin + step * STEP + warp * kMmaWarpTokens, item.kv_end,

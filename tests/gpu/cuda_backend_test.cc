@@ -655,6 +655,41 @@ INSTANTIATE_TEST_SUITE_P(
       return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
     });
 
+// A decode of several waves (more items than resident CTAs: 82 requests × 16 or 32 KV heads),
+// where each CTA prefetches the start of the item one wave later (PREFIXD_DECODE_NEXT_WAVE, on by
+// default): on and off, on the CUDA-core (GQA 1) and the tensor-core (GQA 4) kernel, with suffixes
+// of ≤ 32 tokens (the shallow pipeline) and of up to 100 (the deep one), all match the oracle.
+TEST(DecodeNextWave, ManyItemsMatchFloat64OracleWithAndWithoutPrefetch) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  for (const auto& [num_qo_heads, num_kv_heads] : {std::pair{32, 32}, std::pair{64, 16}}) {
+    for (const int max_suffix : {32, 100}) {
+      for (const char* next_wave : {"1", "0"}) {
+        setenv("PREFIXD_DECODE_NEXT_WAVE", next_wave, 1);
+        std::unique_ptr<Backend> backend = MakeDeviceBackend();
+        unsetenv("PREFIXD_DECODE_NEXT_WAVE");
+        EXPECT_EQ(backend->Describe().find("next-wave prefetch off") == std::string::npos, next_wave[0] == '1')
+            << backend->Describe();
+        std::vector<int> with_prefix(41), without_prefix(41);
+        for (int& s : with_prefix) s = 1 + int(rng() % max_suffix);
+        for (int& s : without_prefix) s = 1 + int(rng() % max_suffix);
+        const std::vector<GroupSpec> groups = {{70, with_prefix}, {0, without_prefix}};
+        const KvPoolShape shape{1, PagesNeeded(groups, 16) + 3, 16, num_kv_heads, 128, kF16};
+        kernels::PageAllocator alloc(shape.num_pages);
+        const DecodeBatch batch = BuildBatch(groups, num_qo_heads, 16, alloc, rng);
+        const HostKvPool pool = RandomKvPool(rng, shape);
+        const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, false, kPeakyScale);
+        const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(Split::kDevice));
+        ASSERT_GT(plan.decode_items.size(), 1300u);
+        ExpectMatchesOracle(RunStep(*backend, pool, 0, plan, q), NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(128.0)),
+                            kF16,
+                            "h" + std::to_string(num_qo_heads) + "kv" + std::to_string(num_kv_heads) + "_s" +
+                                std::to_string(max_suffix) + "_next_wave_" + next_wave);
+      }
+    }
+  }
+}
+
 // The length rule: shallow only where every item fits in what the shallow pipeline keeps in
 // flight (stages − 1 steps), and never for an unknown length.
 TEST(DecodePipeline, ShallowOnlyWhereEveryItemFits) {

@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) StreamReadKernel(const uint4* data, 
 // kBulkChunk-byte chunks into a kBulkStages-deep ring (mbarrier completion), every thread reads its
 // share of each landed chunk.
 constexpr int kBulkChunk = 32 << 10, kBulkStages = 4;
-template <bool POLICY>
+template <bool POLICY, int kBulkStages = kBulkStages>
 __global__ void __launch_bounds__(kThreads) BulkReadKernel(const uint8_t* data, int64_t bytes, uint32_t* sink) {
   extern __shared__ __align__(128) uint8_t ring[];
   __shared__ __align__(8) uint64_t full[kBulkStages];
@@ -169,6 +169,19 @@ void LaunchBulk(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaSt
   }
   BulkReadKernel<POLICY><<<grid / 8, kThreads, smem, s>>>(reinterpret_cast<const uint8_t*>(data), n16 * 16, sink);
 }
+// The per-SM table (--ctas): the evict-first bulk reader on `ctas` CTAs, one per SM (their shared
+// memory keeps a second off), with STAGES chunks of 32 KiB in flight each.
+template <int STAGES>
+void LaunchBulkOnCtas(const uint4* data, int64_t n16, uint32_t* sink, int ctas, cudaStream_t s) {
+  constexpr int smem = STAGES * kBulkChunk;
+  static bool raised = false;
+  if (!raised) {
+    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BulkReadKernel<true, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    raised = true;
+  }
+  BulkReadKernel<true, STAGES><<<ctas, kThreads, smem, s>>>(reinterpret_cast<const uint8_t*>(data), n16 * 16, sink);
+}
+
 constexpr ReadLauncher kLaunchers[] = {LaunchRead<LoadForm::kDefault>,          LaunchRead<LoadForm::kNonCoherent>,
                                        LaunchRead<LoadForm::kLastUse>,          LaunchRead<LoadForm::kPolicyEvictFirst>,
                                        LaunchRead<LoadForm::kCpAsyncPolicy>,    LaunchBulk<false>,
@@ -192,12 +205,15 @@ std::vector<int> ParseList(const char* s) {
 int Run(int argc, char** argv) {
   int iters = 30, warmup = 5;
   std::vector<int> mib = {16, 64, 128, 256};
+  std::vector<int> ctas;  // --ctas: the per-SM table instead
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::printf("usage: prefixd_l2_probe [--iters 30] [--warmup 5] [--mib 16,64,128,256]\n"
+      std::printf("usage: prefixd_l2_probe [--iters 30] [--warmup 5] [--mib 16,64,128,256] [--ctas 8,16,...]\n"
                   "  times a streaming read of N MiB after an L2 flush that leaves dirty lines (write),\n"
-                  "  clean lines (clean) or none, per load cache policy (see bench/l2_probe.cu)\n");
+                  "  clean lines (clean) or none, per load cache policy (see bench/l2_probe.cu);\n"
+                  "  with --ctas: the read of each N MiB by only k SMs (bulk copies, evict-first, one CTA\n"
+                  "  per SM, 128 or 192 KiB in flight each): how much DRAM bandwidth k SMs can pull\n");
       return 0;
     }
     if (i + 1 >= argc) {
@@ -207,6 +223,7 @@ int Run(int argc, char** argv) {
     if (a == "--iters") iters = std::max(1, std::atoi(argv[++i]));
     else if (a == "--warmup") warmup = std::max(0, std::atoi(argv[++i]));
     else if (a == "--mib") mib = ParseList(argv[++i]);
+    else if (a == "--ctas") ctas = ParseList(argv[++i]);
     else {
       std::fprintf(stderr, "prefixd_l2_probe: unknown option %s (--help)\n", a.c_str());
       return 2;
@@ -262,6 +279,24 @@ int Run(int argc, char** argv) {
   std::printf("# empty kernel between the events: write %.1f us, clean %.1f us, none %.1f us\n",
               time_us(0, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }), time_us(1, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }),
               time_us(2, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }));
+  if (!ctas.empty()) {
+    std::printf("#\n# %5s %6s %6s | %9s %9s | %9s %9s | %11s\n", "SMs", "KiB", "MiB", "write_us", "none_us",
+                "write_GB/s", "none_GB/s", "none_GB/s/SM");
+    for (int m : mib)
+      for (int k : ctas)
+        for (int stages : {4, 6}) {
+          const int64_t n16 = (int64_t(m) << 20) / 16;
+          auto read = [&] {
+            if (stages == 4) LaunchBulkOnCtas<4>(reinterpret_cast<const uint4*>(data), n16, sink, k, s);
+            else LaunchBulkOnCtas<6>(reinterpret_cast<const uint4*>(data), n16, sink, k, s);
+          };
+          const float w = time_us(0, read), n = time_us(2, read);
+          const double bytes = double(int64_t(m) << 20);
+          std::printf("  %5d %6d %6d | %9.1f %9.1f | %9.0f %9.0f | %11.1f\n", k, stages * kBulkChunk >> 10, m, w, n,
+                      bytes / (w * 1e3), bytes / (n * 1e3), bytes / (n * 1e3) / k);
+        }
+    return 0;
+  }
   std::printf("#\n# %-20s %6s | %9s %9s %9s | %8s | %9s\n", "load form", "MiB", "write_us", "clean_us", "none_us",
               "dirty_us", "clean_GB/s");
   for (int m : mib) {

@@ -587,22 +587,25 @@ TEST(CudaGraph, FusedStepIsOneNodeAndReplaysCorrectly) {
 // 64/128): both stay correct, so either can be chosen (PREFIXD_DECODE_KERNEL=simt|mma).
 class CudaCoresDecodeTest : public ::testing::TestWithParam<CascadeCase> {};
 
-TEST_P(CudaCoresDecodeTest, MatchesFloat64Oracle) {
-  PREFIXD_REQUIRE_GPU();
-  const CascadeCase& c = GetParam();
-  PREFIXD_SEEDED_RNG(rng);
-  setenv("PREFIXD_DECODE_KERNEL", "simt", 1);
-  std::unique_ptr<Backend> simt = MakeDeviceBackend();
-  unsetenv("PREFIXD_DECODE_KERNEL");
-  EXPECT_NE(simt->Describe().find("simt"), std::string::npos) << simt->Describe();
+// Case c's batch (fresh random K/V and queries from rng) through `backend`, against the float64 oracle.
+void ExpectCaseMatchesOracle(Backend& backend, const CascadeCase& c, const std::string& name, std::mt19937_64& rng) {
   const KvPoolShape shape{1, PagesNeeded(c.groups, c.page_size) + 3, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
   const HostKvPool pool = RandomKvPool(rng, shape);
   const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, c.peaky, kPeakyScale);
   const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split));
-  const StepResult got = RunStep(*simt, pool, 0, plan, q);
-  ExpectMatchesOracle(got, NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim))), c.dtype, c.name);
+  ExpectMatchesOracle(RunStep(backend, pool, 0, plan, q), NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim))),
+                      c.dtype, name);
+}
+
+TEST_P(CudaCoresDecodeTest, MatchesFloat64Oracle) {
+  PREFIXD_REQUIRE_GPU();
+  const CascadeCase& c = GetParam();
+  PREFIXD_SEEDED_RNG(rng);
+  std::unique_ptr<Backend> simt = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_KERNEL", "simt"}});
+  EXPECT_NE(simt->Describe().find("simt"), std::string::npos) << simt->Describe();
+  ExpectCaseMatchesOracle(*simt, c, c.name, rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -624,21 +627,11 @@ TEST_P(DecodePipelineTest, MatchesFloat64Oracle) {
   const CascadeCase& c = std::get<0>(GetParam());
   const char* pipeline = std::get<1>(GetParam());
   PREFIXD_SEEDED_RNG(rng);
-  setenv("PREFIXD_DECODE_PIPELINE", pipeline, 1);
-  setenv("PREFIXD_DECODE_WARPS", "2", 1);
-  std::unique_ptr<Backend> backend = MakeDeviceBackend();
-  unsetenv("PREFIXD_DECODE_PIPELINE");
-  unsetenv("PREFIXD_DECODE_WARPS");
+  std::unique_ptr<Backend> backend =
+      MakeCudaBackendWithEnv({{"PREFIXD_DECODE_PIPELINE", pipeline}, {"PREFIXD_DECODE_WARPS", "2"}});
   EXPECT_NE(backend->Describe().find(std::string("decode pipeline forced: ") + pipeline), std::string::npos)
       << backend->Describe();
-  const KvPoolShape shape{1, PagesNeeded(c.groups, c.page_size) + 3, c.page_size, c.num_kv_heads, c.head_dim, c.dtype};
-  kernels::PageAllocator alloc(shape.num_pages);
-  const DecodeBatch batch = BuildBatch(c.groups, c.num_qo_heads, c.page_size, alloc, rng);
-  const HostKvPool pool = RandomKvPool(rng, shape);
-  const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, c.peaky, kPeakyScale);
-  const CascadePlan plan = kernels::PlanCascade(batch, shape, OptionsFor(c.split));
-  ExpectMatchesOracle(RunStep(*backend, pool, 0, plan, q), NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(c.head_dim))),
-                      c.dtype, c.name + "_" + pipeline);
+  ExpectCaseMatchesOracle(*backend, c, c.name + "_" + pipeline, rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -665,9 +658,7 @@ TEST(DecodeNextWave, ManyItemsMatchFloat64OracleWithAndWithoutPrefetch) {
   for (const auto& [num_qo_heads, num_kv_heads] : {std::pair{32, 32}, std::pair{64, 16}}) {
     for (const int max_suffix : {32, 100}) {
       for (const char* next_wave : {"1", "0"}) {
-        setenv("PREFIXD_DECODE_NEXT_WAVE", next_wave, 1);
-        std::unique_ptr<Backend> backend = MakeDeviceBackend();
-        unsetenv("PREFIXD_DECODE_NEXT_WAVE");
+        std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_NEXT_WAVE", next_wave}});
         EXPECT_EQ(backend->Describe().find("next-wave prefetch off") == std::string::npos, next_wave[0] == '1')
             << backend->Describe();
         std::vector<int> with_prefix(41), without_prefix(41);

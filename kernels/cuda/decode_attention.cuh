@@ -280,8 +280,10 @@ void LaunchDecodeStages(const DecodeAttentionParams& params, cudaStream_t stream
 // bench/RESULTS.md, session 20); groups of 4 and 8 run on tensor cores by default.
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
-  if (GQA == 1 && DecodeShallowPipeline(params, DecodeStepTokens<HEAD_DIM>(), kShallowStages))
-    return LaunchDecodeStages<T, HEAD_DIM, GQA, GQA == 1 ? kShallowStages : kStages>(params, stream);
+  if constexpr (GQA == 1) {
+    if (DecodeShallowPipeline(params, DecodeStepTokens<HEAD_DIM>(), kShallowStages))
+      return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages>(params, stream);
+  }
   LaunchDecodeStages<T, HEAD_DIM, GQA, kStages>(params, stream);
 }
 

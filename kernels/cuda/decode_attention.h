@@ -103,6 +103,9 @@ struct DecodeAttentionParams {
   // runs beside it (a collective's: NCCL's 640-thread blocks do not fit an SM that holds a decode
   // CTA, whose registers they would need).
   int max_sms = 0;
+  // With max_sms, the tensor-core kernel's streaming variant (decode_attention_mma_stream.cuh:
+  // every warp's copies stay in flight across the CTA's items); false: the one-item-at-a-time loop.
+  bool stream_items = false;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;
@@ -114,9 +117,6 @@ struct DecodeAttentionParams {
   // kernel, 0 for a single wave); prefetch_next_wave turns it off.
   bool prefetch_next_wave = true;
   int next_wave_items = 0;
-  // With max_sms, the tensor-core kernel's streaming variant (decode_attention_mma_stream.cuh:
-  // every warp's copies stay in flight across the CTA's items); false: the one-item-at-a-time loop.
-  bool stream_items = false;
 };
 
 // Whether a kernel whose CTA step covers step_tokens tokens runs its shallow pipeline of `stages`

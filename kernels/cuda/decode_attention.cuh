@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, DecodeMinCtasPerSm<GQA, STAGES>())
     DecodeAttentionKernel(const __grid_constant__ DecodeAttentionParams p) {
   constexpr int TPR = HEAD_DIM / kVec;
   constexpr int GROUPS = kThreads / TPR;
-  constexpr int STEP = GROUPS * kUnroll;  // tokens per CTA step
+  constexpr int STEP = DecodeStepTokens<HEAD_DIM>();  // GROUPS · kUnroll tokens per CTA step
   static_assert(HEAD_DIM % kVec == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0, "row group = aligned lanes");
 
   extern __shared__ __align__(16) uint8_t smem[];

@@ -7,6 +7,8 @@
 //                        [--diag]   (only the fixed-cost diagnostics: three L2 states, short prefixes)
 //                        [--timeline]  (after each wgmma row: when its CTAs reach each phase, one
 //                                       launch after the row's flush; PrefixAttentionParams::timeline)
+//                        [--shape HQO/HKV:B:P[:D[:bf16]]]...  (only these shapes, "default" variant)
+//                        [--chunks N]  (KV chunks per row tile instead of the probe's own choice)
 //
 // Kernels (PrefixAttention's selection, kernels/cuda/sm90a/prefix_attention_sm90a.h): "mma" the
 // mma.sync kernel; "wgmma" the sm_90a wgmma + TMA kernel as launched by default; "wgmma-plain" its
@@ -95,6 +97,8 @@ struct Options {
   bool diag = false;                 // --diag: the fixed-cost diagnostics only
   bool timeline = false;             // --timeline: per-phase globaltimer stamps of one wgmma launch
   std::string flush = "memset";      // how L2 is flushed before each timed launch (--flush)
+  std::vector<std::string> shapes;   // --shape, as given (parsed in Main)
+  int chunks = 0;                    // --chunks: KV chunks per row tile (0: the probe chooses)
   std::vector<std::string> kernels = {"mma", "wgmma", "wgmma-plain", "wgmma-s3"};
 };
 
@@ -238,6 +242,7 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
       if (cost < best_cost) best_cost = cost, best_chunks = chunks;
     }
   }
+  if (opt.chunks > 0) best_chunks = chunks_for(opt.chunks);
   const int chunk_len = ((sh.prefix + best_chunks - 1) / best_chunks + 63) / 64 * 64;
   const int num_chunks = (sh.prefix + chunk_len - 1) / chunk_len;
   res.chunk = chunk_len;
@@ -327,7 +332,9 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
         if (t[size_t(b) * kSlots + slot] != 0) us.push_back((t[size_t(b) * kSlots + slot] - t0) * 1e-3);
       if (us.empty()) continue;
       std::sort(us.begin(), us.end());
-      std::printf(" %s %.2f/%.2f;", names[slot], us[us.size() / 2], us.back());
+      const auto at = [&](double q) { return us[std::min(us.size() - 1, size_t(q * us.size()))]; };
+      std::printf("\n#   %-14s min %6.2f  p10 %6.2f  median %6.2f  p90 %6.2f  max %6.2f", names[slot], us.front(),
+                  at(0.1), at(0.5), at(0.9), us.back());
     }
     std::printf("\n");
   }
@@ -397,6 +404,8 @@ int Main(int argc, char** argv) {
     else if (a == "--quick") opt.quick = true;
     else if (a == "--diag") opt.diag = true;
     else if (a == "--timeline") opt.timeline = true;
+    else if (a == "--shape" && i + 1 < argc) opt.shapes.push_back(argv[++i]);
+    else if (a == "--chunks" && i + 1 < argc) opt.chunks = std::atoi(argv[++i]);
     else if (a == "--flush" && i + 1 < argc && (std::string(argv[i + 1]) == "memset" ||
                                                  std::string(argv[i + 1]) == "read" ||
                                                  std::string(argv[i + 1]) == "none"))
@@ -417,7 +426,8 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--iters N] [--warmup N] [--csv FILE] [--quick] [--kernel LIST] "
-                   "[--flush memset|read|none] [--diag] [--timeline]\n",
+                   "[--flush memset|read|none] [--diag] [--timeline] [--shape HQO/HKV:B:P[:D[:bf16]]]... "
+                   "[--chunks N]\n",
                    argv[0]);
       return 2;
     }
@@ -456,6 +466,22 @@ int Main(int argc, char** argv) {
   shapes.push_back({32, 8, 64, 8192, 128, b16, "default"});
   for (int p : {8192, 32768}) shapes.push_back({32, 8, 64, p, 64, f16, "default"});
   if (opt.quick) shapes.resize(2);
+  if (!opt.shapes.empty()) {
+    shapes.clear();
+    for (const std::string& text : opt.shapes) {
+      int h_qo = 0, h_kv = 0, b = 0, p = 0, d = 128;
+      char dtype[8] = "fp16";
+      const int n = std::sscanf(text.c_str(), "%d/%d:%d:%d:%d:%7s", &h_qo, &h_kv, &b, &p, &d, dtype);
+      const bool bf16 = std::string(dtype) == "bf16";
+      if (n < 4 || h_qo <= 0 || h_kv <= 0 || h_qo % h_kv != 0 || b <= 0 || p <= 0 || (d != 64 && d != 128 && d != 256) ||
+          (!bf16 && std::string(dtype) != "fp16")) {
+        std::fprintf(stderr, "bad --shape '%s' (HQO/HKV:B:P[:D[:fp16|bf16]], e.g. 32/8:16:32768:128:bf16)\n",
+                     text.c_str());
+        return 2;
+      }
+      shapes.push_back({h_qo, h_kv, b, p, d, bf16 ? b16 : f16, "default"});
+    }
+  }
   if (opt.diag) {
     // Fixed-cost diagnostics: the GQA shape at three prefix lengths under three L2 states before
     // each launch (the variant column names it): after a 256 MiB memset (the default; leaves

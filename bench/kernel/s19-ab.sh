@@ -3,7 +3,7 @@
 # fp16 grid, alternating A B A B (separate processes, same shapes), then the GPU tests of build B.
 # Build A from $CARRY_A/bins.tar.xz, build B from $CARRY/bins.tar.xz. Logs: $OUT.
 #   run 5 (A: commit 6ecc06d, B: + prefix item groups): CARRY_A=.carry/s19b CARRY=.carry/s19c
-# Session 21 run 4 (A: session 20's final binaries, B: the prefix kernel's two Q buffers):
+# Session 21 run 5 (A: session 20's final binaries, B: the prefix kernel's two Q buffers):
 #   CARRY_A=.carry/s20d CARRY=.carry/s21c TESTS='*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*'
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +35,8 @@ for k in sorted(d):
           f"prefix part A {pa[k]:.1f} B {pb[k]:.1f} ({pb[k] - pa[k]:+.1f})")
 PY
 if [ -n "${TESTS:-}" ]; then
-  timeout 240 /tmp/b/prefixd_gpu_tests --gtest_filter="$TESTS" >"$OUT/tests.log" 2>&1
-  echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/tests.log" | tr '\n' ' ')"
+  timeout 240 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$TESTS" >"$OUT/tests.log" 2>&1
+  echo "tests rc=$? $(grep -E '^\[  (PASSED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ') failed: $(grep -c '^\[  FAILED  \]' "$OUT/tests.log")"
+  grep -m1 -B4 '^\[  FAILED  \]' "$OUT/tests.log"  # the first failure, with its message
+  gzip -f "$OUT/tests.log"
 fi

@@ -5,7 +5,7 @@
 # GPU tests (compute-sanitizer memcheck and racecheck on the Q-buffer cases), then
 # prefixd_kernel_bench with the two variants interleaved per shape: the fp16 grid (36
 # shapes) and bf16 shapes it was not fitted on. Binaries carried as $CARRY/bins.tar.xz.
-#   run 3: CARRY=.carry/s21b, with the patch bench/kernel/results/s21/q-buffers.patch applied (measured
+#   run 4: CARRY=.carry/s21b, with the patch bench/kernel/results/s21/q-buffers.patch applied (measured
 #   slower than session 20 overall and reverted: bench/RESULTS.md, session 21); without it the
 #   variable is unknown and both variants run the same kernel.
 set -uo pipefail

@@ -5,6 +5,9 @@
 #   run 5 (A: commit 6ecc06d, B: + prefix item groups): CARRY_A=.carry/s19b CARRY=.carry/s19c
 # Session 21 run 5 (A: session 20's final binaries, B: the prefix kernel's two Q buffers):
 #   CARRY_A=.carry/s20d CARRY=.carry/s21c TESTS='*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*'
+#   run 7 (B: the second Q-buffer version, results/s21/q-buffers-v2.patch): CARRY=.carry/s21e, same TESTS
+#   run 8 (B: session 20's kernels, producer 32 / consumers 232 registers): CARRY=.carry/s21f
+#     TESTS='*PrefixAttention*:*CudaCascade*:*Fused*'
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s19-ab

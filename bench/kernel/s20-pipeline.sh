@@ -12,11 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s20-pipeline
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
-if [ -x /tmp/b/prefixd_gpu_tests ]; then
-  timeout 200 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-    --gtest_filter="${FILTER:-*DecodePipeline*:*NextWave*:*CudaCascade*:*CudaCoresDecode*:*Graph*}" >"$OUT/tests.log" 2>&1
-  echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
-fi
+run_gpu_tests "${FILTER:-*DecodePipeline*:*NextWave*:*CudaCascade*:*CudaCoresDecode*:*Graph*}"
 V=${V:-default,PREFIXD_DECODE_PIPELINE=deep}
 run() {  # name, bench arguments...
   local name=$1; shift

@@ -12,10 +12,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s21-qbuffers
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
+run_gpu_tests "${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*}"
 if [ -x /tmp/b/prefixd_gpu_tests ]; then
-  timeout 200 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-    --gtest_filter="${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*}" >"$OUT/tests.log" 2>&1
-  echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
   SAN_FILTER=${SAN_FILTER:-'*QueryRowTiles*:*qbuf1*ManyItems_d128_fp16*'}
   for tool in memcheck racecheck; do
     timeout 120 "$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool $tool --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \

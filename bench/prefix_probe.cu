@@ -97,7 +97,6 @@ struct Options {
   bool diag = false;                 // --diag: the fixed-cost diagnostics only
   bool timeline = false;             // --timeline: per-phase globaltimer stamps of one wgmma launch
   std::string flush = "memset";      // how L2 is flushed before each timed launch (--flush)
-  std::vector<std::string> shapes;   // --shape, as given (parsed in Main)
   int chunks = 0;                    // --chunks: KV chunks per row tile (0: the probe chooses)
   std::vector<std::string> kernels = {"mma", "wgmma", "wgmma-plain", "wgmma-s3"};
 };
@@ -183,6 +182,20 @@ struct Shape {
   // "n32": experiment, the default tile with 32-token KV tiles (fewer registers, twice the barriers).
   const char* variant;
 };
+
+// --shape HQO/HKV:B:P[:D[:fp16|bf16]] (D 128 and fp16 when left out); false when malformed.
+bool ParseShape(const std::string& text, Shape* out) {
+  int h_qo = 0, h_kv = 0, b = 0, p = 0, d = 128, used = 0;
+  char dtype[8] = "fp16";
+  const int n = std::sscanf(text.c_str(), "%d/%d:%d:%d%n:%d%n:%7[a-z0-9]%n", &h_qo, &h_kv, &b, &p, &used, &d, &used,
+                            dtype, &used);
+  const bool bf16 = std::string(dtype) == "bf16";
+  if (n < 4 || size_t(used) != text.size() || h_qo <= 0 || h_kv <= 0 || h_qo % h_kv != 0 || b <= 0 || p <= 0 ||
+      (d != 64 && d != 128 && d != 256) || (!bf16 && std::string(dtype) != "fp16"))
+    return false;
+  *out = {h_qo, h_kv, b, p, d, bf16 ? DType::kBFloat16 : DType::kFloat16, "default"};
+  return true;
+}
 
 // Host value of one dtype element.
 double ToDouble(uint16_t bits, DType dtype) { return ToFloat(dtype, bits); }
@@ -396,6 +409,7 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
 
 int Main(int argc, char** argv) {
   Options opt;
+  std::vector<Shape> shapes_given;  // --shape
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--iters" && i + 1 < argc) opt.iters = std::atoi(argv[++i]);
@@ -404,8 +418,22 @@ int Main(int argc, char** argv) {
     else if (a == "--quick") opt.quick = true;
     else if (a == "--diag") opt.diag = true;
     else if (a == "--timeline") opt.timeline = true;
-    else if (a == "--shape" && i + 1 < argc) opt.shapes.push_back(argv[++i]);
-    else if (a == "--chunks" && i + 1 < argc) opt.chunks = std::atoi(argv[++i]);
+    else if (a == "--shape" && i + 1 < argc) {
+      Shape sh;
+      if (!ParseShape(argv[++i], &sh)) {
+        std::fprintf(stderr, "bad --shape '%s' (HQO/HKV:B:P[:D[:fp16|bf16]], e.g. 32/8:16:32768:128:bf16)\n", argv[i]);
+        return 2;
+      }
+      shapes_given.push_back(sh);
+    } else if (a == "--chunks" && i + 1 < argc) {
+      char* end = nullptr;
+      const long c = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || c < 1 || c > 1 << 20) {
+        std::fprintf(stderr, "bad --chunks '%s' (a positive count)\n", argv[i]);
+        return 2;
+      }
+      opt.chunks = int(c);
+    }
     else if (a == "--flush" && i + 1 < argc && (std::string(argv[i + 1]) == "memset" ||
                                                  std::string(argv[i + 1]) == "read" ||
                                                  std::string(argv[i + 1]) == "none"))
@@ -466,22 +494,7 @@ int Main(int argc, char** argv) {
   shapes.push_back({32, 8, 64, 8192, 128, b16, "default"});
   for (int p : {8192, 32768}) shapes.push_back({32, 8, 64, p, 64, f16, "default"});
   if (opt.quick) shapes.resize(2);
-  if (!opt.shapes.empty()) {
-    shapes.clear();
-    for (const std::string& text : opt.shapes) {
-      int h_qo = 0, h_kv = 0, b = 0, p = 0, d = 128;
-      char dtype[8] = "fp16";
-      const int n = std::sscanf(text.c_str(), "%d/%d:%d:%d:%d:%7s", &h_qo, &h_kv, &b, &p, &d, dtype);
-      const bool bf16 = std::string(dtype) == "bf16";
-      if (n < 4 || h_qo <= 0 || h_kv <= 0 || h_qo % h_kv != 0 || b <= 0 || p <= 0 || (d != 64 && d != 128 && d != 256) ||
-          (!bf16 && std::string(dtype) != "fp16")) {
-        std::fprintf(stderr, "bad --shape '%s' (HQO/HKV:B:P[:D[:fp16|bf16]], e.g. 32/8:16:32768:128:bf16)\n",
-                     text.c_str());
-        return 2;
-      }
-      shapes.push_back({h_qo, h_kv, b, p, d, bf16 ? b16 : f16, "default"});
-    }
-  }
+  if (!shapes_given.empty()) shapes = shapes_given;
   if (opt.diag) {
     // Fixed-cost diagnostics: the GQA shape at three prefix lengths under three L2 states before
     // each launch (the variant column names it): after a 256 MiB memset (the default; leaves

@@ -22,23 +22,4 @@ run() {  # name, bench arguments...
 run grid-s32 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32 --dtype fp16
 run unseen --heads 32/32,32/16,16/2,64/8 -b 32,128,512 -p 2048,16384 -s 8,24 --dtype bf16
 VARIANTS=${V256:-default,PREFIXD_DECODE_PIPELINE=shallow} run s256 --heads 32/32,32/8 -b 64,256 -p 8192 -s 256 --dtype fp16
-python3 - "$OUT" <<'PY'
-import csv, sys, statistics
-out = sys.argv[1]
-for name in ("grid-s32", "unseen", "s256"):
-    rows = list(csv.DictReader(open(f"{out}/{name}.csv")))
-    by = {}
-    for r in rows:
-        key = (r['dtype'], r['h_qo'] + '/' + r['h_kv'], int(r['batch']), int(r['prefix']), int(r['suffix']))
-        by.setdefault(key, {})[r['variant']] = r
-    variants = sorted({r['variant'] for r in rows}, key=lambda v: v != 'default')
-    a, b = variants[0], variants[1]
-    dt = [float(v[a]['total_us']) - float(v[b]['total_us']) for v in by.values()]
-    ds = [float(v[a]['suffix_us']) - float(v[b]['suffix_us']) for v in by.values()]
-    print(f"== {name}: {a} - {b}: total sum {sum(dt):+.1f} us over {len(dt)} shapes (median {statistics.median(dt):+.2f}, "
-          f"min {min(dt):+.1f}, max {max(dt):+.1f}); suffix part sum {sum(ds):+.1f} (min {min(ds):+.1f}, max {max(ds):+.1f})")
-    for k in sorted(by):
-        v = by[k]
-        print(f"   {k[0]} {k[1]} B{k[2]} P{k[3]} S{k[4]}: total {float(v[a]['total_us']):.1f} vs {float(v[b]['total_us']):.1f}, "
-              f"suffix {float(v[a]['suffix_us']):.1f} vs {float(v[b]['suffix_us']):.1f}")
-PY
+python3 bench/kernel/variant_diff.py "$OUT/grid-s32.csv" "$OUT/unseen.csv" "$OUT/s256.csv"

@@ -95,6 +95,7 @@ PrefixKernelSettings PrefixKernelSettings::FromEnvironment() {
   constexpr PrefixKvL2Hint kHints[] = {PrefixKvL2Hint::kPlan, PrefixKvL2Hint::kNone, PrefixKvL2Hint::kEvictFirst,
                                        PrefixKvL2Hint::kEvictLast};
   s.kv_l2_hint = kHints[EnvChoice("PREFIXD_SM90A_KV_POLICY", {"plan", "normal", "first", "last"}, 0)];
+  s.consumer_wgs = int32_t(EnvChoice("PREFIXD_SM90A_CONSUMERS", {"auto", "1", "2"}, 0));
   return s;
 }
 

@@ -61,6 +61,7 @@ struct KernelCase {
   Scenario sc;
   std::string kv_policy;  // PREFIXD_SM90A_KV_POLICY ("": unset, "normal", "first", "last")
   bool q_by_cp_async = false;  // PREFIXD_SM90A_Q_TMA=0 (false: unset, Q by TMA wherever it can be)
+  std::string consumers;       // PREFIXD_SM90A_CONSUMERS ("": unset, "1" the narrow CTA, "2")
   std::string Name() const {
     std::string n = kernel;
     if (!schedule.empty()) n += "_" + schedule;
@@ -68,6 +69,7 @@ struct KernelCase {
     if (max_ctas > 0) n += "_ctas" + std::to_string(max_ctas);
     if (!kv_policy.empty()) n += "_kv" + kv_policy;
     if (q_by_cp_async) n += "_qcp";
+    if (!consumers.empty()) n += "_wg" + consumers;
     return n + "_" + sc.name;
   }
 };
@@ -98,6 +100,8 @@ TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
   else env.Unset("PREFIXD_SM90A_KV_POLICY");
   if (kc.q_by_cp_async) env.Set("PREFIXD_SM90A_Q_TMA", "0");
   else env.Unset("PREFIXD_SM90A_Q_TMA");
+  if (!kc.consumers.empty()) env.Set("PREFIXD_SM90A_CONSUMERS", kc.consumers);
+  else env.Unset("PREFIXD_SM90A_CONSUMERS");
 
   PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
   CheckPrefixAttention(kc.sc, &ran);
@@ -194,6 +198,18 @@ std::vector<KernelCase> Cases() {
     if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("QueryRows", 0) == 0)
       out.push_back({"wgmma", "", 0, 3, s, "", true});
   }
+  // The CTA width forced both ways (PREFIXD_SM90A_CONSUMERS): the narrow CTA on items of more than
+  // 64 rows too (it walks them 64 rows at a time), with Q by cp.async, and on a 3-CTA grid; the
+  // wide one where auto would choose the narrow.
+  for (const Scenario& s : Scenarios())
+    if (WgmmaApplies(s)) out.push_back({"wgmma", "", 0, 0, s, "", false, "1"});
+  for (const Scenario& s : WgmmaScenarios()) {
+    out.push_back({"wgmma", "", 0, 0, s, "", false, "1"});
+    out.push_back({"wgmma", "", 0, 0, s, "", false, "2"});
+    out.push_back({"wgmma", "", 0, 0, s, "", true, "1"});
+    if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("QueryRows", 0) == 0)
+      out.push_back({"wgmma", "", 0, 3, s, "", false, "1"});
+  }
   return out;
 }
 
@@ -241,7 +257,8 @@ TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
   const std::pair<const char*, const char*> bad[] = {
       {"PREFIXD_SM90A_Q_TMA", "on"},      {"PREFIXD_SM90A_Q_TMA", "-1"},   {"PREFIXD_SM90A_Q_TMA", "1x"},
       {"PREFIXD_SM90A_STAGES", "two"},    {"PREFIXD_SM90A_MAX_CTAS", "-3"}, {"PREFIXD_SM90A_SCHEDULE", "fast"},
-      {"PREFIXD_SM90A_KV_POLICY", "auto"}, {"PREFIXD_PREFIX_PDL_TRIGGER", "yes"}};
+      {"PREFIXD_SM90A_KV_POLICY", "auto"}, {"PREFIXD_PREFIX_PDL_TRIGGER", "yes"}, {"PREFIXD_SM90A_CONSUMERS", "3"},
+      {"PREFIXD_SM90A_CONSUMERS", "narrow"}};
   for (const auto& [name, value] : bad) {
     ScopedEnv env;
     env.Set(name, value);
@@ -257,10 +274,13 @@ TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
   env.Set("PREFIXD_SM90A_KV_POLICY", "first");
   env.Set("PREFIXD_SM90A_STAGES", "3");
   env.Set("PREFIXD_SM90A_Q_TMA", "0");
+  env.Set("PREFIXD_SM90A_CONSUMERS", "1");
   const PrefixKernelSettings s = PrefixKernelSettings::FromEnvironment();
   EXPECT_EQ(s.kv_l2_hint, PrefixKvL2Hint::kEvictFirst);
   EXPECT_EQ(s.stages, 3);
   EXPECT_FALSE(s.q_tma);
+  EXPECT_EQ(s.consumer_wgs, 1);
+  EXPECT_EQ(PrefixKernelSettings{}.consumer_wgs, 0);  // auto by default
   EXPECT_EQ(PrefixKernelSettings{}.kv_l2_hint, PrefixKvL2Hint::kPlan);  // the default follows the plan
 }
 

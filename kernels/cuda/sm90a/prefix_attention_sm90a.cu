@@ -227,6 +227,11 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
     case PrefixKvL2Hint::kEvictFirst: l.kv_evict = L2Evict::kFirst; break;
     case PrefixKvL2Hint::kEvictLast: l.kv_evict = L2Evict::kLast; break;
   }
+  // The narrow CTA where no item needs a second consumer warpgroup (WgmmaPrefixConfig): the decode
+  // kernel's CTAs then fit beside it on every SM.
+  const int narrow_rows = WgmmaPrefixConfig<__half, 128, 2, false, 1>::TILE_ROWS;
+  l.narrow = set.consumer_wgs == 1 ||
+             (set.consumer_wgs == 0 && params.max_item_rows > 0 && params.max_item_rows <= narrow_rows);
   const bool fp16 = params.dtype == DType::kFloat16;
   if (params.head_dim == 64)
     return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);

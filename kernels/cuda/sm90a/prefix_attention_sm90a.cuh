@@ -47,7 +47,16 @@
 
 namespace prefixd::kernels::cuda::sm90a {
 
-template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_>
+// CONSUMER_WGS_ = 1 is the narrow CTA (PrefixKernelSettings::consumer_wgs): for items of at most
+// 64 rows, where the second consumer warpgroup of the wide CTA would only wait and release stages.
+// It launches with half the register file (launch bounds of 2 CTAs per SM: 256 threads × 128
+// registers, moved by setmaxnreg to 24 for the producer warpgroup and 232 for the consumer) and
+// ~145 KiB of shared memory, so that the decode kernel's CTAs (a programmatic dependent launch,
+// scheduled as soon as every prefix CTA starts its last item) fit on the same SM and stream their
+// suffix K/V beside the prefix instead of after it: the wide CTA holds all 65536 registers, and
+// no decode CTA ever co-resided with it (bench/NOTES-fused.md). Plain schedule only: FA3's
+// ping-pong needs two consumer warpgroups.
+template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2>
 struct WgmmaPrefixConfig {
   using Element = T;
   static constexpr int HEAD_DIM = HEAD_DIM_;
@@ -55,10 +64,19 @@ struct WgmmaPrefixConfig {
   static constexpr bool OVERLAP = OVERLAP_;  // FA3 schedule (Consumer::RowTileOverlapped)
   static constexpr int BLOCK_N = 128;       // tokens per K/V tile (the N of S = Q·Kᵀ)
   static constexpr int WG_ROWS = 64;        // query rows per consumer warpgroup (wgmma M)
-  static constexpr int CONSUMER_WGS = 2;
+  static constexpr int CONSUMER_WGS = CONSUMER_WGS_;
   static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
   static constexpr int THREADS = 128 * (1 + CONSUMER_WGS);
-  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;  // 128·24 + 256·240 ≤ 64 K
+  // Launch bounds' minimum CTAs per SM: the registers reserved per thread at launch are
+  // 65536 / (THREADS · this), rounded down to 8 (168 wide, 128 narrow); setmaxnreg then moves
+  // them within the CTA, so 128 · PRODUCER_REGS + 128 · CONSUMER_WGS · CONSUMER_REGS must fit.
+  static constexpr int MIN_CTAS_PER_SM = CONSUMER_WGS == 1 ? 2 : 1;
+  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMER_WGS == 1 ? 232 : 240;
+  static constexpr int LAUNCH_REGS = (65536 / (THREADS * MIN_CTAS_PER_SM)) / 8 * 8;
+  static_assert(128 * PRODUCER_REGS + 128 * CONSUMER_WGS * CONSUMER_REGS <= LAUNCH_REGS * THREADS,
+                "setmaxnreg cannot hand out more registers than the launch reserved");
+  static_assert(CONSUMER_WGS == 2 || (CONSUMER_WGS == 1 && !OVERLAP),
+                "the FA3 schedule's ping-pong needs two consumer warpgroups");
 
   static constexpr int PANELS = HEAD_DIM / 64;         // 128-byte column panels per row
   static constexpr int Q_PANEL_BYTES = WG_ROWS * 128;
@@ -734,7 +752,7 @@ struct Consumer {
 };
 
 template <typename CFG>
-__global__ void __launch_bounds__(CFG::THREADS, 1)
+__global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
                                const __grid_constant__ CUtensorMap tmap_v, const __grid_constant__ CUtensorMap tmap_q,
                                const int q_tma, const int trigger_dependents, const int kv_evict) {
@@ -785,11 +803,15 @@ struct WgmmaLaunch {
   // L2 eviction priority of the prefix K/V tile loads (PrefixKernelSettings::kv_l2_hint, or the
   // plan's PrefixAttentionParams::kv_evict_first; kNone: no cache hint).
   L2Evict kv_evict = L2Evict::kNone;
+  // The narrow CTA (one consumer warpgroup, 2 stages, plain schedule; WgmmaPrefixConfig): stages
+  // and overlap are then ignored.
+  bool narrow = false;
 };
 
 template <typename CFG>
 void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
-  RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES);
+  // The narrow CTA leaves room for decode CTAs only under the largest carveout.
+  RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
       l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? 1 : 0, l.trigger_dependents ? 1 : 0,
       static_cast<int>(l.kv_evict));
@@ -817,6 +839,7 @@ constexpr int kDeepStages = HEAD_DIM == 128 ? 3 : 4;
 template <typename T, int HEAD_DIM>
 void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
   constexpr int DEEP = kDeepStages<T, HEAD_DIM>;
+  if (l.narrow) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 1>>(l, stream);
   if (l.stages > 2) {
     if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
     return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);

@@ -136,7 +136,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_stream_items_) d << " [decode streaming]";
   if (decode_persistent_) d << " [decode persistent]";
   if (!decode_warmup_) d << " [decode warm-up off]";
-  if (decode_warmup_ && std::getenv("PREFIXD_DECODE_WARMUP_MIB") != nullptr)
+  if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
   if (fused_) {
     d << " [fused cascade" << (FusedCascadeReady() ? "" : ": not on this device/build");
@@ -152,6 +152,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
     d << " [prefix K/V L2 hint forced: " << kHintNames[int(prefix_settings_.kv_l2_hint)] << "]";
   }
+  if (prefix_settings_.consumer_wgs != 0)
+    d << " [prefix CTA width forced: " << prefix_settings_.consumer_wgs << " consumer warpgroup(s)]";
   description_ = d.str();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
@@ -448,10 +450,15 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   int32_t* host = BeginUpload(&plan_buffer_);
   std::memcpy(host, flat.data(), flat.size() * sizeof(int32_t));
   if (o_bases > o_end) host[o_end] = 0;
+  // One pass over the decode items: their bases, which requests have any, the longest item.
+  std::vector<char> has_decode(size_t(b), 0);
+  int max_decode_item_tokens = 0;
   for (int64_t i = 0; i < nd; ++i) {
-    const int32_t r = plan.decode_items[i].request;
-    host[o_bases + 2 * i] = plan.suffix.indptr[r];
-    host[o_bases + 2 * i + 1] = plan.state_indptr[r];
+    const DecodeWorkItem& it = plan.decode_items[size_t(i)];
+    host[o_bases + 2 * i] = plan.suffix.indptr[it.request];
+    host[o_bases + 2 * i + 1] = plan.state_indptr[it.request];
+    has_decode[size_t(it.request)] = 1;
+    max_decode_item_tokens = std::max(max_decode_item_tokens, it.kv_end - it.kv_begin);
   }
   int64_t o_list = o_fused;
   int64_t list_offsets[3][2];
@@ -472,8 +479,6 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   }
   // merge_requests, those without decode items first.
   const int64_t o_partitioned = o_finished + (fused ? b : 0);
-  std::vector<char> has_decode(size_t(b), 0);
-  for (const DecodeWorkItem& it : plan.decode_items) has_decode[size_t(it.request)] = 1;
   int64_t num_no_decode = 0, at = o_partitioned;
   for (const int32_t r : plan.merge_requests)
     if (!has_decode[size_t(r)]) host[at++] = r, ++num_no_decode;
@@ -505,8 +510,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.num_merge_no_decode = int(num_no_decode);
   for (const PrefixWorkItem& it : plan.prefix_items)
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
-  for (const DecodeWorkItem& it : plan.decode_items)
-    loaded.max_decode_item_tokens = std::max(loaded.max_decode_item_tokens, it.kv_end - it.kv_begin);
+  loaded.max_decode_item_tokens = max_decode_item_tokens;
   loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
   loaded.fused = fused;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};

@@ -232,7 +232,8 @@ class CudaBackend final : public Backend {
   bool decode_stream_items_ = true;  // PREFIXD_DECODE_STREAM
   bool decode_persistent_ = false;   // PREFIXD_DECODE_PERSISTENT
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
-  int64_t decode_warmup_bytes_ = int64_t(4) << 20;  // PREFIXD_DECODE_WARMUP_MIB
+  static constexpr int64_t kDefaultDecodeWarmupBytes = int64_t(4) << 20;
+  int64_t decode_warmup_bytes_ = kDefaultDecodeWarmupBytes;  // PREFIXD_DECODE_WARMUP_MIB
   // PREFIXD_CONCURRENT_DECODE_SMS (0: off). When on: the decode kernel's stream (lowest priority;
   // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.
   int concurrent_decode_sms_ = 0;

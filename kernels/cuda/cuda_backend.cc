@@ -561,8 +561,12 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // alone (RunCascadeParts), so that the part times are those of the step's kernels.
     if (concurrent_decode_sms_ > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_decode_sms_;
     // The decode kernel of this plan follows (in this call or the caller's next): its start into L2
-    // at the prefix kernel's end. Not beside a concurrent decode, which has started long before.
-    if (concurrent_decode_sms_ == 0) p.decode_warmup = DecodeWarmup(args);
+    // at the prefix kernel's end. Not beside a concurrent decode, which has started long before,
+    // nor beside the narrow sm_90a CTA, whose decode CTAs start with it (the warm-up then only
+    // held the prefix CTAs' exit back: −0.1 to −1.4 µs per step without it, 11 of 14 shapes,
+    // bench/RESULTS.md session 22).
+    const bool decode_beside = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
+    if (concurrent_decode_sms_ == 0 && !decode_beside) p.decode_warmup = DecodeWarmup(args);
     PrefixAttention(p, stream);
   }
   if (decode_part) {

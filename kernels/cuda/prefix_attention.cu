@@ -68,6 +68,7 @@ bool Built() { return false; }
 bool Supports(const PrefixAttentionParams&) { return false; }
 bool DeviceReady() { return false; }
 int TileRows() { return 128; }
+bool UsesNarrowCta(const PrefixAttentionParams&) { return false; }
 void PrefixAttention(const PrefixAttentionParams&, cudaStream_t) {
   PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: this build has no sm_90a kernels");
 }

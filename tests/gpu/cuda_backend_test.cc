@@ -534,9 +534,11 @@ TEST(CudaFusedCascade, MergeKernelModeIsCorrectAndBadSettingsAreRefused) {
 // PREFIXD_DECODE_WARMUP_MIB; DecodeL2Warmup) is a hint: off, on without K/V rows, with 1 MiB of
 // them (a few items, one tile each) and with 1024 MiB (every item, more tokens than any suffix has)
 // give the oracle's results on every cascade shape (page sizes 8-64, split suffixes, requests
-// without a suffix, several groups); bad settings are refused.
+// without a suffix, several groups); bad settings are refused. The wide prefix CTA is forced: the
+// backend skips the warm-up beside the narrow one, which these small shapes would otherwise get.
 std::unique_ptr<Backend> MakeBackendWithDecodeWarmup(const char* on, const char* mib) {
-  return MakeCudaBackendWithEnv({{"PREFIXD_DECODE_WARMUP", on}, {"PREFIXD_DECODE_WARMUP_MIB", mib}});
+  return MakeCudaBackendWithEnv(
+      {{"PREFIXD_DECODE_WARMUP", on}, {"PREFIXD_DECODE_WARMUP_MIB", mib}, {"PREFIXD_SM90A_CONSUMERS", "2"}});
 }
 
 TEST(CudaCascade, DecodeWarmupChangesNoResultAndBadSettingsAreRefused) {

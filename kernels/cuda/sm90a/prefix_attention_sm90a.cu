@@ -190,6 +190,14 @@ bool DeviceReady() {
 
 int TileRows() { return WgmmaPrefixConfig<__half, 128, 2, true>::TILE_ROWS; }
 
+bool UsesNarrowCta(const PrefixAttentionParams& params) {
+  // Where no item needs a second consumer warpgroup (WgmmaPrefixConfig): the decode kernel's CTAs
+  // then fit beside it on every SM.
+  constexpr int kNarrowRows = WgmmaPrefixConfig<__half, 128, 2, false, 1>::TILE_ROWS;
+  const int32_t wgs = params.settings.consumer_wgs;
+  return wgs == 1 || (wgs == 0 && params.max_item_rows > 0 && params.max_item_rows <= kNarrowRows);
+}
+
 void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   PREFIXD_CHECK_ARG(Supports(params), "sm_90a prefix attention: unsupported shape (head_dim "
                                           << params.head_dim << ", causal " << params.causal << ")");
@@ -227,11 +235,7 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
     case PrefixKvL2Hint::kEvictFirst: l.kv_evict = L2Evict::kFirst; break;
     case PrefixKvL2Hint::kEvictLast: l.kv_evict = L2Evict::kLast; break;
   }
-  // The narrow CTA where no item needs a second consumer warpgroup (WgmmaPrefixConfig): the decode
-  // kernel's CTAs then fit beside it on every SM.
-  const int narrow_rows = WgmmaPrefixConfig<__half, 128, 2, false, 1>::TILE_ROWS;
-  l.narrow = set.consumer_wgs == 1 ||
-             (set.consumer_wgs == 0 && params.max_item_rows > 0 && params.max_item_rows <= narrow_rows);
+  l.narrow = UsesNarrowCta(params);
   const bool fp16 = params.dtype == DType::kFloat16;
   if (params.head_dim == 64)
     return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);

@@ -54,6 +54,9 @@ bool Supports(const PrefixAttentionParams& params);
 bool DeviceReady();
 // Rows of one row tile (the planner's prefix_tile_rows for this path).
 int TileRows();
+// Whether a launch of these params runs the narrow CTA (one consumer warpgroup; settings.
+// consumer_wgs, or auto with every item at most 64 rows), beside which the decode kernel's CTAs fit.
+bool UsesNarrowCta(const PrefixAttentionParams& params);
 // Asynchronous on `stream`, no allocation (tensor maps are encoded on the host once per K/V base
 // pointer and shape, then cached). Requires Supports(params) && DeviceReady().
 void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream);

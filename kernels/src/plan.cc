@@ -87,6 +87,8 @@ void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.min_decode_chunk >= 1, "plan options: min_decode_chunk must be ≥ 1, got " << o.min_decode_chunk);
   PREFIXD_CHECK_ARG(o.fine_prefix_chunk >= 0,
                     "plan options: fine_prefix_chunk must be ≥ 0 (0: off), got " << o.fine_prefix_chunk);
+  PREFIXD_CHECK_ARG(o.fine_max_suffix_ratio >= 0,
+                    "plan options: fine_max_suffix_ratio must be ≥ 0, got " << o.fine_max_suffix_ratio);
   PREFIXD_CHECK_ARG(o.plain_margin >= 0 && o.plain_margin < 1,
                     "plan options: plain_margin must be in [0, 1), got " << o.plain_margin);
   PREFIXD_CHECK_ARG(o.tiny_prefix_tokens >= 0,
@@ -280,14 +282,22 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
 // took 1.1-3.3 µs off 10-20 µs steps; where the given grid already covered half the SMs the finer
 // one was up to 7% slower (the decode loses the SMs it ran on beside the prefix grid), which the
 // model does not predict. The model also flatters the fine plans, so they compete with the other
-// cascades only (by plain_margin, PlanChosen), never with plain layouts.
+// cascades only (by plain_margin, PlanChosen), never with plain layouts. Nor where the suffixes
+// are long against the prefix (PlanOptions::fine_max_suffix_ratio: the decode beside the narrow
+// prefix CTA then covers the prefix grid's fixed cost, session 22).
 std::optional<Scored> ScoreFineCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
                                        const CostModelParams& params, size_t given_items, int* candidates) {
   if (base.fine_prefix_chunk <= 0 || base.fine_prefix_chunk >= base.min_prefix_chunk) return std::nullopt;
   const int target = base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items;
   bool binds = false;
-  for (const PrefixGroup& g : batch.groups) binds = binds || g.prefix.num_tokens >= 2 * int64_t(base.fine_prefix_chunk);
+  double prefix_tokens = 0, suffix_tokens = 0;
+  for (const PrefixGroup& g : batch.groups) {
+    binds = binds || g.prefix.num_tokens >= 2 * int64_t(base.fine_prefix_chunk);
+    prefix_tokens += g.prefix.num_tokens;
+  }
+  for (int r = 0; r < batch.num_requests(); ++r) suffix_tokens += batch.suffix.SeqLen(r, pool.page_size);
   if (given_items == 0 || int64_t(given_items) * 8 > target || !binds) return std::nullopt;
+  if (suffix_tokens > base.fine_max_suffix_ratio * prefix_tokens) return std::nullopt;
   std::optional<Scored> best;
   for (const int min_decode_chunk : {base.min_decode_chunk, INT_MAX}) {
     PlanOptions o = base;

@@ -606,10 +606,14 @@ TEST(CostModel, PlannerOnTheH200S17Grid) {
   // goes to plain decode by the tiny-prefix rule; its S32 neighbour (suffix under half the prefix)
   // keeps the cascade, 5% faster.
   EXPECT_EQ(plain_tiny_ties, 1);
-  // Every timed fine plan is what the planner chooses (a table row with a fine time it no longer
-  // picks would mean the gate moved).
-  EXPECT_EQ(fine_chosen, std::count_if(std::begin(kS17Rows), std::end(kS17Rows),
-                                       [](const S17Row& r) { return !std::isnan(r.fine); }));
+  // Every timed fine plan whose suffixes are at most fine_max_suffix_ratio × its prefix is what the
+  // planner chooses (a row it no longer picks would mean the gate moved). The longer-suffix rows
+  // (32/8 B16 P256 and P1024 at S256) were fine-chunk wins with session 17's kernels; beside the
+  // narrow prefix CTA of session 22 they measured 2.5-6% slower, hence the gate.
+  const double max_ratio = H200PlanOptions().fine_max_suffix_ratio;
+  EXPECT_EQ(fine_chosen, std::count_if(std::begin(kS17Rows), std::end(kS17Rows), [&](const S17Row& r) {
+              return !std::isnan(r.fine) && double(r.b) * r.s <= max_ratio * r.p;
+            }));
   std::printf("# s17 planner check with the built-in defaults: worst ratio %.3f; fine prefix chunks chosen on %d "
               "shapes\n", worst, fine_chosen);
 }

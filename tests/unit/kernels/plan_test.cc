@@ -596,17 +596,19 @@ std::string ShapeName(int h_kv, int requests, int prefix, int suffix) {
 }
 
 // The fine prefix chunks (PlanOptions::fine_prefix_chunk) are a candidate only where the given
-// plan's prefix grid is at most an eighth of the item target, and chosen only for a clear predicted
-// gain; off with 0, and never without the layout choice.
-TEST(PlanLayout, FinePrefixChunksOnlyForTinyPrefixGrids) {
+// plan's prefix grid is at most an eighth of the item target and the suffixes are at most
+// fine_max_suffix_ratio times the prefix, and chosen only for a clear predicted gain; off with 0,
+// and never without the layout choice.
+TEST(PlanLayout, FinePrefixChunksOnlyForTinyPrefixGridsAndShortSuffixes) {
   struct Case {
     int h_kv, requests, prefix, suffix;
     bool fine;  // chosen with the built-in H200 model
   };
-  // 32/8 B16 P1024: 16 items of 512 tokens → 64 of 128 (measured 18.2 → 15.0 µs, session 17);
+  // 32/8 B16 P1024 S32: 16 items of 512 tokens → 64 of 128 (measured 18.2 → 15.0 µs, session 17;
+  // 16.8 → 14.3 in session 22); S256: suffixes 4 × the prefix (fine measured 6% slower, session 22);
   // 32/32 B64 P1024: 64 given items, more than an eighth of 132 (finer measured 3.3% slower);
   // 32/8 B16 P8192: 128 given items; P128: nothing shorter than one 128-token chunk.
-  const Case cases[] = {{8, 16, 1024, 32, true}, {8, 16, 1024, 256, true}, {32, 64, 1024, 256, false},
+  const Case cases[] = {{8, 16, 1024, 32, true}, {8, 16, 1024, 256, false}, {32, 64, 1024, 256, false},
                         {8, 16, 8192, 32, false}, {8, 16, 128, 256, false}};
   for (const Case& c : cases) {
     SCOPED_TRACE(ShapeName(c.h_kv, c.requests, c.prefix, c.suffix));
@@ -638,6 +640,18 @@ TEST(PlanLayout, FinePrefixChunksOnlyForTinyPrefixGrids) {
   ExpectSamePlan(PlanCascade(batch, pool, o), PlanCascade(batch, pool, GpuLikeOptions(false)));
   o.fine_prefix_chunk = -1;
   EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "fine_prefix_chunk");
+  o.fine_prefix_chunk = 128;
+  o.fine_max_suffix_ratio = -0.5;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "fine_max_suffix_ratio");
+  // The ratio is the gate: at 32/8 B16 P1024 S256 (ratio 4) a limit of 4 lets the candidate in.
+  KvPoolShape long_pool;
+  const DecodeBatch long_suffixes = GroupsBatch({{16, 1024}}, 256, 32, 16, &long_pool, 8);
+  PlanOptions loose = GpuLikeOptions(true);
+  loose.fine_prefix_chunk = 128;
+  loose.fine_max_suffix_ratio = 4.0;
+  PlanReport loose_report;
+  (void)PlanCascade(long_suffixes, long_pool, loose, &loose_report);
+  EXPECT_EQ(loose_report.min_prefix_chunk, 128);
 }
 
 // Prefixes of at most tiny_prefix_tokens: plain decode is taken on a predicted near-tie (within

@@ -65,6 +65,12 @@ struct PlanOptions {
   // busiest CTA's tiles; whether more, shorter items win depends on what the decode loses (more
   // states to merge, fewer SMs free beside the prefix grid), which the cost model decides.
   int fine_prefix_chunk = 0;
+  // ... and only where the batch's suffix tokens are at most this multiple of its prefix tokens.
+  // Beside the narrow sm_90a prefix CTA (items of ≤ 64 rows) the decode streams from the prefix
+  // grid's start, so a decode several times the prefix covers the prefix grid's fixed cost, and a
+  // finer prefix grid then only takes bandwidth and SMs from it (bench/NOTES-planner.md, session
+  // 22: fine chunks 2.5-6% slower at suffix/prefix 4 and 16, 12-15% faster at 0.5).
+  double fine_max_suffix_ratio = 2.0;
   int decode_chunk_align = 16;      // suffix chunk boundaries are multiples of this
   int min_decode_chunk = 256;       // never split a suffix finer than this many tokens
   bool fuse_merge = true;           // finish single-chunk suffixes in their decode items (above)

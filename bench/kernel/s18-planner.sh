@@ -6,9 +6,13 @@
 # S 64/512) with the rule. Binaries carried as $CARRY/bins.tar.xz. Logs: $OUT.
 #   run 3: CARRY=.carry/s18b (first form of the rule: every P ≤ 128 group; the S32 near-tie went to plain, 1.07-1.09)
 #   run 4: CARRY=.carry/s18c SKIP_NORULE=1 (the rule as committed: suffixes of at least half the prefix)
+# FILTER: also the carried GPU tests matching it, first.
+#   session 22 run 11 (fine chunks gated by suffix/prefix ≤ 2): CARRY=.carry/s22g SKIP_NORULE=1
+#     FILTER='*CudaPlanner*:*CudaCascade*'
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s18-planner
+[ -n "${FILTER:-}" ] && run_gpu_tests "$FILTER"
 timeout 200 $B --planner-check --dtype fp16,bf16 -c 1 >"$OUT/planner-rule.txt" 2>&1
 echo "== planner check, tiny-prefix rule on: rc=$?"; grep -E "SLOW|WRONG|^# planner check:" "$OUT/planner-rule.txt" | head -12
 if [ -z "${SKIP_NORULE:-}" ]; then

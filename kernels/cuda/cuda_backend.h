@@ -44,7 +44,8 @@
 //   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
 //                                         decode kernel (items, page-table entries, queries, first
 //                                         K/V rows) into L2 at its end (DecodeL2Warmup,
-//                                         prefix_attention.h; DecodeWarmup) (1)
+//                                         prefix_attention.h; DecodeWarmup) (1; never beside the
+//                                         narrow prefix CTA, whose decode CTAs start with it)
 //   PREFIXD_DECODE_WARMUP_MIB=n           its K/V rows: at most n MiB (0: none) (4)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
 //   PREFIXD_DECODE_TARGET_ITEMS=n         DefaultPlanOptions().target_items (2 × SMs)

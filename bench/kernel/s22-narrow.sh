@@ -13,6 +13,9 @@
 #     FILTER="*TileSharing*:*_wg1_*:*CudaCascade*:*Graph*:*BadSettings*" (every tile from the counter: slower)
 #   run 8, static tiles first and a pool of 2 (4) per item: CARRY=.carry/s22e
 #     V=default,PREFIXD_SM90A_TILE_SHARING=0,PREFIXD_PREFIX_TILE_SPARE=4 (same FILTER) AGAINST=PREFIXD_SM90A_TILE_SHARING=0
+#   run 12 (needs results/s22/decode-beside.patch; slower, not kept), the decode beside the narrow
+#   CTA, unfused (PREFIXD_DECODE_BESIDE): CARRY=.carry/s22h
+#     V=default,PREFIXD_DECODE_BESIDE=1 FILTER="*DecodeBeside*:*CudaCascade*:*CudaGraph*"
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s22-narrow

@@ -15,7 +15,7 @@ namespace prefixd::kernels::cuda {
 // first time it is called there (later calls keep the first value: pass the same one each time).
 // max_shared_carveout: also prefer the largest shared-memory carveout, for a kernel whose SMs must
 // keep room for another kernel's CTAs beside its own. Without it the narrow prefix CTA had almost
-// no decode CTA beside it (bench/RESULTS.md, session 22, runs 1-2: −3 against −95 µs over 24
+// no decode CTA beside it (bench/RESULTS.md, session 22, runs 1-2: −9 against −95 µs over 24
 // shapes), as if the driver gave the SM only the carveout this kernel's own CTA needs.
 template <auto KERNEL>
 void RaiseDynamicSmemLimitOnce(int bytes, bool max_shared_carveout = false) {

@@ -112,6 +112,8 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       {"warm0", {{"PREFIXD_DECODE_WARMUP_MIB", "0"}}},             // ... with none of its K/V rows (default: 4 MiB)
       {"warm8", {{"PREFIXD_DECODE_WARMUP_MIB", "8"}}},             // ... with up to 8 MiB of them
       {"mma-prefix", {{"PREFIXD_PREFIX_KERNEL", "mma"}}},
+      {"narrow", {{"PREFIXD_SM90A_CONSUMERS", "1"}}},              // the narrow prefix CTA, whatever the items' rows
+      {"wide", {{"PREFIXD_SM90A_CONSUMERS", "2"}}},                // the wide prefix CTA, whatever the items' rows
       // Concurrent prefix/decode (cuda_backend.h): prefix grid capped at SMs − k, decode beside it
       // on the other k SMs, unfused merge after the join.
       // The one-launch fused cascade (cuda_backend.h), and its suffix warps' L2 prefetch distance.
@@ -125,6 +127,13 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       {"conc64", {{"PREFIXD_CONCURRENT_DECODE_SMS", "64"}}},
   };
   return presets;
+}
+
+// The presets' names, comma-separated, for --help.
+std::string PresetNames() {
+  std::string names;
+  for (const auto& [name, settings] : VariantPresets()) names += (names.empty() ? "" : ", ") + name;
+  return names;
 }
 
 Variant ParseVariant(const std::string& text) {
@@ -939,9 +948,9 @@ int Main(int argc, char** argv) {
     ("csv", "write the rows as CSV to this file", cxxopts::value<std::string>())
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
     ("variants", "GPU: time each shape once per variant, each with a fresh backend, and print a shape x variant "
-                 "table last. A variant is a '+'-joined list of presets (default, trigger, notrigger, nopdl, w1, w2, w4, "
-                 "noevict, noprefetch, persistent, persistent-items, stages3, kvfirst, kvlast, plain, qcp, nowarm, warm0, warm8, mma-prefix, fused, fused-l2a1, fused-l2a3, fused-mk, conc16, conc32, conc48, conc64) and NAME=VALUE environment settings, e.g. "
-                 "default,trigger,trigger+w1", cxxopts::value<std::vector<std::string>>())
+                 "table last. A variant is a '+'-joined list of presets (" + PresetNames() +
+                 ") and NAME=VALUE environment settings, e.g. default,trigger,trigger+w1",
+     cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode and the planner's choice (PlanOptions::choose_layout "
                       "with the cost model); exit 1 if any choice / min(cascade, plain) > 1.05. Default grid: heads "
                       "32/32,32/8, B 16,64,256, P 128,256,1024,8192,32768, S 32,256. Without a GPU: the choices and "

@@ -148,12 +148,9 @@ Variant ParseVariant(const std::string& text) {
       continue;
     }
     const auto it = VariantPresets().find(part);
-    if (it == VariantPresets().end()) {
-      std::string names;
-      for (const auto& [name, env] : VariantPresets()) names += " " + name;
+    if (it == VariantPresets().end())
       PREFIXD_THROW(::prefixd::ErrorKind::kInvalidArgument,
-                    "--variants: unknown variant '" << part << "' (presets:" << names << "; or NAME=VALUE)");
-    }
+                    "--variants: unknown variant '" << part << "' (presets: " << PresetNames() << "; or NAME=VALUE)");
     v.env.insert(v.env.end(), it->second.begin(), it->second.end());
   }
   return v;

@@ -565,8 +565,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // nor beside the narrow sm_90a CTA, whose decode CTAs start with it (the warm-up then only
     // held the prefix CTAs' exit back: −0.1 to −1.4 µs per step without it, 11 of 14 shapes,
     // bench/RESULTS.md session 22).
-    const bool decode_beside = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
-    if (concurrent_decode_sms_ == 0 && !decode_beside) p.decode_warmup = DecodeWarmup(args);
+    const bool narrow_prefix = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
+    if (concurrent_decode_sms_ == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
     PrefixAttention(p, stream);
   }
   if (decode_part) {

@@ -285,19 +285,20 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
 // cascades only (by plain_margin, PlanChosen), never with plain layouts. Nor where the suffixes
 // are long against the prefix (PlanOptions::fine_max_suffix_ratio: the decode beside the narrow
 // prefix CTA then covers the prefix grid's fixed cost, session 22).
+// suffix_tokens: the batch's suffix tokens over all requests.
 std::optional<Scored> ScoreFineCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
-                                       const CostModelParams& params, size_t given_items, int* candidates) {
+                                       const CostModelParams& params, size_t given_items, int64_t suffix_tokens,
+                                       int* candidates) {
   if (base.fine_prefix_chunk <= 0 || base.fine_prefix_chunk >= base.min_prefix_chunk) return std::nullopt;
   const int target = base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items;
   bool binds = false;
-  double prefix_tokens = 0, suffix_tokens = 0;
+  int64_t prefix_tokens = 0;
   for (const PrefixGroup& g : batch.groups) {
     binds = binds || g.prefix.num_tokens >= 2 * int64_t(base.fine_prefix_chunk);
     prefix_tokens += g.prefix.num_tokens;
   }
-  for (int r = 0; r < batch.num_requests(); ++r) suffix_tokens += batch.suffix.SeqLen(r, pool.page_size);
   if (given_items == 0 || int64_t(given_items) * 8 > target || !binds) return std::nullopt;
-  if (suffix_tokens > base.fine_max_suffix_ratio * prefix_tokens) return std::nullopt;
+  if (double(suffix_tokens) > base.fine_max_suffix_ratio * double(prefix_tokens)) return std::nullopt;
   std::optional<Scored> best;
   for (const int min_decode_chunk : {base.min_decode_chunk, INT_MAX}) {
     PlanOptions o = base;
@@ -353,11 +354,13 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
   // (PlanOptions). One whose lower bound is not below its limit is skipped, and so are its supersets
   // (more bytes to stream).
   std::vector<uint8_t> tiny(num_groups, 0);  // PlanOptions::tiny_prefix_tokens applies to the group
+  int64_t batch_suffix_tokens = 0;            // for the fine chunks (ScoreFineCascade)
   for (int g = 0; g < num_groups; ++g) {
     const PrefixGroup& grp = batch.groups[g];
     int64_t suffix_tokens = 0;
     for (int r = grp.first_request; r < grp.first_request + grp.num_requests; ++r)
       suffix_tokens += batch.suffix.SeqLen(r, pool.page_size);
+    batch_suffix_tokens += suffix_tokens;
     tiny[g] = grp.prefix.num_tokens <= options.tiny_prefix_tokens &&
               2 * suffix_tokens >= int64_t(grp.num_requests) * grp.prefix.num_tokens;
   }
@@ -402,7 +405,7 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
   // The all-cascade layout kept: the fine prefix chunks, for a clear predicted gain too.
   if (best.plain == none)
     if (const std::optional<Scored> fine =
-            ScoreFineCascade(batch, pool, base, params, cascade.given_prefix_items, &candidates))
+            ScoreFineCascade(batch, pool, base, params, cascade.given_prefix_items, batch_suffix_tokens, &candidates))
       if (fine->us < cascade.us * (1.0 - options.plain_margin)) best = *fine;
   if (report) {
     report->group_plain = best.plain;

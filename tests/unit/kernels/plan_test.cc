@@ -556,7 +556,12 @@ TEST(PlanLayout, PicksPlainForTinyPrefixesAndCascadeForLongSharedOnes) {
         << "predicted cascade " << report.predicted_cascade_us << " us, plain " << report.predicted_plain_us << " us";
     EXPECT_EQ(plan.prefix_items.empty(), c.plain);
     EXPECT_EQ(plan.groups[0].prefix.num_tokens, c.plain ? 0 : c.prefix);
-    EXPECT_LE(report.predicted_us, std::min(report.predicted_cascade_us, report.predicted_plain_us) + 1e-9);
+    // The cheaper prediction, except where the tiny-prefix rule takes plain decode on a near-tie
+    // (TinyPrefixNearTiesGoToPlainDecode).
+    const PlanOptions o = GpuLikeOptions(true);
+    const bool tiny_rule = c.plain && c.prefix <= o.tiny_prefix_tokens && 2 * c.suffix >= c.prefix;
+    EXPECT_LE(report.predicted_us, std::min(report.predicted_cascade_us, report.predicted_plain_us) *
+                                           (tiny_rule ? 1 + o.tiny_prefix_margin : 1.0) + 1e-9);
     EXPECT_NEAR(report.predicted_us, PredictCost(plan, CostModelParams::H200()).total_us, 1e-6);
     EXPECT_GE(report.candidates, 2);
   }
@@ -661,26 +666,32 @@ TEST(PlanLayout, TinyPrefixNearTiesGoToPlainDecode) {
     int h_kv, requests, prefix, suffix;
     bool plain_with_rule, plain_without;
   };
-  // 32/32 B16 P128: the built-in model's near-ties (S256: 28.3 against 28.2 µs predicted; plain
-  // measured 6.6-9.3% faster, sessions 17-18); at S32 the suffix is under half the prefix, so the
-  // rule does not apply (the cascade measured 5-8% faster); 32/8 B16 P128: plain by a clear margin
-  // either way; 32/32 B16 P256 and B64 P128: the cascade by a clear margin either way.
-  const Case cases[] = {{32, 16, 128, 256, true, false}, {32, 16, 128, 64, true, false},
-                        {32, 16, 128, 32, false, false}, {8, 16, 128, 256, true, true},
-                        {32, 16, 256, 256, false, false}, {32, 64, 128, 32, false, false}};
+  // 32/8 B64 P256 S256: the built-in model's near-tie (32.8 against 32.4 µs predicted, session 23's
+  // fit; plain measured 9% faster: 32.4 against 35.3 µs). 32/32 B16 P128 at S256 and S64 were
+  // near-ties of the session-8 model (plain measured 6.6-9.3% faster at S256 in sessions 17-18);
+  // with session 22's kernels the cascade caught up (29.9 against 30.2 µs in session 23) and the
+  // session-23 fit predicts it 6-10% faster, beyond the rule's margin. At S32 the suffix is under
+  // half the prefix, so the rule does not apply; 32/8 B16 P128: plain by a clear margin either
+  // way; 32/32 B16 P256 and B64 P128: the cascade by a clear margin either way.
+  const Case cases[] = {{32, 16, 128, 256, false, false}, {32, 16, 128, 64, false, false},
+                        {32, 16, 128, 32, false, false},  {8, 16, 128, 256, true, true},
+                        {32, 16, 256, 256, false, false}, {32, 64, 128, 32, false, false},
+                        {8, 64, 256, 256, true, false}};
   for (const Case& c : cases) {
     SCOPED_TRACE(ShapeName(c.h_kv, c.requests, c.prefix, c.suffix));
     KvPoolShape pool;
     const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv);
     PlanOptions o = GpuLikeOptions(true);
-    ASSERT_EQ(o.tiny_prefix_tokens, 128);
+    ASSERT_EQ(o.tiny_prefix_tokens, 256);
     PlanReport with_rule, without;
     PlanCascade(batch, pool, o, &with_rule);
     o.tiny_prefix_tokens = 0;
     PlanCascade(batch, pool, o, &without);
     ASSERT_EQ(with_rule.group_plain.size(), 1u);
-    EXPECT_EQ(bool(with_rule.group_plain[0]), c.plain_with_rule);
-    EXPECT_EQ(bool(without.group_plain[0]), c.plain_without);
+    EXPECT_EQ(bool(with_rule.group_plain[0]), c.plain_with_rule)
+        << "predicted cascade " << with_rule.predicted_cascade_us << " us, plain " << with_rule.predicted_plain_us;
+    EXPECT_EQ(bool(without.group_plain[0]), c.plain_without)
+        << "predicted cascade " << without.predicted_cascade_us << " us, plain " << without.predicted_plain_us;
     if (c.plain_with_rule && !c.plain_without) {
       EXPECT_GE(with_rule.predicted_plain_us, with_rule.predicted_cascade_us * (1 - o.plain_margin));
       EXPECT_LE(with_rule.predicted_plain_us, with_rule.predicted_cascade_us * (1 + o.tiny_prefix_margin));

@@ -38,7 +38,10 @@
 //            overlap = min(pdl_overlap_us + pdl_overlap_frac · decode, prefix, decode,
 //                          prefix + decode − max(prefix, decode, prefix bytes + decode bytes times))
 //            (the decode grid is a programmatic dependent launch that the prefix kernel triggers
-//            early; side by side the two share HBM: together at least both parts' byte times).
+//            early; side by side the two share HBM: together at least both parts' byte times),
+//            plus narrow_overlap_frac · min(prefix, decode) where the prefix kernel runs its narrow
+//            sm_90a CTA (every prefix item ≤ 64 rows at head_dim ≤ 128): the decode kernel's CTAs
+//            then fit beside the prefix CTAs and stream from the prefix kernel's start.
 //      A part timed alone (the benchmark's prefix_us / suffix_us / merge_us) is step_fixed_us +
 //      part: step_fixed_us is what every timed region pays (event/launch floor, the write-back of
 //      the benchmark's L2 flush).
@@ -72,6 +75,7 @@ struct CostModelParams {
   double step_fixed_us = 6;      // once per timed step (see above)
   double pdl_overlap_us = 2;     // saved when the decode grid starts during the prefix kernel
   double pdl_overlap_frac = 0;   // ... plus this fraction of the shorter part
+  double narrow_overlap_frac = 0;  // ... plus this fraction of it beside the narrow prefix CTA
 
   double prefix_launch_us = 8;          // per prefix launch
   double prefix_item_us = 4;            // per prefix item (Q gather, pipeline fill/drain, epilogue)
@@ -126,6 +130,7 @@ struct CostBreakdown {
 struct PlanProfile {
   int head_dim = 0, gqa = 1, num_kv_heads = 0, num_qo_heads = 0;
   int prefix_ctas = 0;  // CTAs of the prefix launch (min(items, SMs · ctas per SM)); 0: no launch
+  bool prefix_narrow = false;  // the narrow sm_90a prefix CTA runs (every item ≤ 64 rows, D ≤ 128)
   // Per prefix CTA (only the distinct, non-dominated (items, units) pairs): its item count and
   // its 64×128 units; the busiest CTA under any parameters is one of these.
   std::vector<std::pair<double, double>> prefix_cta_loads;

@@ -93,15 +93,15 @@ struct PlanOptions {
   // less when other work shares the memory system.
   double plain_margin = 0.03;
   // With choose_layout: the other way round for groups whose prefix has at most tiny_prefix_tokens
-  // (one K/V tile of the prefix kernel) and whose requests' suffixes average at least half of it: a
-  // layout whose plain groups are all such is chosen unless the all-cascade layout is predicted
-  // faster by more than tiny_prefix_margin. There the prefix kernel's items are one tile each
+  // (two K/V tiles of the prefix kernel) and whose requests' suffixes average at least half of it:
+  // a layout whose plain groups are all such is chosen unless the all-cascade layout is predicted
+  // faster by more than tiny_prefix_margin. There the prefix kernel's items are a tile or two each
   // (launch, query gather, epilogue: fixed costs) while plain decode re-reads at most twice the
-  // suffix per request from L2; on the H200 plain decode measured 1-17% faster at every near-tie
-  // the model predicted (P = 128, S ≥ 64; bench/NOTES-planner.md, session 18). With shorter
-  // suffixes the re-read is most of a plain item's stream and the cascade measured faster (5-16%
-  // at 32/32 B16 P128 S32), so the usual plain_margin holds. 0 tokens: off.
-  int tiny_prefix_tokens = 128;
+  // suffix per request from L2, and the model's near-ties went to plain decode when measured (P =
+  // 128, S ≥ 64, sessions 17-18; 32/8 B64 P256 S256, 9%, session 23; bench/NOTES-planner.md).
+  // With shorter suffixes the re-read is most of a plain item's stream and the cascade measured
+  // faster (5-16% at 32/32 B16 P128 S32), so the usual plain_margin holds. 0 tokens: off.
+  int tiny_prefix_tokens = 256;
   double tiny_prefix_margin = 0.05;
   std::shared_ptr<const CostModelParams> cost_model;
 };

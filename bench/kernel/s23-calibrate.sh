@@ -14,6 +14,16 @@
 # GPU tests matching it, first.
 #   run 1: CARRY=.carry/s23a PHASE=1
 #   run 2: CARRY=.carry/s23b PHASE=2 FILTER='*CudaPlanner*:*CudaCascade*:*Planner*'
+# PHASE=3: the calibration on a broader grid (heads 32/32, 32/8, 64/8; B 8-256; P 128-32768; S 32,
+# 64, 256, 512; fp16: 432 shapes), then, with its fit, checks on new held-out bf16 shapes (heads
+# 32/4, 16/16, 32/8; B 24/96/192; P 384/768/4096; S 128/384), the 72 earlier unseen shapes and the
+# grid in bf16.
+#   run 3: CARRY=.carry/s23b PHASE=3
+# PHASE=4: the built-in defaults as committed after run 3 (its fit, the split options' margin): the
+# whole GPU suite, then planner checks on run 3's held-out shapes, a second new held-out set (heads
+# 32/16, 16/4, 64/16; B 12/48/160; P 640/3072/12288; S 96/320; bf16), the 72 unseen shapes and the
+# grid in fp16 and bf16.
+#   run 4: CARRY=.carry/s23c PHASE=4
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s23-calibrate
@@ -28,7 +38,27 @@ if [ "$PHASE" = all ] || [ "$PHASE" = 1 ]; then
   echo "== calibrate + check on the fitted shapes: rc=$?"
   grep -E "SLOW|WRONG|^# fit:|^# planner check:" "$OUT/calibrate.txt" | head -12
 fi
-if [ "$PHASE" = all ] || [ "$PHASE" = 2 ]; then
+if [ "$PHASE" = 3 ]; then
+  timeout 480 $B --calibrate "$fitted" --heads 32/32,32/8,64/8 -b 8,16,32,64,128,256 \
+    -p 128,256,512,1024,8192,32768 -s 32,64,256,512 --dtype fp16 -c 1 >"$OUT/calibrate-broad.txt" 2>&1
+  echo "== broad calibration: rc=$?"; grep -E "WRONG|^# fit:" "$OUT/calibrate-broad.txt" | head -4
+  HELD="--heads 32/4,16/16,32/8 -b 24,96,192 -p 384,768,4096 -s 128,384 --dtype bf16 -c 1"
+  timeout 100 $B --cost-model "$fitted" --planner-check $HELD >"$OUT/heldout.txt" 2>&1
+  echo "== held out (new shapes): rc=$?"; grep -E "SLOW|WRONG|^# planner check:" "$OUT/heldout.txt" | head -12
+fi
+if [ "$PHASE" = 4 ]; then
+  run_gpu_tests '*'
+  model=()
+  for set in "heldout:--heads 32/4,16/16,32/8 -b 24,96,192 -p 384,768,4096 -s 128,384" \
+             "heldout2:--heads 32/16,16/4,64/16 -b 12,48,160 -p 640,3072,12288 -s 96,320" \
+             "unseen:--heads 32/32,32/8,64/8 -b 8,32,128 -p 128,512,2048,8192 -s 64,512" "grid:"; do
+    name=${set%%:*}
+    dtypes=bf16; [ "$name" = grid ] && dtypes=fp16,bf16
+    timeout 150 $B --planner-check ${set#*:} --dtype $dtypes -c 1 >"$OUT/$name.txt" 2>&1
+    echo "== $name (built-in defaults): rc=$?"; grep -E "SLOW|WRONG|^# planner check:" "$OUT/$name.txt" | head -12
+  done
+fi
+if [ "$PHASE" = all ] || [ "$PHASE" = 2 ] || [ "$PHASE" = 3 ]; then
   UNSEEN="--heads 32/32,32/8,64/8 -b 8,32,128 -p 128,512,2048,8192 -s 64,512 --dtype bf16 -c 1"
   timeout 170 $B "${model[@]}" --planner-check $UNSEEN >"$OUT/unseen.txt" 2>&1
   echo "== held out, unseen bf16 shapes: rc=$?"; grep -E "SLOW|WRONG|^# planner check:" "$OUT/unseen.txt" | head -12

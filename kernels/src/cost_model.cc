@@ -44,34 +44,33 @@ double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
 // carry the per-region floor). decode_cuda_cores.cta_gbs (no row is bound by it) and
 // prefix_cta_gbs (see cost_model.h) are estimates, not fitted.
 CostModelParams CostModelParams::H200() {
-  // FitCostModel on the calibration of session 23 (`prefixd_kernel_bench --calibrate`, 80 fp16
-  // shapes, both layouts, every part timed alone; bench/kernel/results/s23/run1-calibrate.txt), i.e.
-  // on today's kernels, the narrow prefix CTA among them: ln-error RMS 0.0625 over its 414 samples
-  // (the session-8 defaults: 0.113). prefix_tflops_mma (no D = 256 shape in it) and prefix_cta_gbs
-  // are not moved by it (see bench/NOTES-planner.md).
+  // FitCostModel on the calibration of session 23, run 3 (`prefixd_kernel_bench --calibrate`, 432
+  // fp16 shapes: heads 32/32, 32/8, 64/8, B 8-256, P 128-32768, S 32-512, both layouts, every part
+  // timed alone; bench/kernel/results/s23/run3-calibrate-broad.txt), i.e. on today's kernels, the
+  // narrow prefix CTA among them: ln-error RMS 0.072 over its 2260 samples (the session-8 defaults:
+  // 0.085). prefix_tflops_mma (no D = 256 shape in it) and prefix_cta_gbs are not moved by it (see
+  // bench/NOTES-planner.md).
   CostModelParams c;
   c.num_sms = 132;
-  c.step_fixed_us = 0.2672;
-  c.pdl_overlap_us = 5.773;
+  c.step_fixed_us = 0.9697;
+  c.pdl_overlap_us = 4.309;
   c.pdl_overlap_frac = 0;
-  c.narrow_overlap_frac = 0.1101;
-  c.prefix_launch_us = 7.271;
-  c.prefix_item_us = 1.620;
-  c.prefix_unit_overhead_us = 0.3780;
+  c.narrow_overlap_frac = 0.2549;
+  c.prefix_launch_us = 6.525;
+  c.prefix_item_us = 1.701;
+  c.prefix_unit_overhead_us = 0.3679;
   c.prefix_tflops = 1092;
   c.prefix_tflops_mma = 311.3;
-  c.prefix_gbs = 3676;
+  c.prefix_gbs = 3539;
   c.prefix_cta_gbs = 38;
-  c.decode_tensor_cores = DecodeKernelCost{4, 5.926, 1.908, 9811, 3886, 46.77};
-  c.decode_cuda_cores = DecodeKernelCost{6, 6.937, 0.7399, 6234, 4231, 14.61};
-  c.fused_prefix_us = 0.8149;
-  c.fused_chunk_us = 0.1866;
-  // The merge kernel runs in only 8 of the calibration's 414 samples (split plain suffixes, 6.1-6.9
-  // µs; the fit there sends merge_gbs to infinity): its parameters stay those fitted on the older
-  // runs that timed it more (bench/NOTES-planner.md), which predict those 8 within 8%.
-  c.merge_launch_us = 6.138;
-  c.merge_row_ns = 0.7565;
-  c.merge_gbs = 3961;
+  c.decode_tensor_cores = DecodeKernelCost{4, 4.619, 3.040, 9705, 3907, 52.12};
+  c.decode_cuda_cores = DecodeKernelCost{6, 6.361, 0.5232, 6234, 4030, 14.77};
+  c.fused_prefix_us = 1.134;
+  c.fused_chunk_us = 0.1991;
+  // 100 of the samples time the merge kernel (split suffixes): enough to fit it this time.
+  c.merge_launch_us = 4.837;
+  c.merge_row_ns = 0;
+  c.merge_gbs = 1665;
   return c;
 }
 

@@ -219,7 +219,8 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 // Layout choice (PlanOptions::choose_layout). Candidates are scored by the cost model:
 //  1. split options: the given ones, the prefix item target ×½ and ×2, each with the suffixes split
 //     as given or not split at all (6 plans per all-cascade layout; the best is the layout's
-//     score); a layout with plain groups is scored with the given splits only (below);
+//     score, another than the given splits only when predicted faster than them by more than
+//     PlanOptions::plain_margin); a layout with plain groups is scored with the given splits only;
 //  2. layouts: every group cascade; then, greedily, eligible groups flipped to plain in ascending
 //     order of their prefix work (requests × prefix tokens) while each flip lowers the predicted
 //     time (stopping at the first that does not: a group with more prefix work gains less from
@@ -256,9 +257,13 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
   // one it ran slower than predicted (unsplit plain decode on the H200: 36.5 µs against the
   // cascade's 17.1 in session 2; 15.9-16.9 against 15.5-16.1 in session 8, bench/NOTES-planner.md).
   const bool any_plain = std::find(plain.begin(), plain.end(), uint8_t(1)) != plain.end();
+  // The other split options are taken only for a predicted gain of more than plain_margin over the
+  // given ones: no calibration times them, and where the planner took one on a near-tie it measured
+  // slower (prefix target ×2 at 32/4 and 32/8 B192 P4096: 6-11%, session 23).
   Scored best;
   bool first = true;
   size_t given_items = 0;
+  double given_us = 0;
   for (const int prefix_target : {target, std::max(1, target / 2), target * 2})
     for (const int min_decode_chunk : {base.min_decode_chunk, INT_MAX}) {
       if (!first && min_decode_chunk == base.min_decode_chunk && prefix_target == target) continue;
@@ -267,7 +272,8 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
       o.prefix_target_items = prefix_target;
       o.min_decode_chunk = min_decode_chunk;
       const double us = PredictPlan(layout, pool, o, params, candidates, first ? &given_items : nullptr);
-      if (first || us < best.us) best = Scored{us, o, plain};
+      if (first) given_us = us;
+      if (first || (us < best.us && us < given_us * (1.0 - base.plain_margin))) best = Scored{us, o, plain};
       first = false;
     }
   best.given_prefix_items = given_items;

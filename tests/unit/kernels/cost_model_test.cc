@@ -567,6 +567,18 @@ GridChoice ChooseOnGrid(const GridShape& g, const PlanOptions& fixed, const Cost
   return c;
 }
 
+// The calibration's path: from the defaults perturbed badly (every fitted parameter ×1.7),
+// FitCostModel gets back to about the defaults' error on the samples.
+void ExpectFitRecovers(const std::vector<CostSample>& samples, const CostModelParams& defaults) {
+  const double base = CostFitError(samples, defaults);
+  CostModelParams bad = defaults;
+  for (const auto& f : CostModelParams::Fields())
+    if (f.fitted) bad.At(f) = bad.At(f) > 0 ? bad.At(f) * 1.7 : 1.0;
+  ASSERT_GT(CostFitError(samples, bad), 2 * base);
+  const CostModelParams fitted = FitCostModel(samples, bad);
+  EXPECT_LE(CostFitError(samples, fitted), std::max(1.2 * base, base + 0.01));
+}
+
 // The defaults against every s8 sample (older kernels, above): each within kS8RowTol, RMS within
 // kS8RmsTol.
 constexpr double kS8RowTol = 0.30;
@@ -586,12 +598,7 @@ TEST(CostModel, FitConvergesOnTheH200S8Samples) {
   const CostModelParams defaults = CostModelParams::H200();
   const std::vector<CostSample> samples = S8Samples(defaults);
   const double base = CostFitError(samples, defaults);
-  CostModelParams bad = defaults;
-  for (const auto& f : CostModelParams::Fields())
-    if (f.fitted) bad.At(f) = bad.At(f) > 0 ? bad.At(f) * 1.7 : 1.0;
-  ASSERT_GT(CostFitError(samples, bad), 2 * base);
-  const CostModelParams fitted = FitCostModel(samples, bad);
-  EXPECT_LE(CostFitError(samples, fitted), std::max(1.2 * base, base + 0.01));
+  ExpectFitRecovers(samples, defaults);
   if (std::getenv("PREFIXD_COST_MODEL_PRINT_FIT")) {
     std::vector<CostSample> all = H200Samples(defaults);
     for (const CostSample& s : samples) all.push_back(s);
@@ -679,12 +686,7 @@ TEST(CostModel, FitConvergesOnTheH200S23Samples) {
   const double total_weight = w ? std::atof(w) : kS23TotalWeight;
   const std::vector<CostSample> samples = S23Samples(defaults, total_weight);
   const double base = CostFitError(samples, defaults);
-  CostModelParams bad = defaults;
-  for (const auto& f : CostModelParams::Fields())
-    if (f.fitted) bad.At(f) = bad.At(f) > 0 ? bad.At(f) * 1.7 : 1.0;
-  ASSERT_GT(CostFitError(samples, bad), 2 * base);
-  const CostModelParams fitted = FitCostModel(samples, bad);
-  EXPECT_LE(CostFitError(samples, fitted), std::max(1.2 * base, base + 0.01));
+  ExpectFitRecovers(samples, defaults);
   if (std::getenv("PREFIXD_COST_MODEL_PRINT_FIT")) {
     const CostModelParams refit = FitCostModel(samples, defaults);
     std::printf("%s# fit on %zu s23 samples (totals weighted %g): error %.4f (defaults %.4f)\n",

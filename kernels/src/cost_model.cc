@@ -29,7 +29,7 @@ double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
 }  // namespace
 
 // Defaults: FitCostModel on the latest H200 calibration, which cost_model_test.cc holds as data
-// (kS23Rows) and checks them against; PREFIXD_COST_MODEL_PRINT_FIT=1 prefixd_unit_tests
+// (kS23BroadRows) and checks them against; PREFIXD_COST_MODEL_PRINT_FIT=1 prefixd_unit_tests
 // --gtest_filter='CostModel.FitConvergesOnTheH200S23*' prints the fit. The older rows there
 // (bench/RESULTS.md sessions 1-2, the session-8 calibration) are of older kernels and only bound
 // the defaults loosely; they pin what the calibration grid lacks (head_dim 64 and 256, the
@@ -41,8 +41,8 @@ double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
 // of 1056 tokens: 36.5 µs vs 26.8 split); fused_chunk_us the cascade decode at P ≥ 8192 vs P ≤ 256
 // (16 prefix chunks: +3.9 µs at B16, 1 wave); merge_* the plain layouts' merges; step_fixed_us
 // and pdl_overlap_* the totals against the parts alone (step_fixed_us fits to ~0: the launch terms
-// carry the per-region floor). decode_cuda_cores.cta_gbs (no row is bound by it) and
-// prefix_cta_gbs (see cost_model.h) are estimates, not fitted.
+// carry the per-region floor); narrow_overlap_frac the cascade totals whose prefix items fit the
+// narrow CTA. prefix_cta_gbs (see cost_model.h) is an estimate, not fitted.
 CostModelParams CostModelParams::H200() {
   // FitCostModel on the calibration of session 23, run 3 (`prefixd_kernel_bench --calibrate`, 432
   // fp16 shapes: heads 32/32, 32/8, 64/8, B 8-256, P 128-32768, S 32-512, both layouts, every part

@@ -491,34 +491,41 @@ PlanOptions NoSplit() {
   return o;
 }
 
+// One measured part of one grid shape's plan as a calibration sample, labelled "tag: shape layout part what".
+CostSample GridSample(const GridShape& g, Layout layout, const PlanOptions& o, CostPart part, double us,
+                      const char* tag, const char* what, const CostModelParams& params, double weight = 1) {
+  CostSample s;
+  s.profile = ProfilePlan(GridPlan(g, layout, o), params);
+  s.part = part;
+  s.measured_us = us;
+  s.weight = weight;
+  char label[160];
+  std::snprintf(label, sizeof(label), "%s: %d/%d B%d P%d S%d %s %s%s", tag, g.h_qo, g.h_kv, g.batch, g.prefix, g.suffix,
+                layout == Layout::kPlain ? "plain" : "cascade", CostPartName(part), what);
+  s.label = label;
+  return s;
+}
+
 // Every part and total of a calibration table as samples (labels start with tag); totals weighted
 // total_weight (the planner compares totals; the parts pin the model's terms).
 std::vector<CostSample> CalibrationSamples(const CalibrationRow* begin, const CalibrationRow* end, const char* tag,
                                            const CostModelParams& params, double total_weight = 1) {
   std::vector<CostSample> samples;
-  auto add = [&](const GridShape& g, Layout layout, const PlanOptions& o, CostPart part, double us, const char* what) {
-    if (!(us > 0)) return;
-    CostSample s;
-    s.profile = ProfilePlan(GridPlan(g, layout, o), params);
-    s.part = part;
-    s.measured_us = us;
-    s.weight = part == CostPart::kTotal ? total_weight : 1.0;
-    char label[160];
-    std::snprintf(label, sizeof(label), "%s: %d/%d B%d P%d S%d %s %s%s", tag, g.h_qo, g.h_kv, g.batch, g.prefix, g.suffix,
-                  layout == Layout::kPlain ? "plain" : "cascade", CostPartName(part), what);
-    s.label = label;
-    samples.push_back(s);
-  };
+  const PlanOptions o = H200PlanOptions();
   for (const CalibrationRow* r = begin; r != end; ++r) {
     const GridShape g = RowShape(*r);
-    const PlanOptions o = H200PlanOptions();
-    add(g, Layout::kCascade, o, CostPart::kTotal, r->cascade_total, "");
-    add(g, Layout::kCascade, o, CostPart::kPrefix, r->cascade_prefix, "");
-    add(g, Layout::kCascade, o, CostPart::kDecode, r->cascade_decode, "");
-    add(g, Layout::kCascade, o, CostPart::kMerge, r->cascade_merge, "");
-    add(g, Layout::kPlain, o, CostPart::kTotal, r->plain_total, "");
-    add(g, Layout::kPlain, o, CostPart::kDecode, r->plain_decode, "");
-    add(g, Layout::kPlain, o, CostPart::kMerge, r->plain_merge, "");
+    auto add = [&](Layout layout, CostPart part, double us) {
+      if (us > 0)
+        samples.push_back(GridSample(g, layout, o, part, us, tag, "", params,
+                                     part == CostPart::kTotal ? total_weight : 1.0));
+    };
+    add(Layout::kCascade, CostPart::kTotal, r->cascade_total);
+    add(Layout::kCascade, CostPart::kPrefix, r->cascade_prefix);
+    add(Layout::kCascade, CostPart::kDecode, r->cascade_decode);
+    add(Layout::kCascade, CostPart::kMerge, r->cascade_merge);
+    add(Layout::kPlain, CostPart::kTotal, r->plain_total);
+    add(Layout::kPlain, CostPart::kDecode, r->plain_decode);
+    add(Layout::kPlain, CostPart::kMerge, r->plain_merge);
   }
   return samples;
 }
@@ -529,16 +536,9 @@ std::vector<CostSample> S23Samples(const CostModelParams& params, double total_w
 
 std::vector<CostSample> S8Samples(const CostModelParams& params) {
   std::vector<CostSample> samples = CalibrationSamples(std::begin(kS8Rows), std::end(kS8Rows), "s8", params);
-  for (const S8Variant& v : kS8PlainNoSplit) {
-    const GridShape g = S8Shape(v.h_kv, v.b, v.p, v.s);
-    CostSample sample;
-    sample.profile = ProfilePlan(GridPlan(g, Layout::kPlain, NoSplit()), params);
-    sample.part = CostPart::kTotal;
-    sample.measured_us = v.total;
-    sample.label = "s8: 32/" + std::to_string(v.h_kv) + " B" + std::to_string(v.b) + " P" + std::to_string(v.p) +
-                   " S" + std::to_string(v.s) + " plain total (no split)";
-    samples.push_back(sample);
-  }
+  for (const S8Variant& v : kS8PlainNoSplit)
+    samples.push_back(GridSample(S8Shape(v.h_kv, v.b, v.p, v.s), Layout::kPlain, NoSplit(), CostPart::kTotal, v.total,
+                                 "s8", " (no split)", params));
   return samples;
 }
 

@@ -302,6 +302,13 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   o.choose_layout = EnvFlag("PREFIXD_CHOOSE_LAYOUT", true) && concurrent_decode_sms_ == 0;
   // The prefix kernel's M tile is the same for every head_dim it supports (checked in LoadPlan).
   o.prefix_tile_rows = PrefixAttentionTileRows(128);
+  // PREFIXD_PREFIX_TILE_ROWS=n: prefix items of at most n rows instead (64: the narrow CTA, beside
+  // which decode CTAs run, on every shape; for comparisons).
+  o.prefix_tile_rows = int(EnvInteger("PREFIXD_PREFIX_TILE_ROWS", 1, 1 << 16, o.prefix_tile_rows));
+  // With the layout choice, the planner also tries the narrow sm_90a CTA's 64-row items where groups
+  // have more rows (PlanOptions::narrow_tile_rows); PREFIXD_NARROW_TILE_ROWS=0 turns that off.
+  o.narrow_tile_rows = int(EnvInteger("PREFIXD_NARROW_TILE_ROWS", 0, 1 << 16,
+                                      PrefixAttentionNarrowTileRows(prefix_settings_)));
   o.prefix_chunk_align = kPrefixChunkAlign;
   // PREFIXD_MIN_PREFIX_CHUNK=n: the shortest prefix chunk instead (a multiple of the chunk
   // alignment; for comparisons of short prefixes, where 512 leaves few items).

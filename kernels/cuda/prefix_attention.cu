@@ -120,6 +120,20 @@ int PrefixAttentionTileRows(int head_dim) {
 
 int PrefixAttentionSmallTileRows() { return SMALL_TILE_ROWS; }
 
+int PrefixAttentionNarrowTileRows(const PrefixKernelSettings& settings) {
+  PrefixAttentionParams probe;  // a non-causal head_dim-128 launch of 64-row items
+  probe.settings = settings;
+  probe.head_dim = 128;
+  probe.dtype = DType::kFloat16;
+  probe.num_qo_heads = probe.num_kv_heads = 1;
+  probe.token_stride = probe.head_dim;
+  probe.max_item_rows = SMALL_TILE_ROWS;
+  const bool by_rows = settings.consumer_wgs == 0;  // auto: narrow exactly where items have ≤ 64 rows
+  return by_rows && SelectPrefixKernel(probe) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(probe)
+             ? SMALL_TILE_ROWS
+             : 0;
+}
+
 int PrefixAttentionCtasPerSm(int head_dim, DType dtype, PrefixKernelChoice kernel, int max_item_rows) {
   PrefixAttentionParams probe;  // a non-causal launch of this shape: which kernel would run?
   probe.settings.kernel = kernel;

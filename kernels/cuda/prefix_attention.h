@@ -121,6 +121,10 @@ int PrefixAttentionTileRows(int head_dim);
 // tile is already 64 rows).
 int PrefixAttentionSmallTileRows();
 
+// The rows of the narrow sm_90a CTA's items (PlanOptions::narrow_tile_rows), where the wgmma kernel
+// runs on this device with `settings` and picks its CTA width by the items' rows; 0 otherwise.
+int PrefixAttentionNarrowTileRows(const PrefixKernelSettings& settings);
+
 // CTAs of the kernel for (head_dim, dtype) that fit on one SM of the current device at once, so
 // that a planner can size target_items = SMs · CTAs per SM (a multiple of it avoids a partial
 // last wave), when `kernel` is the settings' choice. Throws kUnsupported like PrefixAttention,

@@ -29,8 +29,8 @@ double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
 }  // namespace
 
 // Defaults: FitCostModel on the latest H200 calibration, which cost_model_test.cc holds as data
-// (kS23BroadRows) and checks them against; PREFIXD_COST_MODEL_PRINT_FIT=1 prefixd_unit_tests
-// --gtest_filter='CostModel.FitConvergesOnTheH200S23*' prints the fit. The older rows there
+// (kS24Rows) and checks them against; PREFIXD_COST_MODEL_PRINT_FIT=1 prefixd_unit_tests
+// --gtest_filter='CostModel.FitConvergesOnTheH200S24*' prints the fit. The older rows there
 // (bench/RESULTS.md sessions 1-2, the session-8 calibration) are of older kernels and only bound
 // the defaults loosely; they pin what the calibration grid lacks (head_dim 64 and 256, the
 // unfused merge, long suffixes).
@@ -42,35 +42,37 @@ double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
 // (16 prefix chunks: +3.9 µs at B16, 1 wave); merge_* the plain layouts' merges; step_fixed_us
 // and pdl_overlap_* the totals against the parts alone (step_fixed_us fits to ~0: the launch terms
 // carry the per-region floor); narrow_overlap_frac the cascade totals whose prefix items fit the
-// narrow CTA. prefix_cta_gbs (see cost_model.h) is an estimate, not fitted.
+// narrow CTA; prefix_cta_gbs the cascades of 64-row prefix items (PlanOptions::narrow_tile_rows),
+// whose CTAs stream each item's K/V once per 64 rows.
 CostModelParams CostModelParams::H200() {
-  // FitCostModel on the calibration of session 23, run 3 (`prefixd_kernel_bench --calibrate`, 432
-  // fp16 shapes: heads 32/32, 32/8, 64/8, B 8-256, P 128-32768, S 32-512, both layouts, every part
-  // timed alone; bench/kernel/results/s23/run3-calibrate-broad.txt), i.e. on today's kernels, the
-  // narrow prefix CTA among them: ln-error RMS 0.072 over its 2260 samples (the session-8 defaults:
-  // 0.085). prefix_tflops_mma (no D = 256 shape in it) and prefix_cta_gbs are not moved by it (see
-  // bench/NOTES-planner.md).
+  // FitCostModel on the calibration of session 24, runs 2-3 (`prefixd_kernel_bench --calibrate`,
+  // 432 fp16 shapes: heads 32/32, 32/8, 64/8, B 8-256, P 128-32768, S 32-512; the cascade, plain
+  // decode and, where it differs, the cascade of 64-row prefix items, every part timed alone;
+  // bench/kernel/results/s24/run2-calibrate.txt, run3-calibrate.txt): ln-error RMS 0.072 over its
+  // 3058 samples (session 23's defaults: 0.085, their narrow samples the worst), 0.072 on session
+  // 23's run of the same grid. prefix_cta_gbs is fitted since: the 64-row items' prefix parts are
+  // bound by it (each CTA streams its items' K/V once per 64 rows). prefix_tflops_mma (no D = 256
+  // shape in it) is not moved by it (see bench/NOTES-planner.md).
   CostModelParams c;
   c.num_sms = 132;
-  c.step_fixed_us = 0.9697;
-  c.pdl_overlap_us = 4.309;
-  c.pdl_overlap_frac = 0;
-  c.narrow_overlap_frac = 0.2549;
-  c.prefix_launch_us = 6.525;
-  c.prefix_item_us = 1.701;
-  c.prefix_unit_overhead_us = 0.3679;
+  c.step_fixed_us = 1.998;
+  c.pdl_overlap_us = 3.712;
+  c.pdl_overlap_frac = 0.004391;
+  c.narrow_overlap_frac = 0.1358;
+  c.prefix_launch_us = 6.316;
+  c.prefix_item_us = 0.9961;
+  c.prefix_unit_overhead_us = 0.3715;
   c.prefix_tflops = 1092;
   c.prefix_tflops_mma = 311.3;
-  c.prefix_gbs = 3539;
-  c.prefix_cta_gbs = 38;
-  c.decode_tensor_cores = DecodeKernelCost{4, 4.619, 3.040, 9705, 3907, 52.12};
-  c.decode_cuda_cores = DecodeKernelCost{6, 6.361, 0.5232, 6234, 4030, 14.77};
-  c.fused_prefix_us = 1.134;
-  c.fused_chunk_us = 0.1991;
-  // 100 of the samples time the merge kernel (split suffixes): enough to fit it this time.
-  c.merge_launch_us = 4.837;
+  c.prefix_gbs = 3676;
+  c.prefix_cta_gbs = 47.33;
+  c.decode_tensor_cores = DecodeKernelCost{4, 3.748, 3.195, 9685, 3944, 58.87};
+  c.decode_cuda_cores = DecodeKernelCost{6, 5.072, 0.7610, 6306, 4141, 14.81};
+  c.fused_prefix_us = 1.123;
+  c.fused_chunk_us = 0.1868;
+  c.merge_launch_us = 3.975;
   c.merge_row_ns = 0;
-  c.merge_gbs = 1665;
+  c.merge_gbs = 1833;
   return c;
 }
 
@@ -91,7 +93,7 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(prefix_tflops, true, false),
       PREFIXD_TOP(prefix_tflops_mma, true, false),
       PREFIXD_TOP(prefix_gbs, true, false),
-      PREFIXD_TOP(prefix_cta_gbs, false, false),
+      PREFIXD_TOP(prefix_cta_gbs, true, false),
       PREFIXD_DEC(decode_cuda_cores, ctas_per_sm, false, false),
       PREFIXD_DEC(decode_cuda_cores, launch_us, true, true),
       PREFIXD_DEC(decode_cuda_cores, wave_us, true, true),
@@ -380,6 +382,7 @@ PlanOptions H200PlanOptions() {
   o.target_items = 2 * 132;
   o.prefix_target_items = 132;
   o.prefix_tile_rows = 128;
+  o.narrow_tile_rows = 64;
   o.prefix_chunk_align = 64;
   o.min_prefix_chunk = 512;
   o.fine_prefix_chunk = 128;

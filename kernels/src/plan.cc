@@ -85,6 +85,8 @@ void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.min_prefix_chunk >= 1, "plan options: min_prefix_chunk must be ≥ 1, got " << o.min_prefix_chunk);
   PREFIXD_CHECK_ARG(o.decode_chunk_align >= 1, "plan options: decode_chunk_align must be ≥ 1, got " << o.decode_chunk_align);
   PREFIXD_CHECK_ARG(o.min_decode_chunk >= 1, "plan options: min_decode_chunk must be ≥ 1, got " << o.min_decode_chunk);
+  PREFIXD_CHECK_ARG(o.narrow_tile_rows >= 0,
+                    "plan options: narrow_tile_rows must be ≥ 0 (0: off), got " << o.narrow_tile_rows);
   PREFIXD_CHECK_ARG(o.fine_prefix_chunk >= 0,
                     "plan options: fine_prefix_chunk must be ≥ 0 (0: off), got " << o.fine_prefix_chunk);
   PREFIXD_CHECK_ARG(o.fine_max_suffix_ratio >= 0,
@@ -228,9 +230,14 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //     earlier candidate (cascade first, the given split options first), and a candidate with plain
 //     groups must beat the best cascade by more than PlanOptions::plain_margin, unless all its
 //     plain groups have tiny prefixes (and suffixes of at least half of them, on average): then it
-//     needs only to come within tiny_prefix_margin of it.
-// Cost: at most 6 + eligible groups plans (6 cascade split variants, the greedy flips, all plain);
-// each plan is O(items).
+//     needs only to come within tiny_prefix_margin of it;
+//  3. where the all-cascade layout won: its fine prefix chunks (ScoreFineCascade), for a gain of
+//     more than plain_margin over it;
+//  4. the all-cascade layout with items of narrow_tile_rows rows (ScoreNarrowCascade), for a gain
+//     of more than plain_margin over the winner so far (not where the tiny-prefix rule covers a
+//     group).
+// Cost: at most 9 + eligible groups plans (6 cascade split variants, the greedy flips, all plain,
+// 2 fine, 1 narrow); each plan is O(items).
 struct Scored {
   double us = 0;
   PlanOptions options;
@@ -315,6 +322,22 @@ std::optional<Scored> ScoreFineCascade(const DecodeBatch& batch, const KvPoolSha
     if (!best || us < best->us) best = Scored{us, o, std::vector<uint8_t>(batch.groups.size(), 0)};
   }
   return best;
+}
+
+// The all-cascade layout with prefix items of at most narrow_tile_rows rows (PlanOptions), the
+// given split options; or nothing where that changes no item: no candidate, or no group with more
+// rows per KV head than narrow_tile_rows.
+std::optional<Scored> ScoreNarrowCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
+                                         const CostModelParams& params, int* candidates) {
+  if (base.narrow_tile_rows <= 0 || base.narrow_tile_rows >= base.prefix_tile_rows) return std::nullopt;
+  const int g = pool.num_kv_heads > 0 ? batch.num_qo_heads / pool.num_kv_heads : 1;
+  const bool binds = std::any_of(batch.groups.begin(), batch.groups.end(), [&](const PrefixGroup& grp) {
+    return grp.prefix.num_tokens > 0 && int64_t(grp.num_requests) * g > base.narrow_tile_rows;
+  });
+  if (!binds) return std::nullopt;
+  PlanOptions o = base;
+  o.prefix_tile_rows = base.narrow_tile_rows;
+  return Scored{PredictPlan(batch, pool, o, params, candidates), o, std::vector<uint8_t>(batch.groups.size(), 0)};
 }
 
 // A lower bound of the cost model's time for a layout with the given plain groups, without
@@ -413,11 +436,21 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
     if (const std::optional<Scored> fine =
             ScoreFineCascade(batch, pool, base, params, cascade.given_prefix_items, batch_suffix_tokens, &candidates))
       if (fine->us < cascade.us * (1.0 - options.plain_margin)) best = *fine;
+  // The narrow prefix CTA's cascade, against whatever won so far (plain layouts included: where it
+  // pays, beside a decode of many waves, plain decode is often the runner-up); not where the
+  // tiny-prefix rule covers a group: a prefix of a tile or two leaves the decode nothing to hide
+  // under, and there the model's gains for it were not measured (64/8 B128 P128 S64: predicted 10%
+  // faster than plain decode, measured 10% slower; session 24).
+  const bool any_tiny = std::find(tiny.begin(), tiny.end(), uint8_t(1)) != tiny.end();
+  if (const std::optional<Scored> narrow =
+          any_tiny ? std::nullopt : ScoreNarrowCascade(batch, pool, base, params, &candidates))
+    if (narrow->us < std::min(best.us, cascade.us) * (1.0 - options.plain_margin)) best = *narrow;
   if (report) {
     report->group_plain = best.plain;
     report->prefix_target_items = best.options.prefix_target_items;
     report->min_prefix_chunk = best.options.min_prefix_chunk;
     report->min_decode_chunk = best.options.min_decode_chunk;
+    report->prefix_tile_rows = best.options.prefix_tile_rows;
     report->predicted_us = best.us;
     report->predicted_cascade_us = PredictCost(PlanFixed(batch, pool, base), params).total_us;
     report->predicted_plain_us =
@@ -483,6 +516,7 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
       report->prefix_target_items = options.prefix_target_items > 0 ? options.prefix_target_items : options.target_items;
       report->min_prefix_chunk = options.min_prefix_chunk;
       report->min_decode_chunk = options.min_decode_chunk;
+      report->prefix_tile_rows = options.prefix_tile_rows;
       report->candidates = 1;
     }
     return plan;

@@ -870,13 +870,14 @@ TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs)
 }
 
 // The device's default plan options choose each group's layout with the cost model (on by
-// default on CUDA): whatever they choose must compute the same attention. Three batches of one
-// group (32/8, 16 requests, short random suffixes): a 128-token prefix, which the built-in H200
-// model plans as plain decode (predicted ~30% faster), a 1024-token one, which it plans as a
+// default on CUDA): whatever they choose must compute the same attention. Four batches of one
+// group (32/8, short random suffixes): 16 requests over a 128-token prefix, which the built-in H200
+// model plans as plain decode (predicted ~30% faster), over a 1024-token one, which it plans as a
 // cascade of 128-token prefix chunks (PlanOptions::fine_prefix_chunk: 16 items of 512 tokens would
-// leave the prefix grid on 16 SMs), and a 2048-token one, which it keeps as a cascade with the
-// usual chunks; each checked against the float64 oracle, and the choice itself checked, so that
-// every layout really ran.
+// leave the prefix grid on 16 SMs), and over a 2048-token one, which it keeps as a cascade with the
+// usual chunks; and 48 requests (192 rows per KV head) over 2048 tokens, which it plans with the
+// narrow prefix CTA's 64-row items (PlanOptions::narrow_tile_rows, predicted ~17% faster). Each
+// checked against the float64 oracle, and the choice itself checked, so that every layout really ran.
 TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   PREFIXD_SEEDED_RNG(rng);
@@ -885,9 +886,9 @@ TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
   // The CPU stand-in plans without the choice by default; its planning and oracle checks still run.
   if (CpuStandIn() && !kernels::CudaAvailable()) options.choose_layout = true;
   ASSERT_TRUE(options.choose_layout) << "the CUDA backend's default plans without the layout choice";
-  for (const int prefix : {128, 1024, 2048}) {
-    SCOPED_TRACE("prefix " + std::to_string(prefix));
-    std::vector<GroupSpec> groups = {{prefix, std::vector<int>(16, 0)}};
+  for (const auto& [requests, prefix] : std::vector<std::pair<int, int>>{{16, 128}, {16, 1024}, {16, 2048}, {48, 2048}}) {
+    SCOPED_TRACE(std::to_string(requests) + " requests, prefix " + std::to_string(prefix));
+    std::vector<GroupSpec> groups = {{prefix, std::vector<int>(requests, 0)}};
     for (int& len : groups[0].suffix_lens) len = 1 + int(rng() % 40);
     const KvPoolShape shape{1, PagesNeeded(groups, page_size) + 3, page_size, hkv, d, kF16};
     kernels::PageAllocator alloc(shape.num_pages);
@@ -906,8 +907,17 @@ TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
     EXPECT_EQ(report.min_prefix_chunk, fine ? options.fine_prefix_chunk : options.min_prefix_chunk);
     if (fine)
       for (const kernels::PrefixWorkItem& item : plan.prefix_items) EXPECT_EQ(item.kv_end - item.kv_begin, 128);
+    const bool narrow = requests == 48 && options.narrow_tile_rows > 0;  // (nor narrow items)
+    EXPECT_EQ(report.prefix_tile_rows, narrow ? options.narrow_tile_rows : options.prefix_tile_rows)
+        << "predicted " << report.predicted_us << " us, cascade " << report.predicted_cascade_us;
+    if (narrow)
+      for (const kernels::PrefixWorkItem& item : plan.prefix_items)
+        EXPECT_LE(item.row_end - item.row_begin, options.narrow_tile_rows);
     ExpectMatchesOracle(RunStep(Device(), pool, 0, plan, q), want, kF16,
-                        plain ? "plain chosen" : fine ? "cascade with fine chunks chosen" : "cascade chosen");
+                        plain    ? "plain chosen"
+                        : fine   ? "cascade with fine chunks chosen"
+                        : narrow ? "cascade with narrow items chosen"
+                                 : "cascade chosen");
   }
 }
 

@@ -17,8 +17,8 @@
 //      CTAs per SM). The bandwidth floor counts each group's prefix K/V once (its row tiles share
 //      them through L2). prefix_cta_gbs bounds what one CTA streams (each item's K/V range once):
 //      without it a grid of half the CTAs would be predicted as fast whenever the HBM floor rules.
-//      It is not fitted (no measured plan is bound by it): 38 GB/s is the least the s2 run allows
-//      (32/8 B256 P32768: 8.4 MB per CTA in ~220 µs).
+//      The plans of 64-row items bind it (each 64-row item streams its K/V range, twice the bytes
+//      per CTA of 128-row items): fitted to ~47 GB/s on the H200 (session 24).
 //  decode  = launch_us + waves · wave_us + max( unique / hbm_gbs + (streamed − unique) / stream_gbs,
 //                                                streamed / (in_flight · cta_gbs), largest item / cta_gbs )
 //          + fused_prefix_us + fused_chunk_us · waves · (chunks − 1)
@@ -83,7 +83,7 @@ struct CostModelParams {
   double prefix_tflops = 700;           // effective wgmma rate of the whole device (D ≤ 128), TFLOP/s
   double prefix_tflops_mma = 290;       // effective mma.sync rate (D = 256), TFLOP/s
   double prefix_gbs = 4150;             // prefix K/V bandwidth floor, GB/s
-  double prefix_cta_gbs = 38;           // K/V bytes per second one prefix CTA streams at most, GB/s (not fitted)
+  double prefix_cta_gbs = 38;           // K/V bytes per second one prefix CTA streams at most, GB/s
 
   DecodeKernelCost decode_cuda_cores;    // g < 4, or D = 256
   DecodeKernelCost decode_tensor_cores;  // g ≥ 4 and D ≤ 128

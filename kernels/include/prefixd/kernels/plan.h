@@ -103,6 +103,16 @@ struct PlanOptions {
   // faster (5-16% at 32/32 B16 P128 S32), so the usual plain_margin holds. 0 tokens: off.
   int tiny_prefix_tokens = 256;
   double tiny_prefix_margin = 0.05;
+  // With choose_layout: also try the cascade with prefix items of at most this many rows (0: no
+  // such candidate), where some group has more rows per KV head (requests × g) than that and fewer
+  // than prefix_tile_rows would give. The CUDA backend sets it to its narrow sm_90a CTA's M tile
+  // (64): one consumer warpgroup, half the SM's registers, so the decode kernel's CTAs stream beside
+  // the prefix from its start. The narrow CTA computes a 64-row tile ~1.5× slower than the wide one
+  // computes two, so it pays only where the prefix is short against the decode (bench/RESULTS.md,
+  // session 24: 64/8 B48 P512 S128 21.3 µs against plain decode's 29.4; 32/8 B256 P8192 S32 109.2
+  // against 82.2). Chosen for a predicted gain over the best other candidate of more than
+  // plain_margin; never where the tiny-prefix rule (below) covers a group.
+  int narrow_tile_rows = 0;
   std::shared_ptr<const CostModelParams> cost_model;
 };
 
@@ -112,6 +122,7 @@ struct PlanReport {
   int prefix_target_items = 0;       // the split options the plan was made with
   int min_prefix_chunk = 0;
   int min_decode_chunk = 0;
+  int prefix_tile_rows = 0;
   double predicted_us = 0;           // the chosen plan (cost model; 0 with choose_layout off)
   double predicted_cascade_us = 0;   // every group cascade, the given split options
   double predicted_plain_us = 0;     // every eligible group plain, the given split options

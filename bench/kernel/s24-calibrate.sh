@@ -11,7 +11,10 @@
 #   default), then the planner check on the issue's grid (fp16 and bf16, P 128 and 256 added).
 # PHASE=4: the same defaults, planner checks on two held-out sets and the unseen set of sessions
 #   17-23 (bf16).
-#   run 4: CARRY=.carry/s24c PHASE=3;  run 5: CARRY=.carry/s24c PHASE=4
+#   run 4: CARRY=.carry/s24c PHASE=3;  run 5: CARRY=.carry/s24c PHASE=4 (binaries before the
+#   tiny-prefix exclusion of the narrow candidate)
+#   run 6: CARRY=.carry/s24d bash bench/kernel/final-check.sh (the committed planner: GPU suite,
+#   sanitizers, grid, head_dim rows, planner check);  run 7: CARRY=.carry/s24d PHASE=4
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s24-calibrate

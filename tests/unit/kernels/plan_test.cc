@@ -752,6 +752,45 @@ TEST(PlanLayout, PartialPagePrefixesStayCascades) {
   EXPECT_INVALID_ARGUMENT(PlainLayout(batch, {1, 0}, 16), "2 layout flags for 1 groups");
 }
 
+// A batch of the given groups over a fresh random pool, random queries (fp16) and the naive cascade's
+// outputs for them.
+struct RandomCascade {
+  KvPoolShape shape;
+  DecodeBatch batch;
+  test::HostKvPool pool;
+  std::vector<uint16_t> q;
+  test::RefOutput want;
+};
+RandomCascade MakeRandomCascade(const std::vector<GroupSpec>& groups, int h_qo, int h_kv, int d, int page,
+                                std::mt19937_64& rng) {
+  RandomCascade c;
+  c.shape = KvPoolShape{1, test::PagesNeeded(groups, page) + 2, page, h_kv, d, DType::kFloat16};
+  PageAllocator alloc(c.shape.num_pages);
+  c.batch = BuildBatch(groups, h_qo, page, alloc, rng);
+  c.pool = test::RandomKvPool(rng, c.shape);
+  c.q = test::RandomBits(rng, int64_t(c.batch.num_requests()) * h_qo * d, DType::kFloat16, 1.f);
+  c.want = test::NaiveCascade(c.pool, 0, c.batch, c.q, 1.0 / std::sqrt(double(d)));
+  return c;
+}
+
+// Runs `plan` on `backend` (outputs NaN-poisoned first) and checks v and s against the naive cascade.
+void ExpectCascadeMatches(Backend& backend, const CascadePlan& plan, const RandomCascade& c) {
+  const KvPoolShape& shape = c.shape;
+  const test::HostKvPool& pool = c.pool;
+  const test::RefOutput& want = c.want;
+  const int64_t rows = int64_t(plan.num_requests) * plan.num_qo_heads, d = shape.head_dim;
+  std::vector<float> v(rows * d, std::nanf("")), s(rows, std::nanf(""));
+  CascadeArgs args;
+  args.kv = {shape, const_cast<uint16_t*>(pool.k.data()), const_cast<uint16_t*>(pool.v.data())};
+  args.q = c.q.data();
+  args.v_out = v.data();
+  args.s_out = s.data();
+  backend.LoadPlan(plan);
+  backend.RunCascade(args);
+  test::ExpectAllClose(v.data(), want.v.data(), rows * d, 2e-5, "v");
+  test::ExpectLseClose(s.data(), want.s.data(), rows, 2e-6, "s");
+}
+
 // The narrow prefix CTA's items (PlanOptions::narrow_tile_rows) are a candidate where some group
 // has more rows per KV head than they hold and no group is tiny, and are taken for a predicted gain
 // of more than plain_margin. With the built-in H200 model (session 24's fit; measured in session 24):
@@ -800,12 +839,9 @@ TEST(PlanLayout, NarrowItemsComputeTheSameAttention) {
   // 12 requests (96 rows per KV head) over 327 prefix tokens, 3 (24 rows) over 401; suffixes 17-40.
   // Prefixes of partial pages: no plain candidate.
   const std::vector<GroupSpec> groups = {{327, {24, 17, 40, 33, 24, 19, 21, 36, 28, 24, 30, 26}}, {401, {40, 31, 22}}};
-  const KvPoolShape shape{1, test::PagesNeeded(groups, page) + 2, page, h_kv, d, DType::kFloat16};
-  PageAllocator alloc(shape.num_pages);
-  const DecodeBatch batch = BuildBatch(groups, h_qo, page, alloc, rng);
-  const test::HostKvPool pool = test::RandomKvPool(rng, shape);
-  const auto q = test::RandomBits(rng, int64_t(batch.num_requests()) * h_qo * d, DType::kFloat16, 1.f);
-  const test::RefOutput want = test::NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d)));
+  const RandomCascade c = MakeRandomCascade(groups, h_qo, h_kv, d, page, rng);
+  const DecodeBatch& batch = c.batch;
+  const KvPoolShape& shape = c.shape;
   auto favour_narrow = std::make_shared<CostModelParams>(CostModelParams::H200());
   favour_narrow->narrow_overlap_frac = 1;  // the decode hidden beside narrow CTAs, after the wide ones
   favour_narrow->pdl_overlap_us = favour_narrow->pdl_overlap_frac = 0;
@@ -819,17 +855,7 @@ TEST(PlanLayout, NarrowItemsComputeTheSameAttention) {
   plan.Validate();
   ASSERT_EQ(report.prefix_tile_rows, 64);
   for (const PrefixWorkItem& it : plan.prefix_items) EXPECT_LE(it.row_end - it.row_begin, 64);
-  const int64_t rows = int64_t(batch.num_requests()) * h_qo;
-  std::vector<float> v(rows * d, std::nanf("")), s(rows, std::nanf(""));
-  CascadeArgs args;
-  args.kv = {shape, const_cast<uint16_t*>(pool.k.data()), const_cast<uint16_t*>(pool.v.data())};
-  args.q = q.data();
-  args.v_out = v.data();
-  args.s_out = s.data();
-  backend->LoadPlan(plan);
-  backend->RunCascade(args);
-  test::ExpectAllClose(v.data(), want.v.data(), rows * d, 2e-5, "v");
-  test::ExpectLseClose(s.data(), want.s.data(), rows, 2e-6, "s");
+  ExpectCascadeMatches(*backend, plan, c);
 }
 
 // Whatever the model prefers (the default H200 one, one that makes every eligible group plain, one
@@ -853,12 +879,9 @@ TEST(PlanLayout, ChosenPlansComputeTheSameAttention) {
     std::vector<GroupSpec> groups = test::RandomGroups(rng, 1 + int(rng() % 4), 5, 300, 40);
     for (GroupSpec& g : groups)  // about half the prefixes whole pages (eligible), half not
       if (rng() % 2) g.prefix_tokens = g.prefix_tokens / page * page;
-    const KvPoolShape shape{1, test::PagesNeeded(groups, page) + 2, page, h_kv, d, DType::kFloat16};
-    PageAllocator alloc(shape.num_pages);
-    const DecodeBatch batch = BuildBatch(groups, h_qo, page, alloc, rng);
-    const test::HostKvPool pool = test::RandomKvPool(rng, shape);
-    const auto q = test::RandomBits(rng, int64_t(batch.num_requests()) * h_qo * d, DType::kFloat16, 1.f);
-    const test::RefOutput want = test::NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d)));
+    const RandomCascade c = MakeRandomCascade(groups, h_qo, h_kv, d, page, rng);
+    const DecodeBatch& batch = c.batch;
+    const KvPoolShape& shape = c.shape;
     for (size_t m = 0; m < models.size(); ++m) {
       SCOPED_TRACE("trial " + std::to_string(trial) + ", model " + std::to_string(m));
       PlanOptions o = backend->DefaultPlanOptions();
@@ -889,17 +912,7 @@ TEST(PlanLayout, ChosenPlansComputeTheSameAttention) {
           ASSERT_EQ(plan.suffix.SeqLen(r, page), batch.groups[g].prefix.num_tokens + batch.suffix.SeqLen(r, page));
         }
       }
-      const int64_t rows = int64_t(batch.num_requests()) * h_qo;
-      std::vector<float> v(rows * d, std::nanf("")), s(rows, std::nanf(""));
-      CascadeArgs args;
-      args.kv = {shape, const_cast<uint16_t*>(pool.k.data()), const_cast<uint16_t*>(pool.v.data())};
-      args.q = q.data();
-      args.v_out = v.data();
-      args.s_out = s.data();
-      backend->LoadPlan(plan);
-      backend->RunCascade(args);
-      test::ExpectAllClose(v.data(), want.v.data(), rows * d, 2e-5, "v");
-      test::ExpectLseClose(s.data(), want.s.data(), rows, 2e-6, "s");
+      ExpectCascadeMatches(*backend, plan, c);
     }
   }
 }

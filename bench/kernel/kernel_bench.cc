@@ -670,12 +670,13 @@ void PrintVariantTable(const std::vector<Row>& rows, const std::vector<Variant>&
 // ---------------------------------------------------------------------------------------------
 // Planner check and calibration (kernels/cost_model.h, PlanOptions::choose_layout).
 //
-// --planner-check: per shape, the whole step timed three or four ways: the cascade (today's plan),
+// --planner-check: per shape, the whole step timed up to five ways: the cascade (today's plan),
 // plain decode (the prefix pages in every request's page table, no prefix items), the cascade with
-// the narrow prefix CTA's items (PlanOptions::narrow_tile_rows, where that changes the plan) and
-// the planner's choice (choose_layout with the cost model); ratio = choice / the fastest of the
-// others, which the performance issue bounds by 1.05 against plain decode. A choice identical to
-// one of the other plans reuses its time.
+// the narrow prefix CTA's items (PlanOptions::narrow_tile_rows) and the cascade with half the
+// prefix item target (a smaller prefix grid: more SMs free for the decode), each where it differs
+// from the cascade, and the planner's choice (choose_layout with the cost model); ratio = choice /
+// the fastest of the others, which the performance issue bounds by 1.05 against plain decode. A
+// choice identical to one of the other plans reuses its time.
 // --calibrate FILE: per shape, the parts of those layouts timed alone (prefix, decode, merge) and
 // their totals; the model's parameters fitted to them (FitCostModel, starting from --cost-model or
 // the H200 defaults) and written to FILE. With both, the check runs with the fitted parameters.
@@ -684,12 +685,13 @@ void PrintVariantTable(const std::vector<Row>& rows, const std::vector<Variant>&
 struct PlannerPlans {
   DecodeBatch batch;
   KvPoolShape pool;
-  CascadePlan cascade, plain, narrow, choice;
+  CascadePlan cascade, plain, narrow, half, choice;
   bool has_plain = false;   // the prefix fills whole pages
   bool has_narrow = false;  // the narrow CTA's items differ from the cascade's
+  bool has_half = false;    // half the prefix item target changes the cascade
   kernels::PlanReport report;
-  double pred_cascade = kNaN, pred_plain = kNaN, pred_narrow = kNaN, pred_choice = kNaN;
-  bool choice_is_cascade = false, choice_is_plain = false, choice_is_narrow = false;
+  double pred_cascade = kNaN, pred_plain = kNaN, pred_narrow = kNaN, pred_half = kNaN, pred_choice = kNaN;
+  bool choice_is_cascade = false, choice_is_plain = false, choice_is_narrow = false, choice_is_half = false;
   std::string choice_name;
 };
 
@@ -714,6 +716,13 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
     p.has_narrow = p.narrow.Serialize() != p.cascade.Serialize();
     if (p.has_narrow) p.pred_narrow = kernels::PredictCost(p.narrow, params).total_us;
   }
+  {
+    kernels::PlanOptions half = fixed;
+    half.prefix_target_items = std::max(1, (base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items) / 2);
+    p.half = kernels::PlanCascade(p.batch, p.pool, half);
+    p.has_half = p.half.Serialize() != p.cascade.Serialize();
+    if (p.has_half) p.pred_half = kernels::PredictCost(p.half, params).total_us;
+  }
   kernels::PlanOptions choose = fixed;
   choose.choose_layout = true;
   choose.cost_model = std::make_shared<kernels::CostModelParams>(params);
@@ -723,6 +732,7 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
   p.choice_is_cascade = flat == p.cascade.Serialize();
   p.choice_is_plain = p.has_plain && flat == p.plain.Serialize();
   p.choice_is_narrow = p.has_narrow && flat == p.narrow.Serialize();
+  p.choice_is_half = p.has_half && flat == p.half.Serialize();
   p.choice_name = p.report.group_plain.empty() || !p.report.group_plain[0] ? "cascade" : "plain";
   if (p.choice_is_narrow) p.choice_name = "narrow";
   else if (!p.choice_is_cascade && !p.choice_is_plain)
@@ -738,11 +748,11 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
 struct PlannerRow {
   Shape shape;
   PlannerPlans plans;
-  double cascade_us = kNaN, plain_us = kNaN, narrow_us = kNaN, choice_us = kNaN;
+  double cascade_us = kNaN, plain_us = kNaN, narrow_us = kNaN, half_us = kNaN, choice_us = kNaN;
   int wrong = 0;
   double Ratio() const {
     double best = cascade_us;
-    for (const double us : {plain_us, narrow_us})
+    for (const double us : {plain_us, narrow_us, half_us})
       if (!std::isnan(us)) best = std::min(best, us);
     return choice_us / best;
   }
@@ -751,10 +761,10 @@ struct PlannerRow {
 };
 
 void PrintPlannerHeader(bool measured) {
-  std::printf("#\n# %5s %7s %4s %5s %6s %5s | %10s %10s %10s %-18s | %10s %10s %10s | %6s | %-5s | %10s %11s\n",
+  std::printf("#\n# %5s %7s %4s %5s %6s %5s | %10s %10s %10s %-18s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s\n",
               "dtype", "Hqo/Hkv", "D", "B", "P", "S", "cascade_us", "plain_us", "choice_us", "choice", "pred_casc",
               "pred_plain", "pred_choice", measured ? "ratio" : "-", measured ? "check" : "", "narrow_us",
-              "pred_narrow");
+              "pred_narrow", "half_us", "pred_half");
 }
 
 void PrintPlannerRow(const PlannerRow& r, bool measured) {
@@ -762,15 +772,16 @@ void PrintPlannerRow(const PlannerRow& r, bool measured) {
   const std::string heads = std::to_string(s.h_qo) + "/" + std::to_string(s.h_kv);
   std::string status;
   if (measured) status = r.wrong ? "WRONG" : r.Ratio() > 1.05 ? "SLOW" : "OK";
-  // The narrow cascade's columns come last, so that logs parsed by their first columns
+  // The narrow and half cascades' columns come last, so that logs parsed by their first columns
   // (planner_offline_eval.py) read the same.
-  std::printf("  %5s %7s %4d %5d %6d %5d | %10s %10s %10s %-18s | %10s %10s %10s | %6s | %-5s | %10s %11s\n",
+  std::printf("  %5s %7s %4d %5d %6d %5d | %10s %10s %10s %-18s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s\n",
               kernels::DTypeName(s.dtype), heads.c_str(), s.head_dim, s.batch, s.prefix, s.suffix,
               Fmt("%.1f", r.cascade_us).c_str(), Fmt("%.1f", r.plain_us).c_str(), Fmt("%.1f", r.choice_us).c_str(),
               r.plans.choice_name.c_str(), Fmt("%.1f", r.plans.pred_cascade).c_str(),
               Fmt("%.1f", r.plans.pred_plain).c_str(), Fmt("%.1f", r.plans.pred_choice).c_str(),
               measured ? Fmt("%.3f", r.Ratio()).c_str() : "-", status.c_str(), Fmt("%.1f", r.narrow_us).c_str(),
-              Fmt("%.1f", r.plans.pred_narrow).c_str());
+              Fmt("%.1f", r.plans.pred_narrow).c_str(), Fmt("%.1f", r.half_us).c_str(),
+              Fmt("%.1f", r.plans.pred_half).c_str());
   std::fflush(stdout);
 }
 
@@ -822,14 +833,17 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
     row.cascade_us = known->cascade_us;
     row.plain_us = known->plain_us;
     row.narrow_us = known->narrow_us;
+    row.half_us = known->half_us;
   } else {
     row.cascade_us = measure(p.cascade, "cascade");
     if (p.has_plain) row.plain_us = measure(p.plain, "plain");
     if (p.has_narrow) row.narrow_us = measure(p.narrow, "narrow");
+    if (p.has_half) row.half_us = measure(p.half, "half");
   }
   if (p.choice_is_cascade) row.choice_us = row.cascade_us;
   else if (p.choice_is_plain) row.choice_us = row.plain_us;
   else if (p.choice_is_narrow) row.choice_us = row.narrow_us;
+  else if (p.choice_is_half) row.choice_us = row.half_us;
   else {
     gpu.LoadPlan(p.choice);
     row.choice_us = time_us([&] { gpu.RunCascade(args); });
@@ -889,8 +903,8 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
   std::vector<PlannerRow> first_pass;
   if (calibrate) {
     std::vector<kernels::CostSample> samples;
-    std::printf("# calibration: every part of the cascade, the plain layout and the narrow cascade timed alone, and "
-                "their totals\n");
+    std::printf("# calibration: every part of the cascade, the plain layout, the narrow and the half cascade timed "
+                "alone, and their totals\n");
     PrintPlannerHeader(false);
     for (size_t i = 0; i < cfg.shapes.size(); ++i) {
       first_pass.push_back(RunPlannerShape(gpu, cfg.shapes[i], cfg, seed0 + 1000 * i, base, params, &samples, nullptr));
@@ -910,7 +924,7 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
     params = fitted;
   }
   if (check) {
-    std::printf("#\n# planner check: choice / min(cascade, plain, narrow) must be <= 1.05 on every shape\n");
+    std::printf("#\n# planner check: choice / min(cascade, plain, narrow, half) must be <= 1.05 on every shape\n");
     PrintPlannerHeader(true);
     int slow = 0, wrong = 0, slower_than_plain = 0;
     double worst = 0, worst_to_plain = 0;
@@ -973,11 +987,11 @@ int Main(int argc, char** argv) {
                  "table last. A variant is a '+'-joined list of presets (" + PresetNames() +
                  ") and NAME=VALUE environment settings, e.g. default,trigger,trigger+w1",
      cxxopts::value<std::vector<std::string>>())
-    ("planner-check", "time, per shape, the cascade, plain decode, the cascade of narrow prefix items (where it "
-                      "differs) and the planner's choice (PlanOptions::choose_layout with the cost model); exit 1 if "
+    ("planner-check", "time, per shape, the cascade, plain decode, the cascades of narrow prefix items and of half "
+                      "the prefix item target (where they differ) and the planner's choice (PlanOptions::choose_layout with the cost model); exit 1 if "
                       "any choice / the fastest of the others > 1.05. Default grid: heads 32/32,32/8, B 16,64,256, "
                       "P 128,256,1024,8192,32768, S 32,256. Without a GPU: the choices and predictions only")
-    ("calibrate", "time every part of each layout (cascade, plain, narrow cascade) per shape, fit the cost model to "
+    ("calibrate", "time every part of each layout (cascade, plain, narrow and half cascades) per shape, fit the cost model to "
                   "them and write its key=value file here (same default grid; with --planner-check the check uses "
                   "the fitted model)",
      cxxopts::value<std::string>())

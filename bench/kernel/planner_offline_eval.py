@@ -3,8 +3,9 @@
 # --planner-check` logs, which hold the measured cascade and plain totals, asks the local
 # prefixd_kernel_bench (no GPU: the planner's choice and predictions only) what the planner chooses
 # with the model file given (or '-': the built-in defaults and options of this build), and judges
-# that choice by the logged times: a choice / min(cascade, plain, narrow cascade where logged) over
-# 1.05 is printed SLOW; a choice other than those or the logged choice is UNTIMED (not judged).
+# that choice by the logged times: a choice / min(cascade, plain, narrow and half-target cascades
+# where logged) over 1.05 is printed SLOW; a choice other than those or the logged choice is
+# UNTIMED (not judged). ('cascade t66' is the half target of the H200's 132.)
 # Run from the repository root after building build/bench/prefixd_kernel_bench, e.g.
 #   R=bench/kernel/results/s23
 #   python3 bench/kernel/planner_offline_eval.py - $R/run4-heldout.txt $R/run4-heldout2.txt \
@@ -18,10 +19,13 @@ def parse(path):
             g=m.groups()
             # session 24 on: the narrow cascade's time and prediction are the last two columns ('-': not timed)
             cols=line.split('|')
-            narrow=float('nan')
+            narrow=half=float('nan')
             if len(cols)>=6 and cols[5].split() and cols[5].split()[0]!="-":
                 narrow=float(cols[5].split()[0])
-            d[(g[0],g[1],g[2],g[4],g[5],g[6])]=(float(g[7]),float(g[8]) if g[8]!='-' else float('nan'),float(g[9]),g[10].strip(),narrow)
+            # later in session 24: the half-target cascade's time and prediction after them
+            if len(cols)>=7 and cols[6].split() and cols[6].split()[0]!="-":
+                half=float(cols[6].split()[0])
+            d[(g[0],g[1],g[2],g[4],g[5],g[6])]=(float(g[7]),float(g[8]) if g[8]!='-' else float('nan'),float(g[9]),g[10].strip(),narrow,half)
     return d
 meas={}
 for f in sys.argv[2:]:
@@ -29,7 +33,7 @@ for f in sys.argv[2:]:
 model=sys.argv[1]  # a cost model file, or - for the built-in defaults
 # rerun predictions offline for the same shape sets
 bad=0;n=0;worst=0;unk=0
-for k,(c,p,ch_us,ch,nw) in sorted(meas.items()):
+for k,(c,p,ch_us,ch,nw,hf) in sorted(meas.items()):
     args=['./build/bench/prefixd_kernel_bench','--planner-check','--heads',f'{k[1]}/{k[2]}','-b',k[3],'-p',k[4],'-s',k[5],'--dtype',k[0]]
     if model!='-': args+=['--cost-model',model]
     out=subprocess.run(args,capture_output=True,text=True).stdout
@@ -40,12 +44,13 @@ for k,(c,p,ch_us,ch,nw) in sorted(meas.items()):
     if name=='cascade': t=c
     elif name=='plain': t=p
     elif name=='narrow' and nw==nw: t=nw
+    elif name=='cascade t66' and hf==hf: t=hf
     elif name==ch: t=ch_us
     else: t=None
     n+=1
     if t is None:
         unk+=1; print('UNTIMED',k,name); continue
-    best=min(x for x in (c,p,nw) if x==x)
+    best=min(x for x in (c,p,nw,hf) if x==x)
     r=t/best; worst=max(worst,r)
     if r>1.05: bad+=1; print('SLOW',k,name,c,p,round(r,3))
 print(f'model {model}: {n} shapes, over 5%: {bad}, untimed choices: {unk}, worst {worst:.3f}')

@@ -15,6 +15,9 @@
 #   tiny-prefix exclusion of the narrow candidate)
 #   run 6: CARRY=.carry/s24d bash bench/kernel/final-check.sh (the committed planner: GPU suite,
 #   sanitizers, grid, head_dim rows, planner check);  run 7: CARRY=.carry/s24d PHASE=4
+#   runs 9-10, the calibration again with the half cascade (half the prefix item target) timed too
+#   (its data: tests/unit/kernels/h200_s24b_calibration.inc): CARRY=.carry/s24e PHASE=1, PHASE=2
+#   (run 8 is bench/kernel/s24-target.sh)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s24-calibrate

@@ -728,6 +728,10 @@ TEST(CostModel, FitConvergesOnTheH200S24Samples) {
       std::printf("  %-60s measured %8.1f  defaults %8.1f  fit %8.1f\n", s.label.c_str(), s.measured_us,
                   PredictPart(s.profile, defaults, s.part), PredictPart(s.profile, refit, s.part));
     S24PlannerCheck(std::begin(kS24Rows), std::end(kS24Rows), "s24", refit, true);
+    S24PlannerCheck(std::begin(kS24bRows), std::end(kS24bRows), "s24b", refit, true);
+    std::printf("# the fit's error on the s24b samples: %.4f (defaults %.4f)\n",
+                CostFitError(CalibrationSamples(std::begin(kS24bRows), std::end(kS24bRows), "s24b", refit), refit),
+                CostFitError(CalibrationSamples(std::begin(kS24bRows), std::end(kS24bRows), "s24b", defaults), defaults));
   }
 }
 

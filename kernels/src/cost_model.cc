@@ -49,33 +49,30 @@ CostModelParams CostModelParams::H200() {
   // 432 fp16 shapes: heads 32/32, 32/8, 64/8, B 8-256, P 128-32768, S 32-512; the cascade, plain
   // decode and, where it differs, the cascade of 64-row prefix items, every part timed alone;
   // bench/kernel/results/s24/run2-calibrate.txt, run3-calibrate.txt): ln-error RMS 0.072 over its
-  // 3058 samples (session 23's defaults: 0.085, their narrow samples the worst), 0.069 on session
-  // 23's run of the same grid and 0.071 on session 24's second run (runs 9-10). prefix_cta_gbs is
-  // fitted since: the 64-row items' prefix parts are bound by it (each CTA streams its items' K/V
-  // once per 64 rows); so is free_sm_overlap_frac (with it the fit's error is 0.0697 against
-  // 0.0722). prefix_tflops_mma (no D = 256 shape in it) is not moved by it (see
-  // bench/NOTES-planner.md).
+  // 3058 samples (session 23's defaults: 0.085, their narrow samples the worst), 0.072 on session
+  // 23's run of the same grid. prefix_cta_gbs is fitted since: the 64-row items' prefix parts are
+  // bound by it (each CTA streams its items' K/V once per 64 rows). prefix_tflops_mma (no D = 256
+  // shape in it) is not moved by it (see bench/NOTES-planner.md).
   CostModelParams c;
   c.num_sms = 132;
-  c.step_fixed_us = 1.830;
-  c.pdl_overlap_us = 0.1565;
-  c.pdl_overlap_frac = 0.02175;
-  c.narrow_overlap_frac = 0.1992;
-  c.free_sm_overlap_frac = 0.4550;
-  c.prefix_launch_us = 6.472;
-  c.prefix_item_us = 1.047;
-  c.prefix_unit_overhead_us = 0.3630;
+  c.step_fixed_us = 1.998;
+  c.pdl_overlap_us = 3.712;
+  c.pdl_overlap_frac = 0.004391;
+  c.narrow_overlap_frac = 0.1358;
+  c.prefix_launch_us = 6.316;
+  c.prefix_item_us = 0.9961;
+  c.prefix_unit_overhead_us = 0.3715;
   c.prefix_tflops = 1092;
   c.prefix_tflops_mma = 311.3;
-  c.prefix_gbs = 3751;
-  c.prefix_cta_gbs = 47.52;
-  c.decode_tensor_cores = DecodeKernelCost{4, 4.132, 2.922, 9672, 3923, 53.47};
-  c.decode_cuda_cores = DecodeKernelCost{6, 5.261, 0.7141, 6306, 4113, 14.79};
-  c.fused_prefix_us = 1.298;
-  c.fused_chunk_us = 0.1444;
-  c.merge_launch_us = 4.162;
+  c.prefix_gbs = 3676;
+  c.prefix_cta_gbs = 47.33;
+  c.decode_tensor_cores = DecodeKernelCost{4, 3.748, 3.195, 9685, 3944, 58.87};
+  c.decode_cuda_cores = DecodeKernelCost{6, 5.072, 0.7610, 6306, 4141, 14.81};
+  c.fused_prefix_us = 1.123;
+  c.fused_chunk_us = 0.1868;
+  c.merge_launch_us = 3.975;
   c.merge_row_ns = 0;
-  c.merge_gbs = 1876;
+  c.merge_gbs = 1833;
   return c;
 }
 
@@ -90,7 +87,6 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(pdl_overlap_us, true, true),
       PREFIXD_TOP(pdl_overlap_frac, true, true),
       PREFIXD_TOP(narrow_overlap_frac, true, true),
-      PREFIXD_TOP(free_sm_overlap_frac, true, true),
       PREFIXD_TOP(prefix_launch_us, true, true),
       PREFIXD_TOP(prefix_item_us, true, true),
       PREFIXD_TOP(prefix_unit_overhead_us, true, true),
@@ -298,16 +294,11 @@ CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
     // The decode grid (a programmatic dependent launch) starts in the prefix kernel's tail:
     // pdl_overlap_us + pdl_overlap_frac of the decode, never more than the shorter part; beside the
     // narrow prefix CTA the decode's CTAs share every SM with it from the start (narrow_overlap_frac).
-    // A prefix grid of fewer CTAs than SMs leaves the other SMs to the decode grid from the start
-    // (free_sm_overlap_frac of the shorter part times the share of SMs left free). The planner no
-    // longer halves the prefix item target to make such SMs: where the prefix is stream-bound that
-    // measured slower than the model says (plan.cc, ScoreLayout).)
+    // (The SMs a small wide-CTA prefix grid leaves idle would add more; not modelled: it would favour
+    // smaller prefix grids nobody has timed, bench/NOTES-planner.md.)
     const double shorter = std::min(out.prefix_us, out.decode_us);
     const double beside = p.prefix_narrow ? c.narrow_overlap_frac * shorter : 0.0;
-    const double prefix_slots = c.num_sms * (p.head_dim > 128 ? 2 : 1);
-    const double free_sms = std::max(0.0, 1.0 - p.prefix_ctas / prefix_slots);
-    out.overlap_us = std::min(shorter, c.pdl_overlap_us + c.pdl_overlap_frac * out.decode_us + beside +
-                                           c.free_sm_overlap_frac * free_sms * shorter);
+    out.overlap_us = std::min(shorter, c.pdl_overlap_us + c.pdl_overlap_frac * out.decode_us + beside);
     // Side by side the two kernels share the memory system: together they take at least both
     // parts' byte times.
     const double both_bytes_us = prefix_bytes_us + decode_bytes_us;

@@ -219,8 +219,8 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 }
 
 // Layout choice (PlanOptions::choose_layout). Candidates are scored by the cost model:
-//  1. split options: the given ones and the prefix item target ×2, each with the suffixes split
-//     as given or not split at all (4 plans per all-cascade layout; the best is the layout's
+//  1. split options: the given ones, the prefix item target ×½ and ×2, each with the suffixes split
+//     as given or not split at all (6 plans per all-cascade layout; the best is the layout's
 //     score, another than the given splits only when predicted faster than them by more than
 //     PlanOptions::plain_margin); a layout with plain groups is scored with the given splits only;
 //  2. layouts: every group cascade; then, greedily, eligible groups flipped to plain in ascending
@@ -236,7 +236,7 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //  4. the all-cascade layout with items of narrow_tile_rows rows (ScoreNarrowCascade), for a gain
 //     of more than plain_margin over the winner so far (not where the tiny-prefix rule covers a
 //     group).
-// Cost: at most 7 + eligible groups plans (4 cascade split variants, the greedy flips, all plain,
+// Cost: at most 9 + eligible groups plans (6 cascade split variants, the greedy flips, all plain,
 // 2 fine, 1 narrow); each plan is O(items).
 struct Scored {
   double us = 0;
@@ -266,15 +266,12 @@ Scored ScoreLayout(const DecodeBatch& batch, const KvPoolShape& pool, const Plan
   const bool any_plain = std::find(plain.begin(), plain.end(), uint8_t(1)) != plain.end();
   // The other split options are taken only for a predicted gain of more than plain_margin over the
   // given ones: no calibration times them, and where the planner took one on a near-tie it measured
-  // slower (prefix target ×2 at 32/4 and 32/8 B192 P4096: 6-11%, session 23). Half the prefix
-  // target is not among them (session 24): the model's free-SM overlap favours the smaller grid,
-  // which measured faster only where the prefix leaves DRAM to the decode (−0.5 to −6 µs at B8-16)
-  // and slower where it is stream-bound (32/32 P8192: +2 to +13 µs, bench/NOTES-planner.md).
+  // slower (prefix target ×2 at 32/4 and 32/8 B192 P4096: 6-11%, session 23).
   Scored best;
   bool first = true;
   size_t given_items = 0;
   double given_us = 0;
-  for (const int prefix_target : {target, target * 2})
+  for (const int prefix_target : {target, std::max(1, target / 2), target * 2})
     for (const int min_decode_chunk : {base.min_decode_chunk, INT_MAX}) {
       if (!first && min_decode_chunk == base.min_decode_chunk && prefix_target == target) continue;
       if (!first && any_plain) continue;

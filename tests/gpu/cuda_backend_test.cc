@@ -872,11 +872,11 @@ TEST_P(CudaFusedMergeTest, MatchesOracleAndTheUnfusedPlanWithAnySubsetOfOutputs)
 // The device's default plan options choose each group's layout with the cost model (on by
 // default on CUDA): whatever they choose must compute the same attention. Four batches of one
 // group (32/8, short random suffixes): 16 requests over a 128-token prefix, which the built-in H200
-// model plans as plain decode (predicted ~23% faster), over a 1024-token one, which it plans as a
+// model plans as plain decode (predicted ~30% faster), over a 1024-token one, which it plans as a
 // cascade of 128-token prefix chunks (PlanOptions::fine_prefix_chunk: 16 items of 512 tokens would
 // leave the prefix grid on 16 SMs), and over a 2048-token one, which it keeps as a cascade with the
 // usual chunks; and 48 requests (192 rows per KV head) over 2048 tokens, which it plans with the
-// narrow prefix CTA's 64-row items (PlanOptions::narrow_tile_rows, predicted ~14% faster). Each
+// narrow prefix CTA's 64-row items (PlanOptions::narrow_tile_rows, predicted ~17% faster). Each
 // checked against the float64 oracle, and the choice itself checked, so that every layout really ran.
 TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();

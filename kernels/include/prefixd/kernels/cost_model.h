@@ -41,9 +41,7 @@
 //            early; side by side the two share HBM: together at least both parts' byte times),
 //            plus narrow_overlap_frac · min(prefix, decode) where the prefix kernel runs its narrow
 //            sm_90a CTA (every prefix item ≤ 64 rows at head_dim ≤ 128): the decode kernel's CTAs
-//            then fit beside the prefix CTAs and stream from the prefix kernel's start; plus
-//            free_sm_overlap_frac · (1 − prefix CTAs / prefix slots) · min(prefix, decode): the SMs
-//            a small prefix grid leaves free run decode CTAs from its start.
+//            then fit beside the prefix CTAs and stream from the prefix kernel's start.
 //      A part timed alone (the benchmark's prefix_us / suffix_us / merge_us) is step_fixed_us +
 //      part: step_fixed_us is what every timed region pays (event/launch floor, the write-back of
 //      the benchmark's L2 flush).
@@ -78,7 +76,6 @@ struct CostModelParams {
   double pdl_overlap_us = 2;     // saved when the decode grid starts during the prefix kernel
   double pdl_overlap_frac = 0;   // ... plus this fraction of the shorter part
   double narrow_overlap_frac = 0;  // ... plus this fraction of it beside the narrow prefix CTA
-  double free_sm_overlap_frac = 0;  // ... plus this fraction of it times the share of SMs left free
 
   double prefix_launch_us = 8;          // per prefix launch
   double prefix_item_us = 4;            // per prefix item (Q gather, pipeline fill/drain, epilogue)

@@ -80,7 +80,7 @@ struct PlanOptions {
   // its requests' suffix page tables and its prefix run is emptied (plan.groups[g].prefix.num_tokens
   // = 0, no prefix items), so the decode kernel reads the prefix once per request instead of the
   // prefix kernel reading it once per group. It also tries a few split sizes (prefix item target
-  // ×1, ×2; suffixes split as the options say or not at all) and keeps the fastest predicted.
+  // ×½, ×1, ×2; suffixes split as the options say or not at all) and keeps the fastest predicted.
   // Only groups whose prefix fills whole pages can be plain (a partial page cannot sit in the
   // middle of a page table). Every candidate computes the same attention over the same tokens,
   // so the choice changes speed only, never the result beyond float rounding (the ⊕ order).

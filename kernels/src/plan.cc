@@ -87,6 +87,8 @@ void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.min_decode_chunk >= 1, "plan options: min_decode_chunk must be ≥ 1, got " << o.min_decode_chunk);
   PREFIXD_CHECK_ARG(o.narrow_tile_rows >= 0,
                     "plan options: narrow_tile_rows must be ≥ 0 (0: off), got " << o.narrow_tile_rows);
+  PREFIXD_CHECK_ARG(o.narrow_head_dim >= 0,
+                    "plan options: narrow_head_dim must be ≥ 0 (0: any), got " << o.narrow_head_dim);
   PREFIXD_CHECK_ARG(o.fine_prefix_chunk >= 0,
                     "plan options: fine_prefix_chunk must be ≥ 0 (0: off), got " << o.fine_prefix_chunk);
   PREFIXD_CHECK_ARG(o.fine_max_suffix_ratio >= 0,
@@ -325,11 +327,12 @@ std::optional<Scored> ScoreFineCascade(const DecodeBatch& batch, const KvPoolSha
 }
 
 // The all-cascade layout with prefix items of at most narrow_tile_rows rows (PlanOptions), the
-// given split options; or nothing where that changes no item: no candidate, or no group with more
-// rows per KV head than narrow_tile_rows.
+// given split options; or nothing where that changes no item (no candidate, or no group with more
+// rows per KV head than narrow_tile_rows) or the head_dim is not narrow_head_dim.
 std::optional<Scored> ScoreNarrowCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& base,
                                          const CostModelParams& params, int* candidates) {
   if (base.narrow_tile_rows <= 0 || base.narrow_tile_rows >= base.prefix_tile_rows) return std::nullopt;
+  if (base.narrow_head_dim > 0 && pool.head_dim != base.narrow_head_dim) return std::nullopt;
   const int g = pool.num_kv_heads > 0 ? batch.num_qo_heads / pool.num_kv_heads : 1;
   const bool binds = std::any_of(batch.groups.begin(), batch.groups.end(), [&](const PrefixGroup& grp) {
     return grp.prefix.num_tokens > 0 && int64_t(grp.num_requests) * g > base.narrow_tile_rows;

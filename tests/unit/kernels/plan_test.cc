@@ -797,7 +797,8 @@ void ExpectCascadeMatches(Backend& backend, const CascadePlan& plan, const Rando
 // 32/8 B64 P1024 S256 (narrow 32.9 µs against the cascade's 38.0) and 64/8 B16 P512 S256 (17.7
 // against 21.6) go narrow; 32/8 B256 P32768 S256 (404 against 291) and B256 P8192 S32 (109 against
 // 82) keep 128-row items; 32/32 B16 P8192 S256 (16 rows per KV head) has no such candidate, nor has
-// 64/8 B128 P128 S64 (a tiny prefix: measured 30.7 against plain decode's 27.9).
+// 64/8 B128 P128 S64 (a tiny prefix: measured 30.7 against plain decode's 27.9). At head_dim 64 none
+// has it (PlanOptions::narrow_head_dim).
 TEST(PlanLayout, NarrowItemsWhereTheModelPredictsAClearGain) {
   struct Case {
     int h_qo, h_kv, requests, prefix, suffix;
@@ -818,6 +819,17 @@ TEST(PlanLayout, NarrowItemsWhereTheModelPredictsAClearGain) {
     PlanCascade(batch, pool, o, &without);
     EXPECT_EQ(with.candidates - without.candidates, c.narrow_considered ? 1 : 0);
     EXPECT_EQ(with.prefix_tile_rows, c.narrow_chosen ? 64 : 128);
+    // Only at the head_dim it was calibrated at (PlanOptions::narrow_head_dim, 128).
+    KvPoolShape pool64;
+    const DecodeBatch batch64 = GroupsBatch({{c.requests, c.prefix}}, c.suffix, c.h_qo, 16, &pool64, c.h_kv, 64);
+    PlanOptions o64 = GpuLikeOptions(true);
+    o64.narrow_tile_rows = 64;
+    PlanReport with64, without64;
+    PlanCascade(batch64, pool64, o64, &with64);
+    o64.narrow_tile_rows = 0;
+    PlanCascade(batch64, pool64, o64, &without64);
+    EXPECT_EQ(with64.candidates, without64.candidates);
+    EXPECT_EQ(with64.prefix_tile_rows, 128);
     if (!c.narrow_chosen) continue;
     EXPECT_LT(with.predicted_us, std::min(without.predicted_us, with.predicted_cascade_us) * (1 - o.plain_margin));
     ASSERT_FALSE(plan.prefix_items.empty());
@@ -848,6 +860,7 @@ TEST(PlanLayout, NarrowItemsComputeTheSameAttention) {
   PlanOptions o = backend->DefaultPlanOptions();
   o.prefix_tile_rows = 128;
   o.narrow_tile_rows = 64;
+  o.narrow_head_dim = 0;  // any: the CPU backend computes every head_dim alike
   o.choose_layout = true;
   o.cost_model = favour_narrow;
   PlanReport report;

@@ -113,6 +113,10 @@ struct PlanOptions {
   // against 82.2). Chosen for a predicted gain over the best other candidate of more than
   // plain_margin; never where the tiny-prefix rule (below) covers a group.
   int narrow_tile_rows = 0;
+  // ... and only at this head_dim (0: any): the one the calibration timed it at. At head_dim 64 the
+  // model's choices of it measured a wash in sum over 72 shapes, with losses of up to 20 µs where the
+  // prefix is compute-bound (bench/RESULTS.md, session 24, run 12).
+  int narrow_head_dim = 128;
   std::shared_ptr<const CostModelParams> cost_model;
 };
 

@@ -18,6 +18,9 @@
 #   runs 9-10, the calibration again with the half cascade (half the prefix item target) timed too
 #   (its data: tests/unit/kernels/h200_s24b_calibration.inc): CARRY=.carry/s24e PHASE=1, PHASE=2
 #   (run 8 is bench/kernel/s24-target.sh)
+#   run 11 (the free-SM term, reverted): CARRY=.carry/s24f OUT=$OUT/final bash bench/kernel/final-check.sh,
+#   then CARRY=.carry/s24f PHASE=4 OUT=$OUT/held; run 13 (the committed planner, narrow candidate at
+#   head_dim 128 only): the same with CARRY=.carry/s24g (run 12 is bench/kernel/s24-d64.sh)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s24-calibrate

@@ -684,26 +684,21 @@ TEST(CostModel, PlannerChoosesWithinFivePercentOnTheH200S24Shapes) {
 constexpr double kS24RowTol = 0.32;
 constexpr double kS24RmsTol = 0.08;
 
-TEST(CostModel, DefaultsPredictTheH200S24Samples) {
+TEST(CostModel, DefaultsPredictTheH200S23AndS24Samples) {
   const CostModelParams params = CostModelParams::H200();
-  const std::vector<CostSample> samples = S24Samples(params);
-  ASSERT_GE(samples.size(), 3000u);
-  ExpectPredicts(samples, params, kS24RowTol, kS24RmsTol);
-}
-
-TEST(CostModel, DefaultsPredictTheH200S24bSamples) {
-  const CostModelParams params = CostModelParams::H200();
-  const std::vector<CostSample> samples =
-      CalibrationSamples(std::begin(kS24bRows), std::end(kS24bRows), "s24b", params);
-  ASSERT_GE(samples.size(), 3500u);
-  ExpectPredicts(samples, params, kS24RowTol, kS24RmsTol);
-}
-
-TEST(CostModel, DefaultsPredictTheH200S23Samples) {
-  const CostModelParams params = CostModelParams::H200();
-  const std::vector<CostSample> samples = S23Samples(params);
-  ASSERT_GE(samples.size(), 2000u);
-  ExpectPredicts(samples, params, kS24RowTol, kS24RmsTol);
+  struct Set {
+    const char* name;
+    std::vector<CostSample> samples;
+    size_t at_least;
+  };
+  const Set sets[] = {{"s24 (the fit's data)", S24Samples(params), 3000},
+                      {"s24b", CalibrationSamples(std::begin(kS24bRows), std::end(kS24bRows), "s24b", params), 3500},
+                      {"s23", S23Samples(params), 2000}};
+  for (const Set& set : sets) {
+    SCOPED_TRACE(set.name);
+    ASSERT_GE(set.samples.size(), set.at_least);
+    ExpectPredicts(set.samples, params, kS24RowTol, kS24RmsTol);
+  }
 }
 
 // The calibration's path on the s24 samples: from a badly perturbed start FitCostModel gets back

@@ -107,8 +107,9 @@ struct PlanOptions {
   // such candidate), where some group has more rows per KV head (requests × g) than that and fewer
   // than prefix_tile_rows would give. The CUDA backend sets it to its narrow sm_90a CTA's M tile
   // (64): one consumer warpgroup, half the SM's registers, so the decode kernel's CTAs stream beside
-  // the prefix from its start. The narrow CTA computes a 64-row tile ~1.5× slower than the wide one
-  // computes two, so it pays only where the prefix is short against the decode (bench/RESULTS.md,
+  // the prefix from its start. Each 64-row item streams its K/V range itself (twice the bytes per
+  // CTA of 128-row items, at ~47 GB/s per CTA: CostModelParams::prefix_cta_gbs) with one warpgroup,
+  // so it pays only where the prefix is short against the decode (bench/RESULTS.md,
   // session 24: 64/8 B48 P512 S128 21.3 µs against plain decode's 29.4; 32/8 B256 P8192 S32 109.2
   // against 82.2). Chosen for a predicted gain over the best other candidate of more than
   // plain_margin; never where the tiny-prefix rule (below) covers a group.

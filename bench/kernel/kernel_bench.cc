@@ -758,6 +758,10 @@ struct PlannerRow {
   }
   // The performance issue's own bar: the choice against plain decode alone (1 where no plain plan).
   double RatioToPlain() const { return std::isnan(plain_us) ? 1.0 : choice_us / plain_us; }
+  // The item 4: the choice against the better of the cascade and plain decode.
+  double RatioToBetterOfTwo() const {
+    return choice_us / (std::isnan(plain_us) ? cascade_us : std::min(cascade_us, plain_us));
+  }
 };
 
 void PrintPlannerHeader(bool measured) {
@@ -926,21 +930,26 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
   if (check) {
     std::printf("#\n# planner check: choice / min(cascade, plain, narrow, half) must be <= 1.05 on every shape\n");
     PrintPlannerHeader(true);
-    int slow = 0, wrong = 0, slower_than_plain = 0;
-    double worst = 0, worst_to_plain = 0;
+    int slow = 0, wrong = 0, slower_than_plain = 0, slower_than_two = 0;
+    double worst = 0, worst_to_plain = 0, worst_to_two = 0;
     for (size_t i = 0; i < cfg.shapes.size(); ++i) {
       const PlannerRow* known = calibrate ? &first_pass[i] : nullptr;
       const PlannerRow row = RunPlannerShape(gpu, cfg.shapes[i], cfg, seed0 + 1000 * i, base, params, nullptr, known);
       PrintPlannerRow(row, true);
       slow += row.Ratio() > 1.05;
       slower_than_plain += row.RatioToPlain() > 1.05;
+      slower_than_two += row.RatioToBetterOfTwo() > 1.05;
+      worst_to_two = std::max(worst_to_two, row.RatioToBetterOfTwo());
       wrong += row.wrong;
       worst = std::max(worst, row.Ratio());
       worst_to_plain = std::max(worst_to_plain, row.RatioToPlain());
     }
     std::printf("# planner check: choice / plain (the performance issue's bar, <= 1.05): worst %.3f, shapes over: %d\n",
                 worst_to_plain, slower_than_plain);
-    std::printf("# planner check: worst ratio %.3f; shapes over 1.05: %d; wrong results: %d %s\n", worst, slow, wrong,
+    std::printf("# planner check: choice / min(cascade, plain) (the issue's item 4, <= 1.05): worst %.3f, shapes over: %d\n",
+                worst_to_two, slower_than_two);
+    std::printf("# planner check: choice / the fastest timed layout: worst ratio %.3f; shapes over 1.05: %d; wrong "
+                "results: %d %s\n", worst, slow, wrong,
                 slow == 0 && wrong == 0 ? "OK" : "FAILED");
     status |= slow > 0 || wrong > 0;
   }

@@ -206,6 +206,20 @@ TEST(CostModel, DefaultsPredictTheMeasuredH200Rows) {
   ExpectPredicts(samples, params, kRowTol, kRmsTol);
 }
 
+// The calibration's path: from the defaults perturbed badly (every fitted parameter ×1.7),
+// FitCostModel gets back to about the defaults' error on the samples: within max(rel · error,
+// error + abs).
+void ExpectFitRecovers(const std::vector<CostSample>& samples, const CostModelParams& defaults, double rel = 1.2,
+                       double abs = 0.01) {
+  const double base = CostFitError(samples, defaults);
+  CostModelParams bad = defaults;
+  for (const auto& f : CostModelParams::Fields())
+    if (f.fitted) bad.At(f) = bad.At(f) > 0 ? bad.At(f) * 1.7 : 1.0;
+  ASSERT_GT(CostFitError(samples, bad), 2 * base);
+  const CostModelParams fitted = FitCostModel(samples, bad);
+  EXPECT_LE(CostFitError(samples, fitted), std::max(rel * base, base + abs));
+}
+
 // The fit from the defaults does not get worse, and from a badly perturbed start it gets back to
 // close to the defaults' error (the calibration run's path). PREFIXD_COST_MODEL_PRINT_FIT=1
 // prints the fitted parameters and every row (how the defaults were made).
@@ -221,12 +235,7 @@ TEST(CostModel, FitRecoversTheMeasuredRows) {
       std::printf("  %-80s measured %8.1f  defaults %8.1f  fit %8.1f\n", s.label.c_str(), s.measured_us,
                   PredictPart(s.profile, defaults, s.part), PredictPart(s.profile, refit, s.part));
   }
-  CostModelParams bad = defaults;
-  for (const auto& f : CostModelParams::Fields())
-    if (f.fitted) bad.At(f) = bad.At(f) > 0 ? bad.At(f) * 1.7 : 1.0;
-  ASSERT_GT(CostFitError(samples, bad), 2 * base);
-  const CostModelParams fitted = FitCostModel(samples, bad);
-  EXPECT_LE(CostFitError(samples, fitted), std::max(1.5 * base, base + 0.02));
+  ExpectFitRecovers(samples, defaults, 1.5, 0.02);
 }
 
 double Total(const GridShape& s, Layout layout, const CostModelParams& c = CostModelParams::H200()) {
@@ -529,18 +538,6 @@ GridChoice ChooseOnGrid(const GridShape& g, const PlanOptions& fixed, const Cost
   if (params) choose.cost_model = std::make_shared<CostModelParams>(*params);
   c.choice = PlanCascade(c.batch, c.pool, choose, &c.report).Serialize();
   return c;
-}
-
-// The calibration's path: from the defaults perturbed badly (every fitted parameter ×1.7),
-// FitCostModel gets back to about the defaults' error on the samples.
-void ExpectFitRecovers(const std::vector<CostSample>& samples, const CostModelParams& defaults) {
-  const double base = CostFitError(samples, defaults);
-  CostModelParams bad = defaults;
-  for (const auto& f : CostModelParams::Fields())
-    if (f.fitted) bad.At(f) = bad.At(f) > 0 ? bad.At(f) * 1.7 : 1.0;
-  ASSERT_GT(CostFitError(samples, bad), 2 * base);
-  const CostModelParams fitted = FitCostModel(samples, bad);
-  EXPECT_LE(CostFitError(samples, fitted), std::max(1.2 * base, base + 0.01));
 }
 
 // The defaults against every s8 sample (older kernels, above): each within kS8RowTol, RMS within

@@ -709,7 +709,9 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
     p.plain = kernels::PlanCascade(kernels::PlainLayout(p.batch, {1}, s.page_size), p.pool, fixed);
     p.pred_plain = kernels::PredictCost(p.plain, params).total_us;
   }
-  if (base.narrow_tile_rows > 0 && base.narrow_tile_rows < base.prefix_tile_rows) {
+  // The narrow cascade where the planner may choose it (PlanOptions::narrow_head_dim too).
+  if (base.narrow_tile_rows > 0 && base.narrow_tile_rows < base.prefix_tile_rows &&
+      (base.narrow_head_dim == 0 || s.head_dim == base.narrow_head_dim)) {
     kernels::PlanOptions narrow = fixed;
     narrow.prefix_tile_rows = base.narrow_tile_rows;
     p.narrow = kernels::PlanCascade(p.batch, p.pool, narrow);

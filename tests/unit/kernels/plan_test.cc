@@ -838,6 +838,14 @@ TEST(PlanLayout, NarrowItemsWhereTheModelPredictsAClearGain) {
     fixed.prefix_tile_rows = 64;
     EXPECT_EQ(plan.Serialize(), PlanCascade(batch, pool, fixed).Serialize());
   }
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{64, 1024}}, 256, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(true);
+  o.narrow_tile_rows = -1;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "narrow_tile_rows");
+  o.narrow_tile_rows = 64;
+  o.narrow_head_dim = -128;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "narrow_head_dim");
 }
 
 // A plan of narrow items computes the same attention as the naive cascade (CPU backend): 96 rows per

@@ -103,6 +103,7 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& V
       // One decode CTA per SM looping over the items, as the streaming kernel / item by item.
       {"persistent", {{"PREFIXD_DECODE_PERSISTENT", "1"}, {"PREFIXD_DECODE_STREAM", "1"}}},
       {"persistent-items", {{"PREFIXD_DECODE_PERSISTENT", "1"}, {"PREFIXD_DECODE_STREAM", "0"}}},
+      {"tma", {{"PREFIXD_DECODE_PERSISTENT", "1"}, {"PREFIXD_DECODE_STREAM", "1"}, {"PREFIXD_DECODE_TMA", "1"}}},
       {"stages3", {{"PREFIXD_SM90A_STAGES", "3"}}},                // deeper prefix K/V ring
       {"kvfirst", {{"PREFIXD_SM90A_KV_POLICY", "first"}}},         // prefix K/V loads: L2 evict_first hint
       {"kvlast", {{"PREFIXD_SM90A_KV_POLICY", "last"}}},           // prefix K/V loads: L2 evict_last hint

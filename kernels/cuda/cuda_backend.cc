@@ -108,6 +108,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   uploads_.set_programmatic(cuda::StepPdlEnabled());
   decode_stream_items_ = EnvFlag("PREFIXD_DECODE_STREAM", decode_stream_items_);
   decode_persistent_ = EnvFlag("PREFIXD_DECODE_PERSISTENT", decode_persistent_);
+  decode_tma_ = EnvFlag("PREFIXD_DECODE_TMA", decode_tma_);
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
@@ -135,6 +136,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!decode_next_wave_) d << " [decode next-wave prefetch off]";
   if (decode_stream_items_) d << " [decode streaming]";
   if (decode_persistent_) d << " [decode persistent]";
+  if (decode_tma_) d << " [decode TMA]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
@@ -604,10 +606,13 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
     } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
-      // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item.
-      p.max_sms = num_sms_;
+      // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
+      // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
+      p.max_sms = concurrent_decode_sms_ > 0 && plan_.num_prefix_items > 0 ? concurrent_decode_sms_ : num_sms_;
+      if (decode_mma_warps_ == 0) p.mma_warps = 8;  // one CTA per SM (the TMA kernel also runs 4)
     }
     p.stream_items = decode_stream_items_;
+    p.stream_tma = decode_tma_;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;

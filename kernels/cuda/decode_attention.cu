@@ -9,6 +9,7 @@
 
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention_epilogue.cuh"
+#include "kernels/cuda/decode_stream_tma.h"
 
 namespace prefixd::kernels::cuda {
 namespace decode {
@@ -29,10 +30,14 @@ bool UseTensorCores(const DecodeAttentionParams& p) {
   return HEAD_DIM <= 128 && DecodeUsesTensorCores(p);
 }
 
-// One CTA per SM looping over items (max_sms): the streaming kernel, unless turned off.
+// One CTA per SM looping over items (max_sms): the streaming kernel (its TMA variant where asked
+// for and applicable), unless turned off.
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream) {
-  if (p.max_sms > 0 && p.stream_items) return decode::LaunchDecodeAttentionMmaStream<T, HEAD_DIM, GQA>(p, stream);
+  if (p.max_sms > 0 && p.stream_items) {
+    if (p.stream_tma && DecodeStreamTmaApplies(p)) return DecodeStreamTma(p, stream);
+    return decode::LaunchDecodeAttentionMmaStream<T, HEAD_DIM, GQA>(p, stream);
+  }
   decode::LaunchDecodeAttentionMma<T, HEAD_DIM, GQA>(p, stream);
 }
 

@@ -106,6 +106,10 @@ struct DecodeAttentionParams {
   // With max_sms, the tensor-core kernel's streaming variant (decode_attention_mma_stream.cuh:
   // every warp's copies stay in flight across the CTA's items); false: the one-item-at-a-time loop.
   bool stream_items = false;
+  // With max_sms and stream_items: the streaming kernel with its K/V tiles copied by the TMA
+  // (decode_stream_tma.h), where it applies (sm_90a). It pulls more bytes per SM than the cp.async
+  // one: for a decode confined to a few SMs beside a concurrent prefix grid.
+  bool stream_tma = false;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;

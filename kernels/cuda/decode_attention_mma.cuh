@@ -182,11 +182,12 @@ __device__ __forceinline__ void IssueMmaTileCopies(uint32_t k_tile, const T* k_h
 }
 
 // One 16-token tile (K at k_tile, V right after it, tokens [tile_first, + 16), those at or past
-// kv_end masked): S = Q·Kᵀ → online softmax (base 2) → O += P·V.
-template <typename T, int HEAD_DIM, int GQA>
+// kv_end masked): S = Q·Kᵀ → online softmax (base 2) → O += P·V. LaneOffsets: the lane's ldmatrix
+// addresses in the tile's layout (MmaLaneOffsets; the TMA kernel's panel layout has its own).
+template <typename T, int HEAD_DIM, int GQA, typename LaneOffsets>
 __device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM / 16][4], uint32_t k_tile,
                                               int tile_first, int kv_end, float scale,
-                                              const MmaLaneOffsets<HEAD_DIM>& lo, int lane,
+                                              const LaneOffsets& lo, int lane,
                                               MmaWarpState<HEAD_DIM>& st) {
   using Mma = MmaOp<T>;
   constexpr int D_STEPS = HEAD_DIM / 16;  // k-steps of Q·Kᵀ, d-pairs of P·V

@@ -482,6 +482,27 @@ TEST_P(CudaFusedCascadeTest, MatchesFloat64OracleAndCpuBackendTwice) {
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaFusedCascadeTest, ::testing::ValuesIn(FusedCascadeCases()),
                          [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
+// The decode confined to exactly the k SMs the prefix grid leaves (PREFIXD_DECODE_PERSISTENT: one
+// CTA per SM looping over the items), as the cp.async streaming kernel and with its tiles copied
+// by the TMA (PREFIXD_DECODE_TMA, where it applies: sm_90a), at k = 1, 36 and SMs − 1; every
+// cascade case and the fused kernel's (page sizes 1-64, item boundaries anywhere: the TMA kernel's
+// lane-copied tiles).
+TEST(CudaConcurrentCascade, DecodeOnExactlyTheFreeSms) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  for (const char* tma : {"0", "1"}) {
+    for (const int k : {1, ConcurrentDecodeSms(36), sms - 1}) {
+      SCOPED_TRACE(std::string("PREFIXD_DECODE_TMA=") + tma + " PREFIXD_CONCURRENT_DECODE_SMS=" + std::to_string(k));
+      std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(k)},
+                                                                 {"PREFIXD_DECODE_PERSISTENT", "1"},
+                                                                 {"PREFIXD_DECODE_TMA", tma}});
+      EXPECT_EQ(backend->Describe().find("[decode TMA]") != std::string::npos, tma[0] == '1') << backend->Describe();
+      for (const CascadeCase& c : FusedCascadeCases()) ExpectConcurrentCascadeCorrect(*backend, c, rng);
+    }
+  }
+}
+
 // The suffix warps' L2 prefetch distance (PREFIXD_FUSED_L2_AHEAD) changes no result; a bad one is refused.
 TEST(CudaFusedCascade, EveryL2PrefetchDistanceIsCorrectAndABadOneIsRefused) {
 #ifdef PREFIXD_HAVE_CUDA
@@ -961,6 +982,7 @@ struct DecodeVariant {
   bool trigger = false;
   int prefix_max_ctas = 0;  // 0: one prefix CTA per SM
   bool persistent = false, stream = false;
+  bool tma = false;  // PREFIXD_DECODE_TMA: the streaming kernel's tiles by the TMA (sm_90a)
 };
 
 class CudaDecodeVariantTest : public ::testing::TestWithParam<DecodeVariant> {};
@@ -975,12 +997,13 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
   setenv("PREFIXD_DECODE_PREFETCH", variant.prefetch ? "1" : "0", 1);
   setenv("PREFIXD_DECODE_PERSISTENT", variant.persistent ? "1" : "0", 1);
   setenv("PREFIXD_DECODE_STREAM", variant.stream ? "1" : "0", 1);
+  setenv("PREFIXD_DECODE_TMA", variant.tma ? "1" : "0", 1);
   setenv("PREFIXD_PREFIX_PDL_TRIGGER", variant.trigger ? "1" : "0", 1);  // the default is on
   if (variant.prefix_max_ctas > 0) setenv("PREFIXD_SM90A_MAX_CTAS", std::to_string(variant.prefix_max_ctas).c_str(), 1);
   std::unique_ptr<Backend> backend = MakeDeviceBackend();  // reads them all, once
   for (const char* name : {"PREFIXD_DECODE_WARPS", "PREFIXD_DECODE_PDL", "PREFIXD_DECODE_EVICT_FIRST", "PREFIXD_DECODE_PREFETCH",
-                           "PREFIXD_DECODE_PERSISTENT", "PREFIXD_DECODE_STREAM", "PREFIXD_PREFIX_PDL_TRIGGER",
-                           "PREFIXD_SM90A_MAX_CTAS"})
+                           "PREFIXD_DECODE_PERSISTENT", "PREFIXD_DECODE_STREAM", "PREFIXD_DECODE_TMA",
+                           "PREFIXD_PREFIX_PDL_TRIGGER", "PREFIXD_SM90A_MAX_CTAS"})
     unsetenv(name);
   EXPECT_NE(backend->Describe().find("warps forced: " + std::to_string(variant.warps)), std::string::npos)
       << backend->Describe();
@@ -1030,14 +1053,19 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaDecodeVariantTest,
                                            DecodeVariant{8, true, true, true, false, 0, true, true},
                                            DecodeVariant{8, false, true, true, false, 0, true, true},
                                            DecodeVariant{8, true, false, false, true, 3, true, true},
-                                           DecodeVariant{8, true, true, true, false, 0, true, false}),
+                                           DecodeVariant{8, true, true, true, false, 0, true, false},
+                                           DecodeVariant{8, true, true, true, false, 0, true, true, true},
+                                           DecodeVariant{8, false, false, false, false, 0, true, true, true},
+                                           DecodeVariant{8, true, true, true, true, 3, true, true, true},
+                                           DecodeVariant{4, true, true, true, false, 0, true, true, true}),
                          [](const ::testing::TestParamInfo<DecodeVariant>& info) {
                            const DecodeVariant& v = info.param;
                            return "warps" + std::to_string(v.warps) + (v.pdl ? "_pdl" : "_nopdl") +
                                   (v.evict_first ? "" : "_noevict") + (v.prefetch ? "" : "_noprefetch") +
                                   (v.trigger ? "_trigger" : "") +
                                   (v.prefix_max_ctas > 0 ? "_prefixctas" + std::to_string(v.prefix_max_ctas) : "") +
-                                  (v.persistent ? "_persistent" : "") + (v.persistent && !v.stream ? "_nostream" : "");
+                                  (v.persistent ? "_persistent" : "") + (v.persistent && !v.stream ? "_nostream" : "") +
+                                  (v.tma ? "_tma" : "");
                          });
 
 // ---------------------------------------------------------------------------------------------

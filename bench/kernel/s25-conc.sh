@@ -15,6 +15,7 @@
 #   run 5: CARRY=.carry/s25d PART=3     (each warp its own items)
 #   run 6: CARRY=.carry/s25e PART=3     (tile slots one item ahead, descriptors two)
 #   run 7: CARRY=.carry/s25f PART=4     (4 warps × 6 stages against 8 × 3)
+#   run 9: CARRY=.carry/s25h PART=5     (the TMA kernel's copies only / arithmetic only: PREFIXD_DECODE_TMA_DIAG)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s25-conc
@@ -24,6 +25,13 @@ run() {  # name, variants, bench arguments...
   echo "$name rc=$? $(grep 'wrong results' "$OUT/$name.txt")"
 }
 C=PREFIXD_CONCURRENT_DECODE_SMS T=PREFIXD_PREFIX_TARGET_ITEMS
+if [ "${PART:-1}" = 5 ]; then  # diagnostics: WRONG results on purpose, so the runs exit non-zero
+  D=PREFIXD_DECODE_TMA_DIAG
+  run p5b256 "tma,tma+$D=1,tma+$D=2,$C=36+$T=192+tma,$C=36+$T=192+tma+$D=1,$C=36+$T=192+tma+$D=2" --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16
+  run p5b64 "tma,tma+$D=1,tma+$D=2,$C=36+$T=96+tma,$C=36+$T=96+tma+$D=1,$C=36+$T=96+tma+$D=2" --heads 32/8 -b 64 -p 8192 -s 256 --dtype fp16
+  for n in p5b256 p5b64; do sed -n '/^# variants/,$p' "$OUT/$n.txt" | grep -v '^#   ' | head -40; done
+  exit 0
+fi
 if [ "${PART:-1}" = 4 ]; then
   run_gpu_tests '*DecodeVariant*tma*:*CudaConcurrentCascade*DecodeOnExactly*'
   grep -E "FAILED|Failure|error" "$OUT/tests.log" | head -20

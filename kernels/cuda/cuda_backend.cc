@@ -109,6 +109,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_stream_items_ = EnvFlag("PREFIXD_DECODE_STREAM", decode_stream_items_);
   decode_persistent_ = EnvFlag("PREFIXD_DECODE_PERSISTENT", decode_persistent_);
   decode_tma_ = EnvFlag("PREFIXD_DECODE_TMA", decode_tma_);
+  decode_tma_diag_ = int(EnvInteger("PREFIXD_DECODE_TMA_DIAG", 0, 2, decode_tma_diag_));
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
@@ -137,6 +138,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_stream_items_) d << " [decode streaming]";
   if (decode_persistent_) d << " [decode persistent]";
   if (decode_tma_) d << " [decode TMA]";
+  if (decode_tma_diag_ != 0) d << " [decode TMA diagnostics " << decode_tma_diag_ << ": WRONG results]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
@@ -613,6 +615,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     }
     p.stream_items = decode_stream_items_;
     p.stream_tma = decode_tma_;
+    p.tma_diag = decode_tma_diag_;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;

@@ -44,6 +44,7 @@
 //                                         beside a concurrent prefix: on exactly its k SMs
 //   PREFIXD_DECODE_TMA=0|1                a one-CTA-per-SM streaming decode with its K/V tiles copied
 //                                         by the TMA (decode_stream_tma.h; sm_90a) (0)
+//   PREFIXD_DECODE_TMA_DIAG=0|1|2         its diagnostics, WRONG results: copies only / arithmetic only
 //   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
 //                                         decode kernel (items, page-table entries, queries, first
 //                                         K/V rows) into L2 at its end (DecodeL2Warmup,
@@ -236,6 +237,7 @@ class CudaBackend final : public Backend {
   bool decode_stream_items_ = true;  // PREFIXD_DECODE_STREAM
   bool decode_persistent_ = false;   // PREFIXD_DECODE_PERSISTENT
   bool decode_tma_ = false;          // PREFIXD_DECODE_TMA
+  int decode_tma_diag_ = 0;          // PREFIXD_DECODE_TMA_DIAG
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
   static constexpr int64_t kDefaultDecodeWarmupBytes = int64_t(4) << 20;
   int64_t decode_warmup_bytes_ = kDefaultDecodeWarmupBytes;  // PREFIXD_DECODE_WARMUP_MIB

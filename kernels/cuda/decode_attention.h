@@ -110,6 +110,9 @@ struct DecodeAttentionParams {
   // (decode_stream_tma.h), where it applies (sm_90a). It pulls more bytes per SM than the cp.async
   // one: for a decode confined to a few SMs beside a concurrent prefix grid.
   bool stream_tma = false;
+  // Diagnostics of the TMA kernel (PREFIXD_DECODE_TMA_DIAG; WRONG results on purpose): 1 copies
+  // only (no arithmetic), 2 arithmetic only (no copies: the stages' stale contents).
+  int tma_diag = 0;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;

@@ -267,7 +267,9 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
       __syncwarp();
       zeroed_stages &= ~(1u << issue_stage);
     }
-    if (is_contiguous) {
+    if (p.tma_diag == 2) {  // arithmetic only: the phase completes without copies
+      if (lane == 0) MbarrierArrive(bar);
+    } else if (is_contiguous) {
       if (is_tile > 0 && is_tile % 32 == 0) is_slots = load_slots(is_a, is_tile / 32);  // items > 512 tokens
       const int slot = __shfl_sync(0xffffffffu, is_slots, is_tile % 32);
       if (lane == 0) {
@@ -349,8 +351,9 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
         }
       }
       __syncwarp();  // the tile (and its zeroed rows) is visible to the whole warp
-      decode::MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, k_tile, tile_first, item.kv_end, p.sm_scale_log2, lane_offsets,
-                                              lane, state);
+      if (p.tma_diag != 1)  // 1: copies only
+        decode::MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, k_tile, tile_first, item.kv_end, p.sm_scale_log2, lane_offsets,
+                                                lane, state);
       __syncwarp();  // all reads of this stage are done before a later issue refills it
       if (++compute_stage == kStages) compute_stage = 0, compute_phase ^= 1;
     }

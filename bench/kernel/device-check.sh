@@ -12,6 +12,7 @@
 #   session 12 (bench/kernel/results/s12/run6-*, run9-*): CARRY=.carry/s12a
 #     VARIANTS=default,nowarm,default+PREFIXD_DECODE_WARMUP=1,nowarm+PREFIXD_DECODE_WARMUP_MIB=4
 #   session 17 (bench/kernel/results/s17/run8-*): CARRY=.carry/s17e VARIANTS=default
+#   session 25 (bench/kernel/results/s25/run10-*, the last binaries, commit 699c544): CARRY=.carry/s25i VARIANTS=default,tma
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}

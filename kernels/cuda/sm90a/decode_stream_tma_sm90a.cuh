@@ -40,6 +40,7 @@
 
 #include "kernels/cuda/decode_attention_mma.cuh"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
+#include "kernels/cuda/smem_limit.cuh"
 
 namespace prefixd::kernels::cuda::sm90a {
 
@@ -377,12 +378,7 @@ template <typename T, int HEAD_DIM, int GQA, int WARPS>
 void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
                                 cudaStream_t stream) {
   constexpr int smem = tma_decode::SmemBytes<HEAD_DIM, WARPS>();
-  static bool raised = false;  // one attribute call per instantiation (host, one thread per backend)
-  if (!raised) {
-    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    raised = true;
-  }
+  RaiseDynamicSmemLimitOnce<DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS>>(smem);  // once per device
   cudaLaunchConfig_t config{};
   // Each warp takes whole items: as many CTAs as give every warp one (at most max_sms).
   const int ctas = std::min(p.max_sms, (p.num_items + WARPS - 1) / WARPS);

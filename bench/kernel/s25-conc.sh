@@ -16,6 +16,7 @@
 #   run 6: CARRY=.carry/s25e PART=3     (tile slots one item ahead, descriptors two)
 #   run 7: CARRY=.carry/s25f PART=4     (4 warps × 6 stages against 8 × 3)
 #   run 9: CARRY=.carry/s25h PART=5     (the TMA kernel's copies only / arithmetic only: PREFIXD_DECODE_TMA_DIAG)
+#   run 11: CARRY=.carry/s25j PART=6    (after the launcher's last change: the decode and concurrent GPU tests)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s25-conc
@@ -27,6 +28,12 @@ run() {  # name, variants, bench arguments...
 show() { for n in "$@"; do sed -n '/^# variants/,$p' "$OUT/$n.txt" | grep -v '^#   ' | head -40; done; }
 gpu_tests() { run_gpu_tests "$1"; grep -E "FAILED|Failure|error" "$OUT/tests.log" | head -20; }
 C=PREFIXD_CONCURRENT_DECODE_SMS T=PREFIXD_PREFIX_TARGET_ITEMS
+if [ "${PART:-1}" = 6 ]; then
+  gpu_tests '*DecodeVariant*:*CudaConcurrentCascade*:*DecodePartOnAnotherStream*:*DecodePipeline*:*CudaGraph*'
+  run p6b256 "default,tma,$C=36+$T=192+tma" --heads 32/8 -b 256 -p 8192 -s 256 --dtype fp16,bf16
+  show p6b256
+  exit 0
+fi
 if [ "${PART:-1}" = 5 ]; then  # diagnostics: WRONG results on purpose, so the runs exit non-zero
   D=PREFIXD_DECODE_TMA_DIAG
   run p5b256 "tma,tma+$D=1,tma+$D=2,$C=36+$T=192+tma,$C=36+$T=192+tma+$D=1,$C=36+$T=192+tma+$D=2" --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16

@@ -146,10 +146,10 @@ class Reader {
   size_t pos_ = 0;
 };
 
-// The plan of the batch exactly as given (no layout choice).
+// The plan of the batch exactly as given (no layout choice). The options are the caller's, checked
+// by PlanCascade, or a layout candidate derived from them.
 CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options) {
   pool.Validate();
-  ValidateOptions(options);
   const int b = batch.num_requests();
   PREFIXD_CHECK_ARG(b >= 0, "decode batch: suffix page table has no indptr");
   PREFIXD_CHECK_ARG(batch.num_qo_heads > 0, "decode batch: num_qo_heads must be positive, got " << batch.num_qo_heads);
@@ -511,6 +511,10 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
 
 CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
                         PlanReport* report) {
+  // Once, on the caller's options: with the layout choice the candidates' options are derived
+  // from them (an unset prefix target, say, replaced by the item target), so a bad value could
+  // otherwise pass unnoticed.
+  ValidateOptions(options);
   if (!options.choose_layout) {
     CascadePlan plan = PlanFixed(batch, pool, options);
     if (report) {

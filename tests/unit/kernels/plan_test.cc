@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <vector>
@@ -331,26 +332,38 @@ TEST(PlanCascade, EmptyBatchGivesAnEmptyPlan) {
   ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
 }
 
+// Every option with a bounded range is checked before planning, whatever else is set: each bad
+// value alone is refused with the option's name.
 TEST(PlanCascade, RejectsBadOptions) {
   std::mt19937_64 rng(test::TestSeed());
   const BatchSetup s = MakeSetup({{10, {1}}}, 2, 2, 16, rng);
-  PlanOptions o;
-  o.target_items = 0;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "target_items");
-  o = {};
-  o.prefix_chunk_align = 0;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "prefix_chunk_align");
-  o = {};
-  o.min_decode_chunk = -5;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "min_decode_chunk");
-  o = {};
-  o.prefix_target_items = -1;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "prefix_target_items");
-  for (const double margin : {-0.1, 1.0, std::nan("")}) {
-    o = {};
-    o.choose_layout = true;
-    o.plain_margin = margin;
-    EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), "plain_margin");
+  struct BadOption {
+    const char* name;
+    std::function<void(PlanOptions&)> spoil;
+  };
+  const BadOption bad[] = {
+      {"target_items", [](PlanOptions& o) { o.target_items = 0; }},
+      {"prefix_chunk_align", [](PlanOptions& o) { o.prefix_chunk_align = 0; }},
+      {"min_decode_chunk", [](PlanOptions& o) { o.min_decode_chunk = -5; }},
+      {"prefix_target_items", [](PlanOptions& o) { o.prefix_target_items = -1; }},
+      {"plain_margin", [](PlanOptions& o) { o.plain_margin = -0.1; }},
+      {"plain_margin", [](PlanOptions& o) { o.plain_margin = 1.0; }},
+      {"plain_margin", [](PlanOptions& o) { o.plain_margin = std::nan(""); }},
+      {"fine_prefix_chunk", [](PlanOptions& o) { o.fine_prefix_chunk = -1; }},
+      {"fine_max_suffix_ratio", [](PlanOptions& o) { o.fine_max_suffix_ratio = -0.5; }},
+      {"tiny_prefix_tokens", [](PlanOptions& o) { o.tiny_prefix_tokens = -1; }},
+      {"tiny_prefix_margin", [](PlanOptions& o) { o.tiny_prefix_margin = 1.0; }},
+      {"narrow_tile_rows", [](PlanOptions& o) { o.narrow_tile_rows = -1; }},
+      {"narrow_head_dim", [](PlanOptions& o) { o.narrow_head_dim = -128; }},
+  };
+  for (const bool choose_layout : {false, true}) {
+    for (const BadOption& b : bad) {
+      SCOPED_TRACE(std::string(b.name) + (choose_layout ? ", layout choice on" : ", layout choice off"));
+      PlanOptions o;
+      o.choose_layout = choose_layout;
+      b.spoil(o);
+      EXPECT_INVALID_ARGUMENT(PlanCascade(s.batch, s.shape, o), b.name);
+    }
   }
 }
 

@@ -656,11 +656,6 @@ TEST(PlanLayout, FinePrefixChunksOnlyForTinyPrefixGridsAndShortSuffixes) {
   PlanOptions o = GpuLikeOptions(false);
   o.fine_prefix_chunk = 128;
   ExpectSamePlan(PlanCascade(batch, pool, o), PlanCascade(batch, pool, GpuLikeOptions(false)));
-  o.fine_prefix_chunk = -1;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "fine_prefix_chunk");
-  o.fine_prefix_chunk = 128;
-  o.fine_max_suffix_ratio = -0.5;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "fine_max_suffix_ratio");
   // The ratio is the gate: at 32/8 B16 P1024 S256 (ratio 4) a limit of 4 lets the candidate in.
   KvPoolShape long_pool;
   const DecodeBatch long_suffixes = GroupsBatch({{16, 1024}}, 256, 32, 16, &long_pool, 8);
@@ -739,14 +734,6 @@ TEST(PlanLayout, TinyPrefixNearTiesGoToPlainDecode) {
       EXPECT_LE(with_rule.predicted_plain_us, with_rule.predicted_cascade_us * (1 + o.tiny_prefix_margin));
     }
   }
-  KvPoolShape pool;
-  const DecodeBatch batch = GroupsBatch({{16, 128}}, 256, 32, 16, &pool, 32);
-  PlanOptions o = GpuLikeOptions(true);
-  o.tiny_prefix_tokens = -1;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "tiny_prefix_tokens");
-  o.tiny_prefix_tokens = 128;
-  o.tiny_prefix_margin = 1.0;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "tiny_prefix_margin");
 }
 
 TEST(PlanLayout, PartialPagePrefixesStayCascades) {
@@ -820,27 +807,29 @@ TEST(PlanLayout, NarrowItemsWhereTheModelPredictsAClearGain) {
   const Case cases[] = {{32, 8, 64, 1024, 256, true, true},     {64, 8, 16, 512, 256, true, true},
                         {32, 8, 256, 32768, 256, true, false},  {32, 8, 256, 8192, 32, true, false},
                         {32, 32, 16, 8192, 256, false, false},  {64, 8, 128, 128, 64, false, false}};
+  const PlanOptions o = GpuLikeOptions(true);
+  // The plan and report with the narrow candidate (64-row items), and the report without it.
+  auto plan_both = [&o](const DecodeBatch& batch, const KvPoolShape& pool, PlanReport* with, PlanReport* without) {
+    PlanOptions narrow = o;
+    narrow.narrow_tile_rows = 64;
+    const CascadePlan plan = PlanCascade(batch, pool, narrow, with);
+    narrow.narrow_tile_rows = 0;
+    PlanCascade(batch, pool, narrow, without);
+    return plan;
+  };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::to_string(c.h_qo) + "/" + ShapeName(c.h_kv, c.requests, c.prefix, c.suffix).substr(3));
     KvPoolShape pool;
     const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, c.h_qo, 16, &pool, c.h_kv);
-    PlanOptions o = GpuLikeOptions(true);
-    o.narrow_tile_rows = 64;
     PlanReport with, without;
-    const CascadePlan plan = PlanCascade(batch, pool, o, &with);
-    o.narrow_tile_rows = 0;
-    PlanCascade(batch, pool, o, &without);
+    const CascadePlan plan = plan_both(batch, pool, &with, &without);
     EXPECT_EQ(with.candidates - without.candidates, c.narrow_considered ? 1 : 0);
     EXPECT_EQ(with.prefix_tile_rows, c.narrow_chosen ? 64 : 128);
     // Only at the head_dim it was calibrated at (PlanOptions::narrow_head_dim, 128).
     KvPoolShape pool64;
     const DecodeBatch batch64 = GroupsBatch({{c.requests, c.prefix}}, c.suffix, c.h_qo, 16, &pool64, c.h_kv, 64);
-    PlanOptions o64 = GpuLikeOptions(true);
-    o64.narrow_tile_rows = 64;
     PlanReport with64, without64;
-    PlanCascade(batch64, pool64, o64, &with64);
-    o64.narrow_tile_rows = 0;
-    PlanCascade(batch64, pool64, o64, &without64);
+    plan_both(batch64, pool64, &with64, &without64);
     EXPECT_EQ(with64.candidates, without64.candidates);
     EXPECT_EQ(with64.prefix_tile_rows, 128);
     if (!c.narrow_chosen) continue;
@@ -851,14 +840,6 @@ TEST(PlanLayout, NarrowItemsWhereTheModelPredictsAClearGain) {
     fixed.prefix_tile_rows = 64;
     EXPECT_EQ(plan.Serialize(), PlanCascade(batch, pool, fixed).Serialize());
   }
-  KvPoolShape pool;
-  const DecodeBatch batch = GroupsBatch({{64, 1024}}, 256, 32, 16, &pool, 8);
-  PlanOptions o = GpuLikeOptions(true);
-  o.narrow_tile_rows = -1;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "narrow_tile_rows");
-  o.narrow_tile_rows = 64;
-  o.narrow_head_dim = -128;
-  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "narrow_head_dim");
 }
 
 // A plan of narrow items computes the same attention as the naive cascade (CPU backend): 96 rows per

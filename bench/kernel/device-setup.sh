@@ -12,3 +12,16 @@ run_gpu_tests() {
   timeout 200 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$1" >"$OUT/tests.log" 2>&1
   echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
 }
+# run_variants NAME VARIANTS BENCH_ARGS...: one kernel-benchmark call timing each shape once per
+# variant (--variants; no baseline, no graph replay, one request checked), its table in
+# $OUT/NAME.txt and $OUT/NAME.csv, then one status line. Time limit: $RUN_TIMEOUT s (200).
+run_variants() {
+  local name=$1 v=$2; shift 2
+  timeout "${RUN_TIMEOUT:-200}" $B "$@" --no-baseline --no-graph -c 1 --variants "$v" --csv "$OUT/$name.csv" \
+    >"$OUT/$name.txt" 2>&1
+  echo "$name rc=$? $(grep 'wrong results' "$OUT/$name.txt")"
+}
+# show_variants NAME...: the shape × variant tables of those calls ($SHOW_LINES lines each, 60).
+show_variants() {
+  for n in "$@"; do sed -n '/^# variants/,$p' "$OUT/$n.txt" | grep -v '^#   ' | head -"${SHOW_LINES:-60}"; done
+}

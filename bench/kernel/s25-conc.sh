@@ -20,54 +20,49 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s25-conc
-run() {  # name, variants, bench arguments...
-  local name=$1 v=$2; shift 2
-  timeout 150 $B "$@" --no-baseline --no-graph -c 1 --variants "$v" --csv "$OUT/$name.csv" >"$OUT/$name.txt" 2>&1
-  echo "$name rc=$? $(grep 'wrong results' "$OUT/$name.txt")"
-}
-show() { for n in "$@"; do sed -n '/^# variants/,$p' "$OUT/$n.txt" | grep -v '^#   ' | head -40; done; }
+RUN_TIMEOUT=150 SHOW_LINES=40
 gpu_tests() { run_gpu_tests "$1"; grep -E "FAILED|Failure|error" "$OUT/tests.log" | head -20; }
 C=PREFIXD_CONCURRENT_DECODE_SMS T=PREFIXD_PREFIX_TARGET_ITEMS
 if [ "${PART:-1}" = 6 ]; then
   gpu_tests '*DecodeVariant*:*CudaConcurrentCascade*:*DecodePartOnAnotherStream*:*DecodePipeline*:*CudaGraph*'
-  run p6b256 "default,tma,$C=36+$T=192+tma" --heads 32/8 -b 256 -p 8192 -s 256 --dtype fp16,bf16
-  show p6b256
+  run_variants p6b256 "default,tma,$C=36+$T=192+tma" --heads 32/8 -b 256 -p 8192 -s 256 --dtype fp16,bf16
+  show_variants p6b256
   exit 0
 fi
 if [ "${PART:-1}" = 5 ]; then  # diagnostics: WRONG results on purpose, so the runs exit non-zero
   D=PREFIXD_DECODE_TMA_DIAG
-  run p5b256 "tma,tma+$D=1,tma+$D=2,$C=36+$T=192+tma,$C=36+$T=192+tma+$D=1,$C=36+$T=192+tma+$D=2" --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16
-  run p5b64 "tma,tma+$D=1,tma+$D=2,$C=36+$T=96+tma,$C=36+$T=96+tma+$D=1,$C=36+$T=96+tma+$D=2" --heads 32/8 -b 64 -p 8192 -s 256 --dtype fp16
-  show p5b256 p5b64
+  run_variants p5b256 "tma,tma+$D=1,tma+$D=2,$C=36+$T=192+tma,$C=36+$T=192+tma+$D=1,$C=36+$T=192+tma+$D=2" --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16
+  run_variants p5b64 "tma,tma+$D=1,tma+$D=2,$C=36+$T=96+tma,$C=36+$T=96+tma+$D=1,$C=36+$T=96+tma+$D=2" --heads 32/8 -b 64 -p 8192 -s 256 --dtype fp16
+  show_variants p5b256 p5b64
   exit 0
 fi
 if [ "${PART:-1}" = 4 ]; then
   gpu_tests '*DecodeVariant*tma*:*CudaConcurrentCascade*DecodeOnExactly*'
-  run p4b256 "default,tma,tma+w4,$C=36+$T=192+tma,$C=36+$T=192+tma+w4,$C=68+$T=128+tma+w4" --heads 32/8 -b 256 -p 1024,8192 -s 256 --dtype fp16
-  run p4b64 "default,tma,tma+w4,$C=36+$T=96+tma,$C=36+$T=96+tma+w4" --heads 32/8 -b 64 -p 8192 -s 256 --dtype fp16
-  show p4b256 p4b64
+  run_variants p4b256 "default,tma,tma+w4,$C=36+$T=192+tma,$C=36+$T=192+tma+w4,$C=68+$T=128+tma+w4" --heads 32/8 -b 256 -p 1024,8192 -s 256 --dtype fp16
+  run_variants p4b64 "default,tma,tma+w4,$C=36+$T=96+tma,$C=36+$T=96+tma+w4" --heads 32/8 -b 64 -p 8192 -s 256 --dtype fp16
+  show_variants p4b256 p4b64
   exit 0
 fi
 if [ "${PART:-1}" = 3 ]; then
   gpu_tests '*DecodeVariant*:*CudaConcurrentCascade*:*DecodePartOnAnotherStream*'
   P=persistent
-  run p3b256 "default,tma,$C=36+$T=192+$P,$C=36+$T=192+tma,$C=68+$T=128+tma,$C=100+$T=64+tma" --heads 32/8 -b 256 -p 1024,8192,32768 -s 256 --dtype fp16
-  run p3b64 "default,tma,$C=36+$T=96+$P,$C=36+$T=96+tma,$C=68+$T=128+tma,$C=100+$T=64+tma" --heads 32/8 -b 64 -p 1024,8192 -s 256 --dtype fp16
-  show p3b256 p3b64
+  run_variants p3b256 "default,tma,$C=36+$T=192+$P,$C=36+$T=192+tma,$C=68+$T=128+tma,$C=100+$T=64+tma" --heads 32/8 -b 256 -p 1024,8192,32768 -s 256 --dtype fp16
+  run_variants p3b64 "default,tma,$C=36+$T=96+$P,$C=36+$T=96+tma,$C=68+$T=128+tma,$C=100+$T=64+tma" --heads 32/8 -b 64 -p 1024,8192 -s 256 --dtype fp16
+  show_variants p3b256 p3b64
   exit 0
 fi
 if [ "${PART:-1}" = 2 ]; then
   P=persistent
-  run p2b256 "default,$C=36+$T=192,$C=36+$T=192+$P,$C=68+$T=128+$P,$C=100+$T=64+$P" --heads 32/8 -b 256 -p 1024,8192,32768 -s 256 --dtype fp16
-  run p2b64 "default,$C=36+$T=96,$C=36+$T=96+$P,$C=68+$T=128+$P,$C=100+$T=64+$P" --heads 32/8 -b 64 -p 1024,8192 -s 256 --dtype fp16
-  show p2b256 p2b64
+  run_variants p2b256 "default,$C=36+$T=192,$C=36+$T=192+$P,$C=68+$T=128+$P,$C=100+$T=64+$P" --heads 32/8 -b 256 -p 1024,8192,32768 -s 256 --dtype fp16
+  run_variants p2b64 "default,$C=36+$T=96,$C=36+$T=96+$P,$C=68+$T=128+$P,$C=100+$T=64+$P" --heads 32/8 -b 64 -p 1024,8192 -s 256 --dtype fp16
+  show_variants p2b256 p2b64
   exit 0
 fi
 # 64 row tiles of 128 rows (32/8 B256, 32/32 B256): 96 CTAs × 2 items, 64 × 2, 32 × 2
-run b256 "default,$C=36+$T=192,$C=68+$T=128,$C=100+$T=64" --heads 32/8 -b 256 -p 1024,8192,32768 -s 256 --dtype fp16
-run h32s32 "default,$C=36+$T=192,$C=68+$T=128,$C=100+$T=64" --heads 32/32 -b 256 -p 1024,8192 -s 32 --dtype fp16
+run_variants b256 "default,$C=36+$T=192,$C=68+$T=128,$C=100+$T=64" --heads 32/8 -b 256 -p 1024,8192,32768 -s 256 --dtype fp16
+run_variants h32s32 "default,$C=36+$T=192,$C=68+$T=128,$C=100+$T=64" --heads 32/32 -b 256 -p 1024,8192 -s 32 --dtype fp16
 # 16 row tiles (32/8 B64): 96 × 1, 64 × 2, 32 × 2
-run b64 "default,$C=36+$T=96,$C=68+$T=128,$C=100+$T=64" --heads 32/8 -b 64 -p 1024,8192 -s 256 --dtype fp16
+run_variants b64 "default,$C=36+$T=96,$C=68+$T=128,$C=100+$T=64" --heads 32/8 -b 64 -p 1024,8192 -s 256 --dtype fp16
 timeout 60 /tmp/b/prefixd_l2_probe --ctas 36,48,68,100 --mib 64,256 >"$OUT/probe.txt" 2>&1; echo "probe rc=$?"
-show b256 h32s32 b64
+show_variants b256 h32s32 b64
 cat "$OUT/probe.txt" | tail -20

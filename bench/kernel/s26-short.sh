@@ -24,22 +24,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s26-short
-run() {  # name, variants, bench arguments...
-  local name=$1 v=$2; shift 2
-  timeout 200 $B "$@" --no-baseline --no-graph -c 1 --variants "$v" --csv "$OUT/$name.csv" >"$OUT/$name.txt" 2>&1
-  echo "$name rc=$? $(grep 'wrong results' "$OUT/$name.txt")"
-}
-show() { for n in "$@"; do sed -n '/^# variants/,$p' "$OUT/$n.txt" | grep -v '^#   ' | head -60; done; }
 if [ "${PART:-1}" = 7 ]; then
-  run g7 "default,onelaunch,onelaunch+PREFIXD_ONE_LAUNCH_DIAG=1" --heads 32/8,32/32 -b 16,64 -p 1024 -s 32 --dtype fp16
-  run g7b "default,onelaunch,onelaunch+PREFIXD_ONE_LAUNCH_DIAG=1" --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16
-  show g7 g7b
+  run_variants g7 "default,onelaunch,onelaunch+PREFIXD_ONE_LAUNCH_DIAG=1" --heads 32/8,32/32 -b 16,64 -p 1024 -s 32 --dtype fp16
+  run_variants g7b "default,onelaunch,onelaunch+PREFIXD_ONE_LAUNCH_DIAG=1" --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16
+  show_variants g7 g7b
   exit 0
 fi
 if [ "${PART:-1}" = 6 ]; then
-  run d8 "default,onelaunch" --heads 32/8,32/32 -b 16 -p 128,256,1024 -s 32 --dtype fp16
-  run d8n "default,onelaunch,onelaunch+PREFIXD_CHOOSE_LAYOUT=0" --heads 32/8 -b 16 -p 2048 -s 32 --dtype fp16 --no-fuse
-  show d8 d8n
+  run_variants d8 "default,onelaunch" --heads 32/8,32/32 -b 16 -p 128,256,1024 -s 32 --dtype fp16
+  run_variants d8n "default,onelaunch,onelaunch+PREFIXD_CHOOSE_LAYOUT=0" --heads 32/8 -b 16 -p 2048 -s 32 --dtype fp16 --no-fuse
+  show_variants d8 d8n
   exit 0
 fi
 if [ "${PART:-1}" = 5 ]; then
@@ -74,21 +68,21 @@ if [ "${PART:-1}" = 4 ]; then
 fi
 if [ "${PART:-1}" = 3 ]; then
   run_gpu_tests '*OneLaunch*'; grep -E "FAILED|Failure" "$OUT/tests.log" | head -20
-  run ol8 "default,onelaunch" --heads 32/8 -b 16,64,256 -p 1024,8192 -s 32,256 --dtype fp16
-  run ol32 "default,onelaunch" --heads 32/32 -b 16,64,256 -p 1024,8192 -s 32,256 --dtype fp16
-  show ol8 ol32
+  run_variants ol8 "default,onelaunch" --heads 32/8 -b 16,64,256 -p 1024,8192 -s 32,256 --dtype fp16
+  run_variants ol32 "default,onelaunch" --heads 32/32 -b 16,64,256 -p 1024,8192 -s 32,256 --dtype fp16
+  show_variants ol8 ol32
   exit 0
 fi
 if [ "${PART:-1}" = 2 ]; then
   T=PREFIXD_PREFIX_TARGET_ITEMS
-  run mp8 "default,mma-prefix,mma-prefix+$T=264,mma-prefix+$T=528,$T=264" --heads 32/8 -b 16 -p 1024,8192,32768 -s 32,256 --dtype fp16
-  run mp32 "default,mma-prefix,mma-prefix+$T=264,mma-prefix+$T=528,$T=264" --heads 32/32 -b 16,64 -p 1024,8192 -s 32,256 --dtype fp16
-  show mp8 mp32
+  run_variants mp8 "default,mma-prefix,mma-prefix+$T=264,mma-prefix+$T=528,$T=264" --heads 32/8 -b 16 -p 1024,8192,32768 -s 32,256 --dtype fp16
+  run_variants mp32 "default,mma-prefix,mma-prefix+$T=264,mma-prefix+$T=528,$T=264" --heads 32/32 -b 16,64 -p 1024,8192 -s 32,256 --dtype fp16
+  show_variants mp8 mp32
   exit 0
 fi
 if [ "${PART:-1}" = 1 ]; then
-  run g4 "default,tma,persistent,w1,w4" --heads 32/8 -b 16,64,256 -p 1024,8192 -s 32 --dtype fp16
-  run g1 "default,persistent-items,persistent" --heads 32/32 -b 16,64,256 -p 1024,8192 -s 32 --dtype fp16
-  show g4 g1
+  run_variants g4 "default,tma,persistent,w1,w4" --heads 32/8 -b 16,64,256 -p 1024,8192 -s 32 --dtype fp16
+  run_variants g1 "default,persistent-items,persistent" --heads 32/32 -b 16,64,256 -p 1024,8192 -s 32 --dtype fp16
+  show_variants g4 g1
   exit 0
 fi

@@ -707,6 +707,7 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
   fixed.choose_layout = false;
   p.cascade = kernels::PlanCascade(p.batch, p.pool, fixed);
   p.pred_cascade = kernels::PredictCost(p.cascade, params).total_us;
+  const std::vector<int32_t> cascade_flat = p.cascade.Serialize();  // the other plans are compared with it
   p.has_plain = kernels::CanPlanPlain(p.batch.groups[0], s.page_size);
   if (p.has_plain) {
     p.plain = kernels::PlanCascade(kernels::PlainLayout(p.batch, {1}, s.page_size), p.pool, fixed);
@@ -718,14 +719,14 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
     kernels::PlanOptions narrow = fixed;
     narrow.prefix_tile_rows = base.narrow_tile_rows;
     p.narrow = kernels::PlanCascade(p.batch, p.pool, narrow);
-    p.has_narrow = p.narrow.Serialize() != p.cascade.Serialize();
+    p.has_narrow = p.narrow.Serialize() != cascade_flat;
     if (p.has_narrow) p.pred_narrow = kernels::PredictCost(p.narrow, params).total_us;
   }
   {
     kernels::PlanOptions half = fixed;
     half.prefix_target_items = std::max(1, (base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items) / 2);
     p.half = kernels::PlanCascade(p.batch, p.pool, half);
-    p.has_half = p.half.Serialize() != p.cascade.Serialize();
+    p.has_half = p.half.Serialize() != cascade_flat;
     if (p.has_half) p.pred_half = kernels::PredictCost(p.half, params).total_us;
   }
   kernels::PlanOptions choose = fixed;
@@ -734,7 +735,7 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
   p.choice = kernels::PlanCascade(p.batch, p.pool, choose, &p.report);
   p.pred_choice = p.report.predicted_us;
   const std::vector<int32_t> flat = p.choice.Serialize();
-  p.choice_is_cascade = flat == p.cascade.Serialize();
+  p.choice_is_cascade = flat == cascade_flat;
   p.choice_is_plain = p.has_plain && flat == p.plain.Serialize();
   p.choice_is_narrow = p.has_narrow && flat == p.narrow.Serialize();
   p.choice_is_half = p.has_half && flat == p.half.Serialize();
@@ -1002,8 +1003,9 @@ int Main(int argc, char** argv) {
                  ") and NAME=VALUE environment settings, e.g. default,trigger,trigger+w1",
      cxxopts::value<std::vector<std::string>>())
     ("planner-check", "time, per shape, the cascade, plain decode, the cascades of narrow prefix items and of half "
-                      "the prefix item target (where they differ) and the planner's choice (PlanOptions::choose_layout with the cost model); exit 1 if "
-                      "any choice / the fastest of the others > 1.05. Default grid: heads 32/32,32/8, B 16,64,256, "
+                      "the prefix item target (where they differ) and the planner's choice "
+                      "(PlanOptions::choose_layout with the cost model); exit 1 if any choice / the fastest of the "
+                      "others > 1.05. Default grid: heads 32/32,32/8, B 16,64,256, "
                       "P 128,256,1024,8192,32768, S 32,256. Without a GPU: the choices and predictions only")
     ("calibrate", "time every part of each layout (cascade, plain, narrow and half cascades) per shape, fit the cost model to "
                   "them and write its key=value file here (same default grid; with --planner-check the check uses "

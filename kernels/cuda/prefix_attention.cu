@@ -120,14 +120,21 @@ int PrefixAttentionTileRows(int head_dim) {
 
 int PrefixAttentionSmallTileRows() { return SMALL_TILE_ROWS; }
 
-int PrefixAttentionNarrowTileRows(const PrefixKernelSettings& settings) {
-  PrefixAttentionParams probe;  // a non-causal head_dim-128 launch of 64-row items
+// A non-causal launch of this shape with `settings`, for asking which kernel (and CTA) would run.
+PrefixAttentionParams ProbeLaunch(const PrefixKernelSettings& settings, int head_dim, DType dtype, int max_item_rows) {
+  PrefixAttentionParams probe;
   probe.settings = settings;
-  probe.head_dim = 128;
-  probe.dtype = DType::kFloat16;
+  probe.head_dim = head_dim;
+  probe.dtype = dtype;
   probe.num_qo_heads = probe.num_kv_heads = 1;
-  probe.token_stride = probe.head_dim;
-  probe.max_item_rows = SMALL_TILE_ROWS;
+  probe.token_stride = head_dim;
+  probe.max_item_rows = max_item_rows;
+  return probe;
+}
+
+int PrefixAttentionNarrowTileRows(const PrefixKernelSettings& settings) {
+  // A head_dim-128 launch of 64-row items.
+  const PrefixAttentionParams probe = ProbeLaunch(settings, 128, DType::kFloat16, SMALL_TILE_ROWS);
   const bool by_rows = settings.consumer_wgs == 0;  // auto: narrow exactly where items have ≤ 64 rows
   return by_rows && SelectPrefixKernel(probe) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(probe)
              ? SMALL_TILE_ROWS
@@ -135,14 +142,9 @@ int PrefixAttentionNarrowTileRows(const PrefixKernelSettings& settings) {
 }
 
 int PrefixAttentionCtasPerSm(int head_dim, DType dtype, PrefixKernelChoice kernel, int max_item_rows) {
-  PrefixAttentionParams probe;  // a non-causal launch of this shape: which kernel would run?
-  probe.settings.kernel = kernel;
-  probe.head_dim = head_dim;
-  probe.dtype = dtype;
-  probe.num_qo_heads = probe.num_kv_heads = 1;
-  probe.token_stride = head_dim;
-  probe.max_item_rows = max_item_rows;
-  if (SelectPrefixKernel(probe) == PrefixKernelPath::kWgmma) return 1;  // persistent, 1 CTA per SM
+  PrefixKernelSettings settings;
+  settings.kernel = kernel;
+  if (SelectPrefixKernel(ProbeLaunch(settings, head_dim, dtype, max_item_rows)) == PrefixKernelPath::kWgmma) return 1;  // persistent, 1 CTA per SM
   const bool fp16 = dtype == DType::kFloat16;
   const int r = max_item_rows;
   switch (head_dim) {

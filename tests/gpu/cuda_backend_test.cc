@@ -1011,6 +1011,7 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
       << backend->Describe();
   EXPECT_EQ(backend->Describe().find("[decode streaming]") != std::string::npos, variant.stream)
       << backend->Describe();
+  EXPECT_EQ(backend->Describe().find("[decode TMA]") != std::string::npos, variant.tma) << backend->Describe();
   struct Shape {
     DType dtype;
     int h_qo, h_kv, dim;

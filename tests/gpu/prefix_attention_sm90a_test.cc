@@ -1,8 +1,8 @@
 // Both prefix attention kernels against the float64 oracle, each forced through
 // PREFIXD_PREFIX_KERNEL: the mma.sync kernel and the sm_90a wgmma + TMA kernel
 // (kernels/cuda/sm90a/). The wgmma cases skip where that path cannot run (not built, or the GPU is
-// not compute capability 9.0) and where it does not apply (causal, head_dim 256): the launcher then
-// runs mma.sync, which the mma cases already cover. Extra cases aim at the wgmma kernel's own
+// not compute capability 9.0) and where it does not apply (causal): the launcher then runs
+// mma.sync, which the mma cases already cover. Extra cases aim at the wgmma kernel's own
 // machinery: many items per persistent CTA (ring phases across items and row tiles, also with the
 // grid capped at 3 CTAs and with the deeper ring), tail tiles shifted back to the end of the prefix,
 // prefixes shorter than a KV tile, and NaN bits in the pool slots next to the prefix runs.
@@ -76,7 +76,9 @@ struct KernelCase {
 
 std::ostream& operator<<(std::ostream& os, const KernelCase& kc) { return os << kc.Name(); }
 
-bool WgmmaApplies(const Scenario& sc) { return (sc.head_dim == 64 || sc.head_dim == 128) && !sc.causal; }
+bool WgmmaApplies(const Scenario& sc) {
+  return (sc.head_dim == 64 || sc.head_dim == 128 || sc.head_dim == 256) && !sc.causal;
+}
 
 class PrefixAttentionKernelTest : public ::testing::TestWithParam<KernelCase> {};
 
@@ -113,7 +115,7 @@ std::vector<Scenario> WgmmaScenarios() {
   std::vector<Scenario> out;
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
     const std::string suffix = std::string("_") + DTypeName(dt);
-    for (int d : {64, 128}) {
+    for (int d : {64, 128, 256}) {
       // 8 KV heads × 10 chunks (one empty, lengths 1..323, two multiples of 128) × 2 row tiles
       // (144 rows: 128 + 16) = 160 items, more than one per CTA on any GPU.
       Scenario s;
@@ -142,6 +144,16 @@ std::vector<Scenario> WgmmaScenarios() {
     s.gqa = 8;
     s.groups = {{90, 20, {0, 30, 31, 90}}};  // 160 rows: two row tiles per item
     out.push_back(s);
+    // head_dim 256 walks 64-token K/V tiles: the poisoned groups (prefixes of 45 < 64 ≤ 90 tokens)
+    // and a 40-token prefix there.
+    Scenario g256 = poisoned(GroupsScenario(dt, 7, "PoisonGroups_page7_d256" + suffix));
+    g256.head_dim = 256;
+    out.push_back(g256);
+    s.name = "PoisonShortPrefix_d256" + suffix;
+    s.head_dim = 256;
+    s.groups = {{40, 20, {0, 13, 14, 40}}};
+    out.push_back(s);
+    s.head_dim = 128;
     out.push_back(poisoned(SingleRowScenario(dt, "PoisonSingleRow" + suffix)));
     out.push_back(poisoned(LongChunkScenario(dt, "PoisonLongChunkPeaky" + suffix)));
     // Q by TMA (whole warpgroups of whole requests) beside cp.async (partial ones), every g: three
@@ -164,7 +176,7 @@ std::vector<Scenario> WgmmaScenarios() {
 std::vector<KernelCase> Cases() {
   std::vector<KernelCase> out;
   // Each kernel as the launcher runs it by default, then the wgmma kernel's other schedule.
-  // Causal and head_dim 256 scenarios get no wgmma case: the launcher runs mma.sync for them
+  // Causal scenarios get no wgmma case: the launcher runs mma.sync for them
   // (covered by the mma cases), and a case that can only skip on a Hopper GPU would be noise.
   for (const char* kernel : {"mma", "wgmma"}) {
     for (const Scenario& s : Scenarios())
@@ -236,12 +248,17 @@ TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
   p.settings = PrefixKernelSettings::FromEnvironment();
   const PrefixKernelPath by_default = SelectPrefixKernel(p);
   EXPECT_TRUE(by_default == PrefixKernelPath::kMmaSync || (wgmma_here && by_default == PrefixKernelPath::kWgmma));
-  p.causal = true;  // causal and head_dim 256 always take mma.sync
+  p.causal = true;  // causal always takes mma.sync, at every head_dim
   EXPECT_EQ(SelectPrefixKernel(p), PrefixKernelPath::kMmaSync);
-  p.causal = false;
   p.head_dim = 256;
   p.token_stride = 512;
   EXPECT_EQ(SelectPrefixKernel(p), PrefixKernelPath::kMmaSync);
+  p.causal = false;  // head_dim 256 takes wgmma where it can run (its 64-token K/V tiles)
+  env.Set("PREFIXD_PREFIX_KERNEL", "wgmma");
+  p.settings = PrefixKernelSettings::FromEnvironment();
+  EXPECT_EQ(SelectPrefixKernel(p), wgmma_here ? PrefixKernelPath::kWgmma : PrefixKernelPath::kMmaSync);
+  p.max_item_rows = 64;  // ... never on the narrow CTA, whose shared memory alone would fill the SM
+  EXPECT_FALSE(sm90a::UsesNarrowCta(p));
   env.Set("PREFIXD_PREFIX_KERNEL", "tensorcore");  // a typo must not silently pick a kernel
   try {
     (void)PrefixKernelSettings::FromEnvironment();

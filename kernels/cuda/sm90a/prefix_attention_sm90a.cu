@@ -26,10 +26,14 @@ extern template void RunWgmmaPrefixAttention<__half, 64>(const WgmmaLaunch&, cud
 extern template void RunWgmmaPrefixAttention<__half, 128>(const WgmmaLaunch&, cudaStream_t);
 extern template void RunWgmmaPrefixAttention<__nv_bfloat16, 64>(const WgmmaLaunch&, cudaStream_t);
 extern template void RunWgmmaPrefixAttention<__nv_bfloat16, 128>(const WgmmaLaunch&, cudaStream_t);
+extern template void RunWgmmaPrefixAttention<__half, 256>(const WgmmaLaunch&, cudaStream_t);
+extern template void RunWgmmaPrefixAttention<__nv_bfloat16, 256>(const WgmmaLaunch&, cudaStream_t);
 extern template bool WgmmaPrefixAttentionLoads<__half, 64>();
 extern template bool WgmmaPrefixAttentionLoads<__half, 128>();
 extern template bool WgmmaPrefixAttentionLoads<__nv_bfloat16, 64>();
 extern template bool WgmmaPrefixAttentionLoads<__nv_bfloat16, 128>();
+extern template bool WgmmaPrefixAttentionLoads<__half, 256>();
+extern template bool WgmmaPrefixAttentionLoads<__nv_bfloat16, 256>();
 
 namespace {
 
@@ -160,7 +164,7 @@ int CurrentDevice() {
 bool Built() { return true; }
 
 bool Supports(const PrefixAttentionParams& p) {
-  return (p.head_dim == 64 || p.head_dim == 128) && !p.causal &&
+  return (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && !p.causal &&
          (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) && p.num_kv_heads > 0 &&
          int64_t(p.num_kv_heads) * p.head_dim <= p.token_stride && p.token_stride % 8 == 0;
 }
@@ -181,7 +185,8 @@ bool DeviceReady() {
     (void)cudaGetLastError();
     ready = ready && major == 9 && minor == 0 && EncodeTiled() != nullptr;
     ready = ready && WgmmaPrefixAttentionLoads<__half, 64>() && WgmmaPrefixAttentionLoads<__half, 128>() &&
-            WgmmaPrefixAttentionLoads<__nv_bfloat16, 64>() && WgmmaPrefixAttentionLoads<__nv_bfloat16, 128>();
+            WgmmaPrefixAttentionLoads<__half, 256>() && WgmmaPrefixAttentionLoads<__nv_bfloat16, 64>() &&
+            WgmmaPrefixAttentionLoads<__nv_bfloat16, 128>() && WgmmaPrefixAttentionLoads<__nv_bfloat16, 256>();
     state = ready ? 2 : 1;
     g_device_ready[device].store(state, std::memory_order_release);
   }
@@ -194,7 +199,9 @@ bool UsesNarrowCta(const PrefixAttentionParams& params) {
   // Where no item needs a second consumer warpgroup (WgmmaPrefixConfig): the decode kernel's CTAs
   // then fit beside it on every SM.
   constexpr int kNarrowRows = WgmmaPrefixConfig<__half, 128, 2, false, 1>::TILE_ROWS;
+  // Never at head_dim 256 (RunWgmmaPrefixAttention): the narrow CTA's shared memory alone fills an SM.
   const int32_t wgs = params.settings.consumer_wgs;
+  if (params.head_dim == 256) return false;
   return wgs == 1 || (wgs == 0 && params.max_item_rows > 0 && params.max_item_rows <= kNarrowRows);
 }
 
@@ -211,9 +218,11 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   WgmmaLaunch l;
   l.params = params;
   const int64_t row_elems = int64_t(params.num_kv_heads) * params.head_dim;
-  constexpr int kBoxRows = WgmmaPrefixConfig<__half, 128, 2, true>::BLOCK_N;
-  l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, kBoxRows);
-  l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, kBoxRows);
+  // One box per K/V tile and 64-column panel: the tile's BLOCK_N tokens (64 at head_dim 256).
+  const int box_rows = params.head_dim == 256 ? WgmmaPrefixConfig<__half, 256, 2, true>::BLOCK_N
+                                              : WgmmaPrefixConfig<__half, 128, 2, true>::BLOCK_N;
+  l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, box_rows);
+  l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, box_rows);
   // Q by TMA (settings.q_tma, the default) where the map can be made: g divides a warpgroup's 64
   // rows and q is 16-byte aligned; otherwise gathered by cp.async.
   const PrefixKernelSettings& set = params.settings;
@@ -239,6 +248,8 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   const bool fp16 = params.dtype == DType::kFloat16;
   if (params.head_dim == 64)
     return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);
+  if (params.head_dim == 256)
+    return fp16 ? RunWgmmaPrefixAttention<__half, 256>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 256>(l, stream);
   return fp16 ? RunWgmmaPrefixAttention<__half, 128>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 128>(l, stream);
 }
 

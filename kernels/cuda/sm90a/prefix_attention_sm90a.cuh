@@ -62,7 +62,9 @@ struct WgmmaPrefixConfig {
   static constexpr int HEAD_DIM = HEAD_DIM_;
   static constexpr int STAGES = STAGES_;    // K (and V) tiles in the ring
   static constexpr bool OVERLAP = OVERLAP_;  // FA3 schedule (Consumer::RowTileOverlapped)
-  static constexpr int BLOCK_N = 128;       // tokens per K/V tile (the N of S = Q·Kᵀ)
+  // Tokens per K/V tile (the N of S = Q·Kᵀ). 64 at head_dim 256, as in FlashAttention-3: a
+  // 128-token tile would need 256 KiB of ring and 64 more S registers next to O's 128.
+  static constexpr int BLOCK_N = HEAD_DIM == 256 ? 64 : 128;
   static constexpr int WG_ROWS = 64;        // query rows per consumer warpgroup (wgmma M)
   static constexpr int CONSUMER_WGS = CONSUMER_WGS_;
   static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
@@ -95,7 +97,7 @@ struct WgmmaPrefixConfig {
   static constexpr int D_STEPS = HEAD_DIM / 16;
   static constexpr int N_STEPS = BLOCK_N / 16;
 
-  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "wgmma N of O·V is head_dim: 64 or 128");
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "wgmma N of O·V is head_dim: 64, 128 or 256");
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory of one CTA on sm_90");
 };
 
@@ -832,15 +834,20 @@ bool WgmmaConfigLoads() {
 }
 
 // Entry points instantiated once per (dtype, head_dim) in kernels/cuda/sm90a/inst/.
-// Deeper rings: 3 stages for head_dim 128 (Q + K/V: 224 KiB), 4 for head_dim 64.
+// Deeper rings: 3 stages for head_dim 128 (Q + K/V: 224 KiB), 4 for head_dim 64; none for head_dim
+// 256, whose 2 stages and Q already take 192 KiB.
 template <typename T, int HEAD_DIM>
-constexpr int kDeepStages = HEAD_DIM == 128 ? 3 : 4;
+constexpr int kDeepStages = HEAD_DIM == 64 ? 4 : HEAD_DIM == 128 ? 3 : 2;
 
 template <typename T, int HEAD_DIM>
 void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
   constexpr int DEEP = kDeepStages<T, HEAD_DIM>;
-  if (l.narrow) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 1>>(l, stream);
-  if (l.stages > 2) {
+  // No narrow CTA at head_dim 256: its 160 KiB of shared memory leave no room for decode CTAs,
+  // and its 128 launch registers cannot hold the m64n256 accumulators (UsesNarrowCta).
+  if constexpr (HEAD_DIM != 256) {
+    if (l.narrow) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 1>>(l, stream);
+  }
+  if (l.stages > 2 && DEEP > 2) {
     if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
     return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
   }

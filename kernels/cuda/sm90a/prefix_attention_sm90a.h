@@ -3,7 +3,7 @@
 //
 //   mma.sync (kernels/cuda/prefix_attention.cuh): every head_dim, causal or not, any sm_80+ GPU.
 //   wgmma    (kernels/cuda/sm90a/): FlashAttention-3 style (TMA + wgmma, warp-specialised,
-//            persistent); head_dim 64 and 128, fp16/bf16, non-causal; compiled only for sm_90a,
+//            persistent); head_dim 64, 128 and 256, fp16/bf16, non-causal; compiled only for sm_90a,
 //            so it runs only on compute capability 9.0 (H100, H200).
 //
 // Selection (SelectPrefixKernel), by PrefixAttentionParams::settings.kernel (PrefixKernelSettings:
@@ -47,7 +47,7 @@ namespace sm90a {
 
 // Whether this build contains the sm_90a kernels (CMake: PREFIXD_HAVE_SM90A).
 bool Built();
-// Shapes the wgmma kernel computes: head_dim 64/128, fp16/bf16, non-causal, token_stride and the
+// Shapes the wgmma kernel computes: head_dim 64/128/256, fp16/bf16, non-causal, token_stride and the
 // item rows any (tile rows 128, items with more rows walk their row tiles).
 bool Supports(const PrefixAttentionParams& params);
 // The current device is compute capability 9.0 and the kernels load on it (cached per device).

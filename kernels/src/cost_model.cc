@@ -11,19 +11,22 @@ namespace prefixd::kernels {
 namespace {
 
 constexpr double kBytesPerElement = 2;  // fp16 / bf16 (DTypeBytes)
-constexpr int kPrefixKvTile = 128;      // tokens per K/V tile of the wgmma prefix kernel
+constexpr int kPrefixKvTile = 128;      // tokens per K/V tile of the wgmma prefix kernel (the model's unit)
 constexpr int kPrefixRowUnit = 64;      // rows per consumer warpgroup
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool TensorCoreDecode(int gqa, int head_dim) { return gqa >= 4 && head_dim <= 128; }
 
-// Time of one 64-row × 128-token unit of prefix work at head_dim d, µs.
+// Time of one 64-row × 128-token unit of prefix work at head_dim d, µs (the persistent wgmma
+// kernel, one CTA per SM, at every head_dim since session 27). The overhead is per K/V tile (its
+// barriers, its softmax over 64 rows × tile tokens), and at head_dim 256 the kernel's tiles are
+// 64 tokens (WgmmaPrefixConfig::BLOCK_N), two per unit: measured 1.76 µs per unit there against
+// 0.88 at head_dim 128, i.e. the same per FLOP (bench/RESULTS.md, session 27).
 double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
-  const bool mma = p.head_dim > 128;
-  const double ctas = c.num_sms * (mma ? 2 : 1);
-  const double rate = (mma ? c.prefix_tflops_mma : c.prefix_tflops) * 1e12 / ctas;  // FLOP/s per CTA
-  return c.prefix_unit_overhead_us + 4.0 * kPrefixRowUnit * kPrefixKvTile * p.head_dim / rate * 1e6;
+  const double tiles_per_unit = p.head_dim == 256 ? 2.0 : 1.0;
+  const double rate = c.prefix_tflops * 1e12 / c.num_sms;  // FLOP/s per CTA
+  return tiles_per_unit * c.prefix_unit_overhead_us + 4.0 * kPrefixRowUnit * kPrefixKvTile * p.head_dim / rate * 1e6;
 }
 
 }  // namespace
@@ -51,8 +54,9 @@ CostModelParams CostModelParams::H200() {
   // bench/kernel/results/s24/run2-calibrate.txt, run3-calibrate.txt): ln-error RMS 0.072 over its
   // 3058 samples (session 23's defaults: 0.085, their narrow samples the worst), 0.072 on session
   // 23's run of the same grid. prefix_cta_gbs is fitted since: the 64-row items' prefix parts are
-  // bound by it (each CTA streams its items' K/V once per 64 rows). prefix_tflops_mma (no D = 256
-  // shape in it) is not moved by it (see bench/NOTES-planner.md).
+  // bound by it (each CTA streams its items' K/V once per 64 rows). The D = 256 shapes ran on the
+  // mma.sync kernel then; since session 27 they run on the wgmma kernel, which these parameters
+  // predict within a few % (PrefixUnitUs; cost_model_test.cc holds its D = 256 prefix parts).
   CostModelParams c;
   c.num_sms = 132;
   c.step_fixed_us = 1.998;
@@ -63,7 +67,6 @@ CostModelParams CostModelParams::H200() {
   c.prefix_item_us = 0.9961;
   c.prefix_unit_overhead_us = 0.3715;
   c.prefix_tflops = 1092;
-  c.prefix_tflops_mma = 311.3;
   c.prefix_gbs = 3676;
   c.prefix_cta_gbs = 47.33;
   c.decode_tensor_cores = DecodeKernelCost{4, 3.748, 3.195, 9685, 3944, 58.87};
@@ -91,7 +94,6 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(prefix_item_us, true, true),
       PREFIXD_TOP(prefix_unit_overhead_us, true, true),
       PREFIXD_TOP(prefix_tflops, true, false),
-      PREFIXD_TOP(prefix_tflops_mma, true, false),
       PREFIXD_TOP(prefix_gbs, true, false),
       PREFIXD_TOP(prefix_cta_gbs, true, false),
       PREFIXD_DEC(decode_cuda_cores, ctas_per_sm, false, false),
@@ -190,7 +192,7 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
   // Prefix: round-robin items over the persistent grid.
   const int64_t n_prefix = int64_t(plan.prefix_items.size());
   if (n_prefix > 0) {
-    const int64_t max_ctas = int64_t(params.num_sms) * (plan.head_dim > 128 ? 2 : 1);
+    const int64_t max_ctas = params.num_sms;
     p.prefix_ctas = int(std::max<int64_t>(1, std::min(n_prefix, max_ctas)));
     std::vector<std::pair<double, double>> loads(p.prefix_ctas, {0.0, 0.0});
     std::vector<double> cta_bytes(p.prefix_ctas, 0.0);

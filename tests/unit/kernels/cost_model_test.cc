@@ -95,7 +95,7 @@ GridShape S(int h_qo, int h_kv, int b, int p, int s = 256, int d = 128) {
 // (with fused ⊕), total µs (trigger off column is not used), non-cascade µs (= plain layout total);
 // run 2's "no fused merge" variant (suffix and merge alone); the older "longer suffixes" rows
 // (decode kernel v3, before 2-warp CTAs; low weight); NOTES-prefix.md wgmma run 2 (prefix kernel
-// alone through the probe: D = 64, the 256-item planner variant, D = 256 on mma.sync).
+// alone through the probe: D = 64, the 256-item planner variant); session 27's D = 256 prefix parts.
 std::vector<MeasuredRow> H200Rows() {
   const char* kFinal = "RESULTS final run";
   std::vector<MeasuredRow> rows;
@@ -146,10 +146,12 @@ std::vector<MeasuredRow> H200Rows() {
     r.prefix_target = 256;  // "items as today's planner makes them (256 ...)"
     rows.push_back(r);
   }
-  for (int h_kv : {32, 8}) {  // D = 256 (mma.sync): 512 items of 64 rows × 8192 tokens, 968-975 µs
-    MeasuredRow r{S(32, h_kv, 256, 32768, 256, 256), Layout::kCascade, CostPart::kPrefix, 971.0, kProbe};
-    r.prefix_target = 512;
-    r.prefix_tile_rows = 64;
+  // D = 256 on the wgmma kernel (bench/RESULTS.md session 27, run 1; fp16 cascade, 256 items of 128
+  // rows: the planner's target × 2).
+  const char* kD256 = "RESULTS s27 run 1";
+  for (const auto& [h_kv, us] : {std::pair<int, double>{32, 486.0}, {8, 456.7}}) {
+    MeasuredRow r{S(32, h_kv, 256, 32768, 256, 256), Layout::kCascade, CostPart::kPrefix, us, kD256};
+    r.prefix_target = 256;
     rows.push_back(r);
   }
   return rows;

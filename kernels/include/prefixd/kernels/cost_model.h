@@ -12,9 +12,9 @@
 //      The persistent prefix kernel runs min(items, SMs · ctas) CTAs and CTA c takes items
 //      c, c + grid, c + 2·grid, ... (wave quantisation falls out of this). units(item) =
 //      ceil(tokens / 128) · ceil(rows / 64): 128-token K/V tiles times 64-row warpgroup tiles.
-//      unit_us(D) = prefix_unit_overhead_us + 4·64·128·D / (rate / CTAs in the device), rate =
-//      prefix_tflops (wgmma, D ≤ 128, one CTA per SM) or prefix_tflops_mma (D = 256: mma.sync, two
-//      CTAs per SM). The bandwidth floor counts each group's prefix K/V once (its row tiles share
+//      unit_us(D) = t(D) · prefix_unit_overhead_us + 4·64·128·D / (prefix_tflops / SMs): the wgmma
+//      kernel, one CTA per SM, at every head_dim; t(D) K/V tiles per unit (1; 2 at D = 256, whose
+//      tiles are 64 tokens). The bandwidth floor counts each group's prefix K/V once (its row tiles share
 //      them through L2). prefix_cta_gbs bounds what one CTA streams (each item's K/V range once):
 //      without it a grid of half the CTAs would be predicted as fast whenever the HBM floor rules.
 //      The plans of 64-row items bind it (each 64-row item streams its K/V range, twice the bytes
@@ -80,8 +80,7 @@ struct CostModelParams {
   double prefix_launch_us = 8;          // per prefix launch
   double prefix_item_us = 4;            // per prefix item (Q gather, pipeline fill/drain, epilogue)
   double prefix_unit_overhead_us = 0.3;  // per 64-row × 128-token unit, besides its FLOPs
-  double prefix_tflops = 700;           // effective wgmma rate of the whole device (D ≤ 128), TFLOP/s
-  double prefix_tflops_mma = 290;       // effective mma.sync rate (D = 256), TFLOP/s
+  double prefix_tflops = 700;           // effective wgmma rate of the whole device, TFLOP/s
   double prefix_gbs = 4150;             // prefix K/V bandwidth floor, GB/s
   double prefix_cta_gbs = 38;           // K/V bytes per second one prefix CTA streams at most, GB/s
 

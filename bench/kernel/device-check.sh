@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/device-check}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
-PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 PREFIXD_TIMEOUT_TESTS=330 OUT=$OUT/check \
+PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 PREFIXD_TIMEOUT_TESTS=450 OUT=$OUT/check \
   bash launch/gpu-check.sh >"$OUT/check.log" 2>&1
 tail -12 "$OUT/check.log"
 cd /tmp/b

@@ -6,6 +6,23 @@
 #   run 1: CARRY=.carry/s27a PART=1   (the prefix-kernel GPU tests, memcheck and racecheck on the
 #                                      head_dim 256 wgmma cases, then the head_dim 256 rows against
 #                                      the mma.sync kernel and the plain schedule)
+#   run 3: CARRY=.carry/s27b PART=2   (experiment: longer K/V tiles, 176 tokens at head_dim 128 as
+#                                      FlashAttention-3 has them and 192 at head_dim 64, in a second
+#                                      build with -DPREFIXD_SM90A_BLOCK_N_D128=176 (the *_bn176
+#                                      binaries): the foundation grid at S 32/256 and the head_dim 64
+#                                      rows with both builds, the planner check at head_dim 256,
+#                                      then the experiment's wgmma GPU cases at head_dim 64/128)
+#   run 4: CARRY=.carry/s27c PART=3   (Nsight Compute on the prefix probe's wgmma kernel, 32/8 B256
+#                                      P32768 at head_dim 128 and 64: tensor and MUFU pipes, stalls;
+#                                      the planner check at head_dim 256 again, its log not fetched)
+#   run 5: CARRY=.carry/s27c, inline: `. bench/kernel/device-setup.sh s27; run_variants b16
+#          "default,default+PREFIXD_PREFIX_TARGET_ITEMS=66,mma-prefix,nopdl" -d 256,128 --heads 32/8
+#          -b 16 -p 8192,32768 -s 256 --dtype fp16` (why the planner check's half-target layout won)
+#   run 6: CARRY=.carry/s27c, inline: `RUN_TIMEOUT=400 run_variants d256pdl "default,nopdl,notrigger"
+#          -d 256 --heads 32/8,32/32 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16`
+#   runs 7-8 (final binaries): `CARRY=.carry/s27d OUT=$OUT/check bash bench/kernel/device-check.sh`,
+#          then `CARRY=.carry/s27d OUT=$OUT/grid VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh`
+#          (final-check.sh's two halves, one call each: the GPU suite grew by the head_dim 256 cases)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s27-d256
@@ -22,5 +39,39 @@ if [ "${PART:-1}" = 1 ]; then
   run_variants d128 "default" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16
   show_variants d256 d128
   grep -E "^ +(fp16|bf16)" "$OUT/d256.txt" | head -40
+  exit 0
+fi
+if [ "${PART:-1}" = 2 ]; then
+  B0=$B
+  for build in default bn176; do
+    [ $build = bn176 ] && B=/tmp/b/prefixd_kernel_bench_bn176 || B=$B0
+    run_variants grid-$build default --heads 32/8,32/32 -b 64,256 -p 8192,32768 -s 32,256 --dtype fp16
+    run_variants d64-$build default -d 64 --heads 32/8,32/32 -b 64,256 -p 8192,32768 -s 256 --dtype fp16
+  done
+  for n in grid d64; do for build in default bn176; do
+    echo "== $n $build"; grep -A40 "prefix part us" "$OUT/$n-$build.txt" | sed -n 3,18p
+  done; done
+  B=$B0
+  timeout 100 $B --planner-check -d 256 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 256 >"$OUT/planner-d256.txt" 2>&1
+  echo "planner d256 rc=$?"; tail -4 "$OUT/planner-d256.txt"
+  timeout 330 /tmp/b/prefixd_gpu_tests_bn176 --gtest_brief=1 \
+    --gtest_filter='*PrefixAttentionKernelTest*wgmma*:*PrefixAttentionTest*-*d256*' >"$OUT/tests-bn176.log" 2>&1
+  echo "bn176 tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests-bn176.log" | tr '\n' ' ')"
+  grep -E "FAILED|Failure" "$OUT/tests-bn176.log" | head -10
+  exit 0
+fi
+if [ "${PART:-1}" = 3 ]; then
+  P=/tmp/b/prefixd_prefix_probe
+  for shape in 32/8:256:32768:128 32/8:256:32768:64; do
+    tag=$(echo $shape | tr '/:' '__')
+    timeout 200 ncu --kernel-name regex:PrefixAttentionWgmma --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+      --section InstructionStats --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active \
+      $P --kernel wgmma --iters 3 --warmup 1 --shape $shape >"$OUT/ncu-$tag.txt" 2>&1
+    echo "ncu $shape rc=$?"
+    grep -E "gmma|pipe_xu|pipe_fma|pipe_alu|Compute \(SM\) Throughput|Duration|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Stall" "$OUT/ncu-$tag.txt" | head -24
+  done
+  timeout 100 /tmp/b/prefixd_kernel_bench --planner-check -d 256 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 256 >"$OUT/planner-d256.txt" 2>&1
+  echo "planner d256 rc=$?"; tail -5 "$OUT/planner-d256.txt"
   exit 0
 fi

@@ -20,8 +20,8 @@
 #          -b 16 -p 8192,32768 -s 256 --dtype fp16` (why the planner check's half-target layout won)
 #   run 6: CARRY=.carry/s27c, inline: `RUN_TIMEOUT=400 run_variants d256pdl "default,nopdl,notrigger"
 #          -d 256 --heads 32/8,32/32 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16`
-#   runs 7-8 (final binaries): `CARRY=.carry/s27d OUT=$OUT/check bash bench/kernel/device-check.sh`,
-#          then `CARRY=.carry/s27d OUT=$OUT/grid VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh`
+#   runs 7-8 (final binaries): `CARRY=.carry/s27c OUT=$OUT/check bash bench/kernel/device-check.sh`,
+#          then `CARRY=.carry/s27c OUT=$OUT/grid VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh`
 #          (final-check.sh's two halves, one call each: the GPU suite grew by the head_dim 256 cases)
 set -uo pipefail
 cd "$(dirname "$0")/../.."

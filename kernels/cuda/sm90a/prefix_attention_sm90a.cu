@@ -198,10 +198,10 @@ int TileRows() { return WgmmaPrefixConfig<__half, 128, 2, true>::TILE_ROWS; }
 bool UsesNarrowCta(const PrefixAttentionParams& params) {
   // Where no item needs a second consumer warpgroup (WgmmaPrefixConfig): the decode kernel's CTAs
   // then fit beside it on every SM.
-  constexpr int kNarrowRows = WgmmaPrefixConfig<__half, 128, 2, false, 1>::TILE_ROWS;
   // Never at head_dim 256 (RunWgmmaPrefixAttention): the narrow CTA's shared memory alone fills an SM.
-  const int32_t wgs = params.settings.consumer_wgs;
   if (params.head_dim == 256) return false;
+  constexpr int kNarrowRows = WgmmaPrefixConfig<__half, 128, 2, false, 1>::TILE_ROWS;
+  const int32_t wgs = params.settings.consumer_wgs;
   return wgs == 1 || (wgs == 0 && params.max_item_rows > 0 && params.max_item_rows <= kNarrowRows);
 }
 

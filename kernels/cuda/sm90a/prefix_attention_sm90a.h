@@ -16,13 +16,15 @@
 // Any other value is rejected (kInvalidArgument), so a typo cannot silently time the wrong kernel.
 // Knobs of the wgmma path, for tests and benchmarks: PREFIXD_SM90A_MAX_CTAS=n caps the persistent
 // grid (many items per CTA; PrefixAttentionParams::max_ctas caps it too, the smaller cap wins),
-// PREFIXD_SM90A_STAGES=2|3 the K/V ring depth (3 means 4 at head_dim 64), PREFIXD_SM90A_KV_POLICY=
+// PREFIXD_SM90A_STAGES=2|3 the K/V ring depth (3 means 4 at head_dim 64 and 2 at head_dim 256, where
+// Q and two stages already take 192 KiB), PREFIXD_SM90A_KV_POLICY=
 // plan|normal|first|last the L2 eviction priority (.L2::cache_hint, createpolicy) of the K/V tile
 // loads (plan, the default: evict-first where the plan says so, PrefixKvEvictFirst in
 // prefixd/kernels/prefix_l2_hint.h; otherwise no hint), PREFIXD_SM90A_Q_TMA=0|1 the query rows by
 // TMA (1, the default, wherever g divides 64) or gathered by cp.async (0), PREFIXD_SM90A_CONSUMERS=
 // auto|1|2 the consumer warpgroups per CTA (auto: one, the narrow CTA that leaves half the register
-// file to the decode kernel's CTAs, where every item has at most 64 rows; otherwise two).
+// file to the decode kernel's CTAs, where every item has at most 64 rows; otherwise two; always two
+// at head_dim 256, where the narrow CTA would leave no room beside it).
 // By default every CTA executes griddepcontrol.launch_dependents as it starts its last item, so that
 // the decode kernel (a programmatic dependent launch, decode_attention.h) is scheduled while this
 // grid drains; PREFIXD_PREFIX_PDL_TRIGGER=0 waits for the last prefix CTA to exit instead.

@@ -23,6 +23,7 @@
 #   runs 7-8 (final binaries): `CARRY=.carry/s27c OUT=$OUT/check bash bench/kernel/device-check.sh`,
 #          then `CARRY=.carry/s27c OUT=$OUT/grid VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh`
 #          (final-check.sh's two halves, one call each: the GPU suite grew by the head_dim 256 cases)
+#   run 9 (after the review mends): CARRY=.carry/s27e, inline (command line in bench/RESULTS.md)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s27-d256

@@ -24,6 +24,9 @@
 #          then `CARRY=.carry/s27c OUT=$OUT/grid VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh`
 #          (final-check.sh's two halves, one call each: the GPU suite grew by the head_dim 256 cases)
 #   run 9 (after the review mends): CARRY=.carry/s27e, inline (command line in bench/RESULTS.md)
+#   runs 10-11: CARRY=.carry/s27f, s27g PART=4 (the tensor-core decode at head_dim 256, g = 4: its GPU tests,
+#                                      memcheck and racecheck on two of them, then the head_dim-256
+#                                      rows with it and with the CUDA-core kernel, PREFIXD_DECODE_KERNEL=simt)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s27-d256
@@ -74,5 +77,22 @@ if [ "${PART:-1}" = 3 ]; then
   done
   timeout 100 /tmp/b/prefixd_kernel_bench --planner-check -d 256 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 256 >"$OUT/planner-d256.txt" 2>&1
   echo "planner d256 rc=$?"; tail -5 "$OUT/planner-d256.txt"
+  exit 0
+fi
+if [ "${PART:-1}" = 4 ]; then
+  F='*CudaDecodeVariantTest*:*DecodePipelineTest*d256*:*CudaCascadeTest*d256*:*CudaFusedCascadeTest*d256*:*CudaBaselineTest*:*DecodeNextWave*:*CudaCoresDecodeTest*'
+  timeout 300 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$F" >"$OUT/tests.log" 2>&1
+  echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
+  grep -E "FAILED|Failure" "$OUT/tests.log" | head -10
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter='*DecodePipelineTest*h8kv2_fp16_d256_p5*:*CudaCascadeTest*peaky_fp16_h8kv2_d256*' >"$OUT/$tool.log" 2>&1
+    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  PASSED' "$OUT/$tool.log" | tr '\n' ' ')"
+  done
+  RUN_TIMEOUT=300 run_variants d256 "default,default+PREFIXD_DECODE_KERNEL=simt" -d 256 --heads 32/8 -b 16,64,256 \
+    -p 1024,8192,32768 -s 32,256 --dtype fp16,bf16
+  run_variants d128 "default" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16
+  SHOW_LINES=40 show_variants d256 | sed -n '/suffix part/,$p' | head -40
+  show_variants d256 | head -42
   exit 0
 fi

@@ -602,6 +602,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // SMs; 4 where there are at most two items per SM (e.g. 32 long suffixes × 8 KV heads), so
     // that an SM streams with 8 warps' bytes in flight instead of 4.
     p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : plan_.num_decode_items <= 2 * num_sms_ ? 4 : 2;
+    p.max_item_tokens = plan_.max_decode_item_tokens;  // before DecodeUsesTensorCores below reads it
     // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, which then needs 8 warps
     // to keep enough bytes in flight for its share of the bandwidth.
     if (args.decode_free_sms > 0) {
@@ -620,7 +621,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;
     p.prefetch_next_wave = decode_next_wave_;
-    p.max_item_tokens = plan_.max_decode_item_tokens;
     p.pipeline = decode_pipeline_;
     DecodeAttention(p, decode_stream);
   }

@@ -10,6 +10,7 @@
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention_epilogue.cuh"
 #include "kernels/cuda/decode_stream_tma.h"
+#include "prefixd/kernels/decode_kernel_choice.h"
 
 namespace prefixd::kernels::cuda {
 namespace decode {
@@ -23,22 +24,26 @@ void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStr
 
 namespace {
 
-// DecodeUsesTensorCores, with head_dim also as a compile-time test: no tensor-core launch is
-// instantiated for head_dim 256.
-template <int HEAD_DIM>
+// DecodeUsesTensorCores, with the shape also as a compile-time test: the tensor-core launches
+// instantiated are g = 4, 8 at head_dim 64, 128 and g = 4 at head_dim 256.
+template <int HEAD_DIM, int GQA>
+constexpr bool kTensorCoreKernel = HEAD_DIM <= 128 || (HEAD_DIM == 256 && GQA == 4);
+template <int HEAD_DIM, int GQA>
 bool UseTensorCores(const DecodeAttentionParams& p) {
-  return HEAD_DIM <= 128 && DecodeUsesTensorCores(p);
+  return kTensorCoreKernel<HEAD_DIM, GQA> && DecodeUsesTensorCores(p);
 }
 
 // One CTA per SM looping over items (max_sms): the streaming kernel (its TMA variant where asked
 // for and applicable), unless turned off.
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream) {
-  if (p.max_sms > 0 && p.stream_items) {
-    if (p.stream_tma && DecodeStreamTmaApplies(p)) return DecodeStreamTma(p, stream);
-    return decode::LaunchDecodeAttentionMmaStream<T, HEAD_DIM, GQA>(p, stream);
+  if constexpr (HEAD_DIM <= 128) {  // the streaming kernels exist up to head_dim 128
+    if (p.max_sms > 0 && p.stream_items) {
+      if (p.stream_tma && DecodeStreamTmaApplies(p)) return DecodeStreamTma(p, stream);
+      return decode::LaunchDecodeAttentionMmaStream<T, HEAD_DIM, GQA>(p, stream);
+    }
   }
-  decode::LaunchDecodeAttentionMma<T, HEAD_DIM, GQA>(p, stream);
+  decode::LaunchDecodeAttentionMma<T, HEAD_DIM, GQA>(p, stream);  // also loops over items (max_sms)
 }
 
 template <typename T, int HEAD_DIM>
@@ -47,10 +52,14 @@ void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
     case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
     case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
     case 4:
-      if (UseTensorCores<HEAD_DIM>(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);
+      if (UseTensorCores<HEAD_DIM, 4>(p)) {
+        if constexpr (kTensorCoreKernel<HEAD_DIM, 4>) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);
+      }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 4>(p, stream);
     case 8:
-      if (UseTensorCores<HEAD_DIM>(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
+      if (UseTensorCores<HEAD_DIM, 8>(p)) {
+        if constexpr (kTensorCoreKernel<HEAD_DIM, 8>) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
+      }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
   }
   PREFIXD_THROW(ErrorKind::kUnsupported, "DecodeAttention: GQA group size "
@@ -71,12 +80,12 @@ void DispatchHeadDim(const DecodeAttentionParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-// The tensor-core kernel exists for GQA groups 4 and 8 at head_dim 64 and 128 (its O accumulators
-// at 256 would not fit in registers). It is the default there: with g query heads per K/V byte the
-// CUDA-core kernel becomes arithmetic-bound (bench/RESULTS.md).
+// The tensor-core kernel where it is built and pays (prefixd/kernels/decode_kernel_choice.h), unless
+// the CUDA-core kernel is forced.
 bool DecodeUsesTensorCores(const DecodeAttentionParams& p) {
   const int g = p.num_kv_heads > 0 ? p.num_qo_heads / p.num_kv_heads : 0;
-  return (g == 4 || g == 8) && p.head_dim <= 128 && p.kernel != DecodeKernel::kCudaCores;
+  return p.kernel != DecodeKernel::kCudaCores &&
+         TensorCoreDecodeApplies(g, p.head_dim, p.max_item_tokens, p.kernel == DecodeKernel::kTensorCores);
 }
 
 bool DecodeShallowPipeline(const DecodeAttentionParams& p, int step_tokens, int stages) {

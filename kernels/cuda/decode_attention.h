@@ -130,8 +130,8 @@ struct DecodeAttentionParams {
 // stages (stages − 1 steps in flight) for `params` (DecodePipeline).
 bool DecodeShallowPipeline(const DecodeAttentionParams& params, int step_tokens, int stages);
 
-// Whether `params` run the tensor-core kernel (GQA group 4 or 8, head_dim ≤ 128, not forced to CUDA
-// cores), the one with a streaming variant.
+// Whether `params` run the tensor-core kernel (prefixd/kernels/decode_kernel_choice.h; not forced to
+// CUDA cores), the one with a streaming variant up to head_dim 128.
 bool DecodeUsesTensorCores(const DecodeAttentionParams& params);
 
 // GQA group sizes (num_qo_heads / num_kv_heads) the kernel is compiled for.

@@ -1,5 +1,6 @@
-// The tensor-core variant of the batch decode kernel, for GQA groups of 4 and 8 query heads (head_dim
-// 64 and 128), included only by the instantiation files kernels/cuda/inst/decode_attention_*.cu.
+// The tensor-core variant of the batch decode kernel, for GQA groups of 4 and 8 query heads at
+// head_dim 64 and 128, and of 4 at head_dim 256 (at most 4 warps per CTA there: their tiles take
+// 192 KiB), included only by the instantiation files kernels/cuda/inst/decode_attention_*.cu.
 //
 // Why: with g query heads per KV head the CUDA-core kernel (decode_attention.cuh) does g dot
 // products and g weighted sums per K/V byte, plus shuffle reductions; at g = 4 it streamed at only
@@ -272,8 +273,11 @@ template <typename T, int HEAD_DIM, int GQA, int WARPS, int STAGES>
 __global__ void __launch_bounds__(32 * WARPS)
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
   static_assert(GQA <= 8, "the g query rows sit in the upper 8 rows of the m16 tile");
-  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "O accumulators of head_dim 256 would not fit");
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || (HEAD_DIM == 256 && GQA == 4),
+                "head_dim 256 only at g = 4: its 128 O accumulators fill the registers (ptxas: 255, a few bytes "
+                "of spill at g = 4, hundreds at g = 8)");
   static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4 || WARPS == 8, "warps per CTA");
+  static_assert(DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS, STAGES>() <= 227 * 1024, "shared memory of one CTA");
   constexpr int TILE = MmaTileBytes<HEAD_DIM>();
   constexpr int STEP = WARPS * kMmaWarpTokens;  // tokens per CTA step
 
@@ -343,13 +347,19 @@ void LaunchMmaWarps(const DecodeAttentionParams& params, cudaStream_t stream) {
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t stream) {
+  if constexpr (HEAD_DIM == 256) {
+    // 8 warps would need 384 KiB of tiles at head_dim 256: 4 (192 KiB) is the most.
+    if (DecodeMmaWarps(params.mma_warps) == 8) return LaunchMmaWarps<T, HEAD_DIM, GQA, 4>(params, stream);
+  }
   switch (DecodeMmaWarps(params.mma_warps)) {
     case 1: return LaunchMmaWarps<T, HEAD_DIM, GQA, 1>(params, stream);
     case 2:
       if (DecodeShallowPipeline(params, kMmaShallowWarps * kMmaWarpTokens, kMmaShallowStages))
         return LaunchMmaWarps<T, HEAD_DIM, GQA, 2, kMmaShallowStages>(params, stream);
       return LaunchMmaWarps<T, HEAD_DIM, GQA, 2>(params, stream);
-    case 8: return LaunchMmaWarps<T, HEAD_DIM, GQA, 8>(params, stream);
+    case 8:
+      if constexpr (HEAD_DIM != 256) return LaunchMmaWarps<T, HEAD_DIM, GQA, 8>(params, stream);
+      [[fallthrough]];
     default: return LaunchMmaWarps<T, HEAD_DIM, GQA, 4>(params, stream);
   }
 }

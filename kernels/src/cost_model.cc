@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "prefixd/common/error.h"
+#include "prefixd/kernels/decode_kernel_choice.h"
 
 namespace prefixd::kernels {
 namespace {
@@ -16,7 +17,6 @@ constexpr int kPrefixRowUnit = 64;      // rows per consumer warpgroup
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-bool TensorCoreDecode(int gqa, int head_dim) { return gqa >= 4 && head_dim <= 128; }
 
 // Time of one 64-row × 128-token unit of prefix work at head_dim d, µs (the persistent wgmma
 // kernel, one CTA per SM, at every head_dim since session 27). The overhead is per K/V tile (its
@@ -185,7 +185,10 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
   p.num_kv_heads = plan.num_kv_heads;
   p.num_qo_heads = plan.num_qo_heads;
   p.gqa = plan.num_kv_heads > 0 ? plan.num_qo_heads / plan.num_kv_heads : 1;
-  p.tensor_core_decode = TensorCoreDecode(p.gqa, p.head_dim);
+  int max_decode_item_tokens = 0;  // the CUDA backend's DecodeAttentionParams::max_item_tokens
+  for (const DecodeWorkItem& it : plan.decode_items)
+    max_decode_item_tokens = std::max(max_decode_item_tokens, it.kv_end - it.kv_begin);
+  p.tensor_core_decode = TensorCoreDecodeApplies(p.gqa, p.head_dim, max_decode_item_tokens);
   const double token_bytes = 2.0 * plan.num_kv_heads * plan.head_dim * kBytesPerElement;  // K+V, all heads
   const double head_token_bytes = token_bytes / std::max(1, plan.num_kv_heads);
 

@@ -640,8 +640,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The decode kernels' two pipeline depths (PREFIXD_DECODE_PIPELINE): each forced, on items short
 // and long (one token to several steps, a page size that is not a multiple of 16), on the CUDA-core
-// kernel (GQA 1; GQA 2 and head_dim 256 run deep either way) and the 2-warp tensor-core kernel
-// (GQA 4, 8; warps forced, since a small batch would otherwise get 4 warps): both match the
+// kernel (GQA 1; GQA 2 runs deep either way) and the 2-warp tensor-core kernel (GQA 4, 8, and GQA 4
+// at head_dim 256, forced there since its items of ≤ 32 tokens would otherwise take CUDA cores;
+// warps forced, since a small batch would otherwise get 4 warps): both match the
 // oracle, so the length rule may pick either.
 class DecodePipelineTest : public ::testing::TestWithParam<std::tuple<CascadeCase, const char*>> {};
 
@@ -651,7 +652,8 @@ TEST_P(DecodePipelineTest, MatchesFloat64Oracle) {
   const char* pipeline = std::get<1>(GetParam());
   PREFIXD_SEEDED_RNG(rng);
   std::unique_ptr<Backend> backend =
-      MakeCudaBackendWithEnv({{"PREFIXD_DECODE_PIPELINE", pipeline}, {"PREFIXD_DECODE_WARPS", "2"}});
+      MakeCudaBackendWithEnv({{"PREFIXD_DECODE_PIPELINE", pipeline}, {"PREFIXD_DECODE_WARPS", "2"},
+                              {"PREFIXD_DECODE_KERNEL", "mma"}});  // where built; GQA 1 and 2 stay on CUDA cores
   EXPECT_NE(backend->Describe().find(std::string("decode pipeline forced: ") + pipeline), std::string::npos)
       << backend->Describe();
   ExpectCaseMatchesOracle(*backend, c, c.name + "_" + pipeline, rng);
@@ -960,7 +962,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Suffixes split too: finishing and merged requests side by side.
         FusedCase{"g4_d64_fp16_split_suffixes", kF16, 16, 4, 64, {{400, {600, 3}}, {0, {2000, 30}}},
                   Split::kFinePrefix, true, 40},
-        // CUDA-core decode kernel: GQA 1, 2 and 8 at head_dim 256 (one prefix chunk per pass).
+        // CUDA-core decode kernel: GQA 1, 2, and 8 at head_dim 256 (one prefix chunk per pass); the
+        // tensor-core one at GQA 4, head_dim 256.
         FusedCase{"g1_d128_fp16", kF16, 8, 8, 128, {{900, {30, 1}}, {0, {0, 12}}}, Split::kFinePrefix, true, 20},
         FusedCase{"g2_d64_bf16", kBF16, 8, 4, 64, {{260, {6, 2, 1}}}, Split::kDevice, false, 1},
         FusedCase{"g8_d256_bf16", kBF16, 8, 1, 256, {{200, {17, 3}}, {33, {0, 8}}}, Split::kFinePrefix, true, 10},
@@ -1026,6 +1029,10 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
       // Finishing items that merge many prefix chunks (the streaming kernel reads them from L2,
       // four at a time).
       {kF16, 32, 8, 128, {{700, {33, 250, 0}}, {0, {40}}}, Split::kFinePrefix},
+      // head_dim 256 at g = 4 (at most 4 warps per CTA; no streaming kernel, so the persistent
+      // variants loop over items one at a time).
+      {kBF16, 16, 4, 256, {{600, {40, 300, 1}}, {0, {17, 0}}}, Split::kFinePrefix},
+      {kF16, 8, 2, 256, {{129, {500, 16}}}, Split::kDevice},
   };
   for (const Shape& s : shapes) {
     const KvPoolShape shape{1, PagesNeeded(s.groups, 16) + 3, 16, s.h_kv, s.dim, s.dtype};

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "prefixd/kernels/cost_model.h"
+#include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/plan.h"
 #include "unit/kernels/expect_error.h"
 
@@ -727,6 +728,22 @@ TEST(CostModel, FitConvergesOnTheH200S24Samples) {
                 CostFitError(CalibrationSamples(std::begin(kS24bRows), std::end(kS24bRows), "s24b", refit), refit),
                 CostFitError(CalibrationSamples(std::begin(kS24bRows), std::end(kS24bRows), "s24b", defaults), defaults));
   }
+}
+
+// The decode kernel rule the CUDA backend and the cost model share (decode_kernel_choice.h).
+TEST(DecodeKernelChoice, TensorCoresWhereBuiltAndLongItemsAtHeadDim256) {
+  for (int d : {64, 128})
+    for (int g : {4, 8}) {
+      EXPECT_TRUE(TensorCoreDecodeApplies(g, d, 0)) << "g " << g << " d " << d;
+      EXPECT_TRUE(TensorCoreDecodeApplies(g, d, 16)) << "short items too at d " << d;
+    }
+  for (int g : {1, 2}) EXPECT_FALSE(TensorCoreDecodeApplies(g, 128, 256, true)) << "not built for g " << g;
+  EXPECT_TRUE(TensorCoreDecodeApplies(4, 256, 256));
+  EXPECT_TRUE(TensorCoreDecodeApplies(4, 256, 0)) << "unknown item length: the long-item kernel";
+  EXPECT_TRUE(TensorCoreDecodeApplies(4, 256, kTensorCoreDecodeShortItemTokens + 1));
+  EXPECT_FALSE(TensorCoreDecodeApplies(4, 256, kTensorCoreDecodeShortItemTokens));
+  EXPECT_TRUE(TensorCoreDecodeApplies(4, 256, 8, /*forced=*/true));
+  EXPECT_FALSE(TensorCoreDecodeApplies(8, 256, 256, true)) << "not built for g 8 at d 256";
 }
 
 }  // namespace

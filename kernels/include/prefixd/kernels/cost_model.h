@@ -24,7 +24,7 @@
 //          + fused_prefix_us + fused_chunk_us · waves · (chunks − 1)
 //            (when decode items finish requests that have prefix-chunk states; chunks: the most
 //            prefix chunks such a request has: each is one more state the epilogue loads and merges)
-//      One of two kernels (DecodeKernelCost): tensor cores for g = H_qo/H_kv ≥ 4 at D ≤ 128,
+//      One of two kernels (DecodeKernelCost): tensor cores for g = H_qo/H_kv ≥ 4 at D ≤ 128 (g = 4 at 256),
 //      CUDA cores otherwise. slots = SMs · ctas_per_sm, waves = ceil(items / slots), in_flight =
 //      min(items, slots). streamed = Σ item tokens (every request's pages, shared prefix pages of
 //      plain groups once per request); unique = the distinct pages of the suffix tables, counted
@@ -84,8 +84,8 @@ struct CostModelParams {
   double prefix_gbs = 4150;             // prefix K/V bandwidth floor, GB/s
   double prefix_cta_gbs = 38;           // K/V bytes per second one prefix CTA streams at most, GB/s
 
-  DecodeKernelCost decode_cuda_cores;    // g < 4, or D = 256
-  DecodeKernelCost decode_tensor_cores;  // g ≥ 4 and D ≤ 128
+  DecodeKernelCost decode_cuda_cores;    // g < 4, or g = 8 at D = 256
+  DecodeKernelCost decode_tensor_cores;  // g ≥ 4 at D ≤ 128, g = 4 at D = 256
   double fused_prefix_us = 3.5;  // decode epilogue that ⊕-merges prefix-chunk states (fused merge)
   double fused_chunk_us = 0.3;   // ... per further prefix chunk of the request, per decode wave
 

@@ -26,7 +26,10 @@
 #   run 9 (after the review mends): CARRY=.carry/s27e, inline (command line in bench/RESULTS.md)
 #   runs 10-11: CARRY=.carry/s27f, s27g PART=4 (the tensor-core decode at head_dim 256, g = 4: its GPU tests,
 #                                      memcheck and racecheck on two of them, then the head_dim-256
-#                                      rows with it and with the CUDA-core kernel, PREFIXD_DECODE_KERNEL=simt)
+#                                      rows with it and with the CUDA-core kernel, PREFIXD_DECODE_KERNEL=simt;
+#                                      run 11 with the rule: only items over 32 tokens)
+#   run 12: `CARRY=.carry/s27h OUT=$OUT/check bash bench/kernel/device-check.sh`, then in /tmp/b the
+#           dims command of s17-grid.sh (--csv $OUT/dims.csv) and fused_floor_table.py on it
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s27-d256

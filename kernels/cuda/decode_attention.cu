@@ -24,14 +24,10 @@ void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStr
 
 namespace {
 
-// DecodeUsesTensorCores, with the shape also as a compile-time test: the tensor-core launches
-// instantiated are g = 4, 8 at head_dim 64, 128 and g = 4 at head_dim 256.
+// The tensor-core launches instantiated (kernels/cuda/inst/): g = 4, 8 at head_dim 64, 128 and
+// g = 4 at head_dim 256 (TensorCoreDecodeApplies decides at run time among them).
 template <int HEAD_DIM, int GQA>
 constexpr bool kTensorCoreKernel = HEAD_DIM <= 128 || (HEAD_DIM == 256 && GQA == 4);
-template <int HEAD_DIM, int GQA>
-bool UseTensorCores(const DecodeAttentionParams& p) {
-  return kTensorCoreKernel<HEAD_DIM, GQA> && DecodeUsesTensorCores(p);
-}
 
 // One CTA per SM looping over items (max_sms): the streaming kernel (its TMA variant where asked
 // for and applicable), unless turned off.
@@ -52,13 +48,13 @@ void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
     case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
     case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
     case 4:
-      if (UseTensorCores<HEAD_DIM, 4>(p)) {
-        if constexpr (kTensorCoreKernel<HEAD_DIM, 4>) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);
+      if constexpr (kTensorCoreKernel<HEAD_DIM, 4>) {
+        if (DecodeUsesTensorCores(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);
       }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 4>(p, stream);
     case 8:
-      if (UseTensorCores<HEAD_DIM, 8>(p)) {
-        if constexpr (kTensorCoreKernel<HEAD_DIM, 8>) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
+      if constexpr (kTensorCoreKernel<HEAD_DIM, 8>) {
+        if (DecodeUsesTensorCores(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
       }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
   }

@@ -347,17 +347,13 @@ void LaunchMmaWarps(const DecodeAttentionParams& params, cudaStream_t stream) {
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t stream) {
-  if constexpr (HEAD_DIM == 256) {
-    // 8 warps would need 384 KiB of tiles at head_dim 256: 4 (192 KiB) is the most.
-    if (DecodeMmaWarps(params.mma_warps) == 8) return LaunchMmaWarps<T, HEAD_DIM, GQA, 4>(params, stream);
-  }
   switch (DecodeMmaWarps(params.mma_warps)) {
     case 1: return LaunchMmaWarps<T, HEAD_DIM, GQA, 1>(params, stream);
     case 2:
       if (DecodeShallowPipeline(params, kMmaShallowWarps * kMmaWarpTokens, kMmaShallowStages))
         return LaunchMmaWarps<T, HEAD_DIM, GQA, 2, kMmaShallowStages>(params, stream);
       return LaunchMmaWarps<T, HEAD_DIM, GQA, 2>(params, stream);
-    case 8:
+    case 8:  // at head_dim 256 its tiles would take 384 KiB: 4 warps (192 KiB) are the most
       if constexpr (HEAD_DIM != 256) return LaunchMmaWarps<T, HEAD_DIM, GQA, 8>(params, stream);
       [[fallthrough]];
     default: return LaunchMmaWarps<T, HEAD_DIM, GQA, 4>(params, stream);

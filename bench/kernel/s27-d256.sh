@@ -30,6 +30,7 @@
 #                                      run 11 with the rule: only items over 32 tokens)
 #   run 12: `CARRY=.carry/s27h OUT=$OUT/check bash bench/kernel/device-check.sh`, then in /tmp/b the
 #           dims command of s17-grid.sh (--csv $OUT/dims.csv) and fused_floor_table.py on it
+#   run 13 (after the decode dispatch's review mend): CARRY=.carry/s27i PART=4
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s27-d256

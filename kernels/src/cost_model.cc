@@ -17,7 +17,6 @@ constexpr int kPrefixRowUnit = 64;      // rows per consumer warpgroup
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-
 // Time of one 64-row × 128-token unit of prefix work at head_dim d, µs (the persistent wgmma
 // kernel, one CTA per SM, at every head_dim since session 27). The overhead is per K/V tile (its
 // barriers, its softmax over 64 rows × tile tokens), and at head_dim 256 the kernel's tiles are

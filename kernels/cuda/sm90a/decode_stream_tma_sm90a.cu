@@ -26,11 +26,11 @@ void DispatchGroup(const DecodeAttentionParams& p, const CUtensorMap& k, const C
 }  // namespace
 
 bool DecodeStreamTmaApplies(const DecodeAttentionParams& p) {
-  if (p.num_kv_heads <= 0) return false;
-  const int g = p.num_qo_heads / p.num_kv_heads;
-  return (g == 4 || g == 8) && p.num_qo_heads % p.num_kv_heads == 0 && (p.head_dim == 64 || p.head_dim == 128) &&
-         (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) && p.kernel != DecodeKernel::kCudaCores &&
-         p.token_stride % 8 == 0 && int64_t(p.num_kv_heads) * p.head_dim <= p.token_stride &&
+  if (p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0) return false;
+  // The tensor-core kernel's launches (GQA 4 or 8 at head_dim 64 or 128; not forced to CUDA cores).
+  return DecodeUsesTensorCores(p) && p.head_dim <= 128 &&
+         (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) && p.token_stride % 8 == 0 &&
+         int64_t(p.num_kv_heads) * p.head_dim <= p.token_stride &&
          reinterpret_cast<uintptr_t>(p.k) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v) % 16 == 0 &&
          sm90a::DeviceReady();
 }

@@ -32,6 +32,7 @@
 #           dims command of s17-grid.sh (--csv $OUT/dims.csv) and fused_floor_table.py on it
 #   run 13 (after the decode dispatch's review mend): CARRY=.carry/s27i PART=4
 #   run 14: CARRY=.carry/s27i, inline: the planner check at head_dim 256 (command in bench/RESULTS.md)
+#   run 15: CARRY=.carry/s27j, inline: decode GPU tests after the last review mend (bench/RESULTS.md)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s27-d256

@@ -92,6 +92,12 @@ struct WgmmaPrefixConfig {
   static constexpr int BARRIERS = 4 * STAGES + CONSUMER_WGS;  // the ring's, then one Q barrier per consumer
   static constexpr int SMEM_BYTES = 1024 + BAR_OFFSET + 8 * BARRIERS;
 
+  // FlashAttention-4's conditional softmax rescaling (Consumer::Softmax): O is rescaled only on
+  // the tiles where a row's max grows by more than 2^8, not on every tile. At head_dim 256 that
+  // spares 128 multiplies per thread on most tiles: prefix parts 3-4% faster at B256 P32768. At
+  // head_dim 64 / 128 (32 / 64 multiplies) the warp vote and branch cost more than they spare:
+  // 1-5% slower (bench/RESULTS.md, session 28).
+  static constexpr bool CONDITIONAL_RESCALE = HEAD_DIM == 256;
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)
   static constexpr int O_REGS = HEAD_DIM / 2;  // O accumulators per thread
   static constexpr int D_STEPS = HEAD_DIM / 16;
@@ -500,10 +506,26 @@ struct Consumer {
       float tile_max = part[h][0];
 #pragma unroll
       for (int a = 1; a < ACC; ++a) tile_max = fmaxf(tile_max, part[h][a]);
-      const float new_max = fmaxf(row_max[h], QuadMax(tile_max) * scale);
-      subtract[h] = SafeMax(new_max);
-      rescale[h] = FastExp2(row_max[h] - subtract[h]);
-      row_max[h] = new_max;
+      tile_max = QuadMax(tile_max) * scale;
+      if constexpr (CFG::CONDITIONAL_RESCALE) {
+        // The running max moves only where the tile's exceeds it by more than kMaxGrowth, so
+        // that most tiles leave O as it is (RescaleO skips). Any max gives exact states (o and
+        // row_sum are kept at its scale, s = max + log2(sum)) as long as P = 2^(S·c − max) ≤
+        // 2^kMaxGrowth, far from overflowing P's fp16 / bf16 or the sums.
+        constexpr float kMaxGrowth = 8.f;
+        if (tile_max > row_max[h] + kMaxGrowth) {  // also the row's first finite tile (max −∞)
+          rescale[h] = FastExp2(row_max[h] - tile_max);
+          row_max[h] = tile_max;
+        } else {
+          rescale[h] = 1.f;
+        }
+        subtract[h] = SafeMax(row_max[h]);
+      } else {
+        const float new_max = fmaxf(row_max[h], tile_max);
+        subtract[h] = SafeMax(new_max);
+        rescale[h] = FastExp2(row_max[h] - subtract[h]);
+        row_max[h] = new_max;
+      }
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -522,6 +544,11 @@ struct Consumer {
       row_sum[h] = row_sum[h] * rescale[h] + ((part[h][0] + part[h][1]) + (part[h][2] + part[h][3]));
   }
   __device__ void RescaleO(const float (&rescale)[2]) {
+    // With conditional rescaling, skipped by the whole warp where none of its rows' max moved
+    // (Softmax): most tiles.
+    if constexpr (CFG::CONDITIONAL_RESCALE) {
+      if (!__any_sync(0xffffffffu, rescale[0] != 1.f || rescale[1] != 1.f)) return;
+    }
 #pragma unroll
     for (int j = 0; j < CFG::O_REGS / 4; ++j) {
       o[4 * j + 0] *= rescale[0];

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Session 28, device calls on nvidia-h200: the wgmma prefix kernel at head_dim 64 with three
+# consumer warpgroups (192-row tiles, FlashAttention-3's head_dim-64 CTA), where two left the
+# prefix at ~53% of the GEMM rate. Binaries carried as $CARRY/bins.tar.xz.
+# Runs are the session's device calls (logs: bench/kernel/results/s28/runN-*):
+#   run 1: CARRY=.carry/s28a PART=1   (the head_dim-64 and three-consumer prefix GPU tests, memcheck
+#                                      and racecheck on three of them, then the head_dim-64 rows:
+#                                      default (192-row items, three consumers) against the two-
+#                                      consumer CTA on 128-row items (PREFIXD_WIDE_TILE_ROWS=0), the
+#                                      plain schedule and the deeper ring; all slower: reverted,
+#                                      results/s28/three-consumers.patch)
+#   run 2: CARRY=.carry/s28b PART=2   (conditional rescaling in the wgmma prefix kernel: the prefix
+#                                      and fused GPU tests, memcheck and racecheck on three, then the
+#                                      same shapes with run 1's binary (prefixd_kernel_bench_old,
+#                                      PREFIXD_WIDE_TILE_ROWS=0: the kernel before this session) and
+#                                      with the new one: head_dim 128 at B 64/256, P 8192/32768,
+#                                      S 32/256; head_dim 64 and 256 at B256 P32768 S256; the
+#                                      prefix tests ran past run_gpu_tests' 200 s, no failure seen)
+#   run 3: CARRY=.carry/s28c PART=3   (conditional rescaling at head_dim 256 only: the head_dim-256
+#                                      GPU tests, memcheck and racecheck on two, then head_dim 256
+#                                      at B 16/64/256, P 8192/32768, S 32/256, old and new binaries)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. bench/kernel/device-setup.sh s28-d64
+if [ "${PART:-1}" = 1 ]; then
+  run_gpu_tests '*d64*:*wg3*:*WideRows*:*KernelSelection*'
+  grep -E "FAILED|Failure" "$OUT/tests.log" | head -20
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter='*wgmma_wg3_WideRows_d64_fp16*:*wgmma_plain_s3_wg3_ManyItems_d64_bf16_rows192*:*wgmma_overlap_ctas3_wg3_WideRowsOneItem_d64_fp16_rows400*' \
+      >"$OUT/$tool.log" 2>&1
+    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  PASSED' "$OUT/$tool.log" | tr '\n' ' ')"
+  done
+  run_variants d64 "default,PREFIXD_WIDE_TILE_ROWS=0,plain,stages3,PREFIXD_WIDE_TILE_ROWS=0+plain" -d 64 \
+    --heads 32/32,32/8 -b 64,256 -p 8192,32768 -s 256 --dtype fp16
+  show_variants d64
+  exit 0
+fi
+if [ "${PART:-1}" = 2 ]; then
+  run_gpu_tests '*PrefixAttention*:*Fused*'
+  grep -E "FAILED|Failure" "$OUT/tests.log" | head -20
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter='*wgmma_ManyItems_d64_fp16*:*wgmma_plain_PoisonGroups_page7_bf16*:*wgmma_PoisonShortPrefix_d256_bf16*' \
+      >"$OUT/$tool.log" 2>&1
+    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  PASSED' "$OUT/$tool.log" | tr '\n' ' ')"
+  done
+  B0=$B
+  for build in old new; do
+    [ $build = old ] && B=/tmp/b/prefixd_kernel_bench_old || B=$B0
+    run_variants d128-$build PREFIXD_WIDE_TILE_ROWS=0 --heads 32/32,32/8 -b 64,256 -p 8192,32768 -s 32,256 --dtype fp16
+    run_variants dims-$build PREFIXD_WIDE_TILE_ROWS=0 -d 64,256 --heads 32/32,32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
+  done
+  for n in d128 dims; do
+    paste -d, <(cut -d, -f1-8,13,14,16 "$OUT/$n-old.csv") <(cut -d, -f13,14,16 "$OUT/$n-new.csv") |
+      awk -F, 'NR==1{print "shape,prefix old,new,suffix old,new,total old,new,delta"; next}
+               {printf "%s %s/%s D%s B%s P%s S%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%+.1f\n",$1,$3,$4,$5,$6,$7,$8,$9,$12,$10,$13,$11,$14,$14-$11}'
+  done
+  exit 0
+fi
+if [ "${PART:-1}" = 3 ]; then
+  run_gpu_tests '*d256*'
+  grep -E "FAILED|Failure" "$OUT/tests.log" | head -20
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter='*wgmma_ManyItems_d256_bf16*:*wgmma_plain_PoisonGroups_page7_d256_fp16*' \
+      >"$OUT/$tool.log" 2>&1
+    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  PASSED' "$OUT/$tool.log" | tr '\n' ' ')"
+  done
+  B0=$B
+  for build in old new; do
+    [ $build = old ] && B=/tmp/b/prefixd_kernel_bench_old || B=$B0
+    RUN_TIMEOUT=300 run_variants d256-$build PREFIXD_WIDE_TILE_ROWS=0 -d 256 --heads 32/32,32/8 -b 16,64,256 \
+      -p 8192,32768 -s 32,256 --dtype fp16
+  done
+  paste -d, <(cut -d, -f1-8,13,14,16 "$OUT/d256-old.csv") <(cut -d, -f13,14,16 "$OUT/d256-new.csv") |
+    awk -F, 'NR==1{print "shape,prefix old,new,suffix old,new,total old,new,delta"; next}
+             {printf "%s %s/%s D%s B%s P%s S%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%+.1f\n",$1,$3,$4,$5,$6,$7,$8,$9,$12,$10,$13,$11,$14,$14-$11}'
+  exit 0
+fi

@@ -19,6 +19,10 @@
 #   run 3: CARRY=.carry/s28c PART=3   (conditional rescaling at head_dim 256 only: the head_dim-256
 #                                      GPU tests, memcheck and racecheck on two, then head_dim 256
 #                                      at B 16/64/256, P 8192/32768, S 32/256, old and new binaries)
+#   run 4: `CARRY=.carry/s28c OUT=$OUT/check bash bench/kernel/device-check.sh` (the final binaries,
+#          commit 2d1f36a: the whole GPU suite, compute-sanitizer, the foundation grid)
+#   run 5: CARRY=.carry/s28c PART=4   (the issue's head_dim rows and their floor table, then the
+#                                      planner check at head_dim 256)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s28-d64
@@ -76,5 +80,16 @@ if [ "${PART:-1}" = 3 ]; then
   paste -d, <(cut -d, -f1-8,13,14,16 "$OUT/d256-old.csv") <(cut -d, -f13,14,16 "$OUT/d256-new.csv") |
     awk -F, 'NR==1{print "shape,prefix old,new,suffix old,new,total old,new,delta"; next}
              {printf "%s %s/%s D%s B%s P%s S%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%+.1f\n",$1,$3,$4,$5,$6,$7,$8,$9,$12,$10,$13,$11,$14,$14-$11}'
+  exit 0
+fi
+if [ "${PART:-1}" = 4 ]; then
+  timeout 100 $B --heads 32/32,32/8 -b 256 -p 32768 -s 256 --head-dim 64,256 --dtype fp16,bf16 --no-baseline -c 1 \
+    --csv "$OUT/dims.csv" >"$OUT/dims.txt" 2>&1
+  echo "dims rc=$?"; grep "wrong results" "$OUT/dims.txt"
+  python3 bench/kernel/fused_floor_table.py "$OUT/dims.csv" --log "$OUT/dims.txt" >"$OUT/dims-floor.md" 2>&1
+  cat "$OUT/dims-floor.md"
+  timeout 300 $B --planner-check -d 256 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 256 \
+    >"$OUT/planner-d256.txt" 2>&1
+  echo "planner-d256 rc=$?"; grep -E "SLOW|WRONG|worst|over" "$OUT/planner-d256.txt" | head -12
   exit 0
 fi

@@ -1,7 +1,7 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (s17-*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1) and sets B to the kernel benchmark; then defines the helpers below
-# (run_gpu_tests, run_variants, show_variants).
+# (run_gpu_tests, run_sanitizers, run_variants, show_variants).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -25,4 +25,13 @@ run_variants() {
 # show_variants NAME...: the shape × variant tables of those calls ($SHOW_LINES lines each, 60).
 show_variants() {
   for n in "$@"; do sed -n '/^# variants/,$p' "$OUT/$n.txt" | grep -v '^#   ' | head -"${SHOW_LINES:-60}"; done
+}
+# run_sanitizers FILTER: compute-sanitizer memcheck, then racecheck, on the carried GPU tests whose
+# names match FILTER (logs: $OUT/memcheck.log, $OUT/racecheck.log), one summary line each.
+run_sanitizers() {
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter="$1" >"$OUT/$tool.log" 2>&1
+    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  PASSED' "$OUT/$tool.log" | tr '\n' ' ')"
+  done
 }

@@ -25,6 +25,10 @@
 #          commit 2d1f36a: the whole GPU suite, compute-sanitizer, the foundation grid)
 #   run 5: CARRY=.carry/s28c PART=4   (the head_dim rows and their floor table, then the
 #                                      planner check at head_dim 256)
+#   run 6: CARRY=.carry/s28d PART=5   (the overlap schedule without the ping-pong turns,
+#                                      PREFIXD_SM90A_PING_PONG=0, against the default, interleaved:
+#                                      head_dim 64/128/256, B 64/256, P 8192/32768, S 256; binaries
+#                                      built with results/s28/no-ping-pong.patch, not applied)
 # (After the runs, the repeated steps were factored into run_sanitizers (device-setup.sh) and the
 # helpers below; they run the same commands, in run 2 in another order: each shape set old then
 # new, where run 2 timed both sets with the old binary first.)
@@ -86,5 +90,11 @@ if [ "${PART:-1}" = 4 ]; then
   timeout 300 $B --planner-check -d 256 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 256 \
     >"$OUT/planner-d256.txt" 2>&1
   echo "planner-d256 rc=$?"; grep -E "SLOW|WRONG|worst|over" "$OUT/planner-d256.txt" | head -12
+  exit 0
+fi
+if [ "${PART:-1}" = 5 ]; then
+  RUN_TIMEOUT=400 run_variants pingpong "default,PREFIXD_SM90A_PING_PONG=0" -d 64,128,256 --heads 32/32,32/8 \
+    -b 64,256 -p 8192,32768 -s 256 --dtype fp16
+  SHOW_LINES=90 show_variants pingpong
   exit 0
 fi

@@ -24,11 +24,6 @@ void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStr
 
 namespace {
 
-// The tensor-core launches instantiated (kernels/cuda/inst/): g = 4, 8 at head_dim 64, 128 and
-// g = 4 at head_dim 256 (TensorCoreDecodeApplies decides at run time among them).
-template <int HEAD_DIM, int GQA>
-constexpr bool kTensorCoreKernel = HEAD_DIM <= 128 || (HEAD_DIM == 256 && GQA == 4);
-
 // One CTA per SM looping over items (max_sms): the streaming kernel (its TMA variant where asked
 // for and applicable), unless turned off.
 template <typename T, int HEAD_DIM, int GQA>
@@ -48,12 +43,12 @@ void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
     case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
     case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
     case 4:
-      if constexpr (kTensorCoreKernel<HEAD_DIM, 4>) {
+      if constexpr (TensorCoreDecodeBuilt(4, HEAD_DIM)) {  // instantiated in kernels/cuda/inst/
         if (DecodeUsesTensorCores(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);
       }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 4>(p, stream);
     case 8:
-      if constexpr (kTensorCoreKernel<HEAD_DIM, 8>) {
+      if constexpr (TensorCoreDecodeBuilt(8, HEAD_DIM)) {  // instantiated in kernels/cuda/inst/
         if (DecodeUsesTensorCores(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
       }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);

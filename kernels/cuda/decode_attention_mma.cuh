@@ -26,6 +26,7 @@
 
 #include "kernels/cuda/attention_state.cuh"
 #include "kernels/cuda/decode_attention.cuh"
+#include "prefixd/kernels/decode_kernel_choice.h"
 #include "kernels/cuda/mma_sm80.cuh"
 
 namespace prefixd::kernels::cuda {
@@ -273,7 +274,7 @@ template <typename T, int HEAD_DIM, int GQA, int WARPS, int STAGES>
 __global__ void __launch_bounds__(32 * WARPS)
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
   static_assert(GQA <= 8, "the g query rows sit in the upper 8 rows of the m16 tile");
-  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || (HEAD_DIM == 256 && GQA == 4),
+  static_assert(TensorCoreDecodeBuilt(GQA, HEAD_DIM),
                 "head_dim 256 only at g = 4: its 128 O accumulators fill the registers (ptxas: 255, a few bytes "
                 "of spill at g = 4, hundreds at g = 8)");
   static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4 || WARPS == 8, "warps per CTA");

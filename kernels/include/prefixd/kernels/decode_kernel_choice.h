@@ -17,12 +17,18 @@ namespace prefixd::kernels {
 // Items of at most this many tokens stay on the CUDA-core kernel at head_dim 256.
 inline constexpr int kTensorCoreDecodeShortItemTokens = 32;
 
+// Whether the tensor-core decode kernel is built for gqa = H_qo / H_kv at head_dim (the launcher
+// instantiates exactly these; decode_attention.cu).
+constexpr bool TensorCoreDecodeBuilt(int gqa, int head_dim) {
+  return ((gqa == 4 || gqa == 8) && (head_dim == 64 || head_dim == 128)) || (gqa == 4 && head_dim == 256);
+}
+
 // Whether the tensor-core decode kernel runs: gqa = H_qo / H_kv; max_item_tokens the plan's longest
 // decode item (0: unknown); forced: the kernel was asked for by name (it then runs wherever it is
 // built).
 inline bool TensorCoreDecodeApplies(int gqa, int head_dim, int max_item_tokens, bool forced = false) {
-  if ((gqa == 4 || gqa == 8) && (head_dim == 64 || head_dim == 128)) return true;
-  if (gqa != 4 || head_dim != 256) return false;
+  if (!TensorCoreDecodeBuilt(gqa, head_dim)) return false;
+  if (head_dim != 256) return true;
   const bool short_items = max_item_tokens > 0 && max_item_tokens <= kTensorCoreDecodeShortItemTokens;
   return forced || !short_items;
 }

@@ -29,6 +29,9 @@
 #                                      PREFIXD_SM90A_PING_PONG=0, against the default, interleaved:
 #                                      head_dim 64/128/256, B 64/256, P 8192/32768, S 256; binaries
 #                                      built with results/s28/no-ping-pong.patch, not applied)
+#   run 7 (after the review mend 9fbf176, TensorCoreDecodeBuilt), inline with .carry/s28e (the GPU tests
+#          only): `/tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter='*CudaDecodeVariantTest*:
+#          *DecodePipelineTest*:*CudaConcurrentCascade*:*CudaCascadeTest*d256*:*KernelSelection*'`
 # (After the runs, the repeated steps were factored into run_sanitizers (device-setup.sh) and the
 # helpers below; they run the same commands, in run 2 in another order: each shape set old then
 # new, where run 2 timed both sets with the old binary first.)

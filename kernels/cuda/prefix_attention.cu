@@ -120,6 +120,8 @@ int PrefixAttentionTileRows(int head_dim) {
 
 int PrefixAttentionSmallTileRows() { return SMALL_TILE_ROWS; }
 
+namespace {
+
 // A non-causal launch of this shape with `settings`, for asking which kernel (and CTA) would run.
 PrefixAttentionParams ProbeLaunch(const PrefixKernelSettings& settings, int head_dim, DType dtype, int max_item_rows) {
   PrefixAttentionParams probe;
@@ -131,6 +133,8 @@ PrefixAttentionParams ProbeLaunch(const PrefixKernelSettings& settings, int head
   probe.max_item_rows = max_item_rows;
   return probe;
 }
+
+}  // namespace
 
 int PrefixAttentionNarrowTileRows(const PrefixKernelSettings& settings) {
   // A head_dim-128 launch of 64-row items.
@@ -144,7 +148,8 @@ int PrefixAttentionNarrowTileRows(const PrefixKernelSettings& settings) {
 int PrefixAttentionCtasPerSm(int head_dim, DType dtype, PrefixKernelChoice kernel, int max_item_rows) {
   PrefixKernelSettings settings;
   settings.kernel = kernel;
-  if (SelectPrefixKernel(ProbeLaunch(settings, head_dim, dtype, max_item_rows)) == PrefixKernelPath::kWgmma) return 1;  // persistent, 1 CTA per SM
+  const PrefixAttentionParams probe = ProbeLaunch(settings, head_dim, dtype, max_item_rows);
+  if (SelectPrefixKernel(probe) == PrefixKernelPath::kWgmma) return 1;  // persistent, 1 CTA per SM
   const bool fp16 = dtype == DType::kFloat16;
   const int r = max_item_rows;
   switch (head_dim) {

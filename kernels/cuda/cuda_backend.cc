@@ -463,7 +463,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   if (o_bases > o_end) host[o_end] = 0;
   // One pass over the decode items: their bases, which requests have any, the longest item.
   std::vector<char> has_decode(size_t(b), 0);
-  int max_decode_item_tokens = 0;
+  int max_decode_item_tokens = 0;  // also found by the cost model's ProfilePlan, to predict the kernel
   for (int64_t i = 0; i < nd; ++i) {
     const DecodeWorkItem& it = plan.decode_items[size_t(i)];
     host[o_bases + 2 * i] = plan.suffix.indptr[it.request];

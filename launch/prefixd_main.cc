@@ -89,6 +89,31 @@ int AutoPagesPerRank(const Workload& w, int ranks, int page_size, int32_t shard_
   return int(std::min<int64_t>(per_rank + per_rank / 8 + 16, (int64_t(1) << 31) - 1));
 }
 
+// Bytes of one KV page on a rank: K and V of page_size tokens in every layer.
+int64_t PageBytes(const kernels::KvPoolShape& pool) {
+  return 2 * int64_t(pool.num_layers) * pool.page_size * pool.num_kv_heads * pool.head_dim * kernels::DTypeBytes(pool.dtype);
+}
+
+// Device memory each GPU keeps beside its KV pool: the backends' workspaces (tens of MiB for the
+// default workload), NCCL's buffers (a few hundred MiB) and what the CUDA context grows by.
+int64_t ReservedDeviceBytes(int64_t total_bytes) { return std::max<int64_t>(int64_t(2) << 30, total_bytes / 20); }
+
+// Pages of `page_bytes` that fit on the GPU of the fullest rank beside its reserve (collective: every
+// rank asks its own device); the free bytes behind that figure in *free_bytes, the reserve in
+// *reserved_bytes.
+int64_t FitPagesPerRank(const kernels::DeviceMemory& mine, int64_t page_bytes, int64_t* free_bytes,
+                        int64_t* reserved_bytes) {
+  constexpr int64_t kMiB = int64_t(1) << 20;
+  const int64_t room = std::max<int64_t>(0, mine.free_bytes - ReservedDeviceBytes(mine.total_bytes));
+  const std::vector<int32_t> rooms = comm::AllGatherInt(MPI_COMM_WORLD, int32_t(std::min<int64_t>(room / kMiB, INT32_MAX)));
+  const std::vector<int32_t> frees =
+      comm::AllGatherInt(MPI_COMM_WORLD, int32_t(std::min<int64_t>(mine.free_bytes / kMiB, INT32_MAX)));
+  const size_t fullest = size_t(std::min_element(rooms.begin(), rooms.end()) - rooms.begin());
+  *free_bytes = int64_t(frees[fullest]) * kMiB;
+  *reserved_bytes = *free_bytes - int64_t(rooms[fullest]) * kMiB;
+  return int64_t(rooms[fullest]) * kMiB / page_bytes;
+}
+
 int Main(comm::MpiSession& session, int argc, char** argv) {
   cxxopts::Options options(
       "prefixd",
@@ -182,16 +207,45 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                                               Opt<int>(args, "arrival-spread", def.arrival_spread), kVocab);
     }
   }
-  std::vector<int32_t> pages_wire{args["pages-per-rank"].as<int>()};
-  if (rank == 0 && pages_wire[0] == 0) pages_wire[0] = AutoPagesPerRank(workload, ranks, page_size, shard_min);
-  comm::BroadcastInts(MPI_COMM_WORLD, pages_wire, 0);
-
   coordinator::EngineOptions eo;
   eo.worker.pool.num_layers = Opt<int>(args, "layers", def.layers);
   eo.worker.pool.num_kv_heads = Opt<int>(args, "kv-heads", def.kv_heads);
   eo.worker.pool.head_dim = Opt<int>(args, "head-dim", def.head_dim);
   eo.worker.pool.dtype = kernels::ParseDType(args["dtype"].as<std::string>());
   eo.worker.pool.page_size = page_size;
+
+  // The KV pool: --pages-per-rank, or sized from the workload; on GPUs never more than the fullest
+  // rank's device holds (an explicit size that does not fit stops here, with the figures, rather
+  // than in a failed cudaMalloc; a workload size that does not fit is capped, and the questions
+  // whose documents then find no room are refused one by one, with the pages they need).
+  const bool auto_pages = args["pages-per-rank"].as<int>() == 0;
+  std::vector<int32_t> pages_wire{args["pages-per-rank"].as<int>()};
+  if (rank == 0 && auto_pages) pages_wire[0] = AutoPagesPerRank(workload, ranks, page_size, shard_min);
+  comm::BroadcastInts(MPI_COMM_WORLD, pages_wire, 0);
+  if (use_cuda && pages_wire[0] > 0) {
+    eo.worker.pool.num_pages = 1;
+    eo.worker.pool.Validate();  // the shape's own errors first (PageBytes multiplies its fields)
+    const int64_t page_bytes = PageBytes(eo.worker.pool);
+    int64_t free_bytes = 0, reserved_bytes = 0;
+    const int64_t fit = FitPagesPerRank(kernels::CudaDeviceMemory(rank_device.device), page_bytes, &free_bytes,
+                                        &reserved_bytes);
+    if (pages_wire[0] > fit) {
+      const std::string want = std::to_string(pages_wire[0]) + " KV pages per rank (" +
+                               Gib(double(page_bytes) * pages_wire[0]) + ")";
+      const std::string have = "the fullest rank's GPU has " + Gib(double(free_bytes)) + " free, of which " +
+                               Gib(double(reserved_bytes)) + " stay for workspaces and NCCL: room for " +
+                               std::to_string(fit) + " pages of " + Gib(double(page_bytes)) +
+                               " (K and V of " + std::to_string(page_size) + " tokens in " +
+                               std::to_string(eo.worker.pool.num_layers) + " layers)";
+      if (!auto_pages) PREFIXD_THROW(ErrorKind::kOutOfMemory, "--pages-per-rank asks for " << want << ", but " << have);
+      if (fit < 1) PREFIXD_THROW(ErrorKind::kOutOfMemory, "the workload needs " << want << ", but " << have);
+      if (rank == 0)
+        std::printf("# KV pool capped: the workload needs %s, but %s; questions whose document finds no room are "
+                    "refused (more ranks, fewer layers or shorter documents fit)\n",
+                    want.c_str(), have.c_str());
+      pages_wire[0] = int32_t(fit);
+    }
+  }
   eo.worker.pool.num_pages = pages_wire[0];
   eo.worker.num_qo_heads = Opt<int>(args, "qo-heads", def.qo_heads);
   eo.worker.reduction = worker::ParseStateReduction(args["reduction"].as<std::string>());
@@ -211,7 +265,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   const std::string backend_desc = engine.worker().backend().Describe();
   const std::string comm_name = engine.worker().comm().name();
   const kernels::KvPoolShape& pool = eo.worker.pool;
-  const double page_bytes = 2.0 * pool.num_layers * pool.page_size * pool.num_kv_heads * pool.head_dim * 2;
+  const double page_bytes = double(PageBytes(pool));
 
   if (rank == 0) {
     const char* why_cpu = backend_flag == "cpu" ? " (--backend cpu: SMALL default sizes)"
@@ -245,6 +299,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   for (int i = 0; i < num_checks; ++i)
     sampled.push_back(num_checks == 1 ? 0 : int(int64_t(i) * (int64_t(workload.questions.size()) - 1) / (num_checks - 1)));
   int refused = 0;
+  std::string first_refusal;  // the job fails when it refuses every question (below)
+  ErrorKind first_refusal_kind = ErrorKind::kInvalidArgument;
 
   auto admit = [&](int64_t step) {
     coordinator::Coordinator& c = engine.coordinator();
@@ -262,7 +318,10 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
         // nothing left to wait for) refuses the question; the job carries on without it.
         if (e.kind() == ErrorKind::kOutOfMemory && c.num_active() > 0) return;
         std::printf("# refused %s: %s\n", QuestionName(q, qi).c_str(), e.what());
-        ++refused;
+        if (refused++ == 0) {
+          first_refusal = QuestionName(q, qi) + ": " + e.what();
+          first_refusal_kind = e.kind();
+        }
       }
       waiting.pop_front();
       if (--doc_questions_left[q.document] == 0 && doc_prefix[q.document] >= 0) {
@@ -385,8 +444,21 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                   "(worst %.3g): %s\n",
                   checks_done - checks_failed, checks_done, check_tol, worst_err, checks_failed ? "FAILED" : "OK");
     std::fflush(stdout);
-    if (checks_failed > 0)
+  }
+  // The job's verdict, decided on rank 0: a sampled output that differs fails it (internal error);
+  // so does refusing every question (it served nothing: the first refusal's kind, e.g. out of
+  // memory, exit 5), while some refusals beside served questions do not. Every rank learns it
+  // before any leaves Main, and the others wait in a barrier for rank 0's abort: a rank already in
+  // MPI_Finalize can keep mpirun from ending after that abort (seen: the job hung under load).
+  std::vector<int32_t> failed{0};
+  if (rank == 0) failed[0] = checks_failed > 0 || (refused > 0 && size_t(refused) == workload.questions.size());
+  comm::BroadcastInts(MPI_COMM_WORLD, failed, 0);
+  if (failed[0] != 0) {
+    if (rank == 0 && checks_failed > 0)
       PREFIXD_THROW(ErrorKind::kInternal, checks_failed << " sampled output(s) differ from the single-rank computation");
+    if (rank == 0)
+      PREFIXD_THROW(first_refusal_kind, "every question (" << refused << ") was refused; the first, " << first_refusal);
+    PREFIXD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   }
   return 0;
 }

@@ -9,5 +9,6 @@ std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions&) {
 }
 bool CudaAvailable() { return false; }
 int CudaDeviceCount() { return 0; }
+DeviceMemory CudaDeviceMemory(int) { return {}; }
 
 }  // namespace prefixd::kernels

@@ -166,5 +166,13 @@ std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& options = {});
 // error (no driver: error 35 on the project machines) means "no GPU".
 bool CudaAvailable();
 int CudaDeviceCount();  // 0 when CudaAvailable() is false
+// Free and total memory of CUDA device `device` (cudaMemGetInfo, which creates the device's
+// context if the process has none yet), in bytes; both 0 without a usable GPU. The calling
+// thread's current device is left as it was.
+struct DeviceMemory {
+  int64_t free_bytes = 0;
+  int64_t total_bytes = 0;
+};
+DeviceMemory CudaDeviceMemory(int device);
 
 }  // namespace prefixd::kernels

@@ -11,7 +11,8 @@
 # every step passed, 1 otherwise.
 #
 # Knobs (environment): PREFIXD_TIMEOUT_TESTS / _MEMCHECK / _RACECHECK / _BENCH (seconds per step,
-# defaults 900/600/600/1200; a step that runs out is reported as failed), PREFIXD_BIN_DIR, PREFIXD_GPU_FILTER (gtest filter of the GPU tests, default
+# defaults 900/600/600/1200; a step that runs out is reported as failed), PREFIXD_TEST_SHARDS
+# (carried test binaries run as this many gtest shards at once, 4), PREFIXD_BIN_DIR, PREFIXD_GPU_FILTER (gtest filter of the GPU tests, default
 # all), PREFIXD_MEMCHECK_FILTER, PREFIXD_RACECHECK_FILTER, PREFIXD_BENCH_ARGS (extra benchmark
 # flags), PREFIXD_SKIP_CPU_TESTS=1, PREFIXD_SKIP_SANITIZER=1, PREFIXD_SKIP_BENCH=1.
 set -uo pipefail
@@ -56,13 +57,14 @@ fi
 unit_tests=$(find_bin prefixd_unit_tests)
 bench=$(find_bin prefixd_kernel_bench)
 
-# gtest summary of a log -> "passed P, failed F, skipped S"
+# gtest summary of a log -> "passed P, failed F, skipped S", summed over the runs the log holds
+# (one per shard, run_tests).
 gtest_counts() {
   local log=$1 p f s
-  p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
-  f=$(grep -Eo '^\[  FAILED  \] [0-9]+ test' "$log" | grep -Eo '[0-9]+' | tail -1)
-  s=$(grep -Eo '^\[  SKIPPED \] [0-9]+ test' "$log" | grep -Eo '[0-9]+' | tail -1)
-  echo "passed ${p:-0}, failed ${f:-0}, skipped ${s:-0}"
+  p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | grep -Eo '[0-9]+$' | awk '{n += $1} END {print n + 0}')
+  f=$(grep -Eo '^\[  FAILED  \] [0-9]+ test' "$log" | grep -Eo '[0-9]+' | awk '{n += $1} END {print n + 0}')
+  s=$(grep -Eo '^\[  SKIPPED \] [0-9]+ test' "$log" | grep -Eo '[0-9]+' | awk '{n += $1} END {print n + 0}')
+  echo "passed $p, failed $f, skipped $s"
 }
 
 # --- 2. tests ------------------------------------------------------------------------------------
@@ -78,9 +80,18 @@ run_tests() {  # label binary ctest-label
     note "$label" "${line:-no summary} ; skipped $skipped (ctest)"
     [ $rc -eq 0 ] || status=1
   elif [ -n "$bin" ]; then
-    timeout "${PREFIXD_TIMEOUT_TESTS:-900}" "$bin" ${PREFIXD_GPU_FILTER:+--gtest_filter="$PREFIXD_GPU_FILTER"} >"$log" 2>&1
-    local rc=$?
-    note "$label" "$(gtest_counts "$log") (rc $rc)"
+    # PREFIXD_TEST_SHARDS (4) gtest shards side by side: the tests' float64 oracles run on the host,
+    # and on the H100 machines (about half the H200 machines' host speed) the GPU suite takes
+    # ~650 s in one process, more than a device call allows (bench/RESULTS.md, session 30).
+    local shards=${PREFIXD_TEST_SHARDS:-4} i rc=0 pids=()
+    for ((i = 0; i < shards; ++i)); do
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "${PREFIXD_TIMEOUT_TESTS:-900}" "$bin" \
+        ${PREFIXD_GPU_FILTER:+--gtest_filter="$PREFIXD_GPU_FILTER"} >"$log.shard$i" 2>&1 &
+      pids+=($!)
+    done
+    for ((i = 0; i < shards; ++i)); do wait "${pids[$i]}" || rc=$?; done
+    for ((i = 0; i < shards; ++i)); do cat "$log.shard$i"; rm -f "$log.shard$i"; done >"$log"
+    note "$label" "$(gtest_counts "$log") in $shards shards (rc $rc)"
     [ $rc -eq 0 ] || status=1
   else
     note "$label" "MISSING binary"

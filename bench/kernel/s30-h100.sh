@@ -14,6 +14,9 @@
 #           ~128 GiB of KV; a pool too small for the workload; an explicit pool larger than the
 #           GPU) and a long one that fits. Run 4 with the binaries of .carry/s30a (before the
 #           pool was capped at the device's memory), run 5 with .carry/s30b (after).
+#   PART=6: the session's last binaries (.carry/s30c): launch/gpu-check.sh as committed (the GPU
+#           suite now in 4 gtest shards at once, then memcheck and racecheck), the README's main
+#           job, and the refusal of a 1M-token document of 32 layers on one GPU.
 #   PART=2: the planner check with the built-in (H200-fitted) cost model on the grid
 #           (fp16; P 128-32768), then the grid and head_dim rows (fp16) against this
 #           device's own ceilings (copy bandwidth, GEMM rate), as on the H200.
@@ -66,6 +69,18 @@ case "${PART:-1}" in
   run_main tiny-pool --pages-per-rank 1000
   run_main huge-pool --pages-per-rank 100000
   run_main doc512k-8layers --doc-tokens 524288 --layers 8 --decode-steps 4
+  ;;
+6)
+  PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 PREFIXD_TIMEOUT_TESTS=400 \
+    PREFIXD_TIMEOUT_MEMCHECK=150 PREFIXD_TIMEOUT_RACECHECK=100 OUT=$OUT/check \
+    bash launch/gpu-check.sh >"$OUT/check.log" 2>&1
+  tail -7 "$OUT/check.log"
+  gzip -f "$OUT/check/gpu_tests.log"
+  PREFIXD_BIN=/tmp/b/prefixd timeout 150 bash launch/run-local.sh >"$OUT/main-job.txt" 2>&1
+  echo "main job rc=$?"; tail -3 "$OUT/main-job.txt"
+  PREFIXD_BIN=/tmp/b/prefixd timeout 120 bash launch/run-local.sh --doc-tokens 1048576 >"$OUT/main-doc1m.txt" 2>&1
+  echo "doc1m rc=$?"; grep -E "capped|every question" "$OUT/main-doc1m.txt" | cut -c1-300
+  gzip -f "$OUT/main-doc1m.txt"
   ;;
 3)
   # The cost model fitted on this device (--calibrate: every layout's parts timed per shape), and

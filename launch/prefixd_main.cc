@@ -145,7 +145,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("head-dim", "head dimension: 64, 128 or 256", cxxopts::value<int>())
       ("dtype", "K/V and query type: bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))
       ("page-size", "tokens per KV page", cxxopts::value<int>()->default_value("16"))
-      ("pages-per-rank", "KV pool pages on each rank (0: sized from the workload)", cxxopts::value<int>()->default_value("0"))
+      ("pages-per-rank", "KV pool pages on each rank (0: sized from the workload, at most what the GPUs hold)", cxxopts::value<int>()->default_value("0"))
       ("reduction", "state reduction: a2a (all-to-all + n-ary merge) or tree (max, rescale, reduce-scatter)",
        cxxopts::value<std::string>()->default_value("a2a"))
       ("chunks", "pipeline chunks per step: the requests are cut into N chunks whose state exchange overlaps "

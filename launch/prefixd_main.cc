@@ -90,8 +90,9 @@ int AutoPagesPerRank(const Workload& w, int ranks, int page_size, int32_t shard_
 }
 
 // Bytes of one KV page on a rank: K and V of page_size tokens in every layer.
-int64_t PageBytes(const kernels::KvPoolShape& pool) {
-  return 2 * int64_t(pool.num_layers) * pool.page_size * pool.num_kv_heads * pool.head_dim * kernels::DTypeBytes(pool.dtype);
+int64_t PageBytes(kernels::KvPoolShape pool) {
+  pool.num_pages = 1;
+  return 2 * pool.BytesPerArray();
 }
 
 // Device memory each GPU keeps beside its KV pool: the backends' workspaces (tens of MiB for the

@@ -17,6 +17,9 @@
 #   PART=6: the session's last binaries (.carry/s30c): launch/gpu-check.sh as committed (the GPU
 #           suite now in 4 gtest shards at once, then memcheck and racecheck), the README's main
 #           job, and the refusal of a 1M-token document of 32 layers on one GPU.
+#   PART=7 (on nvidia-h200, binaries of the session's last commit, .carry/s30d): the same as
+#           PART=6, and a 1M-token document of 32 layers on one H200 (139 GiB), whose pool sized
+#           from the workload (145 GiB) had failed in cudaMalloc before the cap.
 #   PART=2: the planner check with the built-in (H200-fitted) cost model on the grid
 #           (fp16; P 128-32768), then the grid and head_dim rows (fp16) against this
 #           device's own ceilings (copy bandwidth, GEMM rate), as on the H200.
@@ -70,7 +73,7 @@ case "${PART:-1}" in
   run_main huge-pool --pages-per-rank 100000
   run_main doc512k-8layers --doc-tokens 524288 --layers 8 --decode-steps 4
   ;;
-6)
+6|7)
   PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 PREFIXD_TIMEOUT_TESTS=400 \
     PREFIXD_TIMEOUT_MEMCHECK=150 PREFIXD_TIMEOUT_RACECHECK=100 OUT=$OUT/check \
     bash launch/gpu-check.sh >"$OUT/check.log" 2>&1
@@ -78,8 +81,9 @@ case "${PART:-1}" in
   gzip -f "$OUT/check/gpu_tests.log"
   PREFIXD_BIN=/tmp/b/prefixd timeout 150 bash launch/run-local.sh >"$OUT/main-job.txt" 2>&1
   echo "main job rc=$?"; tail -3 "$OUT/main-job.txt"
-  PREFIXD_BIN=/tmp/b/prefixd timeout 120 bash launch/run-local.sh --doc-tokens 1048576 >"$OUT/main-doc1m.txt" 2>&1
-  echo "doc1m rc=$?"; grep -E "capped|every question" "$OUT/main-doc1m.txt" | cut -c1-300
+  PREFIXD_BIN=/tmp/b/prefixd timeout $([ "$PART" = 7 ] && echo 240 || echo 120) bash launch/run-local.sh \
+    --doc-tokens 1048576 >"$OUT/main-doc1m.txt" 2>&1
+  echo "doc1m rc=$?"; grep -E "capped|every question|done:|memory rank|check: [0-9]+ of" "$OUT/main-doc1m.txt" | cut -c1-300
   gzip -f "$OUT/main-doc1m.txt"
   ;;
 3)

@@ -239,10 +239,11 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                                " (K and V of " + std::to_string(page_size) + " tokens in " +
                                std::to_string(eo.worker.pool.num_layers) + " layers)";
       if (!auto_pages) PREFIXD_THROW(ErrorKind::kOutOfMemory, "--pages-per-rank asks for " << want << ", but " << have);
-      if (fit < 1) PREFIXD_THROW(ErrorKind::kOutOfMemory, "the workload needs " << want << ", but " << have);
+      if (fit < 1) PREFIXD_THROW(ErrorKind::kOutOfMemory, "the workload asks for " << want << ", but " << have);
       if (rank == 0)
-        std::printf("# KV pool capped: the workload needs %s, but %s; questions whose document finds no room are "
-                    "refused (more ranks, fewer layers or shorter documents fit)\n",
+        std::printf("# KV pool capped: sized from the workload (with headroom) it would take %s, but %s; questions "
+                    "whose document then finds no room are refused (more ranks, fewer layers or shorter documents "
+                    "fit)\n",
                     want.c_str(), have.c_str());
       pages_wire[0] = int32_t(fit);
     }

@@ -20,6 +20,9 @@
 #   PART=7 (on nvidia-h200, binaries of the session's last commit, .carry/s30d): the same as
 #           PART=6, and a 1M-token document of 32 layers on one H200 (139 GiB), whose pool sized
 #           from the workload (145 GiB) had failed in cudaMalloc before the cap.
+#   PART=8 (on nvidia-h200-x2, .carry/s30e): the pool cap's collective on two GPU ranks: the
+#           default main job, the 1M-token document (fits: 64 GiB per rank) and an explicit pool
+#           too large for the GPUs, refused on both ranks at once (the job must end, non-zero).
 #   PART=2: the planner check with the built-in (H200-fitted) cost model on the grid
 #           (fp16; P 128-32768), then the grid and head_dim rows (fp16) against this
 #           device's own ceilings (copy bandwidth, GEMM rate), as on the H200.
@@ -85,6 +88,18 @@ case "${PART:-1}" in
     --doc-tokens 1048576 >"$OUT/main-doc1m.txt" 2>&1
   echo "doc1m rc=$?"; grep -E "capped|every question|done:|memory rank|check: [0-9]+ of" "$OUT/main-doc1m.txt" | cut -c1-300
   gzip -f "$OUT/main-doc1m.txt"
+  ;;
+8)
+  run_main2() {  # label, prefixd options...
+    local label=$1; shift
+    local t0=$SECONDS
+    PREFIXD_RANKS=2 PREFIXD_BIN=/tmp/b/prefixd timeout 240 bash launch/run-local.sh "$@" >"$OUT/main2-$label.txt" 2>&1
+    echo "== $label ($*): rc=$? after $((SECONDS - t0)) s"
+    grep -E "capped|prefixd out of|every question|done:|check: [0-9]+ of" "$OUT/main2-$label.txt" | cut -c1-260 | head -4
+  }
+  run_main2 default
+  run_main2 huge-pool --pages-per-rank 100000
+  run_main2 doc1m --doc-tokens 1048576
   ;;
 3)
   # The cost model fitted on this device (--calibrate: every layout's parts timed per shape), and

@@ -89,32 +89,6 @@ int AutoPagesPerRank(const Workload& w, int ranks, int page_size, int32_t shard_
   return int(std::min<int64_t>(per_rank + per_rank / 8 + 16, (int64_t(1) << 31) - 1));
 }
 
-// Bytes of one KV page on a rank: K and V of page_size tokens in every layer.
-int64_t PageBytes(kernels::KvPoolShape pool) {
-  pool.num_pages = 1;
-  return 2 * pool.BytesPerArray();
-}
-
-// Device memory each GPU keeps beside its KV pool: the backends' workspaces (tens of MiB for the
-// default workload), NCCL's buffers (a few hundred MiB) and what the CUDA context grows by.
-int64_t ReservedDeviceBytes(int64_t total_bytes) { return std::max<int64_t>(int64_t(2) << 30, total_bytes / 20); }
-
-// Pages of `page_bytes` that fit on the GPU of the fullest rank beside its reserve (collective: every
-// rank asks its own device); the free bytes behind that figure in *free_bytes, the reserve in
-// *reserved_bytes.
-int64_t FitPagesPerRank(const kernels::DeviceMemory& mine, int64_t page_bytes, int64_t* free_bytes,
-                        int64_t* reserved_bytes) {
-  constexpr int64_t kMiB = int64_t(1) << 20;
-  const int64_t room = std::max<int64_t>(0, mine.free_bytes - ReservedDeviceBytes(mine.total_bytes));
-  const std::vector<int32_t> rooms = comm::AllGatherInt(MPI_COMM_WORLD, int32_t(std::min<int64_t>(room / kMiB, INT32_MAX)));
-  const std::vector<int32_t> frees =
-      comm::AllGatherInt(MPI_COMM_WORLD, int32_t(std::min<int64_t>(mine.free_bytes / kMiB, INT32_MAX)));
-  const size_t fullest = size_t(std::min_element(rooms.begin(), rooms.end()) - rooms.begin());
-  *free_bytes = int64_t(frees[fullest]) * kMiB;
-  *reserved_bytes = *free_bytes - int64_t(rooms[fullest]) * kMiB;
-  return int64_t(rooms[fullest]) * kMiB / page_bytes;
-}
-
 int Main(comm::MpiSession& session, int argc, char** argv) {
   cxxopts::Options options(
       "prefixd",
@@ -225,16 +199,15 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   comm::BroadcastInts(MPI_COMM_WORLD, pages_wire, 0);
   if (use_cuda && pages_wire[0] > 0) {
     eo.worker.pool.num_pages = 1;
-    eo.worker.pool.Validate();  // the shape's own errors first (PageBytes multiplies its fields)
-    const int64_t page_bytes = PageBytes(eo.worker.pool);
-    int64_t free_bytes = 0, reserved_bytes = 0;
-    const int64_t fit = FitPagesPerRank(kernels::CudaDeviceMemory(rank_device.device), page_bytes, &free_bytes,
-                                        &reserved_bytes);
+    eo.worker.pool.Validate();  // the shape's own errors first (BytesPerPage multiplies its fields)
+    const int64_t page_bytes = eo.worker.pool.BytesPerPage();
+    const coordinator::KvPoolRoom room = coordinator::FindKvPoolRoom(MPI_COMM_WORLD, rank_device, eo.worker.pool);
+    const int64_t fit = room.pages;
     if (pages_wire[0] > fit) {
       const std::string want = std::to_string(pages_wire[0]) + " KV pages per rank (" +
                                Gib(double(page_bytes) * pages_wire[0]) + ")";
-      const std::string have = "the fullest rank's GPU has " + Gib(double(free_bytes)) + " free, of which " +
-                               Gib(double(reserved_bytes)) + " stay for workspaces and NCCL: room for " +
+      const std::string have = "the fullest rank's GPU has " + Gib(double(room.free_bytes)) + " free, of which " +
+                               Gib(double(room.reserved_bytes)) + " stay for workspaces and NCCL: room for " +
                                std::to_string(fit) + " pages of " + Gib(double(page_bytes)) +
                                " (K and V of " + std::to_string(page_size) + " tokens in " +
                                std::to_string(eo.worker.pool.num_layers) + " layers)";
@@ -267,7 +240,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   const std::string backend_desc = engine.worker().backend().Describe();
   const std::string comm_name = engine.worker().comm().name();
   const kernels::KvPoolShape& pool = eo.worker.pool;
-  const double page_bytes = double(PageBytes(pool));
+  const double page_bytes = double(pool.BytesPerPage());
 
   if (rank == 0) {
     const char* why_cpu = backend_flag == "cpu" ? " (--backend cpu: SMALL default sizes)"

@@ -10,7 +10,8 @@
 //   step_ms      median time of a decode step (all layers), over -n steps after -w warm-up steps
 //   compute_ms   the same step with every collective replaced by a no-op (results then wrong)
 //   exposed_ms   step_ms − compute_ms: the communication that overlap did not hide
-//   efficiency   strong: T(1) / (g · T(g));  weak: T(1) / T(g)   (empty without a g = 1 row)
+//   efficiency   strong: g0·T(g0) / (g · T(g));  weak: T(g0) / T(g), g0 the sweep's first GPU count
+//                that ran (1 unless one GPU cannot hold the KV pool: such rows print why, no time)
 //   prefix_tflops  4 · B · H_qo · P · D · layers / step time, whole job
 //   mem_gib      KV bytes in use on the fullest GPU (prefix shard + suffixes)
 //   host_*_ms     (always) host time per phase during the timed steps, per step: plan (make +
@@ -141,6 +142,9 @@ struct Row {
   worker::StepProfile host;     // per step, during the timed steps (ProfileMode::kHost)
   worker::StepProfile fenced;   // per step, --breakdown (ProfileMode::kFenced)
   bool has_fenced = false;
+  // Set when the configuration did not run: its KV pool is larger than a GPU holds (e.g. P = 1M of
+  // 32 layers on one GPU); the row is printed with the reason and left out of the CSV.
+  std::string does_not_fit;
 };
 
 // Per-step means of a profile summed over p.steps steps.
@@ -262,6 +266,19 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   eo.worker.host_only = c.host_only;
   eo.worker.reuse_steady_plans = c.reuse_plans;
   eo.worker.run_ahead = c.run_ahead;
+  if (!c.host_only) {
+    const coordinator::KvPoolRoom room = coordinator::FindKvPoolRoom(sub, device, eo.worker.pool);
+    if (eo.worker.pool.num_pages > room.pages) {
+      std::ostringstream why;
+      why << "does not fit: " << eo.worker.pool.num_pages << " KV pages per GPU ("
+          << double(eo.worker.pool.num_pages) * double(eo.worker.pool.BytesPerPage()) / double(int64_t(1) << 30)
+          << " GiB), room for " << room.pages << " (" << double(room.free_bytes) / double(int64_t(1) << 30)
+          << " GiB free on the fullest GPU)";
+      row.does_not_fit = why.str();
+      PREFIXD_MPI_CHECK(MPI_Comm_free(&sub));
+      return row;
+    }
+  }
   {
     std::unique_ptr<coordinator::Engine> engine_ptr;
     if (c.host_only) {
@@ -305,7 +322,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
     engine.worker().set_profile(worker::ProfileMode::kOff);
 
     const std::vector<worker::WorkerMemory> mem = engine.GatherMemory();
-    const double page_bytes = 2.0 * c.layers * c.page_size * c.kv_heads * c.head_dim * kernels::DTypeBytes(c.dtype);
+    const double page_bytes = double(eo.worker.pool.BytesPerPage());
     for (const auto& m : mem) row.mem_gib = std::max(row.mem_gib, page_bytes * (m.pages_prefix + m.pages_suffix) / double(1 << 30));
 
     // Check a few requests of the last (real) step against the single-rank computation.
@@ -530,7 +547,10 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
     if (mode != "both" && mode != m) continue;
     for (worker::StateReduction r : reductions) {
      for (int hcn : head_chunk_list) {
-      double t1 = NAN;
+      // Efficiency against the sweep's first GPU count that ran (g0 = 1 unless one GPU cannot hold
+      // the pool, as the issue allows: 2·T(2) / (N·T(N))).
+      double t0 = NAN;
+      int g0 = 0;
       for (int g : gpus) {
         Config c = base;
         c.head_chunks = hcn;
@@ -541,8 +561,17 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
         Row row = RunConfig(c, rank_device, tol);
         PREFIXD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         if (rank != 0) continue;
-        if (g == 1) t1 = row.step_ms;
-        if (!std::isnan(t1)) row.efficiency = m == "strong" ? t1 / (g * row.step_ms) : t1 / row.step_ms;
+        if (!row.does_not_fit.empty()) {
+          std::printf("%6s %4d %8lld %5d %5d %6d %3s/h%-2d   %s\n", m.c_str(), g, (long long)c.prefix, c.batch, c.suffix,
+                      c.layers, worker::StateReductionName(r), hcn, row.does_not_fit.c_str());
+          std::fflush(stdout);
+          continue;
+        }
+        if (std::isnan(t0)) {
+          t0 = row.step_ms;
+          g0 = g;
+        }
+        row.efficiency = m == "strong" ? g0 * t0 / (g * row.step_ms) : t0 / row.step_ms;
         const double exposed = row.step_ms - row.compute_ms;
         const double flops = 4.0 * c.batch * c.qo_heads * double(c.prefix) * c.head_dim * c.layers;
         std::printf("%6s %4d %8lld %5d %5d %6d %3s/h%-2d %10.3f %10.3f %10.3f %7.1f %6s %8.1f %8.3f %9s\n", m.c_str(), g,

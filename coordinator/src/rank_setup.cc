@@ -1,5 +1,10 @@
 #include "prefixd/coordinator/rank_setup.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
 #include "prefixd/comm/mpi_check.h"
 #include "prefixd/common/error.h"
 
@@ -23,6 +28,35 @@ std::unique_ptr<kernels::Backend> MakeRankBackend(const RankDevice& device) {
   kernels::BackendOptions options;
   options.device = device.device;
   return kernels::MakeCudaBackend(options);
+}
+
+int64_t ReservedDeviceBytes(int64_t total_bytes) { return std::max<int64_t>(int64_t(2) << 30, total_bytes / 20); }
+
+int64_t PagesThatFit(int64_t free_bytes, int64_t total_bytes, int64_t page_bytes) {
+  PREFIXD_CHECK_ARG(page_bytes > 0, "PagesThatFit: page_bytes must be positive, got " << page_bytes);
+  return std::max<int64_t>(0, free_bytes - ReservedDeviceBytes(total_bytes)) / page_bytes;
+}
+
+KvPoolRoom FindKvPoolRoom(MPI_Comm comm, const RankDevice& device, const kernels::KvPoolShape& pool) {
+  KvPoolRoom room;
+  if (!device.cuda) {
+    room.pages = std::numeric_limits<int64_t>::max();
+    return room;
+  }
+  const kernels::DeviceMemory m = kernels::CudaDeviceMemory(device.device);
+  const int64_t mine[3] = {PagesThatFit(m.free_bytes, m.total_bytes, pool.BytesPerPage()), m.free_bytes,
+                           ReservedDeviceBytes(m.total_bytes)};
+  int size = 0;
+  PREFIXD_MPI_CHECK(MPI_Comm_size(comm, &size));
+  std::vector<int64_t> all(3 * size_t(size));
+  PREFIXD_MPI_CHECK(MPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, comm));
+  size_t fullest = 0;
+  for (size_t r = 1; r < size_t(size); ++r)
+    if (all[3 * r] < all[3 * fullest]) fullest = r;
+  room.pages = all[3 * fullest];
+  room.free_bytes = all[3 * fullest + 1];
+  room.reserved_bytes = std::min(all[3 * fullest + 2], room.free_bytes);
+  return room;
 }
 
 std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, const RankDevice& device, MPI_Comm control,

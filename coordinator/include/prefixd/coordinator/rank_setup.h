@@ -25,6 +25,23 @@ RankDevice ChooseRankDevice(const comm::MpiSession& session, const std::string& 
 
 std::unique_ptr<kernels::Backend> MakeRankBackend(const RankDevice& device);
 
+// Device memory a GPU keeps beside its KV pool: the backends' workspaces (tens of MiB for the
+// main job's default workload), NCCL's buffers (a few hundred MiB) and what the CUDA context grows
+// by: max(2 GiB, 5% of the device).
+int64_t ReservedDeviceBytes(int64_t total_bytes);
+// Pages of page_bytes that fit in free_bytes of a device of total_bytes beside its reserve (≥ 0).
+int64_t PagesThatFit(int64_t free_bytes, int64_t total_bytes, int64_t page_bytes);
+
+// Room for a KV pool of `pool`'s shape (its num_pages aside) on the GPU ranks of `comm`: what the
+// fullest one holds. Collective over `comm`; on the CPU backend pages is INT64_MAX (host memory is
+// not sized here) and the byte figures 0.
+struct KvPoolRoom {
+  int64_t pages = 0;           // pages that fit on every rank
+  int64_t free_bytes = 0;      // the fullest rank's free device memory
+  int64_t reserved_bytes = 0;  // of which kept beside the pool (ReservedDeviceBytes)
+};
+KvPoolRoom FindKvPoolRoom(MPI_Comm comm, const RankDevice& device, const kernels::KvPoolShape& pool);
+
 // The Engine over `control` (collective), with chunks − 1 extra pipeline backends (and one split
 // backend per chunk when options.worker.split_own_rows is set). NCCL's
 // per-call size cross-check is off: the worker's layouts agree by construction (tested), and the

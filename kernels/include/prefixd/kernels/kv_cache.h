@@ -25,6 +25,8 @@ struct KvPoolShape {
   int64_t LayerStride() const { return int64_t(num_pages) * page_size * TokenStride(); }
   int64_t ElementsPerArray() const { return int64_t(num_layers) * LayerStride(); }
   int64_t BytesPerArray() const { return ElementsPerArray() * DTypeBytes(dtype); }
+  // K and V of one page in every layer: what one more page of the pool costs.
+  int64_t BytesPerPage() const { return 2 * int64_t(num_layers) * page_size * TokenStride() * DTypeBytes(dtype); }
   // Element offset of (layer, token slot = page · page_size + i, kv head, 0).
   int64_t Offset(int layer, int64_t slot, int kv_head) const {
     return layer * LayerStride() + slot * TokenStride() + int64_t(kv_head) * head_dim;

@@ -1,0 +1,43 @@
+// The KV pool's room on a GPU (coordinator/rank_setup.h): the pure part of the cap that the main job
+// and the scaling benchmark put on a pool sized from the workload. The device query and the
+// collective run on GPU ranks only (bench/RESULTS.md, session 30).
+#include <gtest/gtest.h>
+
+#include "prefixd/common/error.h"
+#include "prefixd/coordinator/rank_setup.h"
+#include "prefixd/kernels/kv_cache.h"
+
+namespace prefixd::coordinator {
+namespace {
+
+constexpr int64_t kGiB = int64_t(1) << 30;
+
+TEST(KvPoolRoom, ReserveIsTwoGibOrFivePercent) {
+  EXPECT_EQ(ReservedDeviceBytes(16 * kGiB), 2 * kGiB);    // 5% would be 0.8 GiB
+  EXPECT_EQ(ReservedDeviceBytes(80 * kGiB), 4 * kGiB);    // an H100
+  EXPECT_EQ(ReservedDeviceBytes(140 * kGiB), 7 * kGiB);   // an H200
+}
+
+TEST(KvPoolRoom, PagesThatFitLeaveTheReserve) {
+  // The H100 of session 30: 78.66 GiB free of 79.6, 2 MiB pages (32 layers, 8 KV heads, D 128, bf16).
+  kernels::KvPoolShape pool;
+  pool.num_layers = 32;
+  pool.num_kv_heads = 8;
+  pool.head_dim = 128;
+  pool.page_size = 16;
+  pool.dtype = kernels::DType::kBFloat16;
+  EXPECT_EQ(pool.BytesPerPage(), int64_t(2) << 20);
+  pool.num_pages = 7;
+  EXPECT_EQ(pool.BytesPerPage() * 7, 2 * pool.BytesPerArray());  // K and V arrays of 7 pages
+  const int64_t free_bytes = 80547 * (int64_t(1) << 20), total = 81559 * (int64_t(1) << 20);
+  const int64_t pages = PagesThatFit(free_bytes, total, pool.BytesPerPage());
+  EXPECT_EQ(pages, (free_bytes - ReservedDeviceBytes(total)) / pool.BytesPerPage());
+  EXPECT_LE(pages * pool.BytesPerPage() + ReservedDeviceBytes(total), free_bytes);
+  EXPECT_GT((pages + 1) * pool.BytesPerPage() + ReservedDeviceBytes(total), free_bytes);
+  // Less free than the reserve: no room at all (never negative).
+  EXPECT_EQ(PagesThatFit(kGiB, 80 * kGiB, pool.BytesPerPage()), 0);
+  EXPECT_THROW(PagesThatFit(free_bytes, total, 0), Error);
+}
+
+}  // namespace
+}  // namespace prefixd::coordinator

@@ -23,6 +23,10 @@
 #   PART=8 (on nvidia-h200-x2, .carry/s30e): the pool cap's collective on two GPU ranks: the
 #           default main job, the 1M-token document (fits: 64 GiB per rank) and an explicit pool
 #           too large for the GPUs, refused on both ranks at once (the job must end, non-zero).
+#   PART=9 (on nvidia-h200-x2, .carry/s30f: the room computation moved to coordinator/rank_setup,
+#           the scaling bench's skip): the main job on 2 ranks, the 1M-token document on 1 rank
+#           (capped, served), and prefixd_scaling_bench --gpus 1,2 at P = 1M, 32 layers (one GPU
+#           cannot hold it: skipped, efficiency against 2) and at P = 262144, 1 layer (as before).
 #   PART=2: the planner check with the built-in (H200-fitted) cost model on the grid
 #           (fp16; P 128-32768), then the grid and head_dim rows (fp16) against this
 #           device's own ceilings (copy bandwidth, GEMM rate), as on the H200.
@@ -100,6 +104,17 @@ case "${PART:-1}" in
   run_main2 default
   run_main2 huge-pool --pages-per-rank 100000
   run_main2 doc1m --doc-tokens 1048576
+  ;;
+9)
+  PREFIXD_RANKS=2 PREFIXD_BIN=/tmp/b/prefixd timeout 120 bash launch/run-local.sh >"$OUT/main2-default.txt" 2>&1
+  echo "== main, 2 ranks: rc=$?"; grep -E "done:|check: [0-9]+ of" "$OUT/main2-default.txt" | cut -c1-200
+  PREFIXD_RANKS=1 PREFIXD_BIN=/tmp/b/prefixd timeout 240 bash launch/run-local.sh --doc-tokens 1048576 >"$OUT/main1-doc1m.txt" 2>&1
+  echo "== main, 1 rank, 1M document: rc=$?"; grep -E "capped|done:|check: [0-9]+ of" "$OUT/main1-doc1m.txt" | cut -c1-200
+  for args in "--prefix 1048576 --layers 32" "--prefix 262144 --layers 1"; do
+    PREFIXD_RANKS=2 PREFIXD_BIN=/tmp/b/prefixd_scaling_bench timeout 200 bash launch/run-local.sh --mode strong \
+      $args --batch 128 --suffix 512 --gpus 1,2 --reduction a2a -n 5 -w 2 >"$OUT/scaling-${args// /_}.txt" 2>&1
+    echo "== scaling $args: rc=$?"; grep -vE "^#   |NCCL" "$OUT/scaling-${args// /_}.txt" | tail -3
+  done
   ;;
 3)
   # The cost model fitted on this device (--calibrate: every layout's parts timed per shape), and

@@ -17,9 +17,10 @@
 #   PART=6: the session's last binaries (.carry/s30c): launch/gpu-check.sh as committed (the GPU
 #           suite now in 4 gtest shards at once, then memcheck and racecheck), the README's main
 #           job, and the refusal of a 1M-token document of 32 layers on one GPU.
-#   PART=7 (on nvidia-h200, binaries of the session's last commit, .carry/s30d): the same as
+#   PART=7 (on nvidia-h200, the binaries of commit 586a049, .carry/s30d): the same as
 #           PART=6, and a 1M-token document of 32 layers on one H200 (139 GiB), whose pool sized
-#           from the workload (145 GiB) had failed in cudaMalloc before the cap.
+#           from the workload (145 GiB) is larger than the GPU (the H100's failed in cudaMalloc,
+#           run 4; the binary before the cap was not run on the H200).
 #   PART=8 (on nvidia-h200-x2, .carry/s30e): the pool cap's collective on two GPU ranks: the
 #           default main job, the 1M-token document (fits: 64 GiB per rank) and an explicit pool
 #           too large for the GPUs, refused on both ranks at once (the job must end, non-zero).

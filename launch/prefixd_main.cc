@@ -197,31 +197,27 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   std::vector<int32_t> pages_wire{args["pages-per-rank"].as<int>()};
   if (rank == 0 && auto_pages) pages_wire[0] = AutoPagesPerRank(workload, ranks, page_size, shard_min);
   comm::BroadcastInts(MPI_COMM_WORLD, pages_wire, 0);
-  if (use_cuda && pages_wire[0] > 0) {
-    eo.worker.pool.num_pages = 1;
-    eo.worker.pool.Validate();  // the shape's own errors first (BytesPerPage multiplies its fields)
-    const int64_t page_bytes = eo.worker.pool.BytesPerPage();
-    const coordinator::KvPoolRoom room = coordinator::FindKvPoolRoom(MPI_COMM_WORLD, rank_device, eo.worker.pool);
-    const int64_t fit = room.pages;
-    if (pages_wire[0] > fit) {
-      const std::string want = std::to_string(pages_wire[0]) + " KV pages per rank (" +
-                               Gib(double(page_bytes) * pages_wire[0]) + ")";
-      const std::string have = "the fullest rank's GPU has " + Gib(double(room.free_bytes)) + " free, of which " +
-                               Gib(double(room.reserved_bytes)) + " stay for workspaces and NCCL: room for " +
-                               std::to_string(fit) + " pages of " + Gib(double(page_bytes)) +
-                               " (K and V of " + std::to_string(page_size) + " tokens in " +
-                               std::to_string(eo.worker.pool.num_layers) + " layers)";
-      if (!auto_pages) PREFIXD_THROW(ErrorKind::kOutOfMemory, "--pages-per-rank asks for " << want << ", but " << have);
-      if (fit < 1) PREFIXD_THROW(ErrorKind::kOutOfMemory, "the workload asks for " << want << ", but " << have);
-      if (rank == 0)
-        std::printf("# KV pool capped: sized from the workload (with headroom) it would take %s, but %s; questions "
-                    "whose document then finds no room are refused (more ranks, fewer layers or shorter documents "
-                    "fit)\n",
-                    want.c_str(), have.c_str());
-      pages_wire[0] = int32_t(fit);
-    }
-  }
   eo.worker.pool.num_pages = pages_wire[0];
+  eo.worker.pool.Validate();  // the shape's own errors first (BytesPerPage multiplies its fields)
+  const coordinator::KvPoolRoom room = coordinator::FindKvPoolRoom(MPI_COMM_WORLD, rank_device, eo.worker.pool);
+  if (eo.worker.pool.num_pages > room.pages) {  // never on the CPU backend (room.pages: INT64_MAX)
+    const int64_t page_bytes = eo.worker.pool.BytesPerPage();
+    const std::string want = std::to_string(eo.worker.pool.num_pages) + " KV pages per rank (" +
+                             Gib(double(page_bytes) * eo.worker.pool.num_pages) + ")";
+    const std::string have = "the fullest rank's GPU has " + Gib(double(room.free_bytes)) + " free, of which " +
+                             Gib(double(room.reserved_bytes)) + " stay for workspaces and NCCL: room for " +
+                             std::to_string(room.pages) + " pages of " + Gib(double(page_bytes)) + " (K and V of " +
+                             std::to_string(page_size) + " tokens in " + std::to_string(eo.worker.pool.num_layers) +
+                             " layers)";
+    if (!auto_pages) PREFIXD_THROW(ErrorKind::kOutOfMemory, "--pages-per-rank asks for " << want << ", but " << have);
+    if (room.pages < 1) PREFIXD_THROW(ErrorKind::kOutOfMemory, "the workload asks for " << want << ", but " << have);
+    if (rank == 0)
+      std::printf("# KV pool capped: sized from the workload (with headroom) it would take %s, but %s; questions "
+                  "whose document then finds no room are refused (more ranks, fewer layers or shorter documents "
+                  "fit)\n",
+                  want.c_str(), have.c_str());
+    eo.worker.pool.num_pages = int(room.pages);
+  }
   eo.worker.num_qo_heads = Opt<int>(args, "qo-heads", def.qo_heads);
   eo.worker.reduction = worker::ParseStateReduction(args["reduction"].as<std::string>());
   eo.worker.keep_layer_outputs = true;
@@ -232,7 +228,6 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.placement.shard_min_tokens = shard_min;
   eo.seed = args["seed"].as<uint64_t>();
   eo.vocab = kVocab;
-  eo.worker.pool.Validate();
 
   const int chunks = args["chunks"].as<int>();
   std::unique_ptr<Engine> engine_ptr = coordinator::MakeEngine(eo, rank_device, MPI_COMM_WORLD, chunks);

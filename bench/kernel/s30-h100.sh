@@ -13,7 +13,8 @@
 #   PART=5: the main job's refusals on the smaller device (a 1M-token document of 32 layers needs
 #           ~128 GiB of KV; a pool too small for the workload; an explicit pool larger than the
 #           GPU) and a long one that fits. Run 4 with the binaries of .carry/s30a (before the
-#           pool was capped at the device's memory), run 5 with .carry/s30b (after).
+#           pool was capped at the device's memory), run 5 with .carry/s30b (after), run 10 with
+#           .carry/s30g (the review mend b3db1f0).
 #   PART=6: the session's last binaries (.carry/s30c): launch/gpu-check.sh as committed (the GPU
 #           suite now in 4 gtest shards at once, then memcheck and racecheck), the README's main
 #           job, and the refusal of a 1M-token document of 32 layers on one GPU.

@@ -3,7 +3,7 @@
 # pairs, B 16/64/256, P 1024/8192/32768, S 32/256) with the variants $VARIANTS interleaved per shape,
 # each variant against the issue's fused floor (fused_floor_table.py), the head_dim 64/256 rows,
 # then the planner check (--planner-check, P 128-32768, fp16 and bf16) once per setting in
-# $PLANNER_ENVS ("-" = the defaults). Binaries carried as $CARRY/bins.tar.xz.
+# $PLANNER_ENVS ("-" = the defaults; SKIP_PLANNER=1: none). Binaries carried as $CARRY/bins.tar.xz.
 #   run 6 (a first, uncommitted form: every short prefix a fine-chunk candidate): CARRY=.carry/s17c
 #          VARIANTS=default,PREFIXD_FINE_PREFIX_CHUNK=0 PLANNER_ENVS="- PREFIXD_FINE_PREFIX_CHUNK=0"
 #   run 9 (final binaries, ceff9b7): CARRY=.carry/s17e VARIANTS=default PLANNER_ENVS=-
@@ -28,6 +28,7 @@ if [ -z "${SKIP_GRID:-}" ]; then
   echo "== dims: $(tail -1 "$OUT/dims-floor.md")"
 fi
 i=0
+[ -n "${SKIP_PLANNER:-}" ] && exit 0
 for e in ${PLANNER_ENVS:--}; do
   i=$((i + 1))
   if [ "$e" = "-" ]; then env_set=(); else env_set=("$e"); fi

@@ -83,7 +83,8 @@ bool DecodeShallowPipeline(const DecodeAttentionParams& p, int step_tokens, int 
   switch (p.pipeline) {
     case DecodePipeline::kDeep: return false;
     case DecodePipeline::kShallow: return true;
-    case DecodePipeline::kByItemLength: break;
+    case DecodePipeline::kByItemLength:
+    case DecodePipeline::kNarrow: break;  // the narrow CTA is the GQA 1 launcher's; elsewhere the rule
   }
   return p.max_item_tokens > 0 && p.max_item_tokens <= (stages - 1) * step_tokens;
 }

@@ -34,6 +34,10 @@ namespace prefixd::kernels::cuda {
 namespace decode {
 
 constexpr int kThreads = 128;
+// The narrow CTA (DecodePipeline::kNarrow): half the row groups, so twice the CTAs per SM (16 at
+// GQA 1) at the same registers per thread and half the shared memory per CTA: twice the items'
+// dependent starts in flight per SM, each item's K/V in two rounds instead of one.
+constexpr int kNarrowThreads = 64;
 constexpr int kVec = 8;     // dtype elements per 16-byte load
 constexpr int kUnroll = 2;  // tokens per row group per step
 // Steps of K/V in shared memory (STAGES − 1 in flight): deep for long items; shallow where every
@@ -43,22 +47,22 @@ constexpr int kStages = 4;
 constexpr int kShallowStages = 3;
 
 // Tokens one CTA step covers (the row groups side by side, kUnroll tokens each).
-template <int HEAD_DIM>
-constexpr int DecodeStepTokens() { return kThreads / (HEAD_DIM / kVec) * kUnroll; }
+template <int HEAD_DIM, int THREADS = kThreads>
+constexpr int DecodeStepTokens() { return THREADS / (HEAD_DIM / kVec) * kUnroll; }
 
 // Shared memory of one CTA: the K/V stages, reused by the epilogue at the end.
-template <int HEAD_DIM, int GQA, int STAGES>
+template <int HEAD_DIM, int GQA, int STAGES, int THREADS = kThreads>
 constexpr int DecodeSmemBytes() {
-  constexpr int groups = kThreads / (HEAD_DIM / kVec);
+  constexpr int groups = THREADS / (HEAD_DIM / kVec);
   return EpilogueSmemBytes<HEAD_DIM, GQA, groups>(STAGES * 2 * groups * kUnroll * HEAD_DIM * 2);
 }
 
 // CTAs per SM the registers are bounded for. The shallow pipeline (24 KiB of stages at head_dim
-// 128) fits 8 at GQA 1 (60-64 registers, no spill); the deep one 6 at GQA ≤ 2, fewer for larger
-// groups' per-head registers.
-template <int GQA, int STAGES>
+// 128) fits 8 at GQA 1 (60-64 registers, no spill), the narrow CTA 16 with the same 64 registers
+// per thread (12 KiB each); the deep one 6 at GQA ≤ 2, fewer for larger groups' per-head registers.
+template <int GQA, int STAGES, int THREADS = kThreads>
 constexpr int DecodeMinCtasPerSm() {
-  if (STAGES < kStages && GQA == 1) return 8;
+  if (STAGES < kStages && GQA == 1) return 8 * kThreads / THREADS;
   return GQA <= 2 ? 6 : GQA == 4 ? 4 : 2;
 }
 
@@ -121,12 +125,12 @@ __device__ __forceinline__ int64_t TokenOffset(const DecodeAttentionParams& p, i
   return (int64_t(page) * p.page_size + row) * p.token_stride;
 }
 
-template <typename T, int HEAD_DIM, int GQA, int STAGES>
-__global__ void __launch_bounds__(kThreads, DecodeMinCtasPerSm<GQA, STAGES>())
+template <typename T, int HEAD_DIM, int GQA, int STAGES, int THREADS>
+__global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREADS>())
     DecodeAttentionKernel(const __grid_constant__ DecodeAttentionParams p) {
   constexpr int TPR = HEAD_DIM / kVec;
-  constexpr int GROUPS = kThreads / TPR;
-  constexpr int STEP = DecodeStepTokens<HEAD_DIM>();  // GROUPS · kUnroll tokens per CTA step
+  constexpr int GROUPS = THREADS / TPR;
+  constexpr int STEP = DecodeStepTokens<HEAD_DIM, THREADS>();  // GROUPS · kUnroll tokens per CTA step
   static_assert(HEAD_DIM % kVec == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0, "row group = aligned lanes");
 
   extern __shared__ __align__(16) uint8_t smem[];
@@ -199,7 +203,7 @@ __global__ void __launch_bounds__(kThreads, DecodeMinCtasPerSm<GQA, STAGES>())
     lookup(0);
   #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
-    PrefetchPrefixStates<HEAD_DIM, GQA, kThreads>(p, item, bases.y);
+    PrefetchPrefixStates<HEAD_DIM, GQA, THREADS>(p, item, bases.y);
 
     for (int step = 0; step < num_steps; ++step) {
       issue(step + STAGES - 1);  // refills the stage this thread finished reading last step
@@ -264,25 +268,39 @@ __global__ void __launch_bounds__(kThreads, DecodeMinCtasPerSm<GQA, STAGES>())
       }
     }
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, kThreads, DecodeSmemBytes<HEAD_DIM, GQA, STAGES>()>(p, item, bases.y, smem);
+    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, THREADS, DecodeSmemBytes<HEAD_DIM, GQA, STAGES, THREADS>()>(p, item, bases.y,
+                                                                                               smem);
   });
 }
 
-template <typename T, int HEAD_DIM, int GQA, int STAGES>
+template <typename T, int HEAD_DIM, int GQA, int STAGES, int THREADS = kThreads>
 void LaunchDecodeStages(const DecodeAttentionParams& params, cudaStream_t stream) {
-  constexpr int smem_bytes = DecodeSmemBytes<HEAD_DIM, GQA, STAGES>();
+  constexpr int smem_bytes = DecodeSmemBytes<HEAD_DIM, GQA, STAGES, THREADS>();
   static_assert(smem_bytes <= 48 * 1024, "within the default dynamic shared-memory limit");
-  LaunchDecodeKernel<DecodeAttentionKernel<T, HEAD_DIM, GQA, STAGES>>(kThreads, smem_bytes, params, stream);
+  LaunchDecodeKernel<DecodeAttentionKernel<T, HEAD_DIM, GQA, STAGES, THREADS>>(THREADS, smem_bytes, params, stream);
 }
 
 // The shallow pipeline is compiled for GQA 1 only. At GQA 2 (7 CTAs per SM: at 8 it would spill)
 // it was measured 1-2 µs slower per step at 32-128 requests and 1-4 µs faster at 512 (H200,
 // bench/RESULTS.md, session 20); groups of 4 and 8 run on tensor cores by default.
+//
+// Short items at GQA 1 in more than one wave of the shallow CTAs take the narrow CTA (kNarrow, or
+// by the rule): twice the CTAs per SM, so twice the items' dependent starts in flight, each item's
+// K/V in two rounds. Measured on an H200 (bench/RESULTS.md, session 31): 1-5 µs faster per step at
+// 32/32 B64-256 S32, up to 30 µs at B384 S8-24; within ±1 µs in one wave, where it is not taken.
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
   if constexpr (GQA == 1) {
-    if (DecodeShallowPipeline(params, DecodeStepTokens<HEAD_DIM>(), kShallowStages))
+    constexpr int kShallowSmem = DecodeSmemBytes<HEAD_DIM, GQA, kShallowStages>();
+    if (params.pipeline == DecodePipeline::kNarrow)
+      return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
+    if (DecodeShallowPipeline(params, DecodeStepTokens<HEAD_DIM>(), kShallowStages)) {
+      if (params.pipeline == DecodePipeline::kByItemLength && params.max_sms == 0 &&
+          params.num_items > ResidentCtasOnce<DecodeAttentionKernel<T, HEAD_DIM, GQA, kShallowStages, kThreads>>(
+                                 kThreads, kShallowSmem))
+        return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
       return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages>(params, stream);
+    }
   }
   LaunchDecodeStages<T, HEAD_DIM, GQA, kStages>(params, stream);
 }

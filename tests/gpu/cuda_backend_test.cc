@@ -638,7 +638,8 @@ INSTANTIATE_TEST_SUITE_P(
                       CascadeCase{"finest_bf16_h8kv1_d128_p5", kBF16, 8, 1, 128, 5, {{23, {4, 11}}}, true, Split::kFinest}),
     [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
-// The decode kernels' two pipeline depths (PREFIXD_DECODE_PIPELINE): each forced, on items short
+// The decode kernels' pipelines (PREFIXD_DECODE_PIPELINE: the two depths and the narrow 64-thread
+// CTA of the CUDA-core kernel at GQA 1, the rule elsewhere): each forced, on items short
 // and long (one token to several steps, a page size that is not a multiple of 16), on the CUDA-core
 // kernel (GQA 1; GQA 2 runs deep either way) and the 2-warp tensor-core kernel (GQA 4, 8, and GQA 4
 // at head_dim 256, forced there since its items of ≤ 32 tokens would otherwise take CUDA cores;
@@ -668,7 +669,7 @@ INSTANTIATE_TEST_SUITE_P(
                           CascadeCase{"h64kv8_bf16_d64_p16", kBF16, 64, 8, 64, 16, {{23, {32, 5, 300}}}},
                           CascadeCase{"h8kv2_fp16_d256_p5", kF16, 8, 2, 256, 5, {{11, {7, 8, 9, 31}}}, true},
                           CascadeCase{"h32kv8_bf16_d128_p5", kBF16, 32, 8, 128, 5, {{11, {12, 32, 47}}}}),
-        ::testing::Values("shallow", "deep")),
+        ::testing::Values("shallow", "deep", "narrow")),
     [](const ::testing::TestParamInfo<std::tuple<CascadeCase, const char*>>& info) {
       return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
     });

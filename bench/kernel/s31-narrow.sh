@@ -10,12 +10,61 @@
 #   PART=2 (run 2, the rule takes it where short GQA 1 items need more than one wave): CARRY=.carry/s31b
 #          the issue's grid and head_dim rows (default only: bench/kernel/s17-grid.sh without the
 #          planner check), and the rule against the shallow CTA forced at head_dim 64 / 256, GQA 1.
+#   PART=3 (run 3, CARRY=.carry/s31c): the narrow CTA forced at GQA 2 (an experiment: the
+#          CUDA-core kernel's deep pipeline runs there by default) and 1-warp tensor-core decode
+#          CTAs (PREFIXD_DECODE_WARPS=1) at GQA 4 and 8, each against the default, on short items.
+#   PART=4 (run 4, CARRY=.carry/s31d: the GQA 2 rule, narrow for items of <= 64 tokens): the whole
+#          GPU suite and compute-sanitizer (launch/gpu-check.sh, sharded), then the rule against the
+#          deep CTA forced at GQA 2, head_dim 64 / 128 / 256, S 8-128 (the rule's edge).
+#   PART=5 (run 5, CARRY=.carry/s31e: the GQA 2 rule bounded to 8 narrow steps, i.e. 32 tokens at
+#          head_dim 256): the decode pipeline tests, the rule against deep at head_dim 256, the
+#          issue's grid and head_dim rows, the planner check (fp16, bf16) and the README's main job
+#          (launch/run-local.sh, one rank).
+#   PART=6 (run 6, CARRY=.carry/s31f: the GQA 2 rule off at head_dim 256; new pipeline cases at
+#          head_dim 256 and GQA 2): the decode and cascade GPU tests, memcheck and racecheck on the
+#          pipeline cases (the rule and the narrow CTA forced).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 # Every log as one tarball ($OUT/all.tgz): the device hands back a limited number of files.
 pack_logs() { tar -C "$OUT" -czf /tmp/s31-all.tgz --exclude=all.tgz . && mv /tmp/s31-all.tgz "$OUT/all.tgz"; }
+if [ "${PART:-1}" = 4 ]; then
+  PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 OUT=$OUT/check bash launch/gpu-check.sh \
+    >"$OUT/check.log" 2>&1
+  echo "gpu-check rc=$?"; tail -8 "$OUT/check.log"
+  run_variants gqa2rule default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,64,128 \
+    --head-dim 64,128,256 --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/gqa2rule.csv"
+  pack_logs
+  exit 0
+fi
+if [ "${PART:-1}" = 6 ]; then
+  run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*:*CudaCascade*"
+  run_sanitizers "*DecodePipelineTest*narrow*:*DecodePipelineTest*auto*"
+  pack_logs
+  exit 0
+fi
+if [ "${PART:-1}" = 5 ]; then
+  run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
+  run_variants gqa2d256 default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,32 --head-dim 256 \
+    --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/gqa2d256.csv"
+  OUT=$OUT/grid VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh
+  PREFIXD_BIN=/tmp/b/prefixd timeout 200 bash launch/run-local.sh >"$OUT/main-job.log" 2>&1
+  echo "main job rc=$?"; tail -4 "$OUT/main-job.log"
+  pack_logs
+  exit 0
+fi
+if [ "${PART:-1}" = 3 ]; then
+  run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
+  run_variants gqa2 default,PREFIXD_DECODE_PIPELINE=narrow --heads 32/16,16/8 -b 64,256,512 -p 2048 -s 8,32,64 \
+    --dtype bf16
+  run_variants warps1 default,PREFIXD_DECODE_WARPS=1 --heads 32/8,64/8,32/4 -b 64,256,512 -p 2048 -s 8,32 --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/gqa2.csv" "$OUT/warps1.csv"
+  pack_logs
+  exit 0
+fi
 if [ "${PART:-1}" = 2 ]; then
   OUT=$OUT/grid VARIANTS=default SKIP_PLANNER=1 bash bench/kernel/s17-grid.sh
   run_variants dims-s32 default,PREFIXD_DECODE_PIPELINE=shallow --heads 32/32 -b 64,256 -p 8192 -s 8,32 \

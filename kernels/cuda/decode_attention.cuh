@@ -63,6 +63,7 @@ constexpr int DecodeSmemBytes() {
 template <int GQA, int STAGES, int THREADS = kThreads>
 constexpr int DecodeMinCtasPerSm() {
   if (STAGES < kStages && GQA == 1) return 8 * kThreads / THREADS;
+  if (THREADS < kThreads) return 12;  // the narrow CTA at GQA 2: 80 registers (as the deep CTA's)
   return GQA <= 2 ? 6 : GQA == 4 ? 4 : 2;
 }
 
@@ -280,16 +281,28 @@ void LaunchDecodeStages(const DecodeAttentionParams& params, cudaStream_t stream
   LaunchDecodeKernel<DecodeAttentionKernel<T, HEAD_DIM, GQA, STAGES, THREADS>>(THREADS, smem_bytes, params, stream);
 }
 
-// The shallow pipeline is compiled for GQA 1 only. At GQA 2 (7 CTAs per SM: at 8 it would spill)
-// it was measured 1-2 µs slower per step at 32-128 requests and 1-4 µs faster at 512 (H200,
-// bench/RESULTS.md, session 20); groups of 4 and 8 run on tensor cores by default.
+// The 128-thread shallow pipeline is compiled for GQA 1 only. At GQA 2 (7 CTAs per SM: at 8 it
+// would spill) it was measured 1-2 µs slower per step at 32-128 requests and 1-4 µs faster at 512
+// (H200, bench/RESULTS.md, session 20); groups of 4 and 8 run on tensor cores by default.
 //
-// Short items at GQA 1 in more than one wave of the shallow CTAs take the narrow CTA (kNarrow, or
-// by the rule): twice the CTAs per SM, so twice the items' dependent starts in flight, each item's
-// K/V in two rounds. Measured on an H200 (bench/RESULTS.md, session 31): 1-5 µs faster per step at
-// 32/32 B64-256 S32, up to 30 µs at B384 S8-24; within ±1 µs in one wave, where it is not taken.
+// The narrow CTA (kNarrow, or by the rule), measured on an H200 (bench/RESULTS.md, session 31):
+//  - GQA 1, short items in more than one wave of the shallow CTAs: twice the CTAs per SM, so twice
+//    the items' dependent starts in flight, each item's K/V in two rounds. 1-5 µs faster per step
+//    at 32/32 B64-256 S32, up to 30 µs at B384 S8-24; within ±1 µs in one wave, where it is not
+//    taken.
+//  - GQA 2, items of ≤ 64 tokens, head_dim ≤ 128: 12 CTAs per SM against the deep CTA's 6.
+//    0.6-27 µs faster per step at 16/8 and 32/16, B64-512, S8-64, head_dim 64 and 128 (+0.8 at
+//    the worst of 26 shapes). Not at head_dim 256 (4-token steps): 1.4-10.8 µs slower at B64
+//    (S8-64), 7.6-14.7 faster at B512.
+constexpr int kNarrowGqa2MaxTokens = 64;
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
+  if constexpr (GQA == 2) {
+    const bool by_rule = HEAD_DIM <= 128 && params.pipeline == DecodePipeline::kByItemLength && params.max_sms == 0 &&
+                         params.max_item_tokens > 0 && params.max_item_tokens <= kNarrowGqa2MaxTokens;
+    if (params.pipeline == DecodePipeline::kNarrow || by_rule)
+      return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
+  }
   if constexpr (GQA == 1) {
     constexpr int kShallowSmem = DecodeSmemBytes<HEAD_DIM, GQA, kShallowStages>();
     if (params.pipeline == DecodePipeline::kNarrow)

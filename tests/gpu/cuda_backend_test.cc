@@ -638,13 +638,13 @@ INSTANTIATE_TEST_SUITE_P(
                       CascadeCase{"finest_bf16_h8kv1_d128_p5", kBF16, 8, 1, 128, 5, {{23, {4, 11}}}, true, Split::kFinest}),
     [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
-// The decode kernels' pipelines (PREFIXD_DECODE_PIPELINE: the two depths and the narrow 64-thread
-// CTA of the CUDA-core kernel at GQA 1, the rule elsewhere): each forced, on items short
-// and long (one token to several steps, a page size that is not a multiple of 16), on the CUDA-core
-// kernel (GQA 1; GQA 2 runs deep either way) and the 2-warp tensor-core kernel (GQA 4, 8, and GQA 4
-// at head_dim 256, forced there since its items of ≤ 32 tokens would otherwise take CUDA cores;
-// warps forced, since a small batch would otherwise get 4 warps): both match the
-// oracle, so the length rule may pick either.
+// The decode kernels' pipelines (PREFIXD_DECODE_PIPELINE: the two depths, and the narrow 64-thread
+// CTA of the CUDA-core kernel at GQA 1 and 2, the rule elsewhere): the rule, and each forced, on
+// items short and long (one token to several steps, a page size that is not a multiple of 16), on
+// the CUDA-core kernel (GQA 1 and 2; "shallow" runs deep at GQA 2) and the 2-warp tensor-core
+// kernel (GQA 4, 8, and GQA 4 at head_dim 256, forced there since its items of ≤ 32 tokens would
+// otherwise take CUDA cores; warps forced, since a small batch would otherwise get 4 warps): all
+// match the oracle, so the rules may pick any.
 class DecodePipelineTest : public ::testing::TestWithParam<std::tuple<CascadeCase, const char*>> {};
 
 TEST_P(DecodePipelineTest, MatchesFloat64Oracle) {
@@ -655,8 +655,8 @@ TEST_P(DecodePipelineTest, MatchesFloat64Oracle) {
   std::unique_ptr<Backend> backend =
       MakeCudaBackendWithEnv({{"PREFIXD_DECODE_PIPELINE", pipeline}, {"PREFIXD_DECODE_WARPS", "2"},
                               {"PREFIXD_DECODE_KERNEL", "mma"}});  // where built; GQA 1 and 2 stay on CUDA cores
-  EXPECT_NE(backend->Describe().find(std::string("decode pipeline forced: ") + pipeline), std::string::npos)
-      << backend->Describe();
+  const bool forced = backend->Describe().find(std::string("decode pipeline forced: ") + pipeline) != std::string::npos;
+  EXPECT_EQ(forced, std::string(pipeline) != "auto") << backend->Describe();
   ExpectCaseMatchesOracle(*backend, c, c.name + "_" + pipeline, rng);
 }
 
@@ -668,8 +668,11 @@ INSTANTIATE_TEST_SUITE_P(
                           CascadeCase{"h32kv8_fp16_d128_p16", kF16, 32, 8, 128, 16, {{130, {32, 1, 17, 33}}, {0, {32, 260}}}, true},
                           CascadeCase{"h64kv8_bf16_d64_p16", kBF16, 64, 8, 64, 16, {{23, {32, 5, 300}}}},
                           CascadeCase{"h8kv2_fp16_d256_p5", kF16, 8, 2, 256, 5, {{11, {7, 8, 9, 31}}}, true},
-                          CascadeCase{"h32kv8_bf16_d128_p5", kBF16, 32, 8, 128, 5, {{11, {12, 32, 47}}}}),
-        ::testing::Values("shallow", "deep", "narrow")),
+                          CascadeCase{"h32kv8_bf16_d128_p5", kBF16, 32, 8, 128, 5, {{11, {12, 32, 47}}}},
+                          CascadeCase{"h4kv4_bf16_d256_p16", kBF16, 4, 4, 256, 16, {{50, {16, 3, 40}}, {0, {8, 70}}}, true},
+                          CascadeCase{"h16kv8_fp16_d128_p16", kF16, 16, 8, 128, 16, {{90, {64, 2, 33}}, {0, {17, 130}}}},
+                          CascadeCase{"h8kv4_fp16_d256_p7", kF16, 8, 4, 256, 7, {{30, {5, 31, 64}}}, true}),
+        ::testing::Values("auto", "shallow", "deep", "narrow")),
     [](const ::testing::TestParamInfo<std::tuple<CascadeCase, const char*>>& info) {
       return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
     });

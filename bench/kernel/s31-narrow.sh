@@ -23,6 +23,9 @@
 #   PART=6 (run 6, CARRY=.carry/s31f: the GQA 2 rule off at head_dim 256; new pipeline cases at
 #          head_dim 256 and GQA 2): the decode and cascade GPU tests, memcheck and racecheck on the
 #          pipeline cases (the rule and the narrow CTA forced).
+#   PART=7 (run 7, CARRY=.carry/s31g: GQA 1 items of 33-64 tokens in more than one wave of the
+#          deep CTAs take the narrow one): the rule against the deep CTA forced, on shapes no rule
+#          was fitted on (heads 8/8, 32/32, 48/48; B 48-640; S 40 and 64; head_dim 64, 128; bf16).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
@@ -36,6 +39,14 @@ if [ "${PART:-1}" = 4 ]; then
   run_variants gqa2rule default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,64,128 \
     --head-dim 64,128,256 --dtype fp16
   python3 bench/kernel/variant_diff.py "$OUT/gqa2rule.csv"
+  pack_logs
+  exit 0
+fi
+if [ "${PART:-1}" = 7 ]; then
+  run_gpu_tests "*DecodePipeline*:*NextWave*"
+  run_variants gqa1s64 default,PREFIXD_DECODE_PIPELINE=deep --heads 8/8,32/32,48/48 -b 48,160,640 -p 4096 -s 40,64 \
+    --head-dim 64,128 --dtype bf16
+  python3 bench/kernel/variant_diff.py "$OUT/gqa1s64.csv"
   pack_logs
   exit 0
 fi

@@ -289,17 +289,19 @@ void LaunchDecodeStages(const DecodeAttentionParams& params, cudaStream_t stream
 //  - GQA 1, short items in more than one wave of the shallow CTAs: twice the CTAs per SM, so twice
 //    the items' dependent starts in flight, each item's K/V in two rounds. 1-5 µs faster per step
 //    at 32/32 B64-256 S32, up to 30 µs at B384 S8-24; within ±1 µs in one wave, where it is not
-//    taken.
-//  - GQA 2, items of ≤ 64 tokens, head_dim ≤ 128: 12 CTAs per SM against the deep CTA's 6.
+//    taken. Items of up to kNarrowMaxTokens too long for the shallow CTA (head_dim ≤ 128), in
+//    more than one wave of the deep CTAs: 397.6 µs less over 36 shapes no rule was fitted on (8/8,
+//    32/32, 48/48; B48-640; S40, 64; median −4.5, up to −62; worst +2.4).
+//  - GQA 2, items of ≤ kNarrowMaxTokens, head_dim ≤ 128: 12 CTAs per SM against the deep CTA's 6.
 //    0.6-27 µs faster per step at 16/8 and 32/16, B64-512, S8-64, head_dim 64 and 128 (+0.8 at
 //    the worst of 26 shapes). Not at head_dim 256 (4-token steps): 1.4-10.8 µs slower at B64
 //    (S8-64), 7.6-14.7 faster at B512.
-constexpr int kNarrowGqa2MaxTokens = 64;
+constexpr int kNarrowMaxTokens = 64;
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
   if constexpr (GQA == 2) {
     const bool by_rule = HEAD_DIM <= 128 && params.pipeline == DecodePipeline::kByItemLength && params.max_sms == 0 &&
-                         params.max_item_tokens > 0 && params.max_item_tokens <= kNarrowGqa2MaxTokens;
+                         params.max_item_tokens > 0 && params.max_item_tokens <= kNarrowMaxTokens;
     if (params.pipeline == DecodePipeline::kNarrow || by_rule)
       return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
   }
@@ -314,6 +316,11 @@ void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t str
         return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
       return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages>(params, stream);
     }
+    constexpr int kDeepSmem = DecodeSmemBytes<HEAD_DIM, GQA, kStages>();
+    if (HEAD_DIM <= 128 && params.pipeline == DecodePipeline::kByItemLength && params.max_sms == 0 &&
+        params.max_item_tokens > 0 && params.max_item_tokens <= kNarrowMaxTokens &&
+        params.num_items > ResidentCtasOnce<DecodeAttentionKernel<T, HEAD_DIM, GQA, kStages, kThreads>>(kThreads, kDeepSmem))
+      return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
   }
   LaunchDecodeStages<T, HEAD_DIM, GQA, kStages>(params, stream);
 }

@@ -35,8 +35,9 @@ enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
 // kernel; elsewhere the deep pipeline runs. kNarrow: the CUDA-core kernel at GQA 1 as a CTA of
 // 64 threads with the shallow stages (16 CTAs per SM at head_dim 128, each item's K/V in two
 // rounds; decode_attention.cuh, kNarrowThreads), and at GQA 2; elsewhere it means kByItemLength,
-// which also takes it at GQA 1 where the shallow pipeline's items are more than one wave of its
-// CTAs, and at GQA 2 for items of at most 64 tokens (head_dim ≤ 128).
+// which also takes it at GQA 1 where items of at most 64 tokens are more than one wave of the
+// CTAs the length rule would run, and at GQA 2 for items of at most 64 tokens (head_dim ≤ 128
+// for both but GQA 1's shallow case).
 enum class DecodePipeline { kByItemLength, kDeep, kShallow, kNarrow };
 
 // Warps per CTA of the tensor-core kernel (1, 2, 4 or 8; 0 = the launcher's choice; 8 for one

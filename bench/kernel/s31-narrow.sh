@@ -26,6 +26,9 @@
 #   PART=7 (run 7, CARRY=.carry/s31g: GQA 1 items of 33-64 tokens in more than one wave of the
 #          deep CTAs take the narrow one): the rule against the deep CTA forced, on shapes no rule
 #          was fitted on (heads 8/8, 32/32, 48/48; B 48-640; S 40 and 64; head_dim 64, 128; bf16).
+#   PART=8 (run 8, CARRY=.carry/s31h, the session's last binaries): the whole GPU suite and
+#          compute-sanitizer (launch/gpu-check.sh, sharded), then PART=5's grid, head_dim rows,
+#          planner check and main job.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
@@ -42,6 +45,12 @@ if [ "${PART:-1}" = 4 ]; then
   pack_logs
   exit 0
 fi
+if [ "${PART:-1}" = 8 ]; then
+  PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 OUT=$OUT/check bash launch/gpu-check.sh \
+    >"$OUT/check.log" 2>&1
+  echo "gpu-check rc=$?"; tail -6 "$OUT/check.log"
+  PART=5
+fi
 if [ "${PART:-1}" = 7 ]; then
   run_gpu_tests "*DecodePipeline*:*NextWave*"
   run_variants gqa1s64 default,PREFIXD_DECODE_PIPELINE=deep --heads 8/8,32/32,48/48 -b 48,160,640 -p 4096 -s 40,64 \
@@ -57,10 +66,10 @@ if [ "${PART:-1}" = 6 ]; then
   exit 0
 fi
 if [ "${PART:-1}" = 5 ]; then
-  run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
-  run_variants gqa2d256 default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,32 --head-dim 256 \
+  [ -f "$OUT/check.log" ] || run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
+  [ -f "$OUT/check.log" ] || run_variants gqa2d256 default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,32 --head-dim 256 \
     --dtype fp16
-  python3 bench/kernel/variant_diff.py "$OUT/gqa2d256.csv"
+  [ -f "$OUT/check.log" ] || python3 bench/kernel/variant_diff.py "$OUT/gqa2d256.csv"
   OUT=$OUT/grid VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh
   PREFIXD_BIN=/tmp/b/prefixd timeout 200 bash launch/run-local.sh >"$OUT/main-job.log" 2>&1
   echo "main job rc=$?"; tail -4 "$OUT/main-job.log"

@@ -23,7 +23,7 @@
 //   PREFIXD_DECODE_WARPS=1|2|4|8          warps per CTA of the tensor-core decode kernel
 //   PREFIXD_DECODE_PIPELINE=auto|deep|shallow|narrow  the decode kernel's K/V pipeline depth (auto:
 //                                         shallow where every item fits in it; narrow: 64-thread
-//                                         CTAs at GQA 1; DecodePipeline)
+//                                         CUDA-core CTAs at GQA 1 and 2; DecodePipeline)
 //   PREFIXD_DECODE_PDL=0|1                programmatic dependent launch of the decode kernel (1)
 //   PREFIXD_MERGE_PDL=0|1                 the same for the merge right behind the prefix kernel, in a
 //                                         prefix + merge part (RunCascadeParts) (1)

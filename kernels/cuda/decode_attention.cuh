@@ -297,30 +297,43 @@ void LaunchDecodeStages(const DecodeAttentionParams& params, cudaStream_t stream
 //    the worst of 26 shapes). Not at head_dim 256 (4-token steps): 1.4-10.8 µs slower at B64
 //    (S8-64), 7.6-14.7 faster at B512.
 constexpr int kNarrowMaxTokens = 64;
+
+// Whether the rule may take the narrow CTA at all: the length rule is on (nothing forced), one CTA
+// per item (not DecodeAttentionParams::max_sms), and every item is of at most kNarrowMaxTokens.
+inline bool NarrowMayRun(const DecodeAttentionParams& p) {
+  return p.pipeline == DecodePipeline::kByItemLength && p.max_sms == 0 && p.max_item_tokens > 0 &&
+         p.max_item_tokens <= kNarrowMaxTokens;
+}
+
+// Whether the items are more than one wave of the 128-thread CTAs with STAGES stages (the
+// occupancy API, asked once per kernel).
+template <typename T, int HEAD_DIM, int GQA, int STAGES>
+bool MoreThanOneWave(const DecodeAttentionParams& p) {
+  return p.num_items > ResidentCtasOnce<DecodeAttentionKernel<T, HEAD_DIM, GQA, STAGES, kThreads>>(
+                           kThreads, DecodeSmemBytes<HEAD_DIM, GQA, STAGES>());
+}
+
+// The narrow CTA; instantiated at GQA 1 and 2 only (called from their branches below).
+template <typename T, int HEAD_DIM, int GQA>
+void LaunchNarrow(const DecodeAttentionParams& params, cudaStream_t stream) {
+  LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
+}
+
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
   if constexpr (GQA == 2) {
-    const bool by_rule = HEAD_DIM <= 128 && params.pipeline == DecodePipeline::kByItemLength && params.max_sms == 0 &&
-                         params.max_item_tokens > 0 && params.max_item_tokens <= kNarrowMaxTokens;
-    if (params.pipeline == DecodePipeline::kNarrow || by_rule)
-      return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
+    if (params.pipeline == DecodePipeline::kNarrow || (HEAD_DIM <= 128 && NarrowMayRun(params)))
+      return LaunchNarrow<T, HEAD_DIM, GQA>(params, stream);
   }
   if constexpr (GQA == 1) {
-    constexpr int kShallowSmem = DecodeSmemBytes<HEAD_DIM, GQA, kShallowStages>();
-    if (params.pipeline == DecodePipeline::kNarrow)
-      return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
+    if (params.pipeline == DecodePipeline::kNarrow) return LaunchNarrow<T, HEAD_DIM, GQA>(params, stream);
     if (DecodeShallowPipeline(params, DecodeStepTokens<HEAD_DIM>(), kShallowStages)) {
-      if (params.pipeline == DecodePipeline::kByItemLength && params.max_sms == 0 &&
-          params.num_items > ResidentCtasOnce<DecodeAttentionKernel<T, HEAD_DIM, GQA, kShallowStages, kThreads>>(
-                                 kThreads, kShallowSmem))
-        return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
+      if (NarrowMayRun(params) && MoreThanOneWave<T, HEAD_DIM, GQA, kShallowStages>(params))
+        return LaunchNarrow<T, HEAD_DIM, GQA>(params, stream);
       return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages>(params, stream);
     }
-    constexpr int kDeepSmem = DecodeSmemBytes<HEAD_DIM, GQA, kStages>();
-    if (HEAD_DIM <= 128 && params.pipeline == DecodePipeline::kByItemLength && params.max_sms == 0 &&
-        params.max_item_tokens > 0 && params.max_item_tokens <= kNarrowMaxTokens &&
-        params.num_items > ResidentCtasOnce<DecodeAttentionKernel<T, HEAD_DIM, GQA, kStages, kThreads>>(kThreads, kDeepSmem))
-      return LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
+    if (HEAD_DIM <= 128 && NarrowMayRun(params) && MoreThanOneWave<T, HEAD_DIM, GQA, kStages>(params))
+      return LaunchNarrow<T, HEAD_DIM, GQA>(params, stream);
   }
   LaunchDecodeStages<T, HEAD_DIM, GQA, kStages>(params, stream);
 }

@@ -29,6 +29,10 @@
 #   PART=8 (run 8, CARRY=.carry/s31h, the session's last binaries): the whole GPU suite and
 #          compute-sanitizer (launch/gpu-check.sh, sharded), then PART=5's grid, head_dim rows,
 #          planner check and main job.
+#   PART=9 (run 9, CARRY=.carry/s31i: the review mend 889ab23, behaviour unchanged): the decode and
+#          cascade GPU tests, memcheck and racecheck on the pipeline cases, and the rule against each CTA forced
+#          where it must pick narrow (GQA 1 S32 B256, GQA 2 S8) and where it must not (GQA 1 S32
+#          B16: shallow; GQA 2 head_dim 256: deep), so equal times name the CTA it picked.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
@@ -42,6 +46,16 @@ if [ "${PART:-1}" = 4 ]; then
   run_variants gqa2rule default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,64,128 \
     --head-dim 64,128,256 --dtype fp16
   python3 bench/kernel/variant_diff.py "$OUT/gqa2rule.csv"
+  pack_logs
+  exit 0
+fi
+if [ "${PART:-1}" = 9 ]; then
+  run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*:*CudaCascade*"
+  run_sanitizers "*DecodePipelineTest*narrow*:*DecodePipelineTest*auto*"
+  V=default,PREFIXD_DECODE_PIPELINE=narrow,PREFIXD_DECODE_PIPELINE=shallow,PREFIXD_DECODE_PIPELINE=deep
+  run_variants pick1 "$V" --heads 32/32 -b 16,256 -p 2048 -s 32 --dtype fp16
+  run_variants pick2 "$V" --heads 32/16 -b 256 -p 2048 -s 8 --head-dim 128,256 --dtype fp16
+  SHOW_LINES=8 show_variants pick1 pick2
   pack_logs
   exit 0
 fi

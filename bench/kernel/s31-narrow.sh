@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Session 31, one device call (nvidia-h200): the narrow CUDA-core decode CTA (64 threads, 16 CTAs
-# per SM at GQA 1; DecodePipeline::kNarrow, PREFIXD_DECODE_PIPELINE=narrow) against the default
-# (the length rule: the 128-thread shallow CTA, 8 per SM, for items of <= 32 tokens). The decode
-# GPU tests (the narrow CTA among the pipelines), memcheck and racecheck on them, then
-# prefixd_kernel_bench with the two variants interleaved per shape: the issue's GQA 1 grid at
-# S = 32 (fp16 and bf16), GQA 1 shapes it was not fitted on (S 8-64), and S = 256 (items of
-# several rounds). Binaries carried as $CARRY/bins.tar.xz.
-#   PART=1 (run 1, the narrow CTA only when forced): CARRY=.carry/s31a
+# Session 31's device calls (nvidia-h200), one per PART: the narrow CUDA-core decode CTA (64
+# threads, 16 CTAs per SM at GQA 1; DecodePipeline::kNarrow, PREFIXD_DECODE_PIPELINE=narrow) and
+# its rules. Binaries carried as $CARRY/bins.tar.xz; logs in $OUT, also packed as $OUT/all.tgz.
+#   PART=1 (run 1, CARRY=.carry/s31a, the narrow CTA only when forced): the decode GPU tests (the
+#          narrow CTA among the pipelines), memcheck and racecheck on them, then the narrow CTA
+#          forced against the default (the 128-thread shallow CTA, 8 per SM, for items of <= 32
+#          tokens), interleaved per shape: the issue's GQA 1 grid at S = 32 (fp16 and bf16), GQA 1
+#          shapes it was not fitted on (S 8-64), and S = 128/256 (items of several rounds).
 #   PART=2 (run 2, the rule takes it where short GQA 1 items need more than one wave): CARRY=.carry/s31b
 #          the issue's grid and head_dim rows (default only: bench/kernel/s17-grid.sh without the
 #          planner check), and the rule against the shallow CTA forced at head_dim 64 / 256, GQA 1.
@@ -37,82 +37,84 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
+
 # Every log as one tarball ($OUT/all.tgz): the device hands back a limited number of files.
 pack_logs() { tar -C "$OUT" -czf /tmp/s31-all.tgz --exclude=all.tgz . && mv /tmp/s31-all.tgz "$OUT/all.tgz"; }
-if [ "${PART:-1}" = 4 ]; then
+# The whole GPU suite and compute-sanitizer as launch/gpu-check.sh runs them (sharded), on the
+# carried binaries; its summary.
+gpu_check() {
   PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 OUT=$OUT/check bash launch/gpu-check.sh \
     >"$OUT/check.log" 2>&1
   echo "gpu-check rc=$?"; tail -8 "$OUT/check.log"
-  run_variants gqa2rule default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,64,128 \
-    --head-dim 64,128,256 --dtype fp16
-  python3 bench/kernel/variant_diff.py "$OUT/gqa2rule.csv"
-  pack_logs
-  exit 0
-fi
-if [ "${PART:-1}" = 9 ]; then
-  run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*:*CudaCascade*"
-  run_sanitizers "*DecodePipelineTest*narrow*:*DecodePipelineTest*auto*"
-  V=default,PREFIXD_DECODE_PIPELINE=narrow,PREFIXD_DECODE_PIPELINE=shallow,PREFIXD_DECODE_PIPELINE=deep
-  run_variants pick1 "$V" --heads 32/32 -b 16,256 -p 2048 -s 32 --dtype fp16
-  run_variants pick2 "$V" --heads 32/16 -b 256 -p 2048 -s 8 --head-dim 128,256 --dtype fp16
-  SHOW_LINES=8 show_variants pick1 pick2
-  pack_logs
-  exit 0
-fi
-if [ "${PART:-1}" = 8 ]; then
-  PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 OUT=$OUT/check bash launch/gpu-check.sh \
-    >"$OUT/check.log" 2>&1
-  echo "gpu-check rc=$?"; tail -6 "$OUT/check.log"
-  PART=5
-fi
-if [ "${PART:-1}" = 7 ]; then
-  run_gpu_tests "*DecodePipeline*:*NextWave*"
-  run_variants gqa1s64 default,PREFIXD_DECODE_PIPELINE=deep --heads 8/8,32/32,48/48 -b 48,160,640 -p 4096 -s 40,64 \
-    --head-dim 64,128 --dtype bf16
-  python3 bench/kernel/variant_diff.py "$OUT/gqa1s64.csv"
-  pack_logs
-  exit 0
-fi
-if [ "${PART:-1}" = 6 ]; then
-  run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*:*CudaCascade*"
-  run_sanitizers "*DecodePipelineTest*narrow*:*DecodePipelineTest*auto*"
-  pack_logs
-  exit 0
-fi
-if [ "${PART:-1}" = 5 ]; then
-  [ -f "$OUT/check.log" ] || run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
-  [ -f "$OUT/check.log" ] || run_variants gqa2d256 default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,32 --head-dim 256 \
-    --dtype fp16
-  [ -f "$OUT/check.log" ] || python3 bench/kernel/variant_diff.py "$OUT/gqa2d256.csv"
+}
+# The issue's grid and head_dim rows, the planner check (fp16, bf16) and the README's main job.
+grid_planner_main_job() {
   OUT=$OUT/grid VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh
   PREFIXD_BIN=/tmp/b/prefixd timeout 200 bash launch/run-local.sh >"$OUT/main-job.log" 2>&1
   echo "main job rc=$?"; tail -4 "$OUT/main-job.log"
-  pack_logs
-  exit 0
-fi
-if [ "${PART:-1}" = 3 ]; then
+}
+PIPELINE_TESTS="*DecodePipeline*:*NextWave*:*CudaCoresDecode*:*CudaCascade*"
+PIPELINE_SANITIZED="*DecodePipelineTest*narrow*:*DecodePipelineTest*auto*"
+
+case "${PART:-1}" in
+1)
+  run_gpu_tests "${FILTER:-$PIPELINE_TESTS}"
+  [ "${SANITIZE:-1}" = 1 ] && run_sanitizers "*DecodePipelineTest*narrow*:*NextWave*"
+  V=${V:-default,PREFIXD_DECODE_PIPELINE=narrow}
+  run_variants grid-s32 "$V" --heads 32/32 -b 16,64,256 -p 1024,8192,32768 -s 32 --dtype fp16,bf16
+  run_variants unseen "$V" --heads 32/32,16/16,64/64 -b 24,96,384 -p 2048,16384 -s 8,24,64 --dtype bf16
+  run_variants s256 "$V" --heads 32/32 -b 64,256 -p 8192 -s 128,256 --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/grid-s32.csv" "$OUT/unseen.csv" "$OUT/s256.csv"
+  SHOW_LINES=${SHOW_LINES:-50} show_variants grid-s32
+  ;;
+2)
+  OUT=$OUT/grid VARIANTS=default SKIP_PLANNER=1 bash bench/kernel/s17-grid.sh
+  run_variants dims-s32 default,PREFIXD_DECODE_PIPELINE=shallow --heads 32/32 -b 64,256 -p 8192 -s 8,32 \
+    --head-dim 64,256 --dtype fp16
+  show_variants dims-s32
+  ;;
+3)
   run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
   run_variants gqa2 default,PREFIXD_DECODE_PIPELINE=narrow --heads 32/16,16/8 -b 64,256,512 -p 2048 -s 8,32,64 \
     --dtype bf16
   run_variants warps1 default,PREFIXD_DECODE_WARPS=1 --heads 32/8,64/8,32/4 -b 64,256,512 -p 2048 -s 8,32 --dtype fp16
   python3 bench/kernel/variant_diff.py "$OUT/gqa2.csv" "$OUT/warps1.csv"
-  pack_logs
-  exit 0
-fi
-if [ "${PART:-1}" = 2 ]; then
-  OUT=$OUT/grid VARIANTS=default SKIP_PLANNER=1 bash bench/kernel/s17-grid.sh
-  run_variants dims-s32 default,PREFIXD_DECODE_PIPELINE=shallow --heads 32/32 -b 64,256 -p 8192 -s 8,32 \
-    --head-dim 64,256 --dtype fp16
-  show_variants dims-s32
-  pack_logs
-  exit 0
-fi
-run_gpu_tests "${FILTER:-*DecodePipeline*:*NextWave*:*CudaCoresDecode*:*CudaCascade*}"
-[ "${SANITIZE:-1}" = 1 ] && run_sanitizers "*DecodePipelineTest*narrow*:*NextWave*"
-V=${V:-default,PREFIXD_DECODE_PIPELINE=narrow}
-run_variants grid-s32 "$V" --heads 32/32 -b 16,64,256 -p 1024,8192,32768 -s 32 --dtype fp16,bf16
-run_variants unseen "$V" --heads 32/32,16/16,64/64 -b 24,96,384 -p 2048,16384 -s 8,24,64 --dtype bf16
-run_variants s256 "$V" --heads 32/32 -b 64,256 -p 8192 -s 128,256 --dtype fp16
-python3 bench/kernel/variant_diff.py "$OUT/grid-s32.csv" "$OUT/unseen.csv" "$OUT/s256.csv"
-SHOW_LINES=${SHOW_LINES:-50} show_variants grid-s32
+  ;;
+4)
+  gpu_check
+  run_variants gqa2rule default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,64,128 \
+    --head-dim 64,128,256 --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/gqa2rule.csv"
+  ;;
+5)
+  run_gpu_tests "*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
+  run_variants gqa2d256 default,PREFIXD_DECODE_PIPELINE=deep --heads 32/16 -b 64,512 -p 2048 -s 8,32 --head-dim 256 \
+    --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/gqa2d256.csv"
+  grid_planner_main_job
+  ;;
+6)
+  run_gpu_tests "$PIPELINE_TESTS"
+  run_sanitizers "$PIPELINE_SANITIZED"
+  ;;
+7)
+  run_gpu_tests "*DecodePipeline*:*NextWave*"
+  run_variants gqa1s64 default,PREFIXD_DECODE_PIPELINE=deep --heads 8/8,32/32,48/48 -b 48,160,640 -p 4096 -s 40,64 \
+    --head-dim 64,128 --dtype bf16
+  python3 bench/kernel/variant_diff.py "$OUT/gqa1s64.csv"
+  ;;
+8)
+  gpu_check
+  grid_planner_main_job
+  ;;
+9)
+  run_gpu_tests "$PIPELINE_TESTS"
+  run_sanitizers "$PIPELINE_SANITIZED"
+  V=default,PREFIXD_DECODE_PIPELINE=narrow,PREFIXD_DECODE_PIPELINE=shallow,PREFIXD_DECODE_PIPELINE=deep
+  run_variants pick1 "$V" --heads 32/32 -b 16,256 -p 2048 -s 32 --dtype fp16
+  run_variants pick2 "$V" --heads 32/16 -b 256 -p 2048 -s 8 --head-dim 128,256 --dtype fp16
+  SHOW_LINES=8 show_variants pick1 pick2
+  ;;
+*) echo "unknown PART=$PART (1-9)" >&2; exit 2 ;;
+esac
 pack_logs

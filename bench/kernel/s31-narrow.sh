@@ -33,6 +33,13 @@
 #          cascade GPU tests, memcheck and racecheck on the pipeline cases, and the rule against each CTA forced
 #          where it must pick narrow (GQA 1 S32 B256, GQA 2 S8) and where it must not (GQA 1 S32
 #          B16: shallow; GQA 2 head_dim 256: deep), so equal times name the CTA it picked.
+#   PART=10 (run 10, CARRY=.carry/s31j: a decode CTA with no finishing item no longer waits for the
+#          prefix grid, only the grid's last CTA does; PREFIXD_FUSE_MERGE=0|1; measured slower and
+#          reverted, patch in bench/kernel/results/s31/unfused-beside.patch): the decode, cascade
+#          and graph GPU tests, memcheck and racecheck on the pipeline cases under the rule (split
+#          suffixes: items that do not finish their request), then the unfused merge
+#          (PREFIXD_FUSE_MERGE=0) against the default on the issue's fp16 grid: with no CTA
+#          blocked until the prefix ends, the decode beside the narrow prefix CTA can finish there.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
@@ -115,6 +122,13 @@ case "${PART:-1}" in
   run_variants pick2 "$V" --heads 32/16 -b 256 -p 2048 -s 8 --head-dim 128,256 --dtype fp16
   SHOW_LINES=8 show_variants pick1 pick2
   ;;
-*) echo "unknown PART=$PART (1-9)" >&2; exit 2 ;;
+10)
+  run_gpu_tests "$PIPELINE_TESTS:*Graph*:*Merge*"
+  run_sanitizers "*DecodePipelineTest*auto*"
+  run_variants unfused default,PREFIXD_FUSE_MERGE=0 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 \
+    --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/unfused.csv"
+  ;;
+*) echo "unknown PART=$PART (1-10)" >&2; exit 2 ;;
 esac
 pack_logs

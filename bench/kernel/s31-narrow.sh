@@ -40,6 +40,10 @@
 #          suffixes: items that do not finish their request), then the unfused merge
 #          (PREFIXD_FUSE_MERGE=0) against the default on the issue's fp16 grid: with no CTA
 #          blocked until the prefix ends, the decode beside the narrow prefix CTA can finish there.
+#   PART=11 (run 11, CARRY=.carry/s31k: the narrow prefix CTA honours PREFIXD_SM90A_STAGES=3, a
+#          3-stage K/V ring in 209 KiB; measured slower and reverted, patch in
+#          bench/kernel/results/s31/narrow-prefix-3stages.patch): 3 stages against the default 2 on the shapes whose prefix
+#          items have <= 64 rows (the narrow CTA) and whose prefix is memory-bound.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
@@ -129,6 +133,12 @@ case "${PART:-1}" in
     --dtype fp16
   python3 bench/kernel/variant_diff.py "$OUT/unfused.csv"
   ;;
-*) echo "unknown PART=$PART (1-10)" >&2; exit 2 ;;
+11)
+  V=default,PREFIXD_SM90A_STAGES=3
+  run_variants narrow3 "$V" --heads 32/32 -b 16,64 -p 8192,32768 -s 32,256 --dtype fp16,bf16
+  run_variants narrow3b "$V" --heads 32/8,16/16,64/16 -b 16,48 -p 4096,16384,32768 -s 32,256 --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/narrow3.csv" "$OUT/narrow3b.csv"
+  ;;
+*) echo "unknown PART=$PART (1-11)" >&2; exit 2 ;;
 esac
 pack_logs

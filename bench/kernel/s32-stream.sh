@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Session 32's device calls (nvidia-h200), one per PART: the streaming CUDA-core decode kernel
+# (persistent CTAs whose K/V copies stay in flight across their items; DecodePipeline::kStream,
+# PREFIXD_DECODE_PIPELINE=stream, GQA 1 and 2; kernels/cuda/decode_attention_stream.cuh).
+# Binaries carried as $CARRY/bins.tar.xz; logs in $OUT, also packed as $OUT/all.tgz.
+#   PART=1 (run 1, CARRY=.carry/s32a, the streaming kernel only when forced): the decode GPU tests
+#          (the streaming kernel among the pipelines, and many items per CTA), memcheck and
+#          racecheck on them, then the streaming kernel forced against the default, interleaved
+#          per shape: the issue's GQA 1 grid at S = 32 and 256 (fp16), and GQA 1 and 2 shapes no
+#          rule was fitted on (bf16; S 8-128).
+#   PART=2 (run 2, same binaries): the streaming kernel against the default with and without the
+#          fused merge (--no-fuse), 32/32 B64-512 P1024 S8-256, to see what the items' epilogues cost.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. bench/kernel/device-setup.sh s32-stream
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
+
+# Every log as one tarball ($OUT/all.tgz): the device hands back a limited number of files.
+pack_logs() { tar -C "$OUT" -czf /tmp/s32-all.tgz --exclude=all.tgz . && mv /tmp/s32-all.tgz "$OUT/all.tgz"; }
+STREAM_TESTS="*DecodeStream*:*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
+
+case "${PART:-1}" in
+1)
+  run_gpu_tests "${FILTER:-$STREAM_TESTS}"
+  [ "${SANITIZE:-1}" = 1 ] && run_sanitizers "*DecodeStream*:*DecodePipelineTest*h8kv8*stream*:*DecodePipelineTest*h16kv8*stream*"
+  V=${V:-default,PREFIXD_DECODE_PIPELINE=stream}
+  run_variants grid "$V" --heads 32/32 -b 16,64,256 -p 1024,8192 -s 32,256 --dtype fp16
+  run_variants unseen "$V" --heads 32/32,16/16,32/16 -b 48,192,512 -p 2048 -s 8,32,64,128 --dtype bf16
+  python3 bench/kernel/variant_diff.py "$OUT/grid.csv" "$OUT/unseen.csv"
+  SHOW_LINES=${SHOW_LINES:-40} show_variants grid
+  ;;
+2)
+  # Where the streaming kernel's time goes: without the fused merge (--no-fuse: every item writes
+  # its state, the merge kernel after) an item's epilogue has no dependent loads of prefix states.
+  V=${V:-default,PREFIXD_DECODE_PIPELINE=stream}
+  run_variants nofuse "$V" --heads 32/32 -b 64,256,512 -p 1024 -s 8,32,256 --dtype fp16 --no-fuse
+  run_variants fused "$V" --heads 32/32 -b 64,256,512 -p 1024 -s 8,32,256 --dtype fp16
+  python3 bench/kernel/variant_diff.py "$OUT/nofuse.csv" "$OUT/fused.csv"
+  ;;
+*)
+  echo "unknown PART=${PART}"; exit 2 ;;
+esac
+pack_logs

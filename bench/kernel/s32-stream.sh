@@ -10,6 +10,9 @@
 #          rule was fitted on (bf16; S 8-128).
 #   PART=2 (run 2, same binaries): the streaming kernel against the default with and without the
 #          fused merge (--no-fuse), 32/32 B64-512 P1024 S8-256, to see what the items' epilogues cost.
+#   PART=3 (run 3, CARRY=.carry/s32b: HEAD's binaries, kernels as session 31's): half the prefix
+#          item target against the default where the narrow prefix CTA runs beside the tensor-core
+#          decode (32/8 B8-16, 64/8 B8), the planner check's one shape over 5% (32/8 B16 P8192).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s32-stream
@@ -36,6 +39,15 @@ case "${PART:-1}" in
   run_variants nofuse "$V" --heads 32/32 -b 64,256,512 -p 1024 -s 8,32,256 --dtype fp16 --no-fuse
   run_variants fused "$V" --heads 32/32 -b 64,256,512 -p 1024 -s 8,32,256 --dtype fp16
   python3 bench/kernel/variant_diff.py "$OUT/nofuse.csv" "$OUT/fused.csv"
+  ;;
+3)
+  # Where fewer, longer prefix items pay (data for the cost model): the narrow prefix CTA (<= 64
+  # rows per KV head) beside the tensor-core decode (GQA 4 and 8), the default item target (132:
+  # 128 items here) against 66 (PREFIXD_PREFIX_TARGET_ITEMS), P 2048-32768, S 32-512.
+  V=${V:-default,PREFIXD_PREFIX_TARGET_ITEMS=66}
+  run_variants half4 "$V" --heads 32/8 -b 8,16 -p 2048,4096,8192,16384,32768 -s 32,256,512 --dtype fp16
+  run_variants half8 "$V" --heads 64/8 -b 8 -p 4096,8192,16384 -s 32,256 --dtype bf16
+  python3 bench/kernel/variant_diff.py "$OUT/half4.csv" "$OUT/half8.csv"
   ;;
 *)
   echo "unknown PART=${PART}"; exit 2 ;;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Session 32's device calls (nvidia-h200), one per PART: the streaming CUDA-core decode kernel
 # (persistent CTAs whose K/V copies stay in flight across their items; DecodePipeline::kStream,
-# PREFIXD_DECODE_PIPELINE=stream, GQA 1 and 2; kernels/cuda/decode_attention_stream.cuh).
-# Binaries carried as $CARRY/bins.tar.xz; logs in $OUT, also packed as $OUT/all.tgz.
+# PREFIXD_DECODE_PIPELINE=stream, GQA 1 and 2; kernels/cuda/decode_attention_stream.cuh). It was
+# measured slower and reverted: PARTs 1-2 need binaries built with
+# bench/kernel/results/s32/stream-decode.patch applied. Binaries carried as $CARRY/bins.tar.xz;
+# logs in $OUT, also packed as $OUT/all.tgz. Run 1 was called with SANITIZE=0.
 #   PART=1 (run 1, CARRY=.carry/s32a, the streaming kernel only when forced): the decode GPU tests
 #          (the streaming kernel among the pipelines, and many items per CTA), memcheck and
 #          racecheck on them, then the streaming kernel forced against the default, interleaved

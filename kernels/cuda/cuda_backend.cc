@@ -83,6 +83,11 @@ void SetCascadeInputs(AttentionParams* p, const CascadePlan& h, const CascadeArg
 
 constexpr int64_t kMaxEnvItems = int64_t(1) << 20;  // PREFIXD_*_TARGET_ITEMS
 
+// PREFIXD_DECODE_PIPELINE's values, in DecodePipeline's order (read and described by one table).
+constexpr const char* kPipelineNames[] = {"auto", "deep", "shallow", "narrow"};
+static_assert(sizeof(kPipelineNames) / sizeof(kPipelineNames[0]) == int(DecodePipeline::kNarrow) + 1,
+              "one name per DecodePipeline");
+
 }  // namespace
 
 CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device), limits_(options.limits) {
@@ -97,9 +102,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_kernel_ = kDecodeKernels[EnvChoice("PREFIXD_DECODE_KERNEL", {"auto", "simt", "mma"}, 0)];
   const int warps_log2 = EnvChoice("PREFIXD_DECODE_WARPS", {"1", "2", "4", "8"}, -1);
   decode_mma_warps_ = warps_log2 < 0 ? 0 : 1 << warps_log2;  // 0: by the item count
-  constexpr DecodePipeline kPipelines[] = {DecodePipeline::kByItemLength, DecodePipeline::kDeep, DecodePipeline::kShallow,
-                                           DecodePipeline::kNarrow};
-  decode_pipeline_ = kPipelines[EnvChoice("PREFIXD_DECODE_PIPELINE", {"auto", "deep", "shallow", "narrow"}, 0)];
+  decode_pipeline_ = static_cast<DecodePipeline>(EnvChoice(
+      "PREFIXD_DECODE_PIPELINE", {kPipelineNames[0], kPipelineNames[1], kPipelineNames[2], kPipelineNames[3]}, 0));
   decode_pdl_ = EnvFlag("PREFIXD_DECODE_PDL", decode_pdl_);
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
@@ -130,11 +134,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     d << " [decode kernel forced: " << (decode_kernel_ == DecodeKernel::kCudaCores ? "simt" : "mma") << "]";
   if (decode_mma_warps_ != 0) d << " [decode warps forced: " << decode_mma_warps_ << "]";
   if (decode_pipeline_ != DecodePipeline::kByItemLength)
-    d << " [decode pipeline forced: "
-      << (decode_pipeline_ == DecodePipeline::kDeep      ? "deep"
-          : decode_pipeline_ == DecodePipeline::kShallow ? "shallow"
-                                                         : "narrow")
-      << "]";
+    d << " [decode pipeline forced: " << kPipelineNames[int(decode_pipeline_)] << "]";
   if (!decode_pdl_) d << " [decode PDL off]";
   if (!merge_pdl_) d << " [merge PDL off]";
   if (!decode_evict_first_) d << " [decode evict-first off]";

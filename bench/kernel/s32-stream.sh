@@ -15,6 +15,8 @@
 #   PART=3 (run 3, CARRY=.carry/s32b: HEAD's binaries, kernels as session 31's): half the prefix
 #          item target against the default where the narrow prefix CTA runs beside the tensor-core
 #          decode (32/8 B8-16, 64/8 B8), the planner check's one shape over 5% (32/8 B16 P8192).
+#   PART=4 (run 4, CARRY=.carry/s32c: the review mend, PREFIXD_DECODE_PIPELINE's names in one
+#          table): the pipeline tests and a bad value's error.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s32-stream
@@ -50,6 +52,14 @@ case "${PART:-1}" in
   run_variants half4 "$V" --heads 32/8 -b 8,16 -p 2048,4096,8192,16384,32768 -s 32,256,512 --dtype fp16
   run_variants half8 "$V" --heads 64/8 -b 8 -p 4096,8192,16384 -s 32,256 --dtype bf16
   python3 bench/kernel/variant_diff.py "$OUT/half4.csv" "$OUT/half8.csv"
+  ;;
+4)
+  # The review mend (PREFIXD_DECODE_PIPELINE's names in one table): the pipeline tests, which check
+  # that the backend describes each forced pipeline by its name, and a bad value's error.
+  run_gpu_tests "*DecodePipeline*:*NextWave*"
+  PREFIXD_DECODE_PIPELINE=bogus timeout 60 $B --heads 32/32 -b 16 -p 1024 -s 32 -n 3 -w 1 --no-baseline --no-graph \
+    -c 0 >"$OUT/bad-pipeline.txt" 2>&1
+  echo "bad value rc=$?: $(grep -m1 PREFIXD_DECODE_PIPELINE "$OUT/bad-pipeline.txt")"
   ;;
 *)
   echo "unknown PART=${PART}"; exit 2 ;;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Session 33's device calls (nvidia-h200), one per PART: each sm_90a prefix CTA's first work item
+# carried in the launch's parameters (LaunchItems, prefix_attention_sm90a.cuh;
+# PREFIXD_SM90A_LAUNCH_ITEMS=0 reads it from the device arrays as before). Binaries carried as
+# $CARRY/bins.tar.xz (and HEAD's before the change as $CARRY_A/bins.tar.xz for PART=2); logs in
+# $OUT, also packed as $OUT/all.tgz.
+#   PART=1: the prefix, cascade, fused and graph GPU tests; the probe's per-CTA timeline of the
+#           memory-bound prefixes with and without the launch's first items; the two variants
+#           interleaved per shape on the issue's fp16 grid (36 shapes) and on unseen bf16 shapes.
+#           Run 1 (CARRY=.carry/s33a): its tests ran past run_gpu_tests' 200 s (nothing logged);
+#           the new ManyCtas cases were then cut to 4 and the tests run sharded (PART=2).
+#   PART=2: the GPU tests of PART 1 in 4 shards side by side; then the same grid, HEAD's binaries
+#           (A, before the change) against the new ones (B), A B A B in separate processes: what
+#           the larger launch parameters cost besides what the items save.
+#           Run 2: CARRY_A=.carry/s33head CARRY=.carry/s33b
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. bench/kernel/device-setup.sh s33-launch-items
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
+pack_logs() { tar -C "$OUT" -czf /tmp/s33-all.tgz --exclude=all.tgz . && mv /tmp/s33-all.tgz "$OUT/all.tgz"; }
+GRID="--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16"
+
+case "${PART:-1}" in
+1)
+  run_gpu_tests "${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*:*CudaPlanner*}"
+  grep -m1 -B4 '^\[  FAILED  \]' "$OUT/tests.log"
+  for v in 1 0; do
+    PREFIXD_SM90A_LAUNCH_ITEMS=$v timeout 120 /tmp/b/prefixd_prefix_probe --kernel wgmma --timeline --iters 20 \
+      --shape 32/32:16:8192 --shape 32/32:64:8192 --shape 32/8:16:32768 --shape 32/8:256:8192 >"$OUT/probe-$v.txt" 2>&1
+    echo "probe launch_items=$v rc=$?"
+    grep -E "^# timeline|first K tile|tiles done|exit" "$OUT/probe-$v.txt" | head -24
+  done
+  V="default,PREFIXD_SM90A_LAUNCH_ITEMS=0"
+  RUN_TIMEOUT=280 run_variants grid "$V" $GRID
+  run_variants unseen "$V" --heads 16/16,32/4,64/8 -b 24,96 -p 3072,12288 -s 64,384 --dtype bf16
+  python3 bench/kernel/variant_diff.py "$OUT/grid.csv" "$OUT/unseen.csv"
+  SHOW_LINES=${SHOW_LINES:-45} show_variants grid
+  ;;
+2)
+  for i in 0 1 2 3; do
+    GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 400 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter="${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*:*CudaPlanner*}" >"$OUT/tests.$i.log" 2>&1 &
+  done
+  wait
+  echo "tests: $(cat "$OUT"/tests.*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | tr '\n' ' ')"
+  cat "$OUT"/tests.*.log | grep -m3 -B4 '^\[  FAILED  \]'
+  mkdir -p /tmp/a && tar -C /tmp/a -xJf "${CARRY_A:?}/bins.tar.xz"
+  OUT=$OUT SHAPES="$GRID" CARRY_A=$CARRY_A CARRY=$CARRY bash bench/kernel/s19-ab.sh
+  ;;
+esac
+pack_logs

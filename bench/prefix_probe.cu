@@ -299,6 +299,7 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   p.token_stride = token_stride;
   p.page_size = page_size;
   p.q = q.ptr;
+  p.num_requests = sh.batch;  // as the CUDA backend passes it
   p.num_qo_heads = sh.h_qo;
   p.num_kv_heads = sh.h_kv;
   p.head_dim = d;

@@ -13,6 +13,13 @@
 #           (A, before the change) against the new ones (B), A B A B in separate processes: what
 #           the larger launch parameters cost besides what the items save.
 #           Run 2: CARRY_A=.carry/s33head CARRY=.carry/s33b
+# The launch's first items were reverted after run 2 (bench/kernel/results/s33/launch-items.patch).
+#   PART=3: partial warpgroups' queries by TMA (PREFIXD_SM90A_Q_TMA_PARTIAL; run 1's timeline showed
+#           the 16-row items of 32/32 B16 waiting for their cp.async queries until ~7.8 µs, behind
+#           the ring's first 128 KiB of K/V): the GPU tests in 4 shards, memcheck and racecheck on
+#           the query-row cases, the probe's timeline with and without, and the two variants
+#           interleaved per shape on the issue's fp16 grid and on unseen bf16 shapes.
+#           Run 3: CARRY=.carry/s33c
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s33-launch-items
@@ -46,6 +53,26 @@ case "${PART:-1}" in
   cat "$OUT"/tests.*.log | grep -m3 -B4 '^\[  FAILED  \]'
   mkdir -p /tmp/a && tar -C /tmp/a -xJf "${CARRY_A:?}/bins.tar.xz"
   OUT=$OUT SHAPES="$GRID" CARRY_A=$CARRY_A CARRY=$CARRY bash bench/kernel/s19-ab.sh
+  ;;
+3)
+  for i in 0 1 2 3; do
+    GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 400 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter="${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*:*CudaPlanner*}" >"$OUT/tests.$i.log" 2>&1 &
+  done
+  wait
+  echo "tests: $(cat "$OUT"/tests.*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | tr '\n' ' ')"
+  cat "$OUT"/tests.*.log | grep -m3 -B4 '^\[  FAILED  \]'
+  run_sanitizers "*wgmma_QueryRows*:*wgmma_wg1_QueryRows*:*wgmma_ctas3_wg1_QueryRows*:*wgmma_PoisonSingleRow*"
+  for v in 1 0; do
+    PREFIXD_SM90A_Q_TMA_PARTIAL=$v timeout 120 /tmp/b/prefixd_prefix_probe --kernel wgmma --timeline --iters 20 \
+      --shape 32/32:16:8192 --shape 32/32:16:32768 --shape 32/32:8:8192 --shape 32/8:8:32768 >"$OUT/probe-q$v.txt" 2>&1
+    echo "probe q_tma_partial=$v rc=$?"
+    grep -E "^# timeline|Q loaded|first K tile|exit" "$OUT/probe-q$v.txt" | head -24
+  done
+  V="default,PREFIXD_SM90A_Q_TMA_PARTIAL=0"
+  RUN_TIMEOUT=280 run_variants grid "$V" $GRID
+  run_variants unseen "$V" --heads 16/16,32/32,32/16 -b 8,24,40 -p 3072,12288 -s 64,384 --dtype bf16
+  python3 bench/kernel/variant_diff.py "$OUT/grid.csv" "$OUT/unseen.csv"
   ;;
 esac
 pack_logs

@@ -671,6 +671,7 @@ PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) co
   p.items = plan_.prefix_items;
   p.num_items = plan_.num_prefix_items;
   p.groups = plan_.groups;
+  p.num_requests = plan_.header.num_requests;  // q is the plan's [B][H_qo][D] (CascadeArgs::q)
   p.state_indptr = plan_.state_indptr;
   p.max_item_rows = plan_.max_prefix_item_rows;
   p.partial_v = partial_v_;

@@ -89,6 +89,7 @@ PrefixKernelSettings PrefixKernelSettings::FromEnvironment() {
                                              PrefixKernelChoice::kWgmma};
   s.kernel = kKernels[EnvChoice("PREFIXD_PREFIX_KERNEL", {"auto", "mma", "wgmma"}, 0)];
   s.q_tma = EnvFlag("PREFIXD_SM90A_Q_TMA", s.q_tma);
+  s.q_tma_partial = EnvFlag("PREFIXD_SM90A_Q_TMA_PARTIAL", s.q_tma_partial);
   s.trigger_dependents = EnvFlag("PREFIXD_PREFIX_PDL_TRIGGER", s.trigger_dependents);
   s.overlap = EnvChoice("PREFIXD_SM90A_SCHEDULE", {"overlap", "plain"}, s.overlap ? 0 : 1) == 0;
   s.max_ctas = int32_t(EnvInteger("PREFIXD_SM90A_MAX_CTAS", 0, 1 << 20, s.max_ctas));

@@ -47,6 +47,9 @@ enum class PrefixKvL2Hint : int32_t { kPlan, kNone, kEvictFirst, kEvictLast };
 struct PrefixKernelSettings {
   PrefixKernelChoice kernel = PrefixKernelChoice::kAuto;  // PREFIXD_PREFIX_KERNEL=auto|mma|wgmma
   bool q_tma = true;                // PREFIXD_SM90A_Q_TMA=0|1: query rows by TMA where g divides 64
+  // PREFIXD_SM90A_Q_TMA_PARTIAL=0|1: with q_tma and PrefixAttentionParams::num_requests known, also
+  // the rows of warpgroups with fewer than 64 (0: those gathered by cp.async).
+  bool q_tma_partial = true;
   bool trigger_dependents = true;   // PREFIXD_PREFIX_PDL_TRIGGER=0|1
   bool overlap = true;              // PREFIXD_SM90A_SCHEDULE=overlap|plain
   int32_t max_ctas = 0;             // PREFIXD_SM90A_MAX_CTAS (0: one CTA per SM)
@@ -67,6 +70,10 @@ struct PrefixAttentionParams {
   int page_size = 16;
 
   const void* q = nullptr;  // [num_requests][num_qo_heads][head_dim] (requests of the whole batch)
+  // Requests in q (0: unknown). Where known, the sm_90a kernel's TMA map over q has exactly this
+  // extent, so that a box reaching past the last request is zero-filled instead of read out of
+  // bounds, and a warpgroup with fewer than 64 rows also takes its queries by TMA.
+  int num_requests = 0;
   int num_qo_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 128;

@@ -62,6 +62,7 @@ struct KernelCase {
   std::string kv_policy;  // PREFIXD_SM90A_KV_POLICY ("": unset, "normal", "first", "last")
   bool q_by_cp_async = false;  // PREFIXD_SM90A_Q_TMA=0 (false: unset, Q by TMA wherever it can be)
   std::string consumers;       // PREFIXD_SM90A_CONSUMERS ("": unset, "1" the narrow CTA, "2")
+  bool q_whole_only = false;   // PREFIXD_SM90A_Q_TMA_PARTIAL=0 (partial warpgroups' Q by cp.async)
   std::string Name() const {
     std::string n = kernel;
     if (!schedule.empty()) n += "_" + schedule;
@@ -70,6 +71,7 @@ struct KernelCase {
     if (!kv_policy.empty()) n += "_kv" + kv_policy;
     if (q_by_cp_async) n += "_qcp";
     if (!consumers.empty()) n += "_wg" + consumers;
+    if (q_whole_only) n += "_qwhole";
     return n + "_" + sc.name;
   }
 };
@@ -104,6 +106,8 @@ TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
   else env.Unset("PREFIXD_SM90A_Q_TMA");
   if (!kc.consumers.empty()) env.Set("PREFIXD_SM90A_CONSUMERS", kc.consumers);
   else env.Unset("PREFIXD_SM90A_CONSUMERS");
+  if (kc.q_whole_only) env.Set("PREFIXD_SM90A_Q_TMA_PARTIAL", "0");
+  else env.Unset("PREFIXD_SM90A_Q_TMA_PARTIAL");
 
   PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
   CheckPrefixAttention(kc.sc, &ran);
@@ -222,6 +226,14 @@ std::vector<KernelCase> Cases() {
     if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("QueryRows", 0) == 0)
       out.push_back({"wgmma", "", 0, 3, s, "", false, "1"});
   }
+  // Partial warpgroups' queries gathered by cp.async (PREFIXD_SM90A_Q_TMA_PARTIAL=0, the path
+  // before they came by TMA, and the one where q's extent is unknown), both CTA widths; by default
+  // every case above takes them by TMA, the box reaching into the next requests' rows or past q.
+  for (const Scenario& s : WgmmaScenarios()) {
+    out.push_back({"wgmma", "", 0, 0, s, "", false, "", true});
+    out.push_back({"wgmma", "", 0, 0, s, "", false, "1", true});
+    if (s.name.rfind("QueryRows", 0) == 0) out.push_back({"wgmma", "", 0, 3, s, "", false, "1", true});
+  }
   return out;
 }
 
@@ -275,7 +287,7 @@ TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
       {"PREFIXD_SM90A_Q_TMA", "on"},      {"PREFIXD_SM90A_Q_TMA", "-1"},   {"PREFIXD_SM90A_Q_TMA", "1x"},
       {"PREFIXD_SM90A_STAGES", "two"},    {"PREFIXD_SM90A_MAX_CTAS", "-3"}, {"PREFIXD_SM90A_SCHEDULE", "fast"},
       {"PREFIXD_SM90A_KV_POLICY", "auto"}, {"PREFIXD_PREFIX_PDL_TRIGGER", "yes"}, {"PREFIXD_SM90A_CONSUMERS", "3"},
-      {"PREFIXD_SM90A_CONSUMERS", "narrow"}};
+      {"PREFIXD_SM90A_CONSUMERS", "narrow"}, {"PREFIXD_SM90A_Q_TMA_PARTIAL", "no"}};
   for (const auto& [name, value] : bad) {
     ScopedEnv env;
     env.Set(name, value);
@@ -292,11 +304,14 @@ TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
   env.Set("PREFIXD_SM90A_STAGES", "3");
   env.Set("PREFIXD_SM90A_Q_TMA", "0");
   env.Set("PREFIXD_SM90A_CONSUMERS", "1");
+  env.Set("PREFIXD_SM90A_Q_TMA_PARTIAL", "0");
   const PrefixKernelSettings s = PrefixKernelSettings::FromEnvironment();
   EXPECT_EQ(s.kv_l2_hint, PrefixKvL2Hint::kEvictFirst);
   EXPECT_EQ(s.stages, 3);
   EXPECT_FALSE(s.q_tma);
   EXPECT_EQ(s.consumer_wgs, 1);
+  EXPECT_FALSE(s.q_tma_partial);
+  EXPECT_TRUE(PrefixKernelSettings{}.q_tma_partial);  // partial warpgroups by TMA by default
   EXPECT_EQ(PrefixKernelSettings{}.consumer_wgs, 0);  // auto by default
   EXPECT_EQ(PrefixKernelSettings{}.kv_l2_hint, PrefixKvL2Hint::kPlan);  // the default follows the plan
 }

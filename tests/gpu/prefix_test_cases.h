@@ -280,6 +280,7 @@ inline void CheckPrefixAttention(const Scenario& sc, PrefixKernelPath* ran = nul
   p.token_stride = shape.TokenStride();
   p.page_size = shape.page_size;
   p.q = q.get();
+  p.num_requests = pr.num_requests;  // partial warpgroups' queries by TMA too (PREFIXD_SM90A_Q_TMA_PARTIAL)
   p.num_qo_heads = pr.num_qo_heads;
   p.num_kv_heads = sc.num_kv_heads;
   p.head_dim = sc.head_dim;

@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(CFG::THREADS, 1)
     if (warp >= CFG::Suffix::FIRST_WARP) Suffix(params, suffix_smem, warp - CFG::Suffix::FIRST_WARP).Run(&page_k, &page_v);
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG> consumer(params.attn, ring, nullptr, smem, wg - 1);  // Q by cp.async
+    Consumer<CFG> consumer(params.attn, ring, nullptr, false, smem, wg - 1);  // Q by cp.async
     FusedConsumerRun<CFG>(params, consumer);
   }
 }

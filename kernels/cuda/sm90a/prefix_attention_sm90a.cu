@@ -103,8 +103,10 @@ CUtensorMap EncodeKvMap(const void* base, int64_t row_elems, int64_t token_strid
 
 // A 3D map over the queries [requests][H_qo][D]: dims {D, H_qo, requests}, box {64 columns, g heads,
 // 64 / g requests}: the 64 rows of a warpgroup in group order (prefix_attention_sm90a.cuh, LoadQTma).
-CUtensorMap EncodeQMap(const void* base, int num_qo_heads, int head_dim, int gqa, DType dtype) {
-  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(num_qo_heads), kMapRequests};
+// `requests` > 0: q's true extent (rows past it are zero-filled); 0: unknown (kMapRequests).
+CUtensorMap EncodeQMap(const void* base, int num_qo_heads, int head_dim, int gqa, DType dtype, int64_t requests) {
+  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(num_qo_heads),
+                              requests > 0 ? cuuint64_t(requests) : kMapRequests};
   const cuuint64_t strides[2] = {cuuint64_t(head_dim) * 2, cuuint64_t(num_qo_heads) * head_dim * 2};
   const cuuint32_t box[3] = {64, cuuint32_t(gqa), cuuint32_t(64 / gqa)};
   return EncodeMap(base, dtype, 3, dims, strides, box, "Q");
@@ -113,13 +115,17 @@ CUtensorMap EncodeQMap(const void* base, int num_qo_heads, int head_dim, int gqa
 // Encoded maps by (what, base pointer, shape): in steady state one entry per layer's K and V and
 // per query buffer.
 struct MapKey {
-  int kind;  // 0: K/V (a = row_elems, b = token_stride, c = box_rows); 1: Q (a = H_qo, b = D, c = g)
+  // 0: K/V (a = row_elems, b = token_stride, c = box_rows); 1: Q (a = H_qo, b = D, c = g,
+  // requests = q's extent or 0)
+  int kind;
   const void* base;
   int64_t a, b;
   DType dtype;
   int c;
+  int64_t requests = 0;
   bool operator==(const MapKey& o) const {
-    return kind == o.kind && base == o.base && a == o.a && b == o.b && dtype == o.dtype && c == o.c;
+    return kind == o.kind && base == o.base && a == o.a && b == o.b && dtype == o.dtype && c == o.c &&
+           requests == o.requests;
   }
 };
 struct MapEntry {
@@ -136,7 +142,7 @@ CUtensorMap CachedMap(const MapKey& key) {
     if (e.key == key) return e.map;
   if (cache.size() >= kMaxEntries) cache.clear();
   cache.push_back({key, key.kind == 0 ? EncodeKvMap(key.base, key.a, key.b, key.dtype, key.c)
-                                      : EncodeQMap(key.base, int(key.a), int(key.b), key.c, key.dtype)});
+                                      : EncodeQMap(key.base, int(key.a), int(key.b), key.c, key.dtype, key.requests)});
   return cache.back().map;
 }
 
@@ -224,11 +230,15 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, box_rows);
   l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, box_rows);
   // Q by TMA (settings.q_tma, the default) where the map can be made: g divides a warpgroup's 64
-  // rows and q is 16-byte aligned; otherwise gathered by cp.async.
+  // rows and q is 16-byte aligned; otherwise gathered by cp.async. With q's extent known, also for
+  // warpgroups of fewer than 64 rows (WgmmaLaunch::q_tma_partial).
   const PrefixKernelSettings& set = params.settings;
   const int gqa = params.num_qo_heads / params.num_kv_heads;
   l.q_tma = set.q_tma && gqa >= 1 && 64 % gqa == 0 && reinterpret_cast<uintptr_t>(params.q) % 16 == 0;
-  if (l.q_tma) l.tmap_q = CachedMap(MapKey{1, params.q, params.num_qo_heads, params.head_dim, params.dtype, gqa});
+  l.q_tma_partial = l.q_tma && set.q_tma_partial && params.num_requests > 0;
+  if (l.q_tma)
+    l.tmap_q = CachedMap(MapKey{1, params.q, params.num_qo_heads, params.head_dim, params.dtype, gqa,
+                                l.q_tma_partial ? params.num_requests : 0});
   int grid_cap = set.max_ctas > 0 ? set.max_ctas : sms;  // one CTA per SM, persistent
   if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);
   l.grid = std::min(params.num_items, grid_cap);

@@ -11,14 +11,17 @@
 //     registers → P (fp16/bf16 registers) → O += P·V (wgmma, A = P from registers, V MN-major
 //     from shared memory) → release V. At the end v = O / l, s = m + log2(l).
 // Q rows follow the GQA mapping (row r of a group → request first_request + r / g, head
-// kv_head · g + r % g). A warpgroup's 64 rows that are all real (whole requests) come by TMA: one
-// box of a 3D map over q {64 columns, g heads, 64 / g requests} per 64-column panel. The CTA's
-// first row tile's boxes are issued by the producer ahead of its first K/V tiles (IssueFirstQueries:
-// issued later, they queued behind 128 KiB of K/V in the SM's TMA unit and Q landed ~4 µs after the
-// first K tile; bench/NOTES-prefix.md, session 11); a later row tile's by its warpgroup once the
-// previous row tile is done with Q. A partial warpgroup (the group's last rows) or a map that
-// cannot be made (g not dividing 64) gathers its rows with cp.async into the same swizzled layout,
-// the padding rows zero, then fence.proxy.async.
+// kv_head · g + r % g). A warpgroup's rows (whole requests) come by TMA: one box of a 3D map over q
+// {64 columns, g heads, 64 / g requests} per 64-column panel. The CTA's first row tile's boxes are
+// issued by the producer ahead of its first K/V tiles (IssueFirstQueries: issued later, they queued
+// behind 128 KiB of K/V in the SM's TMA unit and Q landed ~4 µs after the first K tile;
+// bench/NOTES-prefix.md, sessions 11 and 33); a later row tile's by its warpgroup once the previous
+// row tile is done with Q. A partial warpgroup (fewer than 64 rows: a small group, or a group's
+// last rows) does the same where the map's request extent is q's own (q_partial): its box's rows
+// past its own are the next requests' queries, or zeros past q's end, and are computed but never
+// written (each row's softmax and output are its own). Otherwise (extent unknown, or g not
+// dividing 64) it gathers its rows with cp.async into the same swizzled layout, the padding rows
+// zero, then fence.proxy.async.
 //
 // K/V tile placement. The TMA box of tile t covers item tokens [b, b + BLOCK_N) with
 //   b = min(kv_begin + t · BLOCK_N, prefix_tokens − BLOCK_N),
@@ -204,10 +207,10 @@ __device__ __forceinline__ void Stamp(const PrefixAttentionParams& p, TimelineSl
 // ---- queries by TMA ----------------------------------------------------------------------------
 
 // Whether a warpgroup's Q rows [wg_row0, + wg_rows) of a group come by TMA: a map over q, all 64
-// rows real, and whole requests (wg_row0 a multiple of g).
+// rows real or the map's extent q's own (partial), and whole requests (wg_row0 a multiple of g).
 template <typename CFG>
-__device__ __forceinline__ bool QByTma(const CUtensorMap* tmap_q, int wg_row0, int wg_rows, int gqa) {
-  return tmap_q != nullptr && wg_rows == CFG::WG_ROWS && wg_row0 % gqa == 0;
+__device__ __forceinline__ bool QByTma(const CUtensorMap* tmap_q, bool partial, int wg_row0, int wg_rows, int gqa) {
+  return tmap_q != nullptr && (wg_rows == CFG::WG_ROWS || partial) && wg_row0 % gqa == 0;
 }
 // Issues those rows' boxes (one per 64-column panel: 64 columns × g heads × 64 / g requests, rows
 // in group order) into q_smem; they complete on full_q (one arrival + the bytes).
@@ -228,7 +231,7 @@ __device__ __forceinline__ void IssueQTma(const CUtensorMap* tmap_q, uint32_t q_
 // queries are issued by their consumers (LoadQTma), once the previous row tile is done with Q.
 template <typename CFG>
 __device__ __forceinline__ void IssueFirstQueries(const PrefixAttentionParams& p, const CUtensorMap* tmap_q,
-                                                  uint32_t smem, Ring<CFG> ring) {
+                                                  bool q_partial, uint32_t smem, Ring<CFG> ring) {
   if (tmap_q == nullptr || int(blockIdx.x) >= p.num_items) return;
   const PrefixWorkItem item = p.items[blockIdx.x];
   const PrefixGroup group = p.groups[item.group];
@@ -237,7 +240,7 @@ __device__ __forceinline__ void IssueFirstQueries(const PrefixAttentionParams& p
   for (int wg = 0; wg < CFG::CONSUMER_WGS; ++wg) {
     const int wg_row0 = item.row_begin + wg * CFG::WG_ROWS;
     const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);
-    if (wg_rows > 0 && QByTma<CFG>(tmap_q, wg_row0, wg_rows, gqa))
+    if (wg_rows > 0 && QByTma<CFG>(tmap_q, q_partial, wg_row0, wg_rows, gqa))
       IssueQTma<CFG>(tmap_q, smem + wg * CFG::Q_WG_BYTES, ring.FullQ(wg), wg_row0, group.first_request, item.kv_head,
                      gqa);
   }
@@ -282,12 +285,12 @@ __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p
 
 template <typename CFG>
 __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
-                                             const CUtensorMap* tmap_v, const CUtensorMap* tmap_q, uint32_t smem,
-                                             Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
+                                             const CUtensorMap* tmap_v, const CUtensorMap* tmap_q, bool q_partial,
+                                             uint32_t smem, Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
   PrefetchTensorMap(tmap_k);
   PrefetchTensorMap(tmap_v);
   Stamp(p, kProducerStart);
-  IssueFirstQueries<CFG>(p, tmap_q, smem, ring);
+  IssueFirstQueries<CFG>(p, tmap_q, q_partial, smem, ring);
   // An L2 eviction priority for the streamed K/V tiles (kNone: no hint; WgmmaLaunch::kv_evict).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
@@ -409,6 +412,7 @@ struct Consumer {
   const PrefixAttentionParams& p;
   const Ring<CFG> ring;
   const CUtensorMap* const tmap_q;  // the 3D map over q for LoadQTma; null: Q always by cp.async
+  const bool q_partial;             // partial warpgroups' rows by TMA too (QByTma)
   uint32_t q_phase = 0;             // parity of this warpgroup's next TMA load of Q
   bool first_q_by_producer = false; // the producer issues the first row tile's Q (IssueFirstQueries)
   const uint32_t smem, q_smem;
@@ -420,11 +424,12 @@ struct Consumer {
   uint32_t pa[CFG::N_STEPS][4];  // P as the A fragments of P·V
   float row_max[2], row_sum[2];  // running max (scaled, base 2) and this lane's partial sum
 
-  __device__ Consumer(const PrefixAttentionParams& params, Ring<CFG> r, const CUtensorMap* q_map, uint32_t smem_base,
-                      int warpgroup)
+  __device__ Consumer(const PrefixAttentionParams& params, Ring<CFG> r, const CUtensorMap* q_map, bool q_map_partial,
+                      uint32_t smem_base, int warpgroup)
       : p(params),
         ring(r),
         tmap_q(q_map),
+        q_partial(q_map_partial),
         smem(smem_base),
         q_smem(smem_base + warpgroup * CFG::Q_WG_BYTES),
         wg(warpgroup),
@@ -743,7 +748,7 @@ struct Consumer {
       int64_t state_rows[2];
       if (active) StateRows(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa, state_rows);
       if (active && walk.num_tiles > 0) {
-        if (QByTma<CFG>(tmap_q, wg_row0, wg_rows, gqa))
+        if (QByTma<CFG>(tmap_q, q_partial, wg_row0, wg_rows, gqa))
           LoadQTma<CFG>(tmap_q, q_smem, tid, barrier_id, ring.FullQ(wg), q_phase,
                         first_q_by_producer && row == item.row_begin, wg_row0, group.first_request, item.kv_head,
                         gqa);
@@ -785,6 +790,9 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
                                const __grid_constant__ CUtensorMap tmap_v, const __grid_constant__ CUtensorMap tmap_q,
                                const int q_tma, const int trigger_dependents, const int kv_evict) {
+  // q_tma: 0 every Q row by cp.async, 1 whole warpgroups' by TMA, 2 every warpgroup's (QByTma).
+  const CUtensorMap* const q_map = q_tma != 0 ? &tmap_q : nullptr;
+  const bool q_partial = q_tma == 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   if (threadIdx.x == 0) Stamp(params, kEntry);
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
@@ -796,7 +804,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x < 32) {
       if (threadIdx.x == 0)
-        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_tma != 0 ? &tmap_q : nullptr, smem, ring, trigger_dependents != 0,
+        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
                           static_cast<L2Evict>(kv_evict));
       __syncwarp();
       if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params);
@@ -810,7 +818,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
     if (q_tma != 0 && threadIdx.x % 128 == 0) PrefetchTensorMap(&tmap_q);
-    Consumer<CFG>(params, ring, q_tma != 0 ? &tmap_q : nullptr, smem, wg - 1).Run(trigger_dependents != 0);
+    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents != 0);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }
 }
@@ -822,6 +830,8 @@ struct WgmmaLaunch {
   // The 3D map over q for TMA loads of Q (LoadQTma), when q_tma; otherwise Q is gathered by cp.async.
   CUtensorMap tmap_q;
   bool q_tma = false;
+  // Warpgroups of fewer than 64 rows by TMA too (the map's extent is q's: QByTma).
+  bool q_tma_partial = false;
   int grid = 0;         // persistent CTAs (≤ items)
   int stages = 2;       // ring depth: 2, or > 2 for the deeper ring (3 at head_dim 128, 4 at 64)
   bool overlap = true;  // FA3 schedule (ping-pong + S/P·V overlap) or the plain one
@@ -842,7 +852,7 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? 1 : 0, l.trigger_dependents ? 1 : 0,
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? 1 : 0,
       static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }

@@ -21,7 +21,9 @@
 // plan|normal|first|last the L2 eviction priority (.L2::cache_hint, createpolicy) of the K/V tile
 // loads (plan, the default: evict-first where the plan says so, PrefixKvEvictFirst in
 // prefixd/kernels/prefix_l2_hint.h; otherwise no hint), PREFIXD_SM90A_Q_TMA=0|1 the query rows by
-// TMA (1, the default, wherever g divides 64) or gathered by cp.async (0), PREFIXD_SM90A_CONSUMERS=
+// TMA (1, the default, wherever g divides 64) or gathered by cp.async (0), PREFIXD_SM90A_Q_TMA_PARTIAL=
+// 0|1 those of warpgroups with fewer than 64 rows by TMA too (1, the default, where the caller gives
+// q's request count, PrefixAttentionParams::num_requests) or by cp.async (0), PREFIXD_SM90A_CONSUMERS=
 // auto|1|2 the consumer warpgroups per CTA (auto: one, the narrow CTA that leaves half the register
 // file to the decode kernel's CTAs, where every item has at most 64 rows; otherwise two; always two
 // at head_dim 256, where the narrow CTA would leave no room beside it).

@@ -20,6 +20,17 @@
 #           the query-row cases, the probe's timeline with and without, and the two variants
 #           interleaved per shape on the issue's fp16 grid and on unseen bf16 shapes.
 #           Run 3: CARRY=.carry/s33c
+# Runs 4-9 (HEAD's binaries, commit a03b45c, as .carry/s33d; the previous ones as .carry/s33head):
+#   run 4: CARRY=.carry/s33d OUT=$OUT/check bash bench/kernel/device-check.sh
+#   run 5: CARRY=.carry/s33d VARIANTS=default PLANNER_ENVS=- bash bench/kernel/s17-grid.sh
+#   run 6: SHAPES="--heads 32/32,32/8 -b 256 -p 32768 -s 256 --head-dim 64 --dtype fp16" (then bf16)
+#          CARRY_A=.carry/s33head CARRY=.carry/s33d bash bench/kernel/s19-ab.sh
+#   run 7: for r in 1 2 3: prefixd_kernel_bench --heads 32/32 -b 256 -p 32768 -s 256 --head-dim 64
+#          --dtype fp16,bf16 --no-baseline --no-graph -c 1 --variants default,PREFIXD_SM90A_Q_TMA_PARTIAL=0;
+#          then s19-ab.sh twice more on the fp16 shape
+#   run 8: 6 rounds of that shape (fp16) with --variants default,PREFIXD_SM90A_Q_TMA_PARTIAL=0,default
+#   run 9: 4 rounds of it, the new binary with --variants PREFIXD_SM90A_Q_TMA_PARTIAL=0,default,
+#          PREFIXD_SM90A_Q_TMA_PARTIAL=0 and the old one with --variants default,default,default
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s33-launch-items

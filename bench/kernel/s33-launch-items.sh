@@ -31,59 +31,66 @@
 #   run 8: 6 rounds of that shape (fp16) with --variants default,PREFIXD_SM90A_Q_TMA_PARTIAL=0,default
 #   run 9: 4 rounds of it, the new binary with --variants PREFIXD_SM90A_Q_TMA_PARTIAL=0,default,
 #          PREFIXD_SM90A_Q_TMA_PARTIAL=0 and the old one with --variants default,default,default
+# After the runs the repeated blocks became the functions below (same commands, not re-run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s33-launch-items
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 pack_logs() { tar -C "$OUT" -czf /tmp/s33-all.tgz --exclude=all.tgz . && mv /tmp/s33-all.tgz "$OUT/all.tgz"; }
 GRID="--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16"
+# The GPU tests matching $FILTER (PART 1's set by default) as 4 gtest shards side by side (the
+# float64 oracles run on the host), logs $OUT/tests.N.log, then the summary and the first failures.
+run_tests_sharded() {
+  for i in 0 1 2 3; do
+    GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 400 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter="${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*:*CudaPlanner*}" >"$OUT/tests.$i.log" 2>&1 &
+  done
+  wait
+  echo "tests: $(cat "$OUT"/tests.*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | tr '\n' ' ')"
+  cat "$OUT"/tests.*.log | grep -m3 -B4 '^\[  FAILED  \]'
+}
+
+# timeline_pair VAR TAG SHAPE...: the probe's per-CTA timeline of those shapes (HQO/HKV:B:P) with
+# VAR=1, then VAR=0 ($OUT/probe-TAG1.txt, probe-TAG0.txt).
+timeline_pair() {
+  local var=$1 tag=$2 shapes=() v
+  shift 2
+  for v in "$@"; do shapes+=(--shape "$v"); done
+  for v in 1 0; do
+    env "$var=$v" timeout 120 /tmp/b/prefixd_prefix_probe --kernel wgmma --timeline --iters 20 "${shapes[@]}" \
+      >"$OUT/probe-$tag$v.txt" 2>&1
+    echo "probe $var=$v rc=$?"
+    grep -E "^# timeline|Q loaded|first K tile|tiles done|exit" "$OUT/probe-$tag$v.txt" | head -24
+  done
+}
+# time_pair VAR UNSEEN_ARGS...: the default against VAR=0, interleaved per shape, on the grid and on
+# unseen bf16 shapes (P 3072 / 12288, S 64 / 384; heads and batches from UNSEEN_ARGS), and the sums.
+time_pair() {
+  local v="default,$1=0"
+  shift
+  RUN_TIMEOUT=280 run_variants grid "$v" $GRID
+  run_variants unseen "$v" "$@" -p 3072,12288 -s 64,384 --dtype bf16
+  python3 bench/kernel/variant_diff.py "$OUT/grid.csv" "$OUT/unseen.csv"
+}
 
 case "${PART:-1}" in
 1)
   run_gpu_tests "${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*:*CudaPlanner*}"
   grep -m1 -B4 '^\[  FAILED  \]' "$OUT/tests.log"
-  for v in 1 0; do
-    PREFIXD_SM90A_LAUNCH_ITEMS=$v timeout 120 /tmp/b/prefixd_prefix_probe --kernel wgmma --timeline --iters 20 \
-      --shape 32/32:16:8192 --shape 32/32:64:8192 --shape 32/8:16:32768 --shape 32/8:256:8192 >"$OUT/probe-$v.txt" 2>&1
-    echo "probe launch_items=$v rc=$?"
-    grep -E "^# timeline|first K tile|tiles done|exit" "$OUT/probe-$v.txt" | head -24
-  done
-  V="default,PREFIXD_SM90A_LAUNCH_ITEMS=0"
-  RUN_TIMEOUT=280 run_variants grid "$V" $GRID
-  run_variants unseen "$V" --heads 16/16,32/4,64/8 -b 24,96 -p 3072,12288 -s 64,384 --dtype bf16
-  python3 bench/kernel/variant_diff.py "$OUT/grid.csv" "$OUT/unseen.csv"
+  timeline_pair PREFIXD_SM90A_LAUNCH_ITEMS "" 32/32:16:8192 32/32:64:8192 32/8:16:32768 32/8:256:8192
+  time_pair PREFIXD_SM90A_LAUNCH_ITEMS --heads 16/16,32/4,64/8 -b 24,96
   SHOW_LINES=${SHOW_LINES:-45} show_variants grid
   ;;
 2)
-  for i in 0 1 2 3; do
-    GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 400 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-      --gtest_filter="${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*:*CudaPlanner*}" >"$OUT/tests.$i.log" 2>&1 &
-  done
-  wait
-  echo "tests: $(cat "$OUT"/tests.*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | tr '\n' ' ')"
-  cat "$OUT"/tests.*.log | grep -m3 -B4 '^\[  FAILED  \]'
+  run_tests_sharded
   mkdir -p /tmp/a && tar -C /tmp/a -xJf "${CARRY_A:?}/bins.tar.xz"
   OUT=$OUT SHAPES="$GRID" CARRY_A=$CARRY_A CARRY=$CARRY bash bench/kernel/s19-ab.sh
   ;;
 3)
-  for i in 0 1 2 3; do
-    GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 400 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-      --gtest_filter="${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*:*CudaPlanner*}" >"$OUT/tests.$i.log" 2>&1 &
-  done
-  wait
-  echo "tests: $(cat "$OUT"/tests.*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | tr '\n' ' ')"
-  cat "$OUT"/tests.*.log | grep -m3 -B4 '^\[  FAILED  \]'
+  run_tests_sharded
   run_sanitizers "*wgmma_QueryRows*:*wgmma_wg1_QueryRows*:*wgmma_ctas3_wg1_QueryRows*:*wgmma_PoisonSingleRow*"
-  for v in 1 0; do
-    PREFIXD_SM90A_Q_TMA_PARTIAL=$v timeout 120 /tmp/b/prefixd_prefix_probe --kernel wgmma --timeline --iters 20 \
-      --shape 32/32:16:8192 --shape 32/32:16:32768 --shape 32/32:8:8192 --shape 32/8:8:32768 >"$OUT/probe-q$v.txt" 2>&1
-    echo "probe q_tma_partial=$v rc=$?"
-    grep -E "^# timeline|Q loaded|first K tile|exit" "$OUT/probe-q$v.txt" | head -24
-  done
-  V="default,PREFIXD_SM90A_Q_TMA_PARTIAL=0"
-  RUN_TIMEOUT=280 run_variants grid "$V" $GRID
-  run_variants unseen "$V" --heads 16/16,32/32,32/16 -b 8,24,40 -p 3072,12288 -s 64,384 --dtype bf16
-  python3 bench/kernel/variant_diff.py "$OUT/grid.csv" "$OUT/unseen.csv"
+  timeline_pair PREFIXD_SM90A_Q_TMA_PARTIAL q 32/32:16:8192 32/32:16:32768 32/32:8:8192 32/8:8:32768
+  time_pair PREFIXD_SM90A_Q_TMA_PARTIAL --heads 16/16,32/32,32/16 -b 8,24,40
   ;;
 esac
 pack_logs

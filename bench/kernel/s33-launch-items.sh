@@ -31,6 +31,9 @@
 #   run 8: 6 rounds of that shape (fp16) with --variants default,PREFIXD_SM90A_Q_TMA_PARTIAL=0,default
 #   run 9: 4 rounds of it, the new binary with --variants PREFIXD_SM90A_Q_TMA_PARTIAL=0,default,
 #          PREFIXD_SM90A_Q_TMA_PARTIAL=0 and the old one with --variants default,default,default
+#   run 10: 2 rounds of PREFIXD_SM90A_Q_TMA_PARTIAL=1, then 0: prefixd_prefix_probe --kernel wgmma
+#          --timeline --iters 20 --shape 16/16:8:3072:128:bf16 --shape 32/16:8:3072:128:bf16
+#          --shape 16/16:8:12288:128:bf16 --shape 32/32:16:8192
 # After the runs the repeated blocks became the functions below (same commands, not re-run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."

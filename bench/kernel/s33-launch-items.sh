@@ -34,6 +34,8 @@
 #   run 10: 2 rounds of PREFIXD_SM90A_Q_TMA_PARTIAL=1, then 0: prefixd_prefix_probe --kernel wgmma
 #          --timeline --iters 20 --shape 16/16:8:3072:128:bf16 --shape 32/16:8:3072:128:bf16
 #          --shape 16/16:8:12288:128:bf16 --shape 32/32:16:8192
+#   run 11: CARRY=.carry/s33d PHASE=1 bash bench/kernel/s24-calibrate.sh (the cost model's
+#          calibration grid, heads 32/32 and 32/8; bench/NOTES-planner.md, session 33)
 # After the runs the repeated blocks became the functions below (same commands, not re-run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."

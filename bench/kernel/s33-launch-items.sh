@@ -36,6 +36,10 @@
 #          --shape 16/16:8:12288:128:bf16 --shape 32/32:16:8192
 #   run 11: CARRY=.carry/s33d PHASE=1 bash bench/kernel/s24-calibrate.sh (the cost model's
 #          calibration grid, heads 32/32 and 32/8; bench/NOTES-planner.md, session 33)
+#   run 12 (the review mend: the Q map re-encoded in place for a new batch size; .carry/s33e):
+#          prefixd_gpu_tests --gtest_filter='PrefixAttentionQueryMap*', then in 4 shards
+#          --gtest_filter='*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*:*CudaPlanner*:*DecodePipeline*',
+#          then compute-sanitizer --tool memcheck on 'PrefixAttentionQueryMap*:*wgmma_QueryRows_g1*'
 # After the runs the repeated blocks became the functions below (same commands, not re-run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -240,6 +240,36 @@ std::vector<KernelCase> Cases() {
 INSTANTIATE_TEST_SUITE_P(Kernels, PrefixAttentionKernelTest, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<KernelCase>& info) { return info.param.Name(); });
 
+// One query buffer, two batch sizes in a row (a serving loop's steps): the Q map's request extent
+// is the batch's (partial warpgroups' boxes are zero-filled past it), so the second launch must not
+// reuse the first one's map. A smaller batch first: a stale extent would zero-fill real queries of
+// the larger one, and the oracle would see it.
+TEST(PrefixAttentionQueryMap, OneQueryBufferFollowsTheBatchSize) {
+  PREFIXD_REQUIRE_GPU();
+  if (!(sm90a::Built() && sm90a::DeviceReady()))
+    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()
+                 << "; it needs a compute capability 9.0 GPU)";
+  ScopedEnv env;
+  env.Set("PREFIXD_PREFIX_KERNEL", "wgmma");
+  env.Unset("PREFIXD_SM90A_Q_TMA");
+  env.Unset("PREFIXD_SM90A_Q_TMA_PARTIAL");
+  Scenario small;
+  small.name = "QueryMapSmall";
+  small.num_kv_heads = 2;
+  small.gqa = 1;
+  small.groups = {{300, 5, {0, 300}}};  // 5 rows per KV head: a partial warpgroup
+  Scenario large = small;
+  large.name = "QueryMapLarge";
+  large.groups = {{300, 40, {0, 150, 300}}};  // 40 requests: rows 5-39 past the small map's extent
+  DeviceBuffer q(size_t(40) * 2 * 128 * sizeof(uint16_t));  // the larger batch's [B][H_qo][D]
+  for (const Scenario* sc : {&small, &large, &small}) {
+    SCOPED_TRACE(sc->name);
+    PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
+    CheckPrefixAttention(*sc, &ran, q.get());
+    EXPECT_EQ(ran, PrefixKernelPath::kWgmma);
+  }
+}
+
 // Selection rules; no GPU needed (without one, wgmma never applies).
 TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
   PrefixAttentionParams p;

@@ -251,7 +251,9 @@ inline double ScoreStd(const Scenario& sc, const Problem& pr) {
 // Builds the scenario, launches PrefixAttention once (whichever kernel SelectPrefixKernel picks
 // under the current environment; reported through `ran`) and checks every state against the
 // float64 oracle, untouched spare slots, and exact empty states. The caller checks for a GPU.
-inline void CheckPrefixAttention(const Scenario& sc, PrefixKernelPath* ran = nullptr) {
+// shared_q (optional): a device buffer of at least the problem's q bytes that the queries are
+// copied into and read from, so that two calls can use one query buffer of different batch sizes.
+inline void CheckPrefixAttention(const Scenario& sc, PrefixKernelPath* ran = nullptr, void* shared_q = nullptr) {
   const uint64_t seed = test::TestSeed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set PREFIXD_TEST_SEED to replay)");
   std::mt19937_64 rng(seed);
@@ -280,6 +282,10 @@ inline void CheckPrefixAttention(const Scenario& sc, PrefixKernelPath* ran = nul
   p.token_stride = shape.TokenStride();
   p.page_size = shape.page_size;
   p.q = q.get();
+  if (shared_q != nullptr) {
+    PREFIXD_CUDA_CHECK(cudaMemcpy(shared_q, pr.q.data(), pr.q.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    p.q = shared_q;
+  }
   p.num_requests = pr.num_requests;  // partial warpgroups' queries by TMA too (PREFIXD_SM90A_Q_TMA_PARTIAL)
   p.num_qo_heads = pr.num_qo_heads;
   p.num_kv_heads = sc.num_kv_heads;

@@ -123,9 +123,9 @@ struct MapKey {
   DType dtype;
   int c;
   int64_t requests = 0;
-  bool operator==(const MapKey& o) const {
-    return kind == o.kind && base == o.base && a == o.a && b == o.b && dtype == o.dtype && c == o.c &&
-           requests == o.requests;
+  // The same map but for the request extent: a query buffer's batch size changes from step to step.
+  bool SameBuffer(const MapKey& o) const {
+    return kind == o.kind && base == o.base && a == o.a && b == o.b && dtype == o.dtype && c == o.c;
   }
 };
 struct MapEntry {
@@ -133,16 +133,25 @@ struct MapEntry {
   CUtensorMap map;
 };
 
+CUtensorMap EncodeKeyedMap(const MapKey& key) {
+  return key.kind == 0 ? EncodeKvMap(key.base, key.a, key.b, key.dtype, key.c)
+                       : EncodeQMap(key.base, int(key.a), int(key.b), key.c, key.dtype, key.requests);
+}
+
 CUtensorMap CachedMap(const MapKey& key) {
   static std::mutex mutex;
   static std::vector<MapEntry> cache;
   constexpr size_t kMaxEntries = 1024;  // 2-4 maps × layers × pools, + query buffers; cleared when full
   std::lock_guard<std::mutex> lock(mutex);
-  for (const MapEntry& e : cache)
-    if (e.key == key) return e.map;
+  for (MapEntry& e : cache) {
+    if (!e.key.SameBuffer(key)) continue;
+    // A new batch size re-encodes the buffer's entry in place (one host encode), so that a serving
+    // loop's changing batches neither grow the cache nor lengthen this scan.
+    if (e.key.requests != key.requests) e = {key, EncodeKeyedMap(key)};
+    return e.map;
+  }
   if (cache.size() >= kMaxEntries) cache.clear();
-  cache.push_back({key, key.kind == 0 ? EncodeKvMap(key.base, key.a, key.b, key.dtype, key.c)
-                                      : EncodeQMap(key.base, int(key.a), int(key.b), key.c, key.dtype, key.requests)});
+  cache.push_back({key, EncodeKeyedMap(key)});
   return cache.back().map;
 }
 

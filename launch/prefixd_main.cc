@@ -49,13 +49,6 @@ struct Defaults {
 constexpr Defaults kGpuDefaults{131072, 64, 32, 32, 8, 32, 32, 8, 128, 8192};
 constexpr Defaults kCpuDefaults{2048, 8, 8, 4, 2, 2, 8, 2, 64, 256};
 
-std::string Gib(double bytes) {
-  char buf[32];
-  if (bytes >= double(int64_t(1) << 30)) std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / double(int64_t(1) << 30));
-  else std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / double(1 << 20));
-  return buf;
-}
-
 // How a question is named in messages: its workload line, or its index in the embedded workload.
 std::string QuestionName(const coordinator::WorkloadQuestion& q, int index) {
   return q.line > 0 ? "question (line " + std::to_string(q.line) + ")" : "question " + std::to_string(index);
@@ -201,21 +194,13 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.worker.pool.Validate();  // the shape's own errors first (BytesPerPage multiplies its fields)
   const coordinator::KvPoolRoom room = coordinator::FindKvPoolRoom(MPI_COMM_WORLD, rank_device, eo.worker.pool);
   if (eo.worker.pool.num_pages > room.pages) {  // never on the CPU backend (room.pages: INT64_MAX)
-    const int64_t page_bytes = eo.worker.pool.BytesPerPage();
-    const std::string want = std::to_string(eo.worker.pool.num_pages) + " KV pages per rank (" +
-                             Gib(double(page_bytes) * eo.worker.pool.num_pages) + ")";
-    const std::string have = "the fullest rank's GPU has " + Gib(double(room.free_bytes)) + " free, of which " +
-                             Gib(double(room.reserved_bytes)) + " stay for workspaces and NCCL: room for " +
-                             std::to_string(room.pages) + " pages of " + Gib(double(page_bytes)) + " (K and V of " +
-                             std::to_string(page_size) + " tokens in " + std::to_string(eo.worker.pool.num_layers) +
-                             " layers)";
-    if (!auto_pages) PREFIXD_THROW(ErrorKind::kOutOfMemory, "--pages-per-rank asks for " << want << ", but " << have);
-    if (room.pages < 1) PREFIXD_THROW(ErrorKind::kOutOfMemory, "the workload asks for " << want << ", but " << have);
+    const std::string shortfall = coordinator::KvPoolShortfall(eo.worker.pool, room);
+    if (!auto_pages) PREFIXD_THROW(ErrorKind::kOutOfMemory, "--pages-per-rank asks for " << shortfall);
+    if (room.pages < 1) PREFIXD_THROW(ErrorKind::kOutOfMemory, "the workload asks for " << shortfall);
     if (rank == 0)
-      std::printf("# KV pool capped: sized from the workload (with headroom) it would take %s, but %s; questions "
-                  "whose document then finds no room are refused (more ranks, fewer layers or shorter documents "
-                  "fit)\n",
-                  want.c_str(), have.c_str());
+      std::printf("# KV pool capped: sized from the workload (with headroom) it would take %s; questions whose "
+                  "document then finds no room are refused (more ranks, fewer layers or shorter documents fit)\n",
+                  shortfall.c_str());
     eo.worker.pool.num_pages = int(room.pages);
   }
   eo.worker.num_qo_heads = Opt<int>(args, "qo-heads", def.qo_heads);
@@ -245,7 +230,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                 worker::StateReductionName(eo.worker.reduction), chunks);
     std::printf("# model: %d layers, %d/%d heads, head_dim %d, %s, page %d; KV pool %d pages/rank (%s/rank)\n",
                 pool.num_layers, eo.worker.num_qo_heads, pool.num_kv_heads, pool.head_dim,
-                kernels::DTypeName(pool.dtype), pool.page_size, pool.num_pages, Gib(page_bytes * pool.num_pages).c_str());
+                kernels::DTypeName(pool.dtype), pool.page_size, pool.num_pages,
+                coordinator::FormatBytes(page_bytes * pool.num_pages).c_str());
     std::printf("# workload: %s (%zu documents, %zu questions, %lld tokens to decode)\n", workload.description.c_str(),
                 workload.documents.size(), workload.questions.size(), (long long)workload.total_decode_tokens());
     std::fflush(stdout);
@@ -406,9 +392,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
     for (size_t r = 0; r < peak.size(); ++r)
       std::printf("# memory rank %zu (peak): KV pool %s, prefix shards %d pages (%s), suffixes %d pages (%s), "
                   "workspace %s\n",
-                  r, Gib(double(peak[r].pool_bytes)).c_str(), peak[r].pages_prefix,
-                  Gib(page_bytes * peak[r].pages_prefix).c_str(), peak[r].pages_suffix,
-                  Gib(page_bytes * peak[r].pages_suffix).c_str(), Gib(double(peak[r].workspace_bytes)).c_str());
+                  r, coordinator::FormatBytes(double(peak[r].pool_bytes)).c_str(), peak[r].pages_prefix,
+                  coordinator::FormatBytes(page_bytes * peak[r].pages_prefix).c_str(), peak[r].pages_suffix,
+                  coordinator::FormatBytes(page_bytes * peak[r].pages_suffix).c_str(), coordinator::FormatBytes(double(peak[r].workspace_bytes)).c_str());
     if (checks_done > 0)
       std::printf("# check: %d of %d sampled outputs within %.1e of the single-rank unshared computation "
                   "(worst %.3g): %s\n",

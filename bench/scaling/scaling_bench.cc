@@ -269,12 +269,7 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
   if (!c.host_only) {
     const coordinator::KvPoolRoom room = coordinator::FindKvPoolRoom(sub, device, eo.worker.pool);
     if (eo.worker.pool.num_pages > room.pages) {
-      std::ostringstream why;
-      why << "does not fit: " << eo.worker.pool.num_pages << " KV pages per GPU ("
-          << double(eo.worker.pool.num_pages) * double(eo.worker.pool.BytesPerPage()) / double(int64_t(1) << 30)
-          << " GiB), room for " << room.pages << " (" << double(room.free_bytes) / double(int64_t(1) << 30)
-          << " GiB free on the fullest GPU)";
-      row.does_not_fit = why.str();
+      row.does_not_fit = "does not fit: " + coordinator::KvPoolShortfall(eo.worker.pool, room);
       PREFIXD_MPI_CHECK(MPI_Comm_free(&sub));
       return row;
     }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "prefixd/comm/mpi_check.h"
@@ -57,6 +59,22 @@ KvPoolRoom FindKvPoolRoom(MPI_Comm comm, const RankDevice& device, const kernels
   room.free_bytes = all[3 * fullest + 1];
   room.reserved_bytes = std::min(all[3 * fullest + 2], room.free_bytes);
   return room;
+}
+
+std::string FormatBytes(double bytes) {
+  char buf[32];
+  if (bytes >= double(int64_t(1) << 30)) std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / double(int64_t(1) << 30));
+  else std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / double(1 << 20));
+  return buf;
+}
+
+std::string KvPoolShortfall(const kernels::KvPoolShape& pool, const KvPoolRoom& room) {
+  const double page_bytes = double(pool.BytesPerPage());
+  return std::to_string(pool.num_pages) + " KV pages per rank (" + FormatBytes(page_bytes * pool.num_pages) +
+         "), but the fullest rank's GPU has " + FormatBytes(double(room.free_bytes)) + " free, of which " +
+         FormatBytes(double(room.reserved_bytes)) + " stay for workspaces and NCCL: room for " +
+         std::to_string(room.pages) + " pages of " + FormatBytes(page_bytes) + " (K and V of " +
+         std::to_string(pool.page_size) + " tokens in " + std::to_string(pool.num_layers) + " layers)";
 }
 
 std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, const RankDevice& device, MPI_Comm control,

@@ -39,5 +39,25 @@ TEST(KvPoolRoom, PagesThatFitLeaveTheReserve) {
   EXPECT_THROW(PagesThatFit(free_bytes, total, 0), Error);
 }
 
+TEST(KvPoolRoom, ShortfallNamesWhatWasAskedAndWhatFits) {
+  // 40 pages of 2 MiB asked for; the fullest GPU has 1.5 GiB free, 1 GiB of it reserved: room for 256.
+  kernels::KvPoolShape pool;
+  pool.num_layers = 32;
+  pool.num_kv_heads = 8;
+  pool.head_dim = 128;
+  pool.page_size = 16;
+  pool.dtype = kernels::DType::kBFloat16;
+  pool.num_pages = 40000;
+  KvPoolRoom room;
+  room.pages = 256;
+  room.free_bytes = 3 * kGiB / 2;
+  room.reserved_bytes = kGiB;
+  EXPECT_EQ(KvPoolShortfall(pool, room),
+            "40000 KV pages per rank (78.12 GiB), but the fullest rank's GPU has 1.50 GiB free, of which 1.00 GiB "
+            "stay for workspaces and NCCL: room for 256 pages of 2.00 MiB (K and V of 16 tokens in 32 layers)");
+  EXPECT_EQ(FormatBytes(double(kGiB)), "1.00 GiB");
+  EXPECT_EQ(FormatBytes(512.0 * 1024), "0.50 MiB");
+}
+
 }  // namespace
 }  // namespace prefixd::coordinator

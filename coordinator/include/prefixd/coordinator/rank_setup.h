@@ -41,6 +41,12 @@ struct KvPoolRoom {
   int64_t reserved_bytes = 0;  // of which kept beside the pool (ReservedDeviceBytes)
 };
 KvPoolRoom FindKvPoolRoom(MPI_Comm comm, const RankDevice& device, const kernels::KvPoolShape& pool);
+// Why a pool of `pool`'s shape and num_pages does not fit in `room`, for an error or a notice: "N KV
+// pages per rank (X GiB), but the fullest rank's GPU has F GiB free, of which R stay for
+// workspaces and NCCL: room for P pages of S (K and V of T tokens in L layers)".
+std::string KvPoolShortfall(const kernels::KvPoolShape& pool, const KvPoolRoom& room);
+// Bytes as "1.50 GiB" (from 1 GiB) or "12.00 MiB".
+std::string FormatBytes(double bytes);
 
 // The Engine over `control` (collective), with chunks − 1 extra pipeline backends (and one split
 // backend per chunk when options.worker.split_own_rows is set). NCCL's

@@ -7,6 +7,10 @@
 #           be wrong): the most that "each item waits only for its own prefix chunks" could gain.
 #           Variants interleaved per shape: =0 first (it takes the first-variant slow mode, session
 #           33), then =1, then default; the issue's fp16 grid and unseen bf16 shapes.
+#           Run 1: CARRY=.carry/s34a (HEAD 25fd641 with kernel/results/s34/wait-diag.patch applied;
+#           the diagnostic was removed after the run).
+# Run 2 (no PART; the probe alone, HEAD's prefixd_param_probe as .carry/s34b/probe.tar.xz):
+#   for r in 1 2; do prefixd_param_probe --iters 50; done
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s34-wait

@@ -12,6 +12,17 @@ namespace {
 
 constexpr int64_t kGiB = int64_t(1) << 30;
 
+// A pool of 2 MiB pages: 32 layers, 8 KV heads, head_dim 128, bf16, 16 tokens per page.
+kernels::KvPoolShape TwoMibPages() {
+  kernels::KvPoolShape pool;
+  pool.num_layers = 32;
+  pool.num_kv_heads = 8;
+  pool.head_dim = 128;
+  pool.page_size = 16;
+  pool.dtype = kernels::DType::kBFloat16;
+  return pool;
+}
+
 TEST(KvPoolRoom, ReserveIsTwoGibOrFivePercent) {
   EXPECT_EQ(ReservedDeviceBytes(16 * kGiB), 2 * kGiB);    // 5% would be 0.8 GiB
   EXPECT_EQ(ReservedDeviceBytes(80 * kGiB), 4 * kGiB);    // an H100
@@ -20,12 +31,7 @@ TEST(KvPoolRoom, ReserveIsTwoGibOrFivePercent) {
 
 TEST(KvPoolRoom, PagesThatFitLeaveTheReserve) {
   // The H100 of session 30: 78.66 GiB free of 79.6, 2 MiB pages (32 layers, 8 KV heads, D 128, bf16).
-  kernels::KvPoolShape pool;
-  pool.num_layers = 32;
-  pool.num_kv_heads = 8;
-  pool.head_dim = 128;
-  pool.page_size = 16;
-  pool.dtype = kernels::DType::kBFloat16;
+  kernels::KvPoolShape pool = TwoMibPages();
   EXPECT_EQ(pool.BytesPerPage(), int64_t(2) << 20);
   pool.num_pages = 7;
   EXPECT_EQ(pool.BytesPerPage() * 7, 2 * pool.BytesPerArray());  // K and V arrays of 7 pages
@@ -41,12 +47,7 @@ TEST(KvPoolRoom, PagesThatFitLeaveTheReserve) {
 
 TEST(KvPoolRoom, ShortfallNamesWhatWasAskedAndWhatFits) {
   // 40 pages of 2 MiB asked for; the fullest GPU has 1.5 GiB free, 1 GiB of it reserved: room for 256.
-  kernels::KvPoolShape pool;
-  pool.num_layers = 32;
-  pool.num_kv_heads = 8;
-  pool.head_dim = 128;
-  pool.page_size = 16;
-  pool.dtype = kernels::DType::kBFloat16;
+  kernels::KvPoolShape pool = TwoMibPages();
   pool.num_pages = 40000;
   KvPoolRoom room;
   room.pages = 256;

@@ -44,7 +44,7 @@ void Coordinator::CheckTokens(const std::vector<int32_t>& tokens, const std::str
                            << ")");
 }
 
-std::vector<ShardPlacement> Coordinator::Place(int32_t prefix_id, int32_t num_tokens, const PrefixHint* hint) {
+std::vector<ShardPlacement> Coordinator::Place(int32_t num_tokens, const PrefixHint* hint) {
   const int n = config_.num_ranks, ps = config_.page_size;
   std::vector<int> ranks;
   std::vector<int32_t> sizes;
@@ -104,7 +104,7 @@ std::vector<ShardPlacement> Coordinator::Place(int32_t prefix_id, int32_t num_to
           if (t.num_tokens > 0) pages_[t.rank].ReleaseRun(t.first_page, int(CeilDiv(t.num_tokens, ps)));
         if (e.kind() != ErrorKind::kOutOfMemory) throw;
         PREFIXD_THROW(ErrorKind::kOutOfMemory,
-                      "prefix " << prefix_id << " (" << num_tokens << " tokens): its shard of " << s.num_tokens
+                      "a new prefix of " << num_tokens << " tokens: its shard of " << s.num_tokens
                                 << " tokens needs " << pages << " contiguous KV pages on rank " << s.rank << ", which has "
                                 << pages_[s.rank].num_free() << " free pages (" << shards.size()
                                 << " shards were placed and have been released)");
@@ -127,7 +127,7 @@ int32_t Coordinator::AddPrefix(const std::vector<int32_t>& tokens, const PrefixH
   }
   // Place before registering so that a refusal leaves the registry untouched.
   const int32_t num_tokens = int32_t(tokens.size());
-  std::vector<ShardPlacement> shards = Place(-1, num_tokens, hint);
+  std::vector<ShardPlacement> shards = Place(num_tokens, hint);
   const int32_t id = registry_.Insert(tokens);
   PrefixRecord rec;
   rec.id = id;

@@ -83,7 +83,8 @@ TEST(Coordinator, AdmissionErrorsNameTheCulpritAndChangeNothing) {
   EXPECT_PREFIXD_ERROR(c.AddRequest(RequestSpec{p, {1}, 3, 7}), ErrorKind::kInvalidArgument, "owner rank 7");
   EXPECT_PREFIXD_ERROR(c.AddRequest(RequestSpec{p, {1}, 16 * 21, -1}), ErrorKind::kOutOfMemory, "whole pool");
   EXPECT_PREFIXD_ERROR(c.AddRequest(RequestSpec{p, {1}, 16 * 15, -1}), ErrorKind::kOutOfMemory, "free KV pages");
-  EXPECT_PREFIXD_ERROR(c.AddPrefix(Tokens(rng, 16 * 40)), ErrorKind::kOutOfMemory, "contiguous KV pages");
+  EXPECT_PREFIXD_ERROR(c.AddPrefix(Tokens(rng, 16 * 40)), ErrorKind::kOutOfMemory,
+                       "a new prefix of 640 tokens: its shard of 320 tokens needs 20 contiguous KV pages");
   EXPECT_PREFIXD_ERROR(c.AddPrefix({}), ErrorKind::kInvalidArgument, "at least one token");
   EXPECT_PREFIXD_ERROR(c.AddPrefix({3, -1}), ErrorKind::kInvalidArgument, "token 1 is -1");
   PrefixHint hint;

@@ -105,7 +105,8 @@ class Coordinator {
   void RequestTokens(int32_t request_id, std::vector<int32_t>* prefix, std::vector<int32_t>* suffix) const;
 
  private:
-  std::vector<worker::ShardPlacement> Place(int32_t prefix_id, int32_t num_tokens, const PrefixHint* hint);
+  // Shards for a new prefix of num_tokens (it has no id until placed: a refusal registers nothing).
+  std::vector<worker::ShardPlacement> Place(int32_t num_tokens, const PrefixHint* hint);
   void RemoveRequestNow(int32_t request_id, bool keep_record);
   void MaybeFreePrefix(int32_t prefix_id);
   void CheckTokens(const std::vector<int32_t>& tokens, const std::string& what) const;

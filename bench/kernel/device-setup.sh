@@ -1,11 +1,17 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (s17-*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1) and sets B to the kernel benchmark; then defines the helpers below
-# (run_gpu_tests, run_sanitizers, run_variants, show_variants).
+# (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_variants).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
 B=/tmp/b/prefixd_kernel_bench
+SETUP_TAG=$1
+# pack_logs: every log under $OUT as one tarball, $OUT/all.tgz (the device hands back a limited
+# number of files).
+pack_logs() {
+  tar -C "$OUT" -czf "/tmp/$SETUP_TAG-all.tgz" --exclude=all.tgz . && mv "/tmp/$SETUP_TAG-all.tgz" "$OUT/all.tgz"
+}
 # run_gpu_tests FILTER: the carried GPU tests whose names match FILTER (brief log: $OUT/tests.log),
 # then one summary line; nothing when the tarball holds no test binary.
 run_gpu_tests() {

@@ -49,8 +49,6 @@ cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 
-# Every log as one tarball ($OUT/all.tgz): the device hands back a limited number of files.
-pack_logs() { tar -C "$OUT" -czf /tmp/s31-all.tgz --exclude=all.tgz . && mv /tmp/s31-all.tgz "$OUT/all.tgz"; }
 # The whole GPU suite and compute-sanitizer as launch/gpu-check.sh runs them (sharded), on the
 # carried binaries; its summary.
 gpu_check() {

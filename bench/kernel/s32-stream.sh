@@ -22,8 +22,6 @@ cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s32-stream
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 
-# Every log as one tarball ($OUT/all.tgz): the device hands back a limited number of files.
-pack_logs() { tar -C "$OUT" -czf /tmp/s32-all.tgz --exclude=all.tgz . && mv /tmp/s32-all.tgz "$OUT/all.tgz"; }
 STREAM_TESTS="*DecodeStream*:*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
 
 case "${PART:-1}" in

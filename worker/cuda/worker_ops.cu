@@ -88,11 +88,16 @@ __global__ void UnpackStatesKernel(const float* __restrict__ packed, const float
   }
 }
 
-// One warp per (own row, head): the n contributions' LSEs (lane k holds state k, 32 at a time),
-// their max and weights, then the weighted v sum, W floats per lane over head_dim (W = 4 where
-// every row is 16-byte aligned). Sources as in UnpackStatesKernel; the arithmetic of
-// kernels::MergeStates.
-template <int W>
+// One warp per (own row, head). Each lane holds one of the n contributions (32 at a time): its
+// source index, its LSE and, once the max is known, its weight; the weighted v sum then takes
+// each contribution's source and weight from that lane by shuffle, so the n v rows are loaded
+// independently (unrolled), not behind a serial chain of index → LSE loads per contribution (the
+// first version, which re-read both per contribution and per v unit: 5.5-6.3 µs per call at 4-8
+// GPUs in the step's trace, bench/scaling/README.md, session 15). W floats per lane over head_dim
+// (W = 4 where every row is 16-byte aligned), in PARTS = ceil(head_dim / W / 32) units per lane.
+// Sources as in UnpackStates; the arithmetic of kernels::MergeStates (max LSE first, then the
+// weighted sum; an empty or negligible state, whose weight is 0, is never read).
+template <int W, int PARTS>
 __global__ void MergeExchangedStatesKernel(const float* __restrict__ packed, const float* __restrict__ v_local,
                                            const float* __restrict__ s_local, const int32_t* __restrict__ idx, int n,
                                            int rows, int heads, int head_dim, float* __restrict__ v_out,
@@ -104,21 +109,27 @@ __global__ void MergeExchangedStatesKernel(const float* __restrict__ packed, con
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
   using Vec = std::conditional_t<W == 4, float4, float>;
+  constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x % 32;
   const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   if (warp >= int64_t(rows) * heads) return;
   const int j = int(warp / heads), h = int(warp % heads);
   const int64_t vw = int64_t(heads) * head_dim, row = vw + heads;
-  auto s_of = [&](int32_t i) {
+  // This lane's contribution k = k0 + lane: its source (−1 past n: the empty state) and LSE.
+  auto source = [&](int k0) { return k0 + lane < n ? idx[int64_t(k0 + lane) * rows + j] : -1; };
+  auto lse = [&](int32_t i) {
     return i == -1 ? -INFINITY : i >= 0 ? packed[i * row + vw + h] : s_local[int64_t(-2 - i) * heads + h];
   };
-  float m = -INFINITY;
-  for (int k0 = 0; k0 < n; k0 += 32) {
-    float x = k0 + lane < n ? s_of(idx[int64_t(k0 + lane) * rows + j]) : -INFINITY;
+  auto warp_max = [&](float x) {
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-    m = fmaxf(m, x);
-  }
+    for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(kAll, x, o));
+    return x;
+  };
+  // Contributions 0-31 stay in registers; more (n > 32: more than 32 ranks) are read again below.
+  const int32_t first_i = source(0);
+  const float first_s = lse(first_i);
+  float m = warp_max(first_s);
+  for (int k0 = 32; k0 < n; k0 += 32) m = fmaxf(m, warp_max(lse(source(k0))));
   float* vo = v_out + warp * head_dim;
   const int units = head_dim / W;
   if (m == -INFINITY) {
@@ -126,26 +137,46 @@ __global__ void MergeExchangedStatesKernel(const float* __restrict__ packed, con
     if (lane == 0) s_out[warp] = -INFINITY;
     return;
   }
-  float sum_w = 0.f;
-  for (int k = 0; k < n; ++k) sum_w += exp2f(s_of(idx[int64_t(k) * rows + j]) - m);  // empty: 2^−inf = 0
-  const float inv = 1.f / sum_w;
-  for (int u = lane; u < units; u += 32) {
-    float acc[W] = {};
-    for (int k = 0; k < n; ++k) {
-      const int32_t i = idx[int64_t(k) * rows + j];
-      const float w = exp2f(s_of(i) - m);
-      if (w == 0.f) continue;  // the empty state (or a negligible one): its v is never read
-      const float* vi = i >= 0 ? packed + i * row + int64_t(h) * head_dim : v_local + int64_t(-2 - i) * vw + int64_t(h) * head_dim;
-      const Vec x = reinterpret_cast<const Vec*>(vi)[u];
-      const float* xs = reinterpret_cast<const float*>(&x);
+  float sum_w = 0.f;  // this lane's contributions' weights; summed over the warp at the end
+  Vec acc[PARTS] = {};  // units lane, lane + 32, ...
+  for (int k0 = 0; k0 < n; k0 += 32) {
+    const int32_t i = k0 == 0 ? first_i : source(k0);
+    const float w = exp2f((k0 == 0 ? first_s : lse(i)) - m);  // the empty state: 2^−inf = 0
+    sum_w += w;
+    // Lane-local row base of this contribution's head h (null where its weight is 0).
+    const float* base = w == 0.f                 ? nullptr
+                        : i >= 0                 ? packed + i * row + int64_t(h) * head_dim
+                                                 : v_local + int64_t(-2 - i) * vw + int64_t(h) * head_dim;
+    const int count = min(32, n - k0);
+#pragma unroll 4
+    for (int c = 0; c < count; ++c) {
+      const float wc = __shfl_sync(kAll, w, c);
+      const float* vc = reinterpret_cast<const float*>(__shfl_sync(kAll, reinterpret_cast<uintptr_t>(base), c));
+      if (wc == 0.f) continue;  // warp-uniform
 #pragma unroll
-      for (int e = 0; e < W; ++e) acc[e] += w * xs[e];
+      for (int part = 0; part < PARTS; ++part) {
+        const int u = lane + 32 * part;
+        if (u < units) {
+          const Vec x = reinterpret_cast<const Vec*>(vc)[u];
+          const float* xs = reinterpret_cast<const float*>(&x);
+          float* as = reinterpret_cast<float*>(&acc[part]);
+#pragma unroll
+          for (int e = 0; e < W; ++e) as[e] += wc * xs[e];
+        }
+      }
     }
-    Vec out;
-    float* os = reinterpret_cast<float*>(&out);
+  }
 #pragma unroll
-    for (int e = 0; e < W; ++e) os[e] = acc[e] * inv;
-    reinterpret_cast<Vec*>(vo)[u] = out;
+  for (int o = 16; o > 0; o /= 2) sum_w += __shfl_xor_sync(kAll, sum_w, o);
+  const float inv = 1.f / sum_w;
+#pragma unroll
+  for (int part = 0; part < PARTS; ++part) {
+    const int u = lane + 32 * part;
+    if (u >= units) continue;
+    float* as = reinterpret_cast<float*>(&acc[part]);
+#pragma unroll
+    for (int e = 0; e < W; ++e) as[e] *= inv;
+    reinterpret_cast<Vec*>(vo)[u] = acc[part];
   }
   if (lane == 0) s_out[warp] = m + log2f(sum_w);
 }
@@ -192,6 +223,22 @@ __global__ void TreeFinishStatesKernel(const float* __restrict__ sums, const flo
 
 cudaStream_t S(void* stream) { return static_cast<cudaStream_t>(stream); }
 
+// MergeExchangedStatesKernel<W, PARTS> for this head_dim: the fewest parts of 32 units that cover it.
+template <int W>
+void LaunchMergeExchangedStates(cudaStream_t stream, int blocks, const float* packed, const float* v_local,
+                                const float* s_local, const int32_t* idx, int n, int rows, int heads, int head_dim,
+                                float* v_out, float* s_out) {
+  const int parts = (head_dim / W + 31) / 32;
+  auto launch = [&](auto kernel) {
+    kernel<<<blocks, kThreads, 0, stream>>>(packed, v_local, s_local, idx, n, rows, heads, head_dim, v_out, s_out);
+  };
+  if (parts <= 1) launch(MergeExchangedStatesKernel<W, 1>);
+  else if (parts <= 2) launch(MergeExchangedStatesKernel<W, 2>);
+  else if (parts <= 4) launch(MergeExchangedStatesKernel<W, 4>);
+  else if (parts <= 8) launch(MergeExchangedStatesKernel<W, 8>);
+  else PREFIXD_CHECK_ARG(false, "MergeExchangedStates: head_dim " << head_dim << " is over " << 256 * W);
+}
+
 }  // namespace
 
 void GatherRows(void* stream, void* dst, const void* remote, const void* local, const int32_t* idx, int rows,
@@ -236,13 +283,8 @@ void MergeExchangedStates(void* stream, const float* packed, const float* v_loca
   const int64_t threads = int64_t(rows) * heads * 32;
   const int blocks = int((threads + kThreads - 1) / kThreads);
   const bool vec = head_dim % 4 == 0 && heads % 4 == 0 && Aligned16(packed) && Aligned16(v_local) && Aligned16(v_out);
-  if (vec) {
-    MergeExchangedStatesKernel<4><<<blocks, kThreads, 0, S(stream)>>>(packed, v_local, s_local, idx, n, rows, heads,
-                                                                      head_dim, v_out, s_out);
-  } else {
-    MergeExchangedStatesKernel<1><<<blocks, kThreads, 0, S(stream)>>>(packed, v_local, s_local, idx, n, rows, heads,
-                                                                      head_dim, v_out, s_out);
-  }
+  (vec ? LaunchMergeExchangedStates<4> : LaunchMergeExchangedStates<1>)(S(stream), blocks, packed, v_local, s_local,
+                                                                       idx, n, rows, heads, head_dim, v_out, s_out);
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 

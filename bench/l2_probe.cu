@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/tool_main.h"
 
 namespace {
 
@@ -313,9 +314,5 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  return Run(argc, argv);
-} catch (const std::exception& e) {  // a CUDA error (PREFIXD_CUDA_CHECK): report it, exit 1
-  std::fprintf(stderr, "prefixd_l2_probe: %s\n", e.what());
-  return 1;
-}
+// A CUDA error (PREFIXD_CUDA_CHECK) is reported and exits 1.
+int main(int argc, char** argv) { return prefixd::RunToolMain("prefixd_l2_probe", Run, argc, argv, 1); }

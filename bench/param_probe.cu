@@ -22,6 +22,7 @@
 #include "bench/kernel/bench_cuda.h"
 #include "prefixd/common/cuda_check.h"
 #include "prefixd/common/error.h"
+#include "prefixd/common/tool_main.h"
 
 namespace {
 
@@ -108,11 +109,4 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "prefixd_param_probe: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return prefixd::RunToolMain("prefixd_param_probe", Run, argc, argv); }

@@ -44,6 +44,7 @@
 #include "kernels/cuda/prefix_attention.cuh"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
+#include "prefixd/common/tool_main.h"
 #include "prefixd/kernels/state.h"
 
 namespace prefixd::kernels::cuda {
@@ -564,10 +565,5 @@ int Main(int argc, char** argv) {
 }  // namespace prefixd::kernels::cuda
 
 int main(int argc, char** argv) {
-  try {
-    return prefixd::kernels::cuda::Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 1;
-  }
+  return prefixd::RunToolMain("prefixd_prefix_probe", prefixd::kernels::cuda::Main, argc, argv, 1);
 }

@@ -35,6 +35,7 @@
 #include <cxxopts.hpp>
 
 #include "prefixd/common/error.h"
+#include "prefixd/common/tool_main.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/plan.h"
@@ -1188,13 +1189,5 @@ int Main(int argc, char** argv) {
 }  // namespace prefixd::bench
 
 int main(int argc, char** argv) {
-  try {
-    return prefixd::bench::Main(argc, argv);
-  } catch (const prefixd::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 3;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "prefixd_kernel_bench: %s\n", e.what());
-    return 3;
-  }
+  return prefixd::RunToolMain("prefixd_kernel_bench", prefixd::bench::Main, argc, argv, 3);
 }

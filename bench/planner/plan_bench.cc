@@ -14,6 +14,7 @@
 #include <cxxopts.hpp>
 
 #include "prefixd/common/error.h"
+#include "prefixd/common/tool_main.h"
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/plan.h"
 
@@ -105,11 +106,4 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "prefixd_plan_bench: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return prefixd::RunToolMain("prefixd_plan_bench", Run, argc, argv); }

@@ -23,6 +23,7 @@
 
 #include "bench/kernel/bench_cuda.h"
 #include "prefixd/common/error.h"
+#include "prefixd/common/tool_main.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/worker/worker_ops.h"
 
@@ -155,11 +156,4 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "prefixd_merge_bench: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return prefixd::RunToolMain("prefixd_merge_bench", Run, argc, argv); }

@@ -1,12 +1,14 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (s17-*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
-# $OUT (default: /tmp/$1) and sets B to the kernel benchmark; then defines the helpers below
-# (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_variants).
+# $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
+# helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_variants).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
 B=/tmp/b/prefixd_kernel_bench
 SETUP_TAG=$1
+# The device the numbers come from, first in every log (name, top SM clock, memory).
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 # pack_logs: every log under $OUT as one tarball, $OUT/all.tgz (the device hands back a limited
 # number of files).
 pack_logs() {

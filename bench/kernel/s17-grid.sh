@@ -11,7 +11,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s17-grid
 VARIANTS=${VARIANTS:-default}
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 if [ -z "${SKIP_GRID:-}" ]; then
   timeout 300 $B --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16,bf16 --no-baseline -c 1 \
     --variants "$VARIANTS" --csv "$OUT/grid.csv" >"$OUT/grid.txt" 2>&1

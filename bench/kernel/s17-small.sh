@@ -12,7 +12,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s17-small
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 for part in ${PARTS:-s32 p1024}; do
   case $part in
     s32) shapes="--heads 32/8,32/32 -b 16,64,256 -p 1024,8192,32768 -s 32" ;;

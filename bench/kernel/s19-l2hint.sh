@@ -10,7 +10,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s19-l2hint
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 if [ -z "${SKIP_TESTS:-}" ]; then
   timeout 200 /tmp/b/prefixd_gpu_tests --gtest_filter="${TESTS:-*Prefix*:*CudaDecodeVariant*:*Cascade*}" >"$OUT/tests.log" 2>&1
   echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/tests.log" | tr '\n' ' ')"

@@ -11,7 +11,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s20-pipeline
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 run_gpu_tests "${FILTER:-*DecodePipeline*:*NextWave*:*CudaCascade*:*CudaCoresDecode*:*Graph*}"
 V=${V:-default,PREFIXD_DECODE_PIPELINE=deep}
 run() {  # name, bench arguments...

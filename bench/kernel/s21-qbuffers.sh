@@ -11,7 +11,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s21-qbuffers
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 run_gpu_tests "${FILTER:-*PrefixAttention*:*CudaCascade*:*Fused*:*Graph*}"
 if [ -x /tmp/b/prefixd_gpu_tests ]; then
   SAN_FILTER=${SAN_FILTER:-'*QueryRowTiles*:*qbuf1*ManyItems_d128_fp16*'}

@@ -19,7 +19,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s22-narrow
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 run_gpu_tests "${FILTER:-*_wg1_*:*_wg2_*:*BadSettings*:*CudaCascade*:*Graph*}"
 grep -E "^\[  FAILED  \]" "$OUT/tests.log" | head -5
 V=${V:-default,PREFIXD_SM90A_CONSUMERS=2}  # run 7: V=default,PREFIXD_SM90A_TILE_SHARING=0

@@ -25,7 +25,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s24-calibrate
 PHASE=${PHASE:?set PHASE to 1, 2, 3 or 4}
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 GRID="-b 8,16,32,64,128,256 -p 128,256,512,1024,8192,32768 -s 32,64,256,512 --dtype fp16 -c 1"
 if [ "$PHASE" = 1 ] || [ "$PHASE" = 2 ]; then
   heads=32/32,32/8; [ "$PHASE" = 2 ] && heads=64/8

@@ -10,7 +10,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s24-tilerows
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 [ -n "${FILTER:-}" ] && { run_gpu_tests "$FILTER"; grep -E "^\[  FAILED  \]" "$OUT/tests.log" | head -5; }
 V=${V:-default,PREFIXD_PREFIX_TILE_ROWS=64}
 run() {  # name, bench arguments...

@@ -35,7 +35,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s30-h100
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 case "${PART:-1}" in
 1)
   PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 PREFIXD_TIMEOUT_TESTS=300 \

@@ -47,7 +47,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s31-narrow
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 
 # The whole GPU suite and compute-sanitizer as launch/gpu-check.sh runs them (sharded), on the
 # carried binaries; its summary.

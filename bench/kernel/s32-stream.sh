@@ -20,7 +20,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s32-stream
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 
 STREAM_TESTS="*DecodeStream*:*DecodePipeline*:*NextWave*:*CudaCoresDecode*"
 

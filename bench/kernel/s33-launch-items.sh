@@ -44,7 +44,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s33-launch-items
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 GRID="--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16"
 # The GPU tests matching $FILTER (PART 1's set by default) as 4 gtest shards side by side (the
 # float64 oracles run on the host), logs $OUT/tests.N.log, then the summary and the first failures.

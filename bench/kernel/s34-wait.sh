@@ -14,7 +14,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s34-wait
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 GRID="--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16"
 
 case "${PART:-1}" in

@@ -33,7 +33,9 @@ std::string CaseName(const testing::TestParamInfo<MergeCase>& info) {
          std::to_string(c.head_dim);
 }
 
-// A device buffer of the backend, filled from (or read back to) a host vector.
+// A device buffer of the backend, filled from (or read back to) a host vector. Through the Backend
+// interface, not prefix_test_cases.h's DeviceBuffer (CUDA runtime), so that this file also builds
+// (and skips) where nvcc is absent, like the other backend-level GPU tests.
 template <typename T>
 class DeviceArray {
  public:

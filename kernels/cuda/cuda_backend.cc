@@ -405,10 +405,6 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     for (int32_t r = 0; r < given.num_requests; ++r) unfused.merge_requests[size_t(r)] = r;
   }
   const CascadePlan& plan = unfuse ? unfused : given;
-  const int g = plan.gqa_group_size();
-  PREFIXD_CHECK_ARG(DecodeAttentionSupportsGroupSize(g),
-                    "LoadPlan: GQA group size " << g << " (H_qo " << plan.num_qo_heads << " / H_kv " << plan.num_kv_heads
-                                                << ") is not supported by the CUDA backend (1, 2, 4, 8)");
   // Prefix items may have more rows than the kernel's M tile (PrefixAttentionTileRows depends on
   // head_dim, DefaultPlanOptions does not know it): the kernel walks such an item tile by tile.
   const int64_t state_floats = int64_t(plan.num_slots()) * plan.num_qo_heads * plan.head_dim;
@@ -431,7 +427,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   // Fused cascade: the per-CTA work lists, when the fused kernel can run this plan (cuda_backend.h).
   bool fused = fused_ && concurrent_decode_sms_ == 0 && FusedCascadeReady() &&
                (plan.head_dim == 64 || plan.head_dim == 128) &&
-               FusedCascadeSupportsShape(plan.head_dim, DType::kFloat16, plan.page_size, g);
+               FusedCascadeSupportsShape(plan.head_dim, DType::kFloat16, plan.page_size, plan.gqa_group_size());
   for (int64_t i = 0; fused && i < nd; ++i) fused = plan.decode_items[i].kv_begin % 16 == 0;
   FusedSchedule schedules[3];
   if (fused) {

@@ -25,11 +25,12 @@ void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStr
 namespace {
 
 // One CTA per SM looping over items (max_sms): the streaming kernel (its TMA variant where asked
-// for and applicable), unless turned off.
+// for and applicable), unless turned off. Both serve the compiled group sizes only: another g runs
+// the one-item-at-a-time kernel.
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream) {
   if constexpr (HEAD_DIM <= 128) {  // the streaming kernels exist up to head_dim 128
-    if (p.max_sms > 0 && p.stream_items) {
+    if (p.max_sms > 0 && p.stream_items && p.group_size == GQA) {
       if (p.stream_tma && DecodeStreamTmaApplies(p)) return DecodeStreamTma(p, stream);
       return decode::LaunchDecodeAttentionMmaStream<T, HEAD_DIM, GQA>(p, stream);
     }
@@ -37,9 +38,11 @@ void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream)
   decode::LaunchDecodeAttentionMma<T, HEAD_DIM, GQA>(p, stream);  // also loops over items (max_sms)
 }
 
+// The compiled group size that serves g (DecodeSlicing; the launch's group_size and group_slices
+// are set).
 template <typename T, int HEAD_DIM>
 void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
-  switch (p.num_qo_heads / p.num_kv_heads) {
+  switch (DecodeSlicing(p.group_size).rows) {
     case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
     case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
     case 4:
@@ -53,9 +56,7 @@ void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
       }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
   }
-  PREFIXD_THROW(ErrorKind::kUnsupported, "DecodeAttention: GQA group size "
-                                             << p.num_qo_heads / p.num_kv_heads
-                                             << " is not compiled (supported: 1, 2, 4, 8)");
+  PREFIXD_THROW(ErrorKind::kInternal, "DecodeAttention: no kernel serves GQA group size " << p.group_size);
 }
 
 template <typename T>
@@ -74,7 +75,7 @@ void DispatchHeadDim(const DecodeAttentionParams& p, cudaStream_t stream) {
 // The tensor-core kernel where it is built and pays (prefixd/kernels/decode_kernel_choice.h), unless
 // the CUDA-core kernel is forced.
 bool DecodeUsesTensorCores(const DecodeAttentionParams& p) {
-  const int g = p.num_kv_heads > 0 ? p.num_qo_heads / p.num_kv_heads : 0;
+  const int g = p.num_kv_heads > 0 ? p.num_qo_heads / p.num_kv_heads : 0;  // served as DecodeSlicing says
   return p.kernel != DecodeKernel::kCudaCores &&
          TensorCoreDecodeApplies(g, p.head_dim, p.max_item_tokens, p.kernel == DecodeKernel::kTensorCores);
 }
@@ -88,8 +89,6 @@ bool DecodeShallowPipeline(const DecodeAttentionParams& p, int step_tokens, int 
   }
   return p.max_item_tokens > 0 && p.max_item_tokens <= (stages - 1) * step_tokens;
 }
-
-bool DecodeAttentionSupportsGroupSize(int g) { return g == 1 || g == 2 || g == 4 || g == 8; }
 
 namespace decode {
 SmemLimits DecodeSmemLimits() {
@@ -116,8 +115,11 @@ void DecodeAttention(const DecodeAttentionParams& p, cudaStream_t stream) {
                                                      << p.num_kv_heads);
   PREFIXD_CHECK_ARG(p.page_size > 0, "DecodeAttention: page_size must be positive");
   if (p.num_items == 0) return;
-  if (p.dtype == DType::kFloat16) return DispatchHeadDim<__half>(p, stream);
-  return DispatchHeadDim<__nv_bfloat16>(p, stream);
+  DecodeAttentionParams launch = p;
+  launch.group_size = p.num_qo_heads / p.num_kv_heads;
+  launch.group_slices = DecodeSlicing(launch.group_size).slices;
+  if (p.dtype == DType::kFloat16) return DispatchHeadDim<__half>(launch, stream);
+  return DispatchHeadDim<__nv_bfloat16>(launch, stream);
 }
 
 }  // namespace prefixd::kernels::cuda

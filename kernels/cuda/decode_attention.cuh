@@ -139,19 +139,21 @@ __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREA
     const DecodeWorkItem item = p.items[index];
     const int group = threadIdx.x / TPR;
     const int lane = threadIdx.x % TPR;  // this thread's 8 elements: [lane · 8, lane · 8 + 8)
-    const int first_head = item.kv_head * GQA;
+    const GroupHeads heads = ItemHeads<GQA>(p, item.kv_head);
     const int2 bases = ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
     const int page_base = bases.x;
     const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
     const NextWaveItem next_wave = LoadNextWaveItem(p, index);
 
-    // Queries of the GQA group, pre-scaled by sm_scale · log2(e) so scores are base-2 logits.
+    // Queries of the GQA group, pre-scaled by sm_scale · log2(e) so scores are base-2 logits; rows
+    // past the group's heads (ItemHeads) zero.
     float q[GQA][kVec];
   #pragma unroll
     for (int j = 0; j < GQA; ++j) {
-      const int64_t row = int64_t(item.request) * p.num_qo_heads + first_head + j;
-      const uint4 raw =
-          *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + row * HEAD_DIM + lane * kVec);
+      const int64_t row = int64_t(item.request) * p.num_qo_heads + heads.first + j;
+      const uint4 raw = j < heads.rows
+                            ? *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + row * HEAD_DIM + lane * kVec)
+                            : make_uint4(0u, 0u, 0u, 0u);
       Unpack8<T>(raw, q[j]);
   #pragma unroll
       for (int e = 0; e < kVec; ++e) q[j][e] *= p.sm_scale_log2;
@@ -204,7 +206,7 @@ __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREA
     lookup(0);
   #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
-    PrefetchPrefixStates<HEAD_DIM, GQA, THREADS>(p, item, bases.y);
+    PrefetchPrefixStates<HEAD_DIM, THREADS>(p, item, heads, bases.y);
 
     for (int step = 0; step < num_steps; ++step) {
       issue(step + STAGES - 1);  // refills the stage this thread finished reading last step
@@ -269,8 +271,8 @@ __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREA
       }
     }
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, THREADS, DecodeSmemBytes<HEAD_DIM, GQA, STAGES, THREADS>()>(p, item, bases.y,
-                                                                                               smem);
+    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, THREADS, DecodeSmemBytes<HEAD_DIM, GQA, STAGES, THREADS>()>(
+        p, item, heads, bases.y, smem);
   });
 }
 

@@ -4,7 +4,9 @@
 // [kv_begin, kv_end) of that request's pages. The CTA computes the partial states of the KV head's
 // g = num_qo_heads / num_kv_heads query heads (the GQA group shares every K/V byte it loads) and
 // writes them (fp32, base-2 LSE) to slot state_indptr[request] + item.slot_offset of partial_v /
-// partial_s. An empty token range writes the empty state (0, −inf).
+// partial_s. An empty token range writes the empty state (0, −inf). Any g ≥ 1 is served: on the
+// kernel compiled for the next group size, a group of more than 8 heads by several CTAs per item
+// (prefixd/kernels/decode_kernel_choice.h, DecodeSlicing).
 //
 // A finishing item (item.finish = 1, plan.h) instead ⊕-merges its state with the request's prefix-
 // chunk states, slots [state_indptr[request], + slot_offset), which the prefix kernel wrote earlier
@@ -122,6 +124,10 @@ struct DecodeAttentionParams {
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;
   DecodePipeline pipeline = DecodePipeline::kByItemLength;
+  // Set by DecodeAttention (callers leave them): g = num_qo_heads / num_kv_heads, and the CTAs per
+  // item that serve it (DecodeSlicing(g).slices, the grid's y extent; each takes group_rows heads).
+  int group_size = 0;
+  int group_slices = 1;
   // One CTA per item over several waves: each CTA pulls the page-table line and query rows of the
   // item one wave of resident CTAs later into L2 (NextWaveItem, decode_attention_epilogue.cuh), so
   // that the CTA which runs it finds its dependent start (item → page table → K/V, each a DRAM
@@ -139,11 +145,8 @@ bool DecodeShallowPipeline(const DecodeAttentionParams& params, int step_tokens,
 // CUDA cores), the one with a streaming variant up to head_dim 128.
 bool DecodeUsesTensorCores(const DecodeAttentionParams& params);
 
-// GQA group sizes (num_qo_heads / num_kv_heads) the kernel is compiled for.
-bool DecodeAttentionSupportsGroupSize(int gqa_group_size);
-
 // Asynchronous on `stream`; no allocation, no host synchronisation. Throws kUnsupported for a
-// head_dim / dtype / GQA group size without an instantiation.
+// head_dim / dtype without an instantiation.
 void DecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream);
 
 }  // namespace prefixd::kernels::cuda

@@ -46,6 +46,22 @@ __device__ __forceinline__ void CopyAsync16Policy(uint32_t dst, const void* src,
                "r"(src_bytes), "l"(policy));
 }
 
+// The query heads a CTA computes for a work item: GQA rows from head `first`. Where g is the
+// compiled size, all GQA heads of the item's KV head; otherwise (DecodeSlicing) the CTA's slice
+// (blockIdx.y) of the group, whose `rows` ≤ GQA are heads: the rows past them are computed on zero
+// queries and never written. group_size 0 (not set) means the compiled size.
+struct GroupHeads {
+  int first = 0;
+  int rows = 0;
+};
+
+template <int GQA>
+__device__ __forceinline__ GroupHeads ItemHeads(const DecodeAttentionParams& p, int kv_head) {
+  if (p.group_size <= 0 || p.group_size == GQA) return {kv_head * GQA, GQA};
+  const int row0 = int(blockIdx.y) * GQA;
+  return {kv_head * p.group_size + row0, min(GQA, p.group_size - row0)};
+}
+
 // {page_indptr[request], state_indptr[request]} of item `index` (DecodeAttentionParams::item_bases).
 __device__ __forceinline__ int2 ItemBases(const DecodeAttentionParams& p, const DecodeWorkItem& item, int index) {
   if (p.item_bases != nullptr) return p.item_bases[index];
@@ -66,17 +82,17 @@ __device__ __forceinline__ void ForEachDecodeItem(const DecodeAttentionParams& p
 // L2 (evict-last), spread over the CTA's threads. A prefetch is only a hint: issued before the
 // prefix grid has finished writing them (programmatic launch), it still cannot return stale
 // data, since L2 is where the writes land (nothing is brought into L1).
-template <int HEAD_DIM, int GQA, int THREADS>
+template <int HEAD_DIM, int THREADS>
 __device__ __forceinline__ void PrefetchPrefixStates(const DecodeAttentionParams& p, const DecodeWorkItem& item,
-                                                     int run_begin) {
+                                                     GroupHeads heads, int run_begin) {
   if (!item.finish || !p.prefetch_prefix_states) return;
-  constexpr int LINE_FLOATS = 32;                                       // 128-byte lines
-  constexpr int V_LINES = (GQA * HEAD_DIM + LINE_FLOATS - 1) / LINE_FLOATS;  // per chunk (contiguous)
-  const int64_t first = int64_t(run_begin) * p.num_qo_heads + item.kv_head * GQA;
-  for (int idx = threadIdx.x; idx < item.slot_offset * (V_LINES + 1); idx += THREADS) {
-    const int c = idx / (V_LINES + 1), line = idx % (V_LINES + 1);
+  constexpr int LINE_FLOATS = 32;                                                 // 128-byte lines
+  const int v_lines = (heads.rows * HEAD_DIM + LINE_FLOATS - 1) / LINE_FLOATS;  // per chunk (contiguous)
+  const int64_t first = int64_t(run_begin) * p.num_qo_heads + heads.first;
+  for (int idx = threadIdx.x; idx < item.slot_offset * (v_lines + 1); idx += THREADS) {
+    const int c = idx / (v_lines + 1), line = idx % (v_lines + 1);
     const int64_t state = first + int64_t(c) * p.num_qo_heads;
-    const float* addr = line < V_LINES ? p.partial_v + state * HEAD_DIM + line * LINE_FLOATS : p.partial_s + state;
+    const float* addr = line < v_lines ? p.partial_v + state * HEAD_DIM + line * LINE_FLOATS : p.partial_s + state;
     asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(addr));
   }
 }
@@ -107,11 +123,11 @@ template <typename T, int HEAD_DIM, int GQA>
 __device__ __forceinline__ void PrefetchNextWave(const DecodeAttentionParams& p, const NextWaveItem& n) {
   if (n.request < 0) return;
   if (n.page_base >= 0) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p.page_indices + n.page_base + n.kv_begin / p.page_size));
+  const GroupHeads heads = ItemHeads<GQA>(p, n.kv_head);
   const char* q = reinterpret_cast<const char*>(static_cast<const T*>(p.q) +
-                                                (int64_t(n.request) * p.num_qo_heads + n.kv_head * GQA) * HEAD_DIM);
-  constexpr int kQueryBytes = GQA * HEAD_DIM * int(sizeof(T));
-#pragma unroll
-  for (int at = 0; at < kQueryBytes; at += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(q + at));
+                                                (int64_t(n.request) * p.num_qo_heads + heads.first) * HEAD_DIM);
+  const int query_bytes = heads.rows * HEAD_DIM * int(sizeof(T));
+  for (int at = 0; at < query_bytes; at += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(q + at));
 }
 
 template <typename T>
@@ -163,14 +179,15 @@ __device__ __forceinline__ void StageAsyncWaitAll() {
 // smem: the kernel's dynamic shared memory of SMEM_BYTES (EpilogueSmemBytes), starting with the
 // parts' states: acc [NPART][GQA][HEAD_DIM], m [NPART][GQA], l [NPART][GQA] (fp32). Everything
 // after PartStateBytes is free (the K/V stages are drained) and stages prefix chunks.
-// run_begin: state_indptr[item.request] (ItemBases).
+// run_begin: state_indptr[item.request] (ItemBases); heads: the CTA's query heads (ItemHeads), of
+// which only rows [0, heads.rows) are read from or written to global memory.
 // SMEM_BYTES = 0: nothing after the parts' states is free (the streaming kernel's K/V ring stays in
 // flight there): the prefix chunks' states are read straight from global memory (L2), a few chunks'
 // loads in flight at a time, instead of staged with cp.async (whose wait would also wait for the
 // ring's copies).
 template <typename T, int HEAD_DIM, int GQA, int NPART, int THREADS, int SMEM_BYTES>
 __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p, const DecodeWorkItem& item,
-                                                 int run_begin, uint8_t* smem) {
+                                                 GroupHeads heads, int run_begin, uint8_t* smem) {
   constexpr int D4 = HEAD_DIM / 4;
   constexpr int OUT4 = GQA * D4;  // float4s of the group's output
   constexpr int PER_THREAD = (OUT4 + THREADS - 1) / THREADS;
@@ -181,7 +198,8 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
   const float* part_acc = reinterpret_cast<const float*>(smem);
   const float* part_m = part_acc + NPART * GQA * HEAD_DIM;
   const float* part_l = part_m + NPART * GQA;
-  const int first_head = item.kv_head * GQA;
+  const int first_head = heads.first;
+  const int out4 = heads.rows * D4;  // float4s that are heads' outputs (the first ones)
 
   // The item's own state per float4 of the output: ⊕ of the parts, normalised.
   float s_own[PER_THREAD];
@@ -191,7 +209,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
     const int idx = threadIdx.x + i * THREADS;
     s_own[i] = -INFINITY;
     v_own[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+    if (idx >= out4) continue;  // past the heads (or OUT4)
     const int j = idx / D4, d4 = idx % D4;
     float m_all = -INFINITY;
 #pragma unroll
@@ -220,7 +238,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       const int idx = threadIdx.x + i * THREADS;
-      if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+      if (idx >= out4) continue;  // past the heads (or OUT4)
       const int j = idx / D4, d4 = idx % D4;
       reinterpret_cast<float4*>(p.partial_v + (slot_state + j) * HEAD_DIM)[d4] = v_own[i];
       if (d4 == 0) p.partial_s[slot_state + j] = s_own[i];
@@ -262,7 +280,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       const int idx = threadIdx.x + i * THREADS;
-      if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+      if (idx >= out4) continue;  // past the heads (or OUT4)
       const int j = idx / D4;
       for (int c0 = 0; c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
         float s[CHUNKS_PER_PASS];
@@ -286,10 +304,12 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
     const int chunks = min(CHUNKS_PER_PASS, num_prefix - c0);
     for (int idx = threadIdx.x; idx < chunks * OUT4; idx += THREADS) {
       const int c = idx / OUT4, rest = idx % OUT4;
+      if (rest >= out4) continue;  // not a head of this item
       StageAsync16(stage_v + 4 * idx, p.partial_v + (prefix_state + int64_t(c0 + c) * p.num_qo_heads) * HEAD_DIM + 4 * rest);
     }
     for (int idx = threadIdx.x; idx < chunks * GQA; idx += THREADS) {
       const int c = idx / GQA, j = idx % GQA;
+      if (j >= heads.rows) continue;
       StageAsync4(stage_s + idx, p.partial_s + prefix_state + int64_t(c0 + c) * p.num_qo_heads + j);
     }
     StageAsyncWaitAll();
@@ -297,7 +317,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       const int idx = threadIdx.x + i * THREADS;
-      if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+      if (idx >= out4) continue;  // past the heads (or OUT4)
       const int j = idx / D4;
       for (int c = 0; c < chunks; ++c)
         accumulate(i, stage_s[c * GQA + j], reinterpret_cast<const float4*>(stage_v)[c * OUT4 + idx]);
@@ -309,7 +329,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 #pragma unroll
   for (int i = 0; i < PER_THREAD; ++i) {
     const int idx = threadIdx.x + i * THREADS;
-    if (OUT4 % THREADS != 0 && idx >= OUT4) continue;
+    if (idx >= out4) continue;  // past the heads (or OUT4)
     const int j = idx / D4, d4 = idx % D4;
     const bool empty = run_w[i] == 0.f;  // every state empty: (0, −inf), never NaN
     const float4 v = empty ? make_float4(0.f, 0.f, 0.f, 0.f) : Scale4(run_acc[i], 1.f / run_w[i]);
@@ -328,8 +348,8 @@ struct SmemLimits {
 SmemLimits DecodeSmemLimits();
 
 // Launches KERNEL<<<grid, threads, smem, stream>>>(p): one CTA per item, or at most p.max_sms CTAs
-// with one per SM; as a programmatic dependent launch when p.overlap_prefix (DecodeAttentionParams
-// says why that is safe). Above 48 KiB the kernel's dynamic shared-memory limit is raised to the
+// with one per SM, times p.group_slices along y (ItemHeads); as a programmatic dependent launch when
+// p.overlap_prefix (DecodeAttentionParams says why that is safe). Above 48 KiB the kernel's dynamic shared-memory limit is raised to the
 // device's maximum, once per kernel and device.
 template <auto KERNEL>
 void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams& p, cudaStream_t stream) {
@@ -344,12 +364,13 @@ void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams
   }
   DecodeAttentionParams launch = p;
   launch.next_wave_items = 0;
-  if (p.max_sms == 0 && p.prefetch_next_wave) {
+  // The CTA one wave later runs item index + resident only in a grid without slices.
+  if (p.max_sms == 0 && p.prefetch_next_wave && p.group_slices == 1) {
     const int resident = ResidentCtasOnce<KERNEL>(threads, smem);
     if (grid > resident) launch.next_wave_items = resident;
   }
-  LaunchMaybeProgrammatic(KERNEL, dim3(unsigned(grid)), dim3(unsigned(threads)), size_t(smem), stream,
-                          p.overlap_prefix, launch);
+  LaunchMaybeProgrammatic(KERNEL, dim3(unsigned(grid), unsigned(std::max(1, p.group_slices))), dim3(unsigned(threads)),
+                          size_t(smem), stream, p.overlap_prefix, launch);
 }
 
 }  // namespace decode

@@ -68,20 +68,20 @@ struct MmaWarpState {
   }
 };
 
-// Q as the A operand, straight from global memory: row quad_row (< g) at columns quad_col and
-// quad_col + 8 of each k-step; the padding rows (8..15, and g..7) are zeros, kept in the fragment
-// (a1, a3) so that no mma needs zeros moved into place.
-template <typename T, int HEAD_DIM, int GQA>
-__device__ __forceinline__ void LoadMmaQueries(const DecodeAttentionParams& p, const DecodeWorkItem& item, int lane,
-                                               uint32_t (&q_frag)[HEAD_DIM / 16][4]) {
+// Q as the A operand, straight from global memory: row quad_row (< heads.rows ≤ g) at columns
+// quad_col and quad_col + 8 of each k-step; the padding rows (8..15, and heads.rows..7) are zeros,
+// kept in the fragment (a1, a3) so that no mma needs zeros moved into place.
+template <typename T, int HEAD_DIM>
+__device__ __forceinline__ void LoadMmaQueries(const DecodeAttentionParams& p, const DecodeWorkItem& item,
+                                               GroupHeads heads, int lane, uint32_t (&q_frag)[HEAD_DIM / 16][4]) {
   const int quad_row = lane / 4, quad_col = 2 * (lane % 4);
-  const T* q_row = static_cast<const T*>(p.q) +
-                   (int64_t(item.request) * p.num_qo_heads + item.kv_head * GQA + quad_row) * HEAD_DIM;
+  const bool head = quad_row < heads.rows;
+  const T* q_row = static_cast<const T*>(p.q) + (int64_t(item.request) * p.num_qo_heads + heads.first + quad_row) * HEAD_DIM;
 #pragma unroll
   for (int ks = 0; ks < HEAD_DIM / 16; ++ks) {
-    q_frag[ks][0] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
+    q_frag[ks][0] = head ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
     q_frag[ks][1] = 0u;
-    q_frag[ks][2] = quad_row < GQA ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
+    q_frag[ks][2] = head ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
     q_frag[ks][3] = 0u;
   }
 }
@@ -291,8 +291,9 @@ __global__ void __launch_bounds__(32 * WARPS)
     const int page_base = bases.x;
     const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
     const NextWaveItem next_wave = LoadNextWaveItem(p, index);
+    const GroupHeads heads = ItemHeads<GQA>(p, item.kv_head);
     uint32_t q_frag[HEAD_DIM / 16][4];
-    LoadMmaQueries<T, HEAD_DIM, GQA>(p, item, lane, q_frag);
+    LoadMmaQueries<T, HEAD_DIM>(p, item, heads, lane, q_frag);
 
     // This warp's tiles: [STAGES][K, V][16 rows][ROW_BYTES].
     const uint32_t warp_smem = SmemAddress(smem) + warp * STAGES * 2 * TILE;
@@ -318,7 +319,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     };
   #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
-    PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, bases.y);
+    PrefetchPrefixStates<HEAD_DIM, 32 * WARPS>(p, item, heads, bases.y);
 
     MmaWarpState<HEAD_DIM> state;
     state.Reset();
@@ -336,7 +337,8 @@ __global__ void __launch_bounds__(32 * WARPS)
     __syncthreads();  // every warp is done with its tiles: the region becomes the exchange area
     StoreMmaWarpState<HEAD_DIM, GQA, WARPS>(smem, warp, lane, state);
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS, STAGES>()>(p, item, bases.y, smem);
+    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS, STAGES>()>(
+        p, item, heads, bases.y, smem);
   });
 }
 

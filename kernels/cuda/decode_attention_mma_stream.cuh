@@ -114,9 +114,10 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
       next_item = p.items[next_index];
       next_bases = ItemBases(p, next_item, next_index);
     }
+    const GroupHeads heads = ItemHeads<GQA>(p, item.kv_head);
     uint32_t q_frag[HEAD_DIM / 16][4];
-    LoadMmaQueries<T, HEAD_DIM, GQA>(p, item, lane, q_frag);
-    PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, bases.y);
+    LoadMmaQueries<T, HEAD_DIM>(p, item, heads, lane, q_frag);
+    PrefetchPrefixStates<HEAD_DIM, 32 * WARPS>(p, item, heads, bases.y);
 
     MmaWarpState<HEAD_DIM> state;
     state.Reset();
@@ -134,7 +135,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     __syncthreads();  // the previous item's FinishDecodeItem is done reading the parts area
     StoreMmaWarpState<HEAD_DIM, GQA, WARPS>(parts, warp, lane, state);
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, 0>(p, item, bases.y, parts);
+    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, 0>(p, item, heads, bases.y, parts);
     if (next_index >= p.num_items) break;
     index = next_index;
     item = next_item;

@@ -224,14 +224,16 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
       if (plan.group_num_chunks[g] > 0) p.prefix_unique_bytes += double(plan.groups[g].prefix.num_tokens) * token_bytes;
   }
 
-  // Decode: streamed bytes per item, distinct pages of the suffix tables.
-  p.decode_items = int64_t(plan.decode_items.size());
+  // Decode: streamed bytes per item, distinct pages of the suffix tables. A group of more than 8
+  // heads runs as several CTAs per item, each streaming the item's K/V (DecodeSlicing).
+  const int slices = DecodeSlicing(p.gqa).slices;
+  p.decode_items = int64_t(plan.decode_items.size()) * slices;
   std::vector<uint8_t> request_has_prefix(plan.num_requests, 0);
   for (int r = 0; r < plan.num_requests; ++r)
     request_has_prefix[r] = plan.group_num_chunks[plan.request_group[r]] > 0;
   for (const DecodeWorkItem& it : plan.decode_items) {
     const double bytes = double(it.kv_end - it.kv_begin) * head_token_bytes;
-    p.decode_streamed_bytes += bytes;
+    p.decode_streamed_bytes += bytes * slices;
     p.decode_max_item_bytes = std::max(p.decode_max_item_bytes, bytes);
     if (it.finish && request_has_prefix[it.request]) {
       p.decode_fused_prefix = true;

@@ -291,7 +291,22 @@ std::vector<CascadeCase> CascadeCases() {
                     {{48, {1}}, {0, {2, 0}}, {130, {17, 16, 15}}, {16, {64}}}, true, Split::kDevice, 2, 1},
         CascadeCase{"empty_requests_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{0, {0, 5}}, {30, {0}}, {0, {0}}}},
         CascadeCase{"random_groups_fp16_h4kv1_d128", kF16, 4, 1, 128, 16, {}, false},
-        CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest}};
+        CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest},
+        // GQA groups the decode kernels are not compiled for (DecodeSlicing): 3 on the group of 4,
+        // 5-7 on the group of 8 (tensor cores at head_dim ≤ 128, CUDA cores at 256), and groups of
+        // more than 8 heads in slices of 8 (the last slice partial at 12 and 9), MQA among them.
+        CascadeCase{"gqa3_peaky_fp16_h24kv8_d128_p16", kF16, 24, 8, 128, 16, {{300, {5, 40, 1}}, {0, {17}}}, true},
+        CascadeCase{"gqa3_bf16_h6kv2_d256_p16", kBF16, 6, 2, 256, 16, {{150, {70, 3}}, {64, {1, 33}}}},
+        CascadeCase{"gqa5_bf16_h40kv8_d128_p16", kBF16, 40, 8, 128, 16, {{500, {200, 3, 64}}, {64, {33}}}},
+        CascadeCase{"gqa6_peaky_fp16_h12kv2_d64_p16", kF16, 12, 2, 64, 16, {{250, {31, 2, 64}}}, true},
+        CascadeCase{"gqa7_fp16_h28kv4_d128_p16", kF16, 28, 4, 128, 16, {{700, {16, 100}}, {0, {45, 2}}}},
+        CascadeCase{"gqa7_peaky_bf16_h28kv4_d256_p16", kBF16, 28, 4, 256, 16, {{90, {5, 40}}, {200, {19, 1}}}, true},
+        CascadeCase{"gqa9_fp16_h18kv2_d256_p16", kF16, 18, 2, 256, 16, {{150, {7, 33}}, {64, {1, 2, 3}}}},
+        CascadeCase{"gqa12_finest_bf16_h24kv2_d128_p16", kBF16, 24, 2, 128, 16, {{130, {40, 7}}, {0, {20}}}, true,
+                    Split::kFinest, 1, 0, true, true},
+        CascadeCase{"gqa16_fp16_h32kv2_d64_p16", kF16, 32, 2, 64, 16, {{400, {3, 129}}, {0, {64}}}},
+        CascadeCase{"mqa32_peaky_bf16_h32kv1_d128_p16", kBF16, 32, 1, 128, 16, {{1100, {40, 7, 300}}}, true},
+        CascadeCase{"mqa64_fp16_h64kv1_d64_p16", kF16, 64, 1, 64, 16, {{200, {3, 90}}, {0, {20}}}}};
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaCascadeTest, ::testing::ValuesIn(CascadeCases()),

@@ -27,6 +27,8 @@ void DispatchGroup(const DecodeAttentionParams& p, const CUtensorMap& k, const C
 
 bool DecodeStreamTmaApplies(const DecodeAttentionParams& p) {
   if (p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0) return false;
+  const int g = p.num_qo_heads / p.num_kv_heads;
+  if (g != 4 && g != 8) return false;  // the compiled group sizes only (its finish writes GQA heads)
   // The tensor-core kernel's launches (GQA 4 or 8 at head_dim 64 or 128; not forced to CUDA cores).
   return DecodeUsesTensorCores(p) && p.head_dim <= 128 &&
          (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) && p.token_stride % 8 == 0 &&

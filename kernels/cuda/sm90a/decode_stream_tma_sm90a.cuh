@@ -321,7 +321,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   if (index < p.num_items) {
     item = p.items[index];
     bases = decode::ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
-    decode::LoadMmaQueries<T, HEAD_DIM, GQA>(p, item, lane, q_frag);
+    decode::LoadMmaQueries<T, HEAD_DIM>(p, item, decode::ItemHeads<GQA>(p, item.kv_head), lane, q_frag);
   }
   while (index < p.num_items) {
     const int next_index = index + item_stride;
@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     if (next_index < p.num_items) {
       next_item = p.items[next_index];
       next_bases = decode::ItemBases(p, next_item, next_index);
-      decode::LoadMmaQueries<T, HEAD_DIM, GQA>(p, next_item, lane, q_next);
+      decode::LoadMmaQueries<T, HEAD_DIM>(p, next_item, decode::ItemHeads<GQA>(p, next_item.kv_head), lane, q_next);
     }
     decode::MmaWarpState<HEAD_DIM> state;
     state.Reset();

@@ -746,5 +746,47 @@ TEST(DecodeKernelChoice, TensorCoresWhereBuiltAndLongItemsAtHeadDim256) {
   EXPECT_FALSE(TensorCoreDecodeApplies(8, 256, 256, true)) << "not built for g 8 at d 256";
 }
 
+// Every GQA group size is served (decode_kernel_choice.h): by the smallest compiled group that holds
+// it, a group of more than 8 heads in slices of 8, none of them empty.
+TEST(DecodeKernelChoice, EveryGroupSizeIsServed) {
+  for (int g = 1; g <= 130; ++g) {
+    const DecodeGroupSlicing s = DecodeSlicing(g);
+    EXPECT_TRUE(s.rows == 1 || s.rows == 2 || s.rows == 4 || s.rows == 8) << "g " << g << ": rows " << s.rows;
+    EXPECT_GE(s.rows * s.slices, g) << "g " << g << ": heads left out";
+    EXPECT_LT(s.rows * (s.slices - 1), g) << "g " << g << ": an empty slice";
+    if (g <= 8) {
+      EXPECT_EQ(s.slices, 1) << "g " << g;
+      EXPECT_TRUE(s.rows == g || s.rows / 2 < g) << "g " << g << ": not the smallest compiled group";
+    } else {
+      EXPECT_EQ(s.rows, 8) << "g " << g;
+    }
+  }
+  EXPECT_EQ(DecodeSlicing(3).rows, 4);
+  EXPECT_EQ(DecodeSlicing(5).rows, 8);
+  EXPECT_EQ(DecodeSlicing(12).slices, 2);
+  EXPECT_EQ(DecodeSlicing(32).slices, 4);
+  // Through the group that runs: tensor cores for 3, 5-7 and 12 at head_dim 128; at 256 only the
+  // group of 4 is built (long items).
+  for (int g : {3, 5, 6, 7, 12, 32}) EXPECT_TRUE(TensorCoreDecodeApplies(g, 128, 256)) << "g " << g;
+  EXPECT_TRUE(TensorCoreDecodeApplies(3, 256, 256));
+  EXPECT_FALSE(TensorCoreDecodeApplies(5, 256, 256, true));
+}
+
+// The cost model counts a sliced group's CTAs and the K/V each of them streams.
+TEST(CostModel, SlicedGroupsCountEveryCtaAndItsBytes) {
+  const CostModelParams params = CostModelParams::H200();
+  GridShape eight;
+  eight.h_qo = 16, eight.h_kv = 2, eight.batch = 8, eight.prefix = 1024, eight.suffix = 64;
+  GridShape sixteen = eight;
+  sixteen.h_qo = 32;
+  const CascadePlan plan8 = GridPlan(eight, Layout::kCascade), plan16 = GridPlan(sixteen, Layout::kCascade);
+  ASSERT_EQ(plan8.decode_items.size(), plan16.decode_items.size()) << "the same items (per KV head)";
+  const PlanProfile p8 = ProfilePlan(plan8, params), p16 = ProfilePlan(plan16, params);
+  EXPECT_EQ(p8.decode_items, int64_t(plan8.decode_items.size()));
+  EXPECT_EQ(p16.decode_items, 2 * int64_t(plan16.decode_items.size()));
+  EXPECT_DOUBLE_EQ(p16.decode_streamed_bytes, 2 * p8.decode_streamed_bytes);
+  EXPECT_DOUBLE_EQ(p16.decode_unique_bytes, p8.decode_unique_bytes) << "the same pages";
+}
+
 }  // namespace
 }  // namespace prefixd::kernels

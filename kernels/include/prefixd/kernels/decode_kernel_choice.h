@@ -14,6 +14,23 @@
 
 namespace prefixd::kernels {
 
+// How the decode kernels serve a GQA group of g = H_qo / H_kv query heads. They are compiled for
+// groups of 1, 2, 4 and 8 heads (`rows`). Any other g runs on the next compiled size, its extra
+// rows computed on zero queries and never written (g = 3 on 4; 5-7 on 8: the K/V bytes are the
+// same, the arithmetic is that of the larger group); a group of more than 8 heads (e.g. MQA) in
+// `slices` of 8 heads, one CTA per slice of each work item (gridDim.y), each reading the item's K/V
+// (the slices of an item run side by side, so all but the first mostly hit L2).
+struct DecodeGroupSlicing {
+  int rows = 1;    // the compiled group size that runs: query heads per CTA
+  int slices = 1;  // CTAs per work item
+};
+
+constexpr DecodeGroupSlicing DecodeSlicing(int gqa) {
+  if (gqa <= 2) return {gqa < 1 ? 1 : gqa, 1};
+  if (gqa <= 4) return {4, 1};
+  return {8, (gqa + 7) / 8};
+}
+
 // Items of at most this many tokens stay on the CUDA-core kernel at head_dim 256.
 inline constexpr int kTensorCoreDecodeShortItemTokens = 32;
 
@@ -23,11 +40,11 @@ constexpr bool TensorCoreDecodeBuilt(int gqa, int head_dim) {
   return ((gqa == 4 || gqa == 8) && (head_dim == 64 || head_dim == 128)) || (gqa == 4 && head_dim == 256);
 }
 
-// Whether the tensor-core decode kernel runs: gqa = H_qo / H_kv; max_item_tokens the plan's longest
-// decode item (0: unknown); forced: the kernel was asked for by name (it then runs wherever it is
-// built).
+// Whether the tensor-core decode kernel runs: gqa = H_qo / H_kv (served as DecodeSlicing says);
+// max_item_tokens the plan's longest decode item (0: unknown); forced: the kernel was asked for by
+// name (it then runs wherever it is built).
 inline bool TensorCoreDecodeApplies(int gqa, int head_dim, int max_item_tokens, bool forced = false) {
-  if (!TensorCoreDecodeBuilt(gqa, head_dim)) return false;
+  if (!TensorCoreDecodeBuilt(DecodeSlicing(gqa).rows, head_dim)) return false;
   if (head_dim != 256) return true;
   const bool short_items = max_item_tokens > 0 && max_item_tokens <= kTensorCoreDecodeShortItemTokens;
   return forced || !short_items;

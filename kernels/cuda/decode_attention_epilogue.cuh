@@ -49,15 +49,21 @@ __device__ __forceinline__ void CopyAsync16Policy(uint32_t dst, const void* src,
 // The query heads a CTA computes for a work item: GQA rows from head `first`. Where g is the
 // compiled size, all GQA heads of the item's KV head; otherwise (DecodeSlicing) the CTA's slice
 // (blockIdx.y) of the group, whose `rows` ≤ GQA are heads: the rows past them are computed on zero
-// queries and never written. group_size 0 (not set) means the compiled size.
+// queries and never written. group_size 0 (not set) means the compiled size. Groups of 1 and 2 run
+// only at their own size, so there rows is a compile-time constant and every guard on it folds
+// away (a runtime rows cost the GQA 1 short-item decode ~0.8 µs per step at 32/32 B256 S32;
+// bench/RESULTS.md, session 36).
 struct GroupHeads {
   int first = 0;
   int rows = 0;
+  // Whether some of the GQA rows are not heads of the item.
+  template <int GQA>
+  __device__ __forceinline__ bool Partial() const { return GQA > 2 && rows != GQA; }
 };
 
 template <int GQA>
 __device__ __forceinline__ GroupHeads ItemHeads(const DecodeAttentionParams& p, int kv_head) {
-  if (p.group_size <= 0 || p.group_size == GQA) return {kv_head * GQA, GQA};
+  if (GQA <= 2 || p.group_size <= 0 || p.group_size == GQA) return {kv_head * GQA, GQA};
   const int row0 = int(blockIdx.y) * GQA;
   return {kv_head * p.group_size + row0, min(GQA, p.group_size - row0)};
 }
@@ -209,7 +215,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
     const int idx = threadIdx.x + i * THREADS;
     s_own[i] = -INFINITY;
     v_own[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (idx >= out4) continue;  // past the heads (or OUT4)
+    if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
     const int j = idx / D4, d4 = idx % D4;
     float m_all = -INFINITY;
 #pragma unroll
@@ -238,7 +244,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       const int idx = threadIdx.x + i * THREADS;
-      if (idx >= out4) continue;  // past the heads (or OUT4)
+      if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
       const int j = idx / D4, d4 = idx % D4;
       reinterpret_cast<float4*>(p.partial_v + (slot_state + j) * HEAD_DIM)[d4] = v_own[i];
       if (d4 == 0) p.partial_s[slot_state + j] = s_own[i];
@@ -280,7 +286,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       const int idx = threadIdx.x + i * THREADS;
-      if (idx >= out4) continue;  // past the heads (or OUT4)
+      if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
       const int j = idx / D4;
       for (int c0 = 0; c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
         float s[CHUNKS_PER_PASS];
@@ -304,12 +310,12 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
     const int chunks = min(CHUNKS_PER_PASS, num_prefix - c0);
     for (int idx = threadIdx.x; idx < chunks * OUT4; idx += THREADS) {
       const int c = idx / OUT4, rest = idx % OUT4;
-      if (rest >= out4) continue;  // not a head of this item
+      if (heads.Partial<GQA>() && rest >= out4) continue;  // not a head of this item
       StageAsync16(stage_v + 4 * idx, p.partial_v + (prefix_state + int64_t(c0 + c) * p.num_qo_heads) * HEAD_DIM + 4 * rest);
     }
     for (int idx = threadIdx.x; idx < chunks * GQA; idx += THREADS) {
       const int c = idx / GQA, j = idx % GQA;
-      if (j >= heads.rows) continue;
+      if (heads.Partial<GQA>() && j >= heads.rows) continue;
       StageAsync4(stage_s + idx, p.partial_s + prefix_state + int64_t(c0 + c) * p.num_qo_heads + j);
     }
     StageAsyncWaitAll();
@@ -317,7 +323,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       const int idx = threadIdx.x + i * THREADS;
-      if (idx >= out4) continue;  // past the heads (or OUT4)
+      if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
       const int j = idx / D4;
       for (int c = 0; c < chunks; ++c)
         accumulate(i, stage_s[c * GQA + j], reinterpret_cast<const float4*>(stage_v)[c * OUT4 + idx]);
@@ -329,7 +335,7 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
 #pragma unroll
   for (int i = 0; i < PER_THREAD; ++i) {
     const int idx = threadIdx.x + i * THREADS;
-    if (idx >= out4) continue;  // past the heads (or OUT4)
+    if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
     const int j = idx / D4, d4 = idx % D4;
     const bool empty = run_w[i] == 0.f;  // every state empty: (0, −inf), never NaN
     const float4 v = empty ? make_float4(0.f, 0.f, 0.f, 0.f) : Scale4(run_acc[i], 1.f / run_w[i]);

@@ -60,9 +60,9 @@ struct Shape {
 
 Shape RandomShape(std::mt19937_64& rng) {
   Shape s;
-  const int gqa[] = {1, 2, 4};
+  const int gqa[] = {1, 2, 4, 3, 5};  // 3 and 5: groups no decode kernel is compiled for (DecodeSlicing)
   s.hkv = 1 + int(rng() % 2);
-  s.hq = s.hkv * gqa[rng() % 3];
+  s.hq = s.hkv * gqa[rng() % 5];
   s.d = rng() % 2 ? 64 : 128;
   s.page = rng() % 2 ? 4 : 8;
   s.layers = 1 + int(rng() % 2);

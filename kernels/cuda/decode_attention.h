@@ -125,7 +125,8 @@ struct DecodeAttentionParams {
   int max_item_tokens = 0;
   DecodePipeline pipeline = DecodePipeline::kByItemLength;
   // Set by DecodeAttention (callers leave them): g = num_qo_heads / num_kv_heads, and the CTAs per
-  // item that serve it (DecodeSlicing(g).slices, the grid's y extent; each takes group_rows heads).
+  // item that serve it (DecodeSlicing(g).slices, the grid's y extent; each takes at most
+  // DecodeSlicing(g).rows of the group's heads).
   int group_size = 0;
   int group_slices = 1;
   // One CTA per item over several waves: each CTA pulls the page-table line and query rows of the

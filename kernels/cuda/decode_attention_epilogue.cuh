@@ -354,9 +354,9 @@ struct SmemLimits {
 SmemLimits DecodeSmemLimits();
 
 // Launches KERNEL<<<grid, threads, smem, stream>>>(p): one CTA per item, or at most p.max_sms CTAs
-// with one per SM, times p.group_slices along y (ItemHeads); as a programmatic dependent launch when
-// p.overlap_prefix (DecodeAttentionParams says why that is safe). Above 48 KiB the kernel's dynamic shared-memory limit is raised to the
-// device's maximum, once per kernel and device.
+// with one per SM, times p.group_slices along y (ItemHeads); as a programmatic dependent launch
+// when p.overlap_prefix (DecodeAttentionParams says why that is safe). Above 48 KiB the kernel's
+// dynamic shared-memory limit is raised to the device's maximum, once per kernel and device.
 template <auto KERNEL>
 void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams& p, cudaStream_t stream) {
   int grid = p.num_items, smem = smem_bytes;

@@ -108,7 +108,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("decode-steps", "embedded workload: tokens each question decodes", cxxopts::value<int>())
       ("arrival-spread", "embedded workload: questions arrive over steps 0..N-1", cxxopts::value<int>())
       ("layers", "model layers", cxxopts::value<int>())
-      ("qo-heads", "query heads", cxxopts::value<int>())
+      ("qo-heads", "query heads: a multiple of --kv-heads (any group size)", cxxopts::value<int>())
       ("kv-heads", "KV heads (GQA when fewer than query heads)", cxxopts::value<int>())
       ("head-dim", "head dimension: 64, 128 or 256", cxxopts::value<int>())
       ("dtype", "K/V and query type: bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))

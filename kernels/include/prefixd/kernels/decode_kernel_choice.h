@@ -18,8 +18,8 @@ namespace prefixd::kernels {
 // groups of 1, 2, 4 and 8 heads (`rows`). Any other g runs on the next compiled size, its extra
 // rows computed on zero queries and never written (g = 3 on 4; 5-7 on 8: the K/V bytes are the
 // same, the arithmetic is that of the larger group); a group of more than 8 heads (e.g. MQA) in
-// `slices` of 8 heads, one CTA per slice of each work item (gridDim.y), each reading the item's K/V
-// (the slices of an item run side by side, so all but the first mostly hit L2).
+// `slices` of 8 heads, one CTA per slice of each work item (gridDim.y), each reading the item's K/V:
+// a sliced group's suffix part takes 2-4 × its bytes' time (H200, bench/RESULTS.md, session 36).
 struct DecodeGroupSlicing {
   int rows = 1;    // the compiled group size that runs: query heads per CTA
   int slices = 1;  // CTAs per work item

@@ -25,11 +25,11 @@ void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStr
 namespace {
 
 // One CTA per SM looping over items (max_sms): the streaming kernel (its TMA variant where asked
-// for and applicable), unless turned off. Both serve the compiled group sizes only: another g runs
-// the one-item-at-a-time kernel.
+// for and applicable), unless turned off. Both serve the compiled groups of 4 and 8 only: another g
+// runs the one-item-at-a-time kernel.
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream) {
-  if constexpr (HEAD_DIM <= 128) {  // the streaming kernels exist up to head_dim 128
+  if constexpr (HEAD_DIM <= 128 && GQA <= 8) {  // the streaming kernels exist up to head_dim 128
     if (p.max_sms > 0 && p.stream_items && p.group_size == GQA) {
       if (p.stream_tma && DecodeStreamTmaApplies(p)) return DecodeStreamTma(p, stream);
       return decode::LaunchDecodeAttentionMmaStream<T, HEAD_DIM, GQA>(p, stream);
@@ -42,7 +42,7 @@ void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream)
 // are set).
 template <typename T, int HEAD_DIM>
 void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
-  switch (DecodeSlicing(p.group_size).rows) {
+  switch (DecodeSlicingFor(p.group_size, HEAD_DIM, DecodeUsesTensorCores(p)).rows) {
     case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
     case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
     case 4:
@@ -55,6 +55,9 @@ void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
         if (DecodeUsesTensorCores(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
       }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
+    case 16:  // tensor cores only (DecodeSlicingFor)
+      if constexpr (TensorCoreDecodeBuilt(16, HEAD_DIM)) return LaunchTensorCoreKernel<T, HEAD_DIM, 16>(p, stream);
+      break;
   }
   PREFIXD_THROW(ErrorKind::kInternal, "DecodeAttention: no kernel serves GQA group size " << p.group_size);
 }
@@ -117,7 +120,7 @@ void DecodeAttention(const DecodeAttentionParams& p, cudaStream_t stream) {
   if (p.num_items == 0) return;
   DecodeAttentionParams launch = p;
   launch.group_size = p.num_qo_heads / p.num_kv_heads;
-  launch.group_slices = DecodeSlicing(launch.group_size).slices;
+  launch.group_slices = DecodeSlicingFor(launch.group_size, p.head_dim, DecodeUsesTensorCores(launch)).slices;
   if (p.dtype == DType::kFloat16) return DispatchHeadDim<__half>(launch, stream);
   return DispatchHeadDim<__nv_bfloat16>(launch, stream);
 }

@@ -5,8 +5,9 @@
 // g = num_qo_heads / num_kv_heads query heads (the GQA group shares every K/V byte it loads) and
 // writes them (fp32, base-2 LSE) to slot state_indptr[request] + item.slot_offset of partial_v /
 // partial_s. An empty token range writes the empty state (0, −inf). Any g ≥ 1 is served: on the
-// kernel compiled for the next group size, a group of more than 8 heads by several CTAs per item
-// (prefixd/kernels/decode_kernel_choice.h, DecodeSlicing).
+// kernel compiled for the next group size, a group larger than the largest (16 on the tensor-core
+// kernel, 8 on the CUDA-core one) by several CTAs per item (prefixd/kernels/decode_kernel_choice.h,
+// DecodeSlicingFor).
 //
 // A finishing item (item.finish = 1, plan.h) instead ⊕-merges its state with the request's prefix-
 // chunk states, slots [state_indptr[request], + slot_offset), which the prefix kernel wrote earlier
@@ -125,8 +126,8 @@ struct DecodeAttentionParams {
   int max_item_tokens = 0;
   DecodePipeline pipeline = DecodePipeline::kByItemLength;
   // Set by DecodeAttention (callers leave them): g = num_qo_heads / num_kv_heads, and the CTAs per
-  // item that serve it (DecodeSlicing(g).slices, the grid's y extent; each takes at most
-  // DecodeSlicing(g).rows of the group's heads).
+  // item that serve it (DecodeSlicingFor(g, ...).slices, the grid's y extent; each takes at most
+  // its rows of the group's heads).
   int group_size = 0;
   int group_slices = 1;
   // One CTA per item over several waves: each CTA pulls the page-table line and query rows of the

@@ -1,4 +1,4 @@
-// The tensor-core variant of the batch decode kernel, for GQA groups of 4 and 8 query heads at
+// The tensor-core variant of the batch decode kernel, for GQA groups of 4, 8 and 16 query heads at
 // head_dim 64 and 128, and of 4 at head_dim 256 (at most 4 warps per CTA there: their tiles take
 // 192 KiB), included only by the instantiation files kernels/cuda/inst/decode_attention_*.cu.
 //
@@ -7,6 +7,10 @@
 // ~56% of copy bandwidth and at g = 8 at ~33% (measured on an H200, bench/RESULTS.md). Here the g
 // query rows are the M dimension of mma.sync m16n8k16 (padded to 16 rows with zeros), so the
 // arithmetic per byte costs tensor-core instructions only and the kernel is bound by memory again.
+// Groups of up to 8 take the tile's upper 8 rows (one softmax row per lane quad); the group of 16
+// takes all 16 (two rows per quad: the C fragment's elements 0-1 and 2-3), so that a GQA group of
+// 9-16 heads (or a 16-head slice of a larger one) reads each K/V byte once instead of once per
+// slice of 8 — at no more registers for O, which the m16 tile holds whole either way.
 //
 // Layout: one CTA of WARPS warps (1, 2, 4 or 8) per work item (or looping over items one at a time,
 // DecodeAttentionParams::max_sms; decode_attention_mma_stream.cuh is the variant that keeps the
@@ -50,39 +54,47 @@ constexpr int DecodeMmaSmemBytes() {
 
 // ---- The pieces of one warp's work, shared with the streaming kernel (decode_attention_mma_stream.cuh)
 
-// One warp's online-softmax state of row quad_row (< g) of the m16 tile: unnormalised O (C
-// fragments of the HEAD_DIM / 8 n-tiles), the running max (scaled, base 2) and this lane's part of
-// the running sum.
-template <int HEAD_DIM>
+// Softmax rows per lane in the m16 tile: 1 (row quad_row) for groups of up to 8 heads, 2 (rows
+// quad_row and quad_row + 8) for the group of 16.
+template <int GQA>
+constexpr int MmaRowHalves() { return GQA > 8 ? 2 : 1; }
+
+// One warp's online-softmax state of rows quad_row + 8·h (h < HALVES; rows < g) of the m16 tile:
+// unnormalised O (C fragments of the HEAD_DIM / 8 n-tiles: elements 2h and 2h + 1 are row half h),
+// the running max (scaled, base 2) and this lane's part of the running sum.
+template <int HEAD_DIM, int HALVES = 1>
 struct MmaWarpState {
   float o[HEAD_DIM / 8][4];
-  float row_max, row_sum;
+  float row_max[HALVES], row_sum[HALVES];
 
   __device__ __forceinline__ void Reset() {
 #pragma unroll
     for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[dt][e] = 0.f;
-    row_max = -INFINITY;
-    row_sum = 0.f;
+#pragma unroll
+    for (int h = 0; h < HALVES; ++h) row_max[h] = -INFINITY, row_sum[h] = 0.f;
   }
 };
 
-// Q as the A operand, straight from global memory: row quad_row (< heads.rows ≤ g) at columns
-// quad_col and quad_col + 8 of each k-step; the padding rows (8..15, and heads.rows..7) are zeros,
-// kept in the fragment (a1, a3) so that no mma needs zeros moved into place.
-template <typename T, int HEAD_DIM>
+// Q as the A operand, straight from global memory: rows quad_row + 8·h (h < HALVES, rows <
+// heads.rows ≤ g) at columns quad_col and quad_col + 8 of each k-step (a0, a2 for h = 0; a1, a3 for
+// h = 1); the padding rows (8..15 for HALVES = 1, and heads.rows..15) are zeros, kept in the
+// fragment so that no mma needs zeros moved into place.
+template <typename T, int HEAD_DIM, int HALVES = 1>
 __device__ __forceinline__ void LoadMmaQueries(const DecodeAttentionParams& p, const DecodeWorkItem& item,
                                                GroupHeads heads, int lane, uint32_t (&q_frag)[HEAD_DIM / 16][4]) {
   const int quad_row = lane / 4, quad_col = 2 * (lane % 4);
-  const bool head = quad_row < heads.rows;
   const T* q_row = static_cast<const T*>(p.q) + (int64_t(item.request) * p.num_qo_heads + heads.first + quad_row) * HEAD_DIM;
 #pragma unroll
-  for (int ks = 0; ks < HEAD_DIM / 16; ++ks) {
-    q_frag[ks][0] = head ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + quad_col) : 0u;
-    q_frag[ks][1] = 0u;
-    q_frag[ks][2] = head ? *reinterpret_cast<const uint32_t*>(q_row + 16 * ks + 8 + quad_col) : 0u;
-    q_frag[ks][3] = 0u;
+  for (int h = 0; h < 2; ++h) {
+    const bool head = h < HALVES && quad_row + 8 * h < heads.rows;
+    const T* q = q_row + 8 * h * HEAD_DIM;
+#pragma unroll
+    for (int ks = 0; ks < HEAD_DIM / 16; ++ks) {
+      q_frag[ks][h] = head ? *reinterpret_cast<const uint32_t*>(q + 16 * ks + quad_col) : 0u;
+      q_frag[ks][2 + h] = head ? *reinterpret_cast<const uint32_t*>(q + 16 * ks + 8 + quad_col) : 0u;
+    }
   }
 }
 
@@ -190,8 +202,9 @@ template <typename T, int HEAD_DIM, int GQA, typename LaneOffsets>
 __device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM / 16][4], uint32_t k_tile,
                                               int tile_first, int kv_end, float scale,
                                               const LaneOffsets& lo, int lane,
-                                              MmaWarpState<HEAD_DIM>& st) {
+                                              MmaWarpState<HEAD_DIM, MmaRowHalves<GQA>()>& st) {
   using Mma = MmaOp<T>;
+  constexpr int HALVES = MmaRowHalves<GQA>();
   constexpr int D_STEPS = HEAD_DIM / 16;  // k-steps of Q·Kᵀ, d-pairs of P·V
   constexpr int D_TILES = HEAD_DIM / 8;   // n-tiles of O
   const int quad_col = 2 * (lane % 4);
@@ -207,36 +220,42 @@ __device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM 
     Mma::Run(s[1], q_frag[ks], b[2], b[3]);
   }
 
-  // Mask tokens past the item; then the online softmax of row quad_row (elements 0, 1 of each
-  // n-tile; elements 2, 3 belong to the zero padding rows 8..15 and are ignored).
-  float tile_max = -INFINITY;
+  // Mask tokens past the item; then the online softmax of row half h = row quad_row + 8·h
+  // (elements 2h, 2h + 1 of each n-tile; with one half, elements 2, 3 belong to the zero padding
+  // rows 8..15 and are ignored).
 #pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
+  for (int h = 0; h < HALVES; ++h) {
+    float tile_max = -INFINITY;
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      if (tile_first + 8 * nt + quad_col + e >= kv_end) s[nt][e] = -INFINITY;
-      tile_max = fmaxf(tile_max, s[nt][e]);
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (tile_first + 8 * nt + quad_col + e >= kv_end) s[nt][2 * h + e] = -INFINITY;
+        tile_max = fmaxf(tile_max, s[nt][2 * h + e]);
+      }
+    const float new_max = fmaxf(st.row_max[h], QuadMax(tile_max) * scale);
+    const float subtract = SafeMax(new_max);
+    const float rescale = FastExp2(st.row_max[h] - subtract);
+    st.row_max[h] = new_max;
+    st.row_sum[h] *= rescale;
+#pragma unroll
+    for (int dt = 0; dt < D_TILES; ++dt) {
+      st.o[dt][2 * h] *= rescale;
+      st.o[dt][2 * h + 1] *= rescale;
     }
-  const float new_max = fmaxf(st.row_max, QuadMax(tile_max) * scale);
-  const float subtract = SafeMax(new_max);
-  const float rescale = FastExp2(st.row_max - subtract);
-  st.row_max = new_max;
-  st.row_sum *= rescale;
 #pragma unroll
-  for (int dt = 0; dt < D_TILES; ++dt) {
-    st.o[dt][0] *= rescale;
-    st.o[dt][1] *= rescale;
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        s[nt][2 * h + e] = FastExp2(fmaf(s[nt][2 * h + e], scale, -subtract));
+        st.row_sum[h] += s[nt][2 * h + e];
+      }
   }
-#pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      s[nt][e] = FastExp2(fmaf(s[nt][e], scale, -subtract));
-      st.row_sum += s[nt][e];
-    }
 
-  // O += P·V: S's C fragments are P's A fragment (k = the 16 tokens); V via ldmatrix.trans.
-  const uint32_t a[4] = {Mma::Pack(s[0][0], s[0][1]), 0u, Mma::Pack(s[1][0], s[1][1]), 0u};
+  // O += P·V: S's C fragments are P's A fragment (k = the 16 tokens; a1, a3 the second row half);
+  // V via ldmatrix.trans.
+  const uint32_t a[4] = {Mma::Pack(s[0][0], s[0][1]), HALVES == 2 ? Mma::Pack(s[0][2], s[0][3]) : 0u,
+                         Mma::Pack(s[1][0], s[1][1]), HALVES == 2 ? Mma::Pack(s[1][2], s[1][3]) : 0u};
 #pragma unroll
   for (int dp = 0; dp < D_STEPS; ++dp) {
     uint32_t b[4];
@@ -249,21 +268,26 @@ __device__ __forceinline__ void MmaDecodeTile(const uint32_t (&q_frag)[HEAD_DIM 
 // A warp's state into the parts area FinishDecodeItem reads (its layout: acc [WARPS][GQA][HEAD_DIM],
 // m [WARPS][GQA], l [WARPS][GQA]): unnormalised O and sum relative to row_max.
 template <int HEAD_DIM, int GQA, int WARPS>
-__device__ __forceinline__ void StoreMmaWarpState(uint8_t* parts, int warp, int lane, const MmaWarpState<HEAD_DIM>& st) {
+__device__ __forceinline__ void StoreMmaWarpState(uint8_t* parts, int warp, int lane,
+                                                  const MmaWarpState<HEAD_DIM, MmaRowHalves<GQA>()>& st) {
   auto& part_o = *reinterpret_cast<float(*)[WARPS][GQA][HEAD_DIM]>(parts);
   auto& part_m = *reinterpret_cast<float(*)[WARPS][GQA]>(parts + WARPS * GQA * HEAD_DIM * 4);
   auto& part_l = *reinterpret_cast<float(*)[WARPS][GQA]>(parts + WARPS * GQA * (HEAD_DIM + 1) * 4);
-  const int quad_row = lane / 4, quad_col = 2 * (lane % 4);
-  const float sum = QuadSum(st.row_sum);
-  if (quad_row < GQA) {
+  const int quad_col = 2 * (lane % 4);
 #pragma unroll
-    for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
-      part_o[warp][quad_row][8 * dt + quad_col] = st.o[dt][0];
-      part_o[warp][quad_row][8 * dt + quad_col + 1] = st.o[dt][1];
-    }
-    if (lane % 4 == 0) {
-      part_m[warp][quad_row] = st.row_max;
-      part_l[warp][quad_row] = sum;
+  for (int h = 0; h < MmaRowHalves<GQA>(); ++h) {
+    const int row = lane / 4 + 8 * h;
+    const float sum = QuadSum(st.row_sum[h]);  // all lanes: shuffles before the branch
+    if (row < GQA) {
+#pragma unroll
+      for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+        part_o[warp][row][8 * dt + quad_col] = st.o[dt][2 * h];
+        part_o[warp][row][8 * dt + quad_col + 1] = st.o[dt][2 * h + 1];
+      }
+      if (lane % 4 == 0) {
+        part_m[warp][row] = st.row_max[h];
+        part_l[warp][row] = sum;
+      }
     }
   }
 }
@@ -273,7 +297,7 @@ __device__ __forceinline__ void StoreMmaWarpState(uint8_t* parts, int warp, int 
 template <typename T, int HEAD_DIM, int GQA, int WARPS, int STAGES>
 __global__ void __launch_bounds__(32 * WARPS)
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
-  static_assert(GQA <= 8, "the g query rows sit in the upper 8 rows of the m16 tile");
+  static_assert(GQA <= 16, "the g query rows are the rows of one m16 tile");
   static_assert(TensorCoreDecodeBuilt(GQA, HEAD_DIM),
                 "head_dim 256 only at g = 4: its 128 O accumulators fill the registers (ptxas: 255, a few bytes "
                 "of spill at g = 4, hundreds at g = 8)");
@@ -293,7 +317,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     const NextWaveItem next_wave = LoadNextWaveItem(p, index);
     const GroupHeads heads = ItemHeads<GQA>(p, item.kv_head);
     uint32_t q_frag[HEAD_DIM / 16][4];
-    LoadMmaQueries<T, HEAD_DIM>(p, item, heads, lane, q_frag);
+    LoadMmaQueries<T, HEAD_DIM, MmaRowHalves<GQA>()>(p, item, heads, lane, q_frag);
 
     // This warp's tiles: [STAGES][K, V][16 rows][ROW_BYTES].
     const uint32_t warp_smem = SmemAddress(smem) + warp * STAGES * 2 * TILE;
@@ -321,7 +345,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
     PrefetchPrefixStates<HEAD_DIM, 32 * WARPS>(p, item, heads, bases.y);
 
-    MmaWarpState<HEAD_DIM> state;
+    MmaWarpState<HEAD_DIM, MmaRowHalves<GQA>()> state;
     state.Reset();
     for (int step = 0; step < num_steps; ++step) {
       issue(step + STAGES - 1);
@@ -370,4 +394,5 @@ void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t 
   namespace prefixd::kernels::cuda::decode {                                                          \
   template void LaunchDecodeAttentionMma<T, HEAD_DIM, 4>(const DecodeAttentionParams&, cudaStream_t); \
   template void LaunchDecodeAttentionMma<T, HEAD_DIM, 8>(const DecodeAttentionParams&, cudaStream_t); \
+  template void LaunchDecodeAttentionMma<T, HEAD_DIM, 16>(const DecodeAttentionParams&, cudaStream_t); \
   }

@@ -224,9 +224,10 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
       if (plan.group_num_chunks[g] > 0) p.prefix_unique_bytes += double(plan.groups[g].prefix.num_tokens) * token_bytes;
   }
 
-  // Decode: streamed bytes per item, distinct pages of the suffix tables. A group of more than 8
-  // heads runs as several CTAs per item, each streaming the item's K/V (DecodeSlicing).
-  const int slices = DecodeSlicing(p.gqa).slices;
+  // Decode: streamed bytes per item, distinct pages of the suffix tables. A group larger than the
+  // running kernel's largest compiled group runs as several CTAs per item, each streaming the
+  // item's K/V (DecodeSlicingFor).
+  const int slices = DecodeSlicingFor(p.gqa, p.head_dim, p.tensor_core_decode).slices;
   p.decode_items = int64_t(plan.decode_items.size()) * slices;
   std::vector<uint8_t> request_has_prefix(plan.num_requests, 0);
   for (int r = 0; r < plan.num_requests; ++r)

@@ -292,9 +292,11 @@ std::vector<CascadeCase> CascadeCases() {
         CascadeCase{"empty_requests_fp16_h4kv4_d64", kF16, 4, 4, 64, 16, {{0, {0, 5}}, {30, {0}}, {0, {0}}}},
         CascadeCase{"random_groups_fp16_h4kv1_d128", kF16, 4, 1, 128, 16, {}, false},
         CascadeCase{"random_groups_finest_bf16_h8kv4_d64_p7", kBF16, 8, 4, 64, 7, {}, true, Split::kFinest},
-        // GQA groups the decode kernels are not compiled for (DecodeSlicing): 3 on the group of 4,
-        // 5-7 on the group of 8 (tensor cores at head_dim ≤ 128, CUDA cores at 256), and groups of
-        // more than 8 heads in slices of 8 (the last slice partial at 12 and 9), MQA among them.
+        // GQA groups the decode kernels are not compiled for (DecodeSlicingFor): 3 on the group of
+        // 4, 5-7 on the group of 8 (tensor cores at head_dim ≤ 128, CUDA cores at 256); at head_dim
+        // ≤ 128 9-15 on the tensor-core kernel's group of 16 and larger groups in slices of 16 (24:
+        // 16 + 8), at 256 groups of more than 8 heads in slices of 8 (the last slice partial at 9),
+        // MQA among them.
         CascadeCase{"gqa3_peaky_fp16_h24kv8_d128_p16", kF16, 24, 8, 128, 16, {{300, {5, 40, 1}}, {0, {17}}}, true},
         CascadeCase{"gqa3_bf16_h6kv2_d256_p16", kBF16, 6, 2, 256, 16, {{150, {70, 3}}, {64, {1, 33}}}},
         CascadeCase{"gqa5_bf16_h40kv8_d128_p16", kBF16, 40, 8, 128, 16, {{500, {200, 3, 64}}, {64, {33}}}},
@@ -305,6 +307,11 @@ std::vector<CascadeCase> CascadeCases() {
         CascadeCase{"gqa12_finest_bf16_h24kv2_d128_p16", kBF16, 24, 2, 128, 16, {{130, {40, 7}}, {0, {20}}}, true,
                     Split::kFinest, 1, 0, true, true},
         CascadeCase{"gqa16_fp16_h32kv2_d64_p16", kF16, 32, 2, 64, 16, {{400, {3, 129}}, {0, {64}}}},
+        CascadeCase{"gqa16_peaky_bf16_h32kv2_d128_p16", kBF16, 32, 2, 128, 16, {{700, {300, 1, 45}}, {0, {130, 16}}},
+                    true},
+        CascadeCase{"gqa10_fp16_h10kv1_d128_p16", kF16, 10, 1, 128, 16, {{260, {77, 5}}, {33, {200}}}},
+        CascadeCase{"gqa24_peaky_fp16_h48kv2_d64_p16", kF16, 48, 2, 64, 16, {{300, {150, 2}}, {0, {41}}}, true,
+                    Split::kFinest, 1, 0, true, true},
         CascadeCase{"mqa32_peaky_bf16_h32kv1_d128_p16", kBF16, 32, 1, 128, 16, {{1100, {40, 7, 300}}}, true},
         CascadeCase{"mqa64_fp16_h64kv1_d64_p16", kF16, 64, 1, 64, 16, {{200, {3, 90}}, {0, {20}}}}};
 }
@@ -1052,6 +1059,10 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
       // variants loop over items one at a time).
       {kBF16, 16, 4, 256, {{600, {40, 300, 1}}, {0, {17, 0}}}, Split::kFinePrefix},
       {kF16, 8, 2, 256, {{129, {500, 16}}}, Split::kDevice},
+      // The 16-row group (g = 16), and g = 24 in slices of 16 + 8: no streaming kernel, so the
+      // persistent variants loop over items one at a time.
+      {kBF16, 32, 2, 128, {{900, {60, 700, 1}}, {0, {33, 0}}}, Split::kFinePrefix},
+      {kF16, 48, 2, 64, {{400, {257, 8}}, {17, {90}}}, Split::kDevice},
   };
   for (const Shape& s : shapes) {
     const KvPoolShape shape{1, PagesNeeded(s.groups, 16) + 3, 16, s.h_kv, s.dim, s.dtype};

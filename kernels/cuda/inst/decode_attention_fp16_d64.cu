@@ -1,5 +1,5 @@
 // Decode kernel instantiations: fp16, head_dim 64; CUDA-core kernel for GQA group sizes 1/2/4/8,
-// tensor-core kernel (and its streaming variant) for 4/8.
+// tensor-core kernel for 4/8/16 (its streaming variant for 4/8).
 #include "kernels/cuda/decode_attention.cuh"
 #include "kernels/cuda/decode_attention_mma.cuh"
 #include "kernels/cuda/decode_attention_mma_stream.cuh"

@@ -114,12 +114,12 @@ struct LaneState {
 template <int HEAD_DIM>
 __device__ __forceinline__ LaneState<HEAD_DIM> NormaliseWarpState(const decode::MmaWarpState<HEAD_DIM>& st) {
   LaneState<HEAD_DIM> out;
-  const float sum = QuadSum(st.row_sum);
+  const float sum = QuadSum(st.row_sum[0]);  // groups of ≤ 8 heads: one row half (MmaRowHalves)
   const bool empty = !(sum > 0.f);
   const float inv = empty ? 0.f : 1.f / sum;
 #pragma unroll
   for (int dt = 0; dt < HEAD_DIM / 8; ++dt) out.v[dt] = make_float2(st.o[dt][0] * inv, st.o[dt][1] * inv);
-  out.s = empty ? -INFINITY : st.row_max + log2f(sum);
+  out.s = empty ? -INFINITY : st.row_max[0] + log2f(sum);
   return out;
 }
 

@@ -747,45 +747,80 @@ TEST(DecodeKernelChoice, TensorCoresWhereBuiltAndLongItemsAtHeadDim256) {
 }
 
 // Every GQA group size is served (decode_kernel_choice.h): by the smallest compiled group that holds
-// it, a group of more than 8 heads in slices of 8, none of them empty.
+// it, a larger group in slices of the largest compiled one (8; 16 where the tensor-core kernel has
+// its 16-row group), none of them empty.
 TEST(DecodeKernelChoice, EveryGroupSizeIsServed) {
-  for (int g = 1; g <= 130; ++g) {
-    const DecodeGroupSlicing s = DecodeSlicing(g);
-    EXPECT_TRUE(s.rows == 1 || s.rows == 2 || s.rows == 4 || s.rows == 8) << "g " << g << ": rows " << s.rows;
-    EXPECT_GE(s.rows * s.slices, g) << "g " << g << ": heads left out";
-    EXPECT_LT(s.rows * (s.slices - 1), g) << "g " << g << ": an empty slice";
-    if (g <= 8) {
-      EXPECT_EQ(s.slices, 1) << "g " << g;
-      EXPECT_TRUE(s.rows == g || s.rows / 2 < g) << "g " << g << ": not the smallest compiled group";
-    } else {
-      EXPECT_EQ(s.rows, 8) << "g " << g;
+  for (bool sixteen : {false, true})
+    for (int g = 1; g <= 130; ++g) {
+      const DecodeGroupSlicing s = DecodeSlicing(g, sixteen);
+      const int largest = sixteen ? 16 : 8;
+      const std::string what = "g " + std::to_string(g) + (sixteen ? " with" : " without") + " the 16-row group";
+      EXPECT_TRUE(s.rows == 1 || s.rows == 2 || s.rows == 4 || s.rows == 8 || (sixteen && s.rows == 16))
+          << what << ": rows " << s.rows;
+      EXPECT_GE(s.rows * s.slices, g) << what << ": heads left out";
+      EXPECT_LT(s.rows * (s.slices - 1), g) << what << ": an empty slice";
+      if (g <= largest) {
+        EXPECT_EQ(s.slices, 1) << what;
+        EXPECT_TRUE(s.rows == g || s.rows / 2 < g) << what << ": not the smallest compiled group";
+      } else {
+        EXPECT_EQ(s.rows, largest) << what;
+      }
     }
-  }
   EXPECT_EQ(DecodeSlicing(3).rows, 4);
   EXPECT_EQ(DecodeSlicing(5).rows, 8);
   EXPECT_EQ(DecodeSlicing(12).slices, 2);
   EXPECT_EQ(DecodeSlicing(32).slices, 4);
-  // Through the group that runs: tensor cores for 3, 5-7 and 12 at head_dim 128; at 256 only the
-  // group of 4 is built (long items).
-  for (int g : {3, 5, 6, 7, 12, 32}) EXPECT_TRUE(TensorCoreDecodeApplies(g, 128, 256)) << "g " << g;
+  EXPECT_EQ(DecodeSlicing(8, true).rows, 8) << "groups of up to 8 never take the 16-row tile";
+  EXPECT_EQ(DecodeSlicing(12, true).rows, 16);
+  EXPECT_EQ(DecodeSlicing(12, true).slices, 1);
+  EXPECT_EQ(DecodeSlicing(32, true).slices, 2);
+  // Through the group that runs: tensor cores for 3, 5-7, 12, 16 and 32 at head_dim 64 and 128, with
+  // the 16-row group for g > 8; at 256 only the group of 4 is built (long items), so g > 8 runs on
+  // the CUDA-core kernel in slices of 8.
+  for (int d : {64, 128})
+    for (int g : {3, 5, 6, 7, 12, 16, 32}) EXPECT_TRUE(TensorCoreDecodeApplies(g, d, 256)) << "g " << g << " d " << d;
   EXPECT_TRUE(TensorCoreDecodeApplies(3, 256, 256));
   EXPECT_FALSE(TensorCoreDecodeApplies(5, 256, 256, true));
+  EXPECT_FALSE(TensorCoreDecodeApplies(16, 256, 256, true));
+  for (int d : {64, 128}) {
+    EXPECT_TRUE(TensorCoreDecodeBuilt(16, d));
+    EXPECT_EQ(DecodeSlicingFor(16, d, true).rows, 16);
+    EXPECT_EQ(DecodeSlicingFor(16, d, false).rows, 8) << "the CUDA-core kernel (forced) has no 16-row group";
+    EXPECT_EQ(DecodeSlicingFor(16, d, false).slices, 2);
+  }
+  EXPECT_FALSE(TensorCoreDecodeBuilt(16, 256));
+  EXPECT_EQ(DecodeSlicingFor(16, 256, true).rows, 8) << "no 16-row group at head_dim 256";
 }
 
-// The cost model counts a sliced group's CTAs and the K/V each of them streams.
+// The cost model counts a sliced group's CTAs and the K/V each of them streams: at head_dim 128
+// (tensor cores) a group of 16 is one CTA per item and a group of 32 two; at head_dim 256 (the
+// CUDA-core kernel for g > 8) a group of 16 is two.
 TEST(CostModel, SlicedGroupsCountEveryCtaAndItsBytes) {
   const CostModelParams params = CostModelParams::H200();
   GridShape eight;
   eight.h_qo = 16, eight.h_kv = 2, eight.batch = 8, eight.prefix = 1024, eight.suffix = 64;
-  GridShape sixteen = eight;
+  GridShape sixteen = eight, thirty_two = eight;
   sixteen.h_qo = 32;
-  const CascadePlan plan8 = GridPlan(eight, Layout::kCascade), plan16 = GridPlan(sixteen, Layout::kCascade);
+  thirty_two.h_qo = 64;
+  const CascadePlan plan8 = GridPlan(eight, Layout::kCascade), plan16 = GridPlan(sixteen, Layout::kCascade),
+                    plan32 = GridPlan(thirty_two, Layout::kCascade);
   ASSERT_EQ(plan8.decode_items.size(), plan16.decode_items.size()) << "the same items (per KV head)";
-  const PlanProfile p8 = ProfilePlan(plan8, params), p16 = ProfilePlan(plan16, params);
+  ASSERT_EQ(plan8.decode_items.size(), plan32.decode_items.size()) << "the same items (per KV head)";
+  const PlanProfile p8 = ProfilePlan(plan8, params), p16 = ProfilePlan(plan16, params),
+                    p32 = ProfilePlan(plan32, params);
   EXPECT_EQ(p8.decode_items, int64_t(plan8.decode_items.size()));
-  EXPECT_EQ(p16.decode_items, 2 * int64_t(plan16.decode_items.size()));
-  EXPECT_DOUBLE_EQ(p16.decode_streamed_bytes, 2 * p8.decode_streamed_bytes);
-  EXPECT_DOUBLE_EQ(p16.decode_unique_bytes, p8.decode_unique_bytes) << "the same pages";
+  EXPECT_EQ(p16.decode_items, int64_t(plan16.decode_items.size())) << "the 16-row group: one CTA per item";
+  EXPECT_DOUBLE_EQ(p16.decode_streamed_bytes, p8.decode_streamed_bytes);
+  EXPECT_EQ(p32.decode_items, 2 * int64_t(plan32.decode_items.size()));
+  EXPECT_DOUBLE_EQ(p32.decode_streamed_bytes, 2 * p8.decode_streamed_bytes);
+  EXPECT_DOUBLE_EQ(p32.decode_unique_bytes, p8.decode_unique_bytes) << "the same pages";
+
+  GridShape wide16 = sixteen, wide8 = eight;
+  wide16.head_dim = wide8.head_dim = 256;
+  const CascadePlan plan_w16 = GridPlan(wide16, Layout::kCascade), plan_w8 = GridPlan(wide8, Layout::kCascade);
+  const PlanProfile pw16 = ProfilePlan(plan_w16, params), pw8 = ProfilePlan(plan_w8, params);
+  EXPECT_EQ(pw16.decode_items, 2 * int64_t(plan_w16.decode_items.size())) << "slices of 8 at head_dim 256";
+  EXPECT_DOUBLE_EQ(pw16.decode_streamed_bytes, 2 * pw8.decode_streamed_bytes);
 }
 
 }  // namespace

@@ -15,20 +15,29 @@
 namespace prefixd::kernels {
 
 // How the decode kernels serve a GQA group of g = H_qo / H_kv query heads. They are compiled for
-// groups of 1, 2, 4 and 8 heads (`rows`). Any other g runs on the next compiled size, its extra
-// rows computed on zero queries and never written (g = 3 on 4; 5-7 on 8: the K/V bytes are the
-// same, the arithmetic is that of the larger group); a group of more than 8 heads (e.g. MQA) in
-// `slices` of 8 heads, one CTA per slice of each work item (gridDim.y), each reading the item's K/V:
-// a sliced group's suffix part takes 2-4 × its bytes' time (H200, bench/RESULTS.md, session 36).
+// groups of 1, 2, 4 and 8 heads (`rows`), and the tensor-core kernel also for 16 (the whole m16
+// tile) at head_dim 64 and 128. Any other g runs on the next compiled size, its extra rows computed
+// on zero queries and never written (g = 3 on 4; 5-7 on 8; 9-15 on 16: the K/V bytes are the same,
+// the arithmetic is that of the larger group); a group larger than the largest compiled size (e.g.
+// MQA) in `slices` of it, one CTA per slice of each work item (gridDim.y), each reading the item's
+// K/V: on the CUDA-core kernel's slices of 8 a sliced group's suffix part took 2-4 × its bytes'
+// time (H200, bench/RESULTS.md, session 36), which the 16-row tile halves.
 struct DecodeGroupSlicing {
   int rows = 1;    // the compiled group size that runs: query heads per CTA
   int slices = 1;  // CTAs per work item
 };
 
-constexpr DecodeGroupSlicing DecodeSlicing(int gqa) {
+// The tensor-core kernel's 16-row group (one m16 tile of query heads) is built at these head_dims;
+// at 256 its 128 O accumulators leave no registers for the second row half's queries.
+constexpr bool SixteenRowDecodeBuilt(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+// sixteen_rows: the kernel that runs has the 16-row group (the tensor-core kernel where
+// SixteenRowDecodeBuilt); without it groups of more than 8 heads run in slices of 8.
+constexpr DecodeGroupSlicing DecodeSlicing(int gqa, bool sixteen_rows = false) {
   if (gqa <= 2) return {gqa < 1 ? 1 : gqa, 1};
   if (gqa <= 4) return {4, 1};
-  return {8, (gqa + 7) / 8};
+  if (gqa <= 8 || !sixteen_rows) return {8, (gqa + 7) / 8};
+  return {16, (gqa + 15) / 16};
 }
 
 // Items of at most this many tokens stay on the CUDA-core kernel at head_dim 256.
@@ -37,7 +46,8 @@ inline constexpr int kTensorCoreDecodeShortItemTokens = 32;
 // Whether the tensor-core decode kernel is built for gqa = H_qo / H_kv at head_dim (the launcher
 // instantiates exactly these; decode_attention.cu).
 constexpr bool TensorCoreDecodeBuilt(int gqa, int head_dim) {
-  return ((gqa == 4 || gqa == 8) && (head_dim == 64 || head_dim == 128)) || (gqa == 4 && head_dim == 256);
+  return ((gqa == 4 || gqa == 8) && (head_dim == 64 || head_dim == 128)) || (gqa == 4 && head_dim == 256) ||
+         (gqa == 16 && SixteenRowDecodeBuilt(head_dim));
 }
 
 // Whether the tensor-core decode kernel runs: gqa = H_qo / H_kv (served as DecodeSlicing says);
@@ -48,6 +58,12 @@ inline bool TensorCoreDecodeApplies(int gqa, int head_dim, int max_item_tokens, 
   if (head_dim != 256) return true;
   const bool short_items = max_item_tokens > 0 && max_item_tokens <= kTensorCoreDecodeShortItemTokens;
   return forced || !short_items;
+}
+
+// How g is served by the kernel that runs (tensor_cores: TensorCoreDecodeApplies, or the launcher's
+// forced choice): the 16-row group wherever the tensor-core kernel has it.
+constexpr DecodeGroupSlicing DecodeSlicingFor(int gqa, int head_dim, bool tensor_cores) {
+  return DecodeSlicing(gqa, tensor_cores && SixteenRowDecodeBuilt(head_dim));
 }
 
 }  // namespace prefixd::kernels

@@ -15,6 +15,7 @@
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
+#include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/prefix_l2_hint.h"
 #include "src/backend_common.h"
 
@@ -599,11 +600,22 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // may start while it drains (decode_attention.h). Concurrent: launched normally on the other
     // stream (its griddepcontrol.wait is then a no-op; no item reads prefix states).
     p.overlap_prefix = decode_pdl_ && prefix_part && !concurrent;
+    p.max_item_tokens = plan_.max_decode_item_tokens;  // before DecodeUsesTensorCores below reads it
     // Warps per CTA of the tensor-core decode kernel: 2 (4 CTAs per SM) where the items fill the
     // SMs; 4 where there are at most two items per SM (e.g. 32 long suffixes × 8 KV heads), so
-    // that an SM streams with 8 warps' bytes in flight instead of 4.
-    p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : plan_.num_decode_items <= 2 * num_sms_ ? 4 : 2;
-    p.max_item_tokens = plan_.max_decode_item_tokens;  // before DecodeUsesTensorCores below reads it
+    // that an SM streams with 8 warps' bytes in flight instead of 4. The 16-row group (g = 9-16,
+    // or slices of 16) takes 8 where its CTAs are at most one per SM: there it has half the CTAs
+    // the slices of 8 had, and with 4 warps its suffix part was 17-22% slower than theirs at
+    // 32/2 B64 S256, with 8 3-26% faster than 4 at B16-64 (H200, bench/RESULTS.md, session 37;
+    // for the groups of 4 and 8 the same rule measured mixed and is not applied).
+    const bool tensor_cores = DecodeUsesTensorCores(p);
+    const DecodeGroupSlicing slicing = DecodeSlicingFor(p.num_qo_heads / p.num_kv_heads, p.head_dim, tensor_cores);
+    const int decode_ctas = plan_.num_decode_items * slicing.slices;
+    const bool sixteen_rows = tensor_cores && slicing.rows == 16;
+    p.mma_warps = decode_mma_warps_ != 0                      ? decode_mma_warps_
+                  : sixteen_rows && decode_ctas <= num_sms_    ? 8
+                  : decode_ctas <= 2 * num_sms_                ? 4
+                                                               : 2;
     // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, which then needs 8 warps
     // to keep enough bytes in flight for its share of the bandwidth.
     if (args.decode_free_sms > 0) {

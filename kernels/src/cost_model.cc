@@ -11,6 +11,10 @@
 namespace prefixd::kernels {
 namespace {
 
+// The decode's byte time of the 16-row group relative to the calibrated tensor-core groups (see
+// PredictCost).
+constexpr double kSixteenRowDecodeWork = 1.15;
+
 constexpr double kBytesPerElement = 2;  // fp16 / bf16 (DTypeBytes)
 constexpr int kPrefixKvTile = 128;      // tokens per K/V tile of the wgmma prefix kernel (the model's unit)
 constexpr int kPrefixRowUnit = 64;      // rows per consumer warpgroup
@@ -227,7 +231,9 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
   // Decode: streamed bytes per item, distinct pages of the suffix tables. A group larger than the
   // running kernel's largest compiled group runs as several CTAs per item, each streaming the
   // item's K/V (DecodeSlicingFor).
-  const int slices = DecodeSlicingFor(p.gqa, p.head_dim, p.tensor_core_decode).slices;
+  const DecodeGroupSlicing slicing = DecodeSlicingFor(p.gqa, p.head_dim, p.tensor_core_decode);
+  const int slices = slicing.slices;
+  p.decode_rows = slicing.rows;
   p.decode_items = int64_t(plan.decode_items.size()) * slices;
   std::vector<uint8_t> request_has_prefix(plan.num_requests, 0);
   for (int r = 0; r < plan.num_requests; ++r)
@@ -286,7 +292,12 @@ CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
     // are not hidden under the HBM time of the suffixes (H200 s2 calibration, plain B256 S256).
     const double hbm_bytes = std::min(p.decode_unique_bytes, p.decode_streamed_bytes);
     const double l2_bytes = p.decode_streamed_bytes - hbm_bytes;
-    const double bytes_us = std::max({hbm_bytes / (k.hbm_gbs * 1e9) + l2_bytes / (k.stream_gbs * 1e9),
+    // The tensor-core kernel's 16-row group does twice the softmax per byte of the calibrated
+    // groups of 4 and 8: 1.10-1.19 × their time at the same items and bytes (128/8 against 64/8,
+    // B16-256 S256; H200, bench/RESULTS.md, session 37).
+    const double work = p.decode_rows == 16 ? kSixteenRowDecodeWork : 1.0;
+    const double bytes_us = work *
+                            std::max({hbm_bytes / (k.hbm_gbs * 1e9) + l2_bytes / (k.stream_gbs * 1e9),
                                       p.decode_streamed_bytes / (in_flight * k.cta_gbs * 1e9),
                                       p.decode_max_item_bytes / (k.cta_gbs * 1e9)}) *
                             1e6;

@@ -821,6 +821,25 @@ TEST(CostModel, SlicedGroupsCountEveryCtaAndItsBytes) {
   const PlanProfile pw16 = ProfilePlan(plan_w16, params), pw8 = ProfilePlan(plan_w8, params);
   EXPECT_EQ(pw16.decode_items, 2 * int64_t(plan_w16.decode_items.size())) << "slices of 8 at head_dim 256";
   EXPECT_DOUBLE_EQ(pw16.decode_streamed_bytes, 2 * pw8.decode_streamed_bytes);
+
+  EXPECT_EQ(p8.decode_rows, 8);
+  EXPECT_EQ(p16.decode_rows, 16);
+
+  // The 16-row group streams the bytes of the group of 8 once, at more arithmetic per byte: at a
+  // batch that fills the SMs (B256 S256, as measured: session 37) its decode is predicted slower
+  // than the 8's and faster than two slices of 8. (With few CTAs the slices' extra CTAs can win,
+  // as they did at B16.)
+  GridShape big8 = eight;
+  big8.batch = 256, big8.suffix = 256;
+  GridShape big16 = big8;
+  big16.h_qo = 32;
+  const PlanProfile q8 = ProfilePlan(GridPlan(big8, Layout::kCascade), params),
+                    q16 = ProfilePlan(GridPlan(big16, Layout::kCascade), params);
+  PlanProfile two_slices = q16;
+  two_slices.decode_rows = 8, two_slices.decode_items *= 2, two_slices.decode_streamed_bytes *= 2;
+  const double d8 = PredictCost(q8, params).decode_us, d16 = PredictCost(q16, params).decode_us;
+  EXPECT_GT(d16, d8);
+  EXPECT_LT(d16, PredictCost(two_slices, params).decode_us);
 }
 
 }  // namespace

@@ -135,7 +135,8 @@ struct PlanProfile {
   std::vector<std::pair<double, double>> prefix_cta_loads;
   double prefix_unique_bytes = 0;
   double prefix_max_cta_bytes = 0;  // the most K/V bytes one prefix CTA streams (each item's range once)
-  int64_t decode_items = 0;  // decode CTAs: work items × DecodeSlicing's slices
+  int64_t decode_items = 0;  // decode CTAs: work items × DecodeSlicingFor's slices
+  int decode_rows = 1;       // query heads per decode CTA (DecodeSlicingFor's rows)
   double decode_streamed_bytes = 0, decode_unique_bytes = 0, decode_max_item_bytes = 0;
   bool decode_fused_prefix = false;  // some finishing decode item merges prefix-chunk states
   int decode_fused_chunks = 0;       // the most prefix chunks such an item merges

@@ -20,8 +20,9 @@ namespace prefixd::kernels {
 // on zero queries and never written (g = 3 on 4; 5-7 on 8; 9-15 on 16: the K/V bytes are the same,
 // the arithmetic is that of the larger group); a group larger than the largest compiled size (e.g.
 // MQA) in `slices` of it, one CTA per slice of each work item (gridDim.y), each reading the item's
-// K/V: on the CUDA-core kernel's slices of 8 a sliced group's suffix part took 2-4 × its bytes'
-// time (H200, bench/RESULTS.md, session 36), which the 16-row tile halves.
+// K/V. In slices of 8, g = 16 and 32 took 2-4 × their bytes' time (session 36); in one CTA of 16
+// rows (g = 12, 16) and in slices of 16 (g = 32) their B256 suffix parts take 0.51-0.71 × that
+// (H200, bench/RESULTS.md, session 37).
 struct DecodeGroupSlicing {
   int rows = 1;    // the compiled group size that runs: query heads per CTA
   int slices = 1;  // CTAs per work item

@@ -1,7 +1,8 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (s17-*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
-# helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_variants).
+# helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_variants,
+# run_cascade_shards).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -41,5 +42,15 @@ run_sanitizers() {
     timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
       --gtest_filter="$1" >"$OUT/$tool.log" 2>&1
     echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  PASSED' "$OUT/$tool.log" | tr '\n' ' ')"
+  done
+}
+# run_cascade_shards: every cascade, decode and fused GPU test, in three shards of at most 150 s
+# (logs: $OUT/tests-cascade-N.log), one summary line each; nothing without a test binary.
+run_cascade_shards() {
+  [ -x /tmp/b/prefixd_gpu_tests ] || return 0
+  for shard in 0 1 2; do
+    GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$shard timeout 150 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+      --gtest_filter='*Cascade*:*Decode*:*Fused*' >"$OUT/tests-cascade-$shard.log" 2>&1
+    echo "cascade shard $shard rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests-cascade-$shard.log" | tr '\n' ' ')"
   done
 }

@@ -10,13 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s36-ab
-if [ -x /tmp/b/prefixd_gpu_tests ]; then
-  for shard in 0 1 2; do
-    GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$shard timeout 150 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-      --gtest_filter='*Cascade*:*Decode*:*Fused*' >"$OUT/tests-cascade-$shard.log" 2>&1
-    echo "cascade shard $shard rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests-cascade-$shard.log" | tr '\n' ' ')"
-  done
-fi
+run_cascade_shards
 SHAPES="--heads 32/32,32/16,32/8,32/4 -b 16,256 -p 1024,8192 -s 32,256 --dtype fp16"
 for i in 1 2; do for b in old new; do
   exe=$B; [ $b = old ] && exe=/tmp/b/prefixd_kernel_bench_old

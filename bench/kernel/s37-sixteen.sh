@@ -20,11 +20,7 @@ cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s37-sixteen
 NEW='*gqa9_*:*gqa10_*:*gqa12_*:*gqa16_*:*gqa24_*:*mqa*:*CudaDecodeVariant*'
 run_gpu_tests "$NEW"; cp "$OUT/tests.log" "$OUT/tests-new.log"
-for shard in 0 1 2; do  # the cascade and decode suites in three shards of at most 150 s
-  GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$shard timeout 150 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-    --gtest_filter='*Cascade*:*Decode*:*Fused*' >"$OUT/tests-cascade-$shard.log" 2>&1
-  echo "cascade shard $shard rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests-cascade-$shard.log" | tr '\n' ' ')"
-done
+run_cascade_shards
 grep -hE '^\[  FAILED' "$OUT"/tests-new.log "$OUT"/tests-cascade-*.log | head -20
 run_sanitizers "*CudaCascadeTest.*gqa16_peaky*:*CudaCascadeTest.*gqa10_*:*CudaCascadeTest.*gqa24_*:*CudaCascadeTest.*mqa32*"
 [ "${PART:-1}" = 2 ] && { pack_logs; exit 0; }

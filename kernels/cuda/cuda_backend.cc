@@ -605,9 +605,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // SMs; 4 where there are at most two items per SM (e.g. 32 long suffixes × 8 KV heads), so
     // that an SM streams with 8 warps' bytes in flight instead of 4. The 16-row group (g = 9-16,
     // or slices of 16) takes 8 where its CTAs are at most one per SM: there it has half the CTAs
-    // the slices of 8 had, and with 4 warps its suffix part was 17-22% slower than theirs at
-    // 32/2 B64 S256, with 8 3-26% faster than 4 at B16-64 (H200, bench/RESULTS.md, session 37;
-    // for the groups of 4 and 8 the same rule measured mixed and is not applied).
+    // the slices of 8 had: with 4 warps its suffix parts were 17-22% slower than theirs at 32/2,
+    // 24/2 and 32/1 B64 S256; 8 warps took them 10-25% below 4 at B16-64, head_dim 128 (H200,
+    // bench/RESULTS.md, session 37; for the groups of 4 and 8 the same rule measured mixed and is
+    // not applied).
     const bool tensor_cores = DecodeUsesTensorCores(p);
     const DecodeGroupSlicing slicing = DecodeSlicingFor(p.num_qo_heads / p.num_kv_heads, p.head_dim, tensor_cores);
     const int decode_ctas = plan_.num_decode_items * slicing.slices;

@@ -15,6 +15,8 @@
 #   (s37-warps.sh) timed the warps per CTA).
 # Run 3: CARRY=.carry/s37b bash bench/kernel/s37-sixteen.sh (8 warps for the 16-row group's CTAs
 #   where they are at most one per SM).
+# Run 7: CARRY=.carry/s37d PART=2 bash bench/kernel/s37-sixteen.sh (the final binaries, c10fef3:
+#   the cost model of run 6).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s37-sixteen

@@ -38,21 +38,21 @@ void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream)
   decode::LaunchDecodeAttentionMma<T, HEAD_DIM, GQA>(p, stream);  // also loops over items (max_sms)
 }
 
-// The compiled group size that serves g (DecodeSlicing; the launch's group_size and group_slices
-// are set).
+// The compiled group size `rows` that serves g (DecodeSlicingFor, decided once by DecodeAttention,
+// which also set the launch's group_size and group_slices); tensor_cores: DecodeUsesTensorCores.
 template <typename T, int HEAD_DIM>
-void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
-  switch (DecodeSlicingFor(p.group_size, HEAD_DIM, DecodeUsesTensorCores(p)).rows) {
+void DispatchGroupSize(const DecodeAttentionParams& p, int rows, bool tensor_cores, cudaStream_t stream) {
+  switch (rows) {
     case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
     case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
     case 4:
       if constexpr (TensorCoreDecodeBuilt(4, HEAD_DIM)) {  // instantiated in kernels/cuda/inst/
-        if (DecodeUsesTensorCores(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);
+        if (tensor_cores) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);
       }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 4>(p, stream);
     case 8:
       if constexpr (TensorCoreDecodeBuilt(8, HEAD_DIM)) {  // instantiated in kernels/cuda/inst/
-        if (DecodeUsesTensorCores(p)) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
+        if (tensor_cores) return LaunchTensorCoreKernel<T, HEAD_DIM, 8>(p, stream);
       }
       return decode::LaunchDecodeAttention<T, HEAD_DIM, 8>(p, stream);
     case 16:  // tensor cores only (DecodeSlicingFor)
@@ -63,11 +63,11 @@ void DispatchGroupSize(const DecodeAttentionParams& p, cudaStream_t stream) {
 }
 
 template <typename T>
-void DispatchHeadDim(const DecodeAttentionParams& p, cudaStream_t stream) {
+void DispatchHeadDim(const DecodeAttentionParams& p, int rows, bool tensor_cores, cudaStream_t stream) {
   switch (p.head_dim) {
-    case 64: return DispatchGroupSize<T, 64>(p, stream);
-    case 128: return DispatchGroupSize<T, 128>(p, stream);
-    case 256: return DispatchGroupSize<T, 256>(p, stream);
+    case 64: return DispatchGroupSize<T, 64>(p, rows, tensor_cores, stream);
+    case 128: return DispatchGroupSize<T, 128>(p, rows, tensor_cores, stream);
+    case 256: return DispatchGroupSize<T, 256>(p, rows, tensor_cores, stream);
   }
   PREFIXD_THROW(ErrorKind::kUnsupported,
                 "DecodeAttention: head_dim " << p.head_dim << " is not compiled (supported: 64, 128, 256)");
@@ -120,9 +120,11 @@ void DecodeAttention(const DecodeAttentionParams& p, cudaStream_t stream) {
   if (p.num_items == 0) return;
   DecodeAttentionParams launch = p;
   launch.group_size = p.num_qo_heads / p.num_kv_heads;
-  launch.group_slices = DecodeSlicingFor(launch.group_size, p.head_dim, DecodeUsesTensorCores(launch)).slices;
-  if (p.dtype == DType::kFloat16) return DispatchHeadDim<__half>(launch, stream);
-  return DispatchHeadDim<__nv_bfloat16>(launch, stream);
+  const bool tensor_cores = DecodeUsesTensorCores(launch);
+  const DecodeGroupSlicing slicing = DecodeSlicingFor(launch.group_size, p.head_dim, tensor_cores);
+  launch.group_slices = slicing.slices;
+  if (p.dtype == DType::kFloat16) return DispatchHeadDim<__half>(launch, slicing.rows, tensor_cores, stream);
+  return DispatchHeadDim<__nv_bfloat16>(launch, slicing.rows, tensor_cores, stream);
 }
 
 }  // namespace prefixd::kernels::cuda

@@ -2,7 +2,7 @@
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_variants,
-# run_cascade_shards).
+# run_cascade_shards, run_new_cases_checks).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -53,4 +53,13 @@ run_cascade_shards() {
       --gtest_filter='*Cascade*:*Decode*:*Fused*' >"$OUT/tests-cascade-$shard.log" 2>&1
     echo "cascade shard $shard rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests-cascade-$shard.log" | tr '\n' ' ')"
   done
+}
+# run_new_cases_checks NEW SANITIZE: a change's new test cases (filter NEW; log $OUT/tests-new.log),
+# every cascade, decode and fused GPU test (run_cascade_shards), the failed ones listed, then
+# compute-sanitizer on the cases matching SANITIZE (run_sanitizers).
+run_new_cases_checks() {
+  run_gpu_tests "$1"; [ -f "$OUT/tests.log" ] && cp "$OUT/tests.log" "$OUT/tests-new.log"
+  run_cascade_shards
+  grep -hsE '^\[  FAILED' "$OUT"/tests-new.log "$OUT"/tests-cascade-*.log | head -20
+  run_sanitizers "$2"
 }

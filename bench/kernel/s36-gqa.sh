@@ -15,11 +15,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s36-gqa
-NEW='*gqa3_*:*gqa5_*:*gqa6_*:*gqa7_*:*gqa9_*:*gqa12_*:*gqa16_*:*mqa*'
-run_gpu_tests "$NEW"; cp "$OUT/tests.log" "$OUT/tests-new.log"
-run_cascade_shards
-grep -hE '^\[  FAILED' "$OUT"/tests-new.log "$OUT"/tests-cascade-*.log | head -20
-run_sanitizers "*CudaCascadeTest.*gqa5_*:*CudaCascadeTest.*gqa12_*:*CudaCascadeTest.*mqa*:*CudaCascadeTest.*gqa3_peaky*"
+run_new_cases_checks '*gqa3_*:*gqa5_*:*gqa6_*:*gqa7_*:*gqa9_*:*gqa12_*:*gqa16_*:*mqa*' \
+  "*CudaCascadeTest.*gqa5_*:*CudaCascadeTest.*gqa12_*:*CudaCascadeTest.*mqa*:*CudaCascadeTest.*gqa3_peaky*"
 [ "${PART:-1}" = 2 ] && { pack_logs; exit 0; }
 timeout 240 $B --heads 32/8,24/8,40/8,64/8,28/4,32/2,32/1 -b 64,256 -p 8192,32768 -s 256 --dtype bf16 -c 2 \
   --no-baseline --csv "$OUT/bench.csv" >"$OUT/bench.txt" 2>&1

@@ -20,11 +20,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s37-sixteen
-NEW='*gqa9_*:*gqa10_*:*gqa12_*:*gqa16_*:*gqa24_*:*mqa*:*CudaDecodeVariant*'
-run_gpu_tests "$NEW"; cp "$OUT/tests.log" "$OUT/tests-new.log"
-run_cascade_shards
-grep -hE '^\[  FAILED' "$OUT"/tests-new.log "$OUT"/tests-cascade-*.log | head -20
-run_sanitizers "*CudaCascadeTest.*gqa16_peaky*:*CudaCascadeTest.*gqa10_*:*CudaCascadeTest.*gqa24_*:*CudaCascadeTest.*mqa32*"
+run_new_cases_checks '*gqa9_*:*gqa10_*:*gqa12_*:*gqa16_*:*gqa24_*:*mqa*:*CudaDecodeVariant*' \
+  "*CudaCascadeTest.*gqa16_peaky*:*CudaCascadeTest.*gqa10_*:*CudaCascadeTest.*gqa24_*:*CudaCascadeTest.*mqa32*"
 [ "${PART:-1}" = 2 ] && { pack_logs; exit 0; }
 for i in 1 2; do for b in old new; do
   exe=$B; [ $b = old ] && exe=/tmp/b/prefixd_kernel_bench_old

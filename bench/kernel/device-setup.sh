@@ -2,7 +2,7 @@
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_variants,
-# run_cascade_shards, run_new_cases_checks).
+# run_cascade_shards, run_new_cases_checks, run_main_job_heads).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -62,4 +62,14 @@ run_new_cases_checks() {
   run_cascade_shards
   grep -hsE '^\[  FAILED' "$OUT"/tests-new.log "$OUT"/tests-cascade-*.log | head -20
   run_sanitizers "$2"
+}
+# run_main_job_heads HEADS...: the main job on one GPU at each H_qo/H_kv (32768-token document, 4
+# layers, 8 decode steps; log $OUT/main-Q-K.txt), one line each with its own sampled check.
+run_main_job_heads() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  for h in "$@"; do
+    timeout 120 mpirun --allow-run-as-root -np 1 /tmp/b/prefixd --qo-heads ${h%/*} --kv-heads ${h#*/} --doc-tokens 32768 \
+      --layers 4 --decode-steps 8 >"$OUT/main-${h/\//-}.txt" 2>&1
+    echo "main $h rc=$? $(grep -E '^# check: [0-9]+ of|^# done' "$OUT/main-${h/\//-}.txt" | tr '\n' ' ')"
+  done
 }

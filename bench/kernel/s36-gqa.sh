@@ -23,10 +23,5 @@ timeout 240 $B --heads 32/8,24/8,40/8,64/8,28/4,32/2,32/1 -b 64,256 -p 8192,3276
 echo "bench rc=$? $(grep 'wrong results' "$OUT/bench.txt")"
 awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; next} {printf "%s/%s B%s P%s S%s prefix %s suffix %s total %s graph %s ratio %s wrong %s\n",
   $c["h_qo"],$c["h_kv"],$c["batch"],$c["prefix"],$c["suffix"],$c["prefix_us"],$c["suffix_us"],$c["total_us"],$c["graph_us"],$c["ratio"],$c["wrong"]}' "$OUT/bench.csv"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-for h in 40/8 28/4; do
-  timeout 120 mpirun --allow-run-as-root -np 1 /tmp/b/prefixd --qo-heads ${h%/*} --kv-heads ${h#*/} --doc-tokens 32768 \
-    --layers 4 --decode-steps 8 >"$OUT/main-${h/\//-}.txt" 2>&1
-  echo "main $h rc=$? $(grep -E '^# check: [0-9]+ of|^# done' "$OUT/main-${h/\//-}.txt" | tr '\n' ' ')"
-done
+run_main_job_heads 40/8 28/4
 pack_logs

@@ -53,10 +53,5 @@ for k in o1:
     print(f"{h_qo}/{h_kv} D{d} B{b} P{p} S{s} | {so[0]:.1f} {so[1]:.1f} -> {sn[0]:.1f} {sn[1]:.1f} | {sum(sn)/sum(so):.3f} | "
           f"{to:.1f} -> {tn:.1f} | {gbs:.0f}")
 PY
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-for h in 128/8 96/8; do
-  timeout 120 mpirun --allow-run-as-root -np 1 /tmp/b/prefixd --qo-heads ${h%/*} --kv-heads ${h#*/} --doc-tokens 32768 \
-    --layers 4 --decode-steps 8 >"$OUT/main-${h/\//-}.txt" 2>&1
-  echo "main $h rc=$? $(grep -E '^# check: [0-9]+ of|^# done' "$OUT/main-${h/\//-}.txt" | tr '\n' ' ')"
-done
+run_main_job_heads 128/8 96/8
 pack_logs

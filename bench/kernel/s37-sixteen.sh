@@ -17,6 +17,8 @@
 #   where they are at most one per SM).
 # Run 7: CARRY=.carry/s37d PART=2 bash bench/kernel/s37-sixteen.sh (the final binaries, c10fef3:
 #   the cost model of run 6).
+# Run 8: CARRY=.carry/s37e PART=2 bash bench/kernel/s37-sixteen.sh, then run_main_job_heads 128/8
+#   (the review's dispatch change: rows and the tensor-core choice decided once).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s37-sixteen

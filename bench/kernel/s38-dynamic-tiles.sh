@@ -31,7 +31,7 @@ if [ "${PART:-ab}" = ab ]; then
   timeout 60 $OLD --heads 32/8,32/32 -b 256 -p 8192 -s 256 --dtype fp16 --no-baseline --no-graph -c 1 \
     --csv "$OUT/ctl-old.csv" >"$OUT/ctl-old.txt" 2>&1
   echo "controls rc=$? $(grep 'wrong results' "$OUT/ctl-new.txt" "$OUT/ctl-old.txt" | tr '\n' ' ')"
-  python3 bench/kernel/ab_dynamic_tiles.py "$OUT" | tee "$OUT/ab.txt"
+  python3 bench/kernel/ab_builds.py "$OUT" default PREFIXD_SM90A_DYNAMIC_TILES=1 | tee "$OUT/ab.txt"
 fi
 if [ "${PART:-ab}" = check ]; then
   timeout 200 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter='*PrefixAttention*' >"$OUT/tests-prefix.log" 2>&1

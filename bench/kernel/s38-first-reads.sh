@@ -8,9 +8,18 @@
 #   2. the probe's timeline (first K tile, exits), old new old new, on three memory-bound shapes;
 #   3. the kernel benchmark, old new old new, on the issue's 36 fp16 grid shapes; an A/B table.
 #   CARRY=.carry/s38e bash bench/kernel/s38-first-reads.sh
+# PART=check (run 6, the committed binaries: prefixd_gpu_tests, prefixd_kernel_bench, prefixd):
+# the whole GPU suite and compute-sanitizer (bench/kernel/device-check.sh), then the main job.
+#   CARRY=.carry/s38f PART=check bash bench/kernel/s38-first-reads.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s38-first-reads
+if [ "${PART:-ab}" = check ]; then
+  OUT=$OUT/check VARIANTS=default bash bench/kernel/device-check.sh
+  run_main_job_heads 32/8 32/32
+  pack_logs
+  exit 0
+fi
 GRID=(--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16 --no-baseline --no-graph -c 1)
 run_gpu_tests '*CudaCascadeTest*:*QueryMap*:*wgmma_wg1_*:*wgmma_*ctas*:*PoisonShort*'
 grep -hE '^\[  FAILED' "$OUT/tests.log" | head -10
@@ -27,3 +36,7 @@ for i in 1 2; do for b in old new; do
 done; done
 python3 bench/kernel/ab_builds.py "$OUT" | tee "$OUT/ab.txt"
 pack_logs
+# Run 7 (after run 6 found CudaBackendErrors.UnsupportedGroupSizeIsRefusedAtLoad stale since
+# session 36; rewritten as EveryGroupSizeLoadsAndMatchesTheOracle), from the repository root:
+#   CARRY=.carry/s38g bash -c '. bench/kernel/device-setup.sh s38-run7; run_gpu_tests "*CudaBackendErrors*";
+#     run_sanitizers "*CudaBackendErrors*"; pack_logs'

@@ -1604,15 +1604,26 @@ TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {
   ExpectMatchesOracle(got, NaiveCascade(pool, 1, batch, q, 1.0 / std::sqrt(128.0)), kF16, "after errors");
 }
 
-// GQA group sizes the decode kernel is not compiled for are refused at LoadPlan, not at launch.
-TEST(CudaBackendErrors, UnsupportedGroupSizeIsRefusedAtLoad) {
+// Every GQA group size loads and runs (since session 36 the decode kernels serve a group size they
+// are not compiled for on the next compiled one, or in slices; DecodeSlicingFor): a plan of a
+// group of 16 (the 16-row tensor-core group) and of 11 (rows past 11 computed on zero queries)
+// loads, where before it was refused, and matches the oracle. (This test expected the refusal
+// until session 38, and failed on the GPU from session 36 on: those sessions ran subsets.)
+TEST(CudaBackendErrors, EveryGroupSizeLoadsAndMatchesTheOracle) {
   PREFIXD_REQUIRE_GPU();
   std::mt19937_64 rng(TestSeed());
-  const KvPoolShape shape{1, 8, 16, 1, 64, kF16};
-  kernels::PageAllocator alloc(shape.num_pages);
-  const DecodeBatch batch = BuildBatch({{20, {5}}}, 16, 16, alloc, rng);
-  const CascadePlan plan = kernels::PlanCascade(batch, shape, CascadeOptions(Device()));
-  EXPECT_PREFIXD_ERROR(Device().LoadPlan(plan), ErrorKind::kInvalidArgument, "GQA group size 16");
+  for (const int g : {16, 11}) {
+    SCOPED_TRACE("GQA group size " + std::to_string(g));
+    const KvPoolShape shape{1, 8, 16, 1, 64, kF16};
+    kernels::PageAllocator alloc(shape.num_pages);
+    const DecodeBatch batch = BuildBatch({{20, {5}}}, g, 16, alloc, rng);
+    const HostKvPool pool = RandomKvPool(rng, shape);
+    const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, false, kPeakyScale);
+    const CascadePlan plan = kernels::PlanCascade(batch, shape, CascadeOptions(Device()));
+    ASSERT_NO_THROW(Device().LoadPlan(plan));
+    const StepResult got = RunStep(Device(), pool, 0, plan, q);
+    ExpectMatchesOracle(got, NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(64.0)), kF16, "g " + std::to_string(g));
+  }
 }
 
 TEST(CudaBackendInfo, DescribesTheDevice) {

@@ -3,17 +3,19 @@
 //   prefixd_exp2_probe
 //
 // Why: the sm_90a prefix kernel's softmax at head_dim 64 takes one MUFU ex2 per score, as much
-// MUFU time as the tile's wgmma takes tensor time (bench/NOTES-prefix.md, sessions 27-28).
-// WgmmaPrefixConfig::HALF_EXP2 takes two fp16 scores per instruction (ex2.approx.f16x2); it pays
-// only if that form runs at the f32 form's instruction rate, i.e. twice the values. This probe
+// MUFU time as the tile's wgmma takes tensor time (bench/NOTES-prefix.md, sessions 27-28). Taking
+// two fp16 scores per instruction (ex2.approx.f16x2; bench/kernel/results/s38/half-exp2.patch)
+// pays only if that form runs at the f32 form's instruction rate, i.e. twice the values. This probe
 // times long dependent-free chains of each form (f32, f16x2, bf16x2) on every SM and prints
 // instructions and values per SM per clock (at the SM's maximum clock, as the device reports it).
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/error.h"
 #include "prefixd/common/tool_main.h"
 
 namespace {
@@ -67,7 +69,9 @@ float BestMs(int blocks, int threads, uint32_t* out, cudaEvent_t start, cudaEven
 
 int Run(int argc, char** argv) {
   if (argc > 1) {
-    std::printf("usage: prefixd_exp2_probe (no options)\n");
+    const std::string a = argv[1];
+    PREFIXD_CHECK_ARG(a == "--help" || a == "-h", "unknown option '" << a << "' (it takes none; --help)");
+    std::printf("usage: prefixd_exp2_probe   (no options: times ex2 f32, f16x2 and bf16x2 on every SM)\n");
     return 0;
   }
   int sms = 0, clock_khz = 0;
@@ -92,6 +96,8 @@ int Run(int argc, char** argv) {
     const double per_sm_clock = insts / (ms[f] * clocks_per_ms) / sms;
     std::printf("%-24s %9.3f %16.2f %18.2f\n", names[f], ms[f], per_sm_clock, per_sm_clock * (f == 0 ? 1 : 2));
   }
+  PREFIXD_CUDA_CHECK(cudaEventDestroy(start));
+  PREFIXD_CUDA_CHECK(cudaEventDestroy(stop));
   PREFIXD_CUDA_CHECK(cudaFree(out));
   return 0;
 }

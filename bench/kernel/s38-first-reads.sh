@@ -37,6 +37,8 @@ done; done
 python3 bench/kernel/ab_builds.py "$OUT" | tee "$OUT/ab.txt"
 pack_logs
 # Run 7 (after run 6 found CudaBackendErrors.UnsupportedGroupSizeIsRefusedAtLoad stale since
-# session 36; rewritten as EveryGroupSizeLoadsAndMatchesTheOracle), from the repository root:
+# session 36; rewritten as EveryGroupSizeLoadsAndMatchesTheOracle, then still in the
+# CudaBackendErrors suite, since moved to CudaCascade: filter '*EveryGroupSize*' now), from the
+# repository root:
 #   CARRY=.carry/s38g bash -c '. bench/kernel/device-setup.sh s38-run7; run_gpu_tests "*CudaBackendErrors*";
 #     run_sanitizers "*CudaBackendErrors*"; pack_logs'

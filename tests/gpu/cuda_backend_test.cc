@@ -1604,12 +1604,11 @@ TEST(CudaBackendErrors, BadInputsAreRejectedWithoutDeviceFault) {
   ExpectMatchesOracle(got, NaiveCascade(pool, 1, batch, q, 1.0 / std::sqrt(128.0)), kF16, "after errors");
 }
 
-// Every GQA group size loads and runs (since session 36 the decode kernels serve a group size they
-// are not compiled for on the next compiled one, or in slices; DecodeSlicingFor): a plan of a
-// group of 16 (the 16-row tensor-core group) and of 11 (rows past 11 computed on zero queries)
-// loads, where before it was refused, and matches the oracle. (This test expected the refusal
-// until session 38, and failed on the GPU from session 36 on: those sessions ran subsets.)
-TEST(CudaBackendErrors, EveryGroupSizeLoadsAndMatchesTheOracle) {
+// Every GQA group size loads and runs: the decode kernels serve a group size they are not compiled
+// for on the next compiled one, or in slices (DecodeSlicingFor), so LoadPlan refuses none. A group
+// of 16 (the tensor-core decode's 16-row group) and of 11 (rows past 11 on zero queries), one KV
+// head, against the oracle.
+TEST(CudaCascade, EveryGroupSizeLoadsAndMatchesTheOracle) {
   PREFIXD_REQUIRE_GPU();
   std::mt19937_64 rng(TestSeed());
   for (const int g : {16, 11}) {

@@ -299,13 +299,14 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
   }
 }
 
-// What the producer thread reads first, fetched at the kernel's entry so that the fetches' latency
-// hides under the ring's set-up instead of adding to it: the first K/V tile waits for the CTA's
-// first item, then its group (two dependent reads, each a DRAM round trip after the benchmark's
-// L2 flush), then the tensor maps. The maps go into the TMA unit; the item's line and the group
+// What the producer thread reads first, fetched at the kernel's entry, before the ring's set-up:
+// the first K/V tile waits for the CTA's first item, then its group (two dependent reads, each a
+// DRAM round trip after the benchmark's L2 flush), then the tensor maps. The three maps go into
+// the TMA unit (the consumers' later Q loads use the same one); the item's line and the group
 // array's first line (a plan's first items name one of its first groups) into L2, as prefetches,
 // which hold no register and stall nothing (a load here made ptxas spill the item around the
-// producer's 24 registers).
+// producer's 24 registers). Measured: first K tile 0.2-0.4 µs earlier (bench/NOTES-prefix.md,
+// session 38); the set-up it overlaps is only ~0.4 µs.
 __device__ __forceinline__ void PrefetchFirstReads(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
                                                    const CUtensorMap* tmap_v, const CUtensorMap* tmap_q) {
   PrefetchTensorMap(tmap_k);
@@ -809,8 +810,10 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
   const CUtensorMap* const q_map = q_tma != 0 ? &tmap_q : nullptr;
   const bool q_partial = q_tma == 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  if (threadIdx.x == 0) Stamp(params, kEntry);
-  if (threadIdx.x == 0) PrefetchFirstReads(params, &tmap_k, &tmap_v, q_map);
+  if (threadIdx.x == 0) {
+    Stamp(params, kEntry);
+    PrefetchFirstReads(params, &tmap_k, &tmap_v, q_map);
+  }
   const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
   InitRing<CFG>(ring);
@@ -833,7 +836,6 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     }
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    if (q_tma != 0 && threadIdx.x % 128 == 0) PrefetchTensorMap(&tmap_q);
     Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents != 0);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }

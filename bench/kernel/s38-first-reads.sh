@@ -42,3 +42,9 @@ pack_logs
 # repository root:
 #   CARRY=.carry/s38g bash -c '. bench/kernel/device-setup.sh s38-run7; run_gpu_tests "*CudaBackendErrors*";
 #     run_sanitizers "*CudaBackendErrors*"; pack_logs'
+# Run 8 (the review mends of commit "Review mends, behaviour unchanged": the consumers' Q-map
+# prefetch dropped, the entry in one block), from the repository root:
+#   CARRY=.carry/s38h bash -c '. bench/kernel/device-setup.sh s38-run8; /tmp/b/prefixd_exp2_probe --bogus;
+#     run_gpu_tests "*CudaCascadeTest*:*QueryMap*:*wgmma_wg1_*:*wgmma_*ctas*:*PoisonShort*:*EveryGroupSize*:*_qcp_*";
+#     run_sanitizers "*EveryGroupSize*:*wgmma_PoisonGroups_page7_fp16*:*wgmma_wg1_Groups_page7_fp16*";
+#     /tmp/b/prefixd_prefix_probe --kernel wgmma --timeline --iters 20 --shape 32/32:16:8192 | grep -E "first K|^wgmma"; pack_logs'

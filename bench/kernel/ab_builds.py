@@ -18,7 +18,8 @@ def rows(path, variant=None):
     for r in csv.DictReader(open(path)):
         if variant is not None and r.get("variant", "") != variant:
             continue
-        key = (r["dtype"], r["h_qo"] + "/" + r["h_kv"], int(r["batch"]), int(r["prefix"]), int(r["suffix"]))
+        key = (r["dtype"], int(r["head_dim"]), r["h_qo"] + "/" + r["h_kv"], int(r["batch"]), int(r["prefix"]),
+               int(r["suffix"]))
         out[key] = (float(r["prefix_us"]), float(r["total_us"]))
     return out
 
@@ -32,7 +33,7 @@ def main():
     columns = [("old", old)] + ([(v, [rows(f, v) for f in new_files]) for v in variants] or
                                 [("new", [rows(f) for f in new_files])])
     names = " / ".join(name for name, _ in columns)
-    print("dtype heads B P S | prefix us: %s | total us: %s | %s - old" % (names, names, columns[-1][0]))
+    print("dtype D heads B P S | prefix us: %s | total us: %s | %s - old" % (names, names, columns[-1][0]))
     sums = [0.0] * (len(columns) - 1)
     for key in sorted(old[0]) if old else []:
         runs = [r for _, col in columns for r in col]
@@ -42,7 +43,7 @@ def main():
         tot = [median(r[key][1] for r in col) for _, col in columns]
         for i in range(1, len(columns)):
             sums[i - 1] += tot[i] - tot[0]
-        print("%s %s B%d P%d S%d | %s | %s | %+.1f" % (key + (" / ".join("%.1f" % x for x in pre),
+        print("%s D%d %s B%d P%d S%d | %s | %s | %+.1f" % (key + (" / ".join("%.1f" % x for x in pre),
                                                             " / ".join("%.1f" % x for x in tot), tot[-1] - tot[0])))
     print("sum of totals against old: " + ", ".join("%s %+.1f us" % (columns[i + 1][0], s) for i, s in enumerate(sums)))
 

@@ -101,6 +101,12 @@ struct WgmmaPrefixConfig {
   // head_dim 64 / 128 (32 / 64 multiplies) the warp vote and branch cost more than they spare:
   // 1-5% slower (bench/RESULTS.md, session 28).
   static constexpr bool CONDITIONAL_RESCALE = HEAD_DIM == 256;
+  // The wgmma descriptors of a tile's k-steps as one descriptor per tile plus an add each
+  // (DescriptorPlus), not the whole descriptor per step: ~40 fewer instructions in the turn the
+  // other consumer warpgroup waits for. Prefix parts 1.3% faster at head_dim 128 and 2.5% at 256
+  // on the compute-bound shapes, but 1.5-3% slower at 64 (B256 P32768; bench/RESULTS.md,
+  // session 39), where the softmax, not the turn, bounds the tile.
+  static constexpr bool DESCRIPTORS_BY_ADD = HEAD_DIM != 64;
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)
   static constexpr int O_REGS = HEAD_DIM / 2;  // O accumulators per thread
   static constexpr int D_STEPS = HEAD_DIM / 16;
@@ -466,7 +472,8 @@ struct Consumer {
     WgmmaFence();
 #pragma unroll
     for (int ks = 0; ks < CFG::D_STEPS; ++ks)
-      MmaS::SS(s, KMajorDescriptor(q_smem, ks, CFG::Q_PANEL_BYTES), KMajorDescriptor(KTile(stage), ks, CFG::KV_PANEL_BYTES),
+      MmaS::SS(s, KMajorDescriptor<CFG::DESCRIPTORS_BY_ADD>(q_smem, ks, CFG::Q_PANEL_BYTES),
+               KMajorDescriptor<CFG::DESCRIPTORS_BY_ADD>(KTile(stage), ks, CFG::KV_PANEL_BYTES),
                ks > 0);
     WgmmaCommit();
   }
@@ -475,7 +482,7 @@ struct Consumer {
     WgmmaFence();
 #pragma unroll
     for (int ks = 0; ks < CFG::N_STEPS; ++ks)
-      MmaO::RS(o, pa[ks], MnMajorDescriptor(VTile(stage), ks, CFG::KV_PANEL_BYTES), 1);
+      MmaO::RS(o, pa[ks], MnMajorDescriptor<CFG::DESCRIPTORS_BY_ADD>(VTile(stage), ks, CFG::KV_PANEL_BYTES), 1);
     WgmmaCommit();
   }
   // V rows of a tile that must not meet P·V even with P = 0 (0 · NaN is NaN): rows [0, −box) of a

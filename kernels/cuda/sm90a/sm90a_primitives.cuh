@@ -228,14 +228,31 @@ __device__ __forceinline__ uint64_t SmemDescriptor(uint32_t addr, uint32_t lead_
   return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(lead_bytes >> 4) << 16) |
          (uint64_t(stride_bytes >> 4) << 32) | (uint64_t(1) << 62);
 }
+// The descriptor of the same operand `bytes` further on. The start address field (bits 0-13, in
+// 16-byte units) of a shared-memory address below 256 KiB never carries into the next field, so
+// the offset is added to the low word alone: one integer add per wgmma on top of a descriptor
+// computed once per tile, instead of the mask, shift and or of SmemDescriptor every time.
+__device__ __forceinline__ uint64_t DescriptorPlus(uint64_t desc, uint32_t bytes) {
+  const uint32_t lo = uint32_t(desc) + (bytes >> 4), hi = uint32_t(desc >> 32);
+  return (uint64_t(hi) << 32) | lo;
+}
 // K-major operand (rows of one panel: Q rows for A, K tokens for B); k16 step `ks` of a tile whose
 // panels are `panel_bytes` apart.
+__device__ __forceinline__ uint32_t KMajorStepBytes(int ks, uint32_t panel_bytes) {
+  return (ks / 4) * panel_bytes + (ks % 4) * 32;
+}
+// BY_ADD: the step as DescriptorPlus of the tile's descriptor; otherwise the whole descriptor of the
+// step's address (WgmmaPrefixConfig::DESCRIPTORS_BY_ADD says where each is faster).
+template <bool BY_ADD = true>
 __device__ __forceinline__ uint64_t KMajorDescriptor(uint32_t tile, int ks, uint32_t panel_bytes) {
-  return SmemDescriptor(tile + (ks / 4) * panel_bytes + (ks % 4) * 32, 16, 1024);
+  if constexpr (BY_ADD) return DescriptorPlus(SmemDescriptor(tile, 16, 1024), KMajorStepBytes(ks, panel_bytes));
+  return SmemDescriptor(tile + KMajorStepBytes(ks, panel_bytes), 16, 1024);
 }
 // MN-major B operand (V: tokens are k, head_dim columns are n, one panel per 64 columns); k16
 // step `ks` (16 tokens).
+template <bool BY_ADD = true>
 __device__ __forceinline__ uint64_t MnMajorDescriptor(uint32_t tile, int ks, uint32_t panel_bytes) {
+  if constexpr (BY_ADD) return DescriptorPlus(SmemDescriptor(tile, panel_bytes, 1024), ks * 16 * 128);
   return SmemDescriptor(tile + ks * 16 * 128, panel_bytes, 1024);
 }
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Session 39, runs 2-3 (nvidia-h200): the P·V wait kept below the softmax's exponentials.
+# Run 1 (s39-stalls.sh) found ptxas had hoisted that wait (WARPGROUP.DEPBAR) above them.
+# Run 2: the wait, the pack and V's release moved to open the next tile's block, after its ring
+# waits (patch results/s39/pv-wait-next-block.patch). Run 3: FA3's order kept, with a re-wait on
+# the in-flight V tile's full barrier (done already) between the softmax and the wait: a loop, so
+# a basic-block boundary ptxas does not hoist the wait across.
+# Binaries carried as $CARRY/bins.tar.xz: prefixd_gpu_tests, prefixd_kernel_bench and
+# prefixd_prefix_probe of this build, prefixd_kernel_bench_old and prefixd_prefix_probe_old of the
+# commit before. Logs in $OUT, also $OUT/all.tgz.
+#   1. GPU tests: every prefix-kernel, cascade and fused case (the walk is shared by all three);
+#   2. the prefix probe, old new old new, compute- and memory-bound shapes at head_dim 64/128/256;
+#   3. the kernel benchmark, old new old new, on the issue's 36 fp16 grid shapes; an A/B table;
+#   4. Nsight Compute's stall samples of the new kernel (as run 1).
+#   CARRY=.carry/s39a [TESTS=0] bash bench/kernel/s39-pv-wait.sh   (TESTS=0: timings only)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. bench/kernel/device-setup.sh s39-pv-wait
+SHAPES=(--shape 32/8:256:32768 --shape 32/32:256:32768 --shape 32/8:256:8192 --shape 32/8:64:32768
+  --shape 32/8:256:32768:64 --shape 32/32:256:32768:64 --shape 32/8:256:32768:256 --shape 32/8:256:32768:128:bf16
+  --shape 32/32:16:8192)
+for i in 1 2; do for b in old new; do
+  probe=/tmp/b/prefixd_prefix_probe; [ $b = old ] && probe=/tmp/b/prefixd_prefix_probe_old
+  timeout 120 $probe --kernel wgmma --iters 20 "${SHAPES[@]}" >"$OUT/probe-$b$i.txt" 2>&1
+  echo "probe $b $i rc=$?"; grep -E "^wgmma" "$OUT/probe-$b$i.txt" | awk '{print $3,$4,$5,$6,$7,$12,$13,$14}'
+done; done
+GRID=(--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16 --no-baseline --no-graph -c 1)
+for i in 1 2; do for b in old new; do
+  exe=$B; [ $b = old ] && exe=/tmp/b/prefixd_kernel_bench_old
+  timeout 100 $exe "${GRID[@]}" --csv "$OUT/$b$i.csv" >"$OUT/$b$i.txt" 2>&1
+  echo "grid $b $i rc=$? $(grep 'wrong results' "$OUT/$b$i.txt")"
+done; done
+python3 bench/kernel/ab_builds.py "$OUT" | tee "$OUT/ab.txt"
+timeout 120 ncu --kernel-name regex:PrefixAttentionWgmma --launch-skip 2 --launch-count 1 --clock-control none \
+  --section WarpStateStats --section SourceCounters \
+  --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active \
+  -f -o "$OUT/prof" /tmp/b/prefixd_prefix_probe --kernel wgmma --iters 3 --warmup 1 --shape 32/8:256:32768 >"$OUT/ncu.txt" 2>&1
+ncu -i "$OUT/prof.ncu-rep" --page details --print-details all >"$OUT/details.txt" 2>&1
+grep -E "Duration|Tensor|pipe_xu|Eligible Warps|Warp Cycles Per Issued|Stall (Wait|Barrier|Dispatch)" "$OUT/details.txt" | head -12
+ncu -i "$OUT/prof.ncu-rep" --page source --csv --print-source sass >"$OUT/sass.csv" 2>&1
+rm -f "$OUT/prof.ncu-rep"
+if [ "${TESTS:-1}" = 1 ]; then
+  # (Run 2 ran '*PrefixAttention*:*CudaCascade*:*Fused*:*EveryGroupSize*' under run_gpu_tests' 200 s:
+  # cut off, rc=124. Run 3: the wgmma kernel's oracle cases and the cascades, 330 s.)
+  timeout 330 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+    --gtest_filter='*PrefixAttentionKernelTest*wgmma*:*CudaCascade*:*EveryGroupSize*:*QueryMap*' >"$OUT/tests.log" 2>&1
+  echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
+  grep -hE '^\[  FAILED' "$OUT/tests.log" | head -10
+fi
+pack_logs

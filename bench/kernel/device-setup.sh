@@ -73,3 +73,27 @@ run_main_job_heads() {
     echo "main $h rc=$? $(grep -E '^# check: [0-9]+ of|^# done' "$OUT/main-${h/\//-}.txt" | tr '\n' ' ')"
   done
 }
+# run_bench_ab DIR BENCH_ARGS...: the kernel benchmark of this build ($B) and of the build before
+# (/tmp/b/prefixd_kernel_bench_old), alternated twice in separate processes (old new old new), CSVs
+# and logs DIR/{old,new}{1,2}.{csv,txt}, one status line each, then the A/B table
+# (ab_builds.py) printed and in DIR/ab.txt.
+run_bench_ab() {
+  local dir=$1 exe; shift; mkdir -p "$dir"
+  for i in 1 2; do for b in old new; do
+    exe=$B; [ $b = old ] && exe=/tmp/b/prefixd_kernel_bench_old
+    timeout 100 $exe "$@" --csv "$dir/$b$i.csv" >"$dir/$b$i.txt" 2>&1
+    echo "$(basename "$dir") $b $i rc=$? $(grep 'wrong results' "$dir/$b$i.txt")"
+  done; done
+  python3 bench/kernel/ab_builds.py "$dir" | tee "$dir/ab.txt"
+}
+# run_probe_rounds "BUILDS" PROBE_ARGS...: the prefix probe of each build named (new: this build's
+# /tmp/b/prefixd_prefix_probe, X: /tmp/b/prefixd_prefix_probe_X), the builds in turn, twice; logs
+# $OUT/probe-BUILDN.txt, one line each with its rows' times (µs).
+run_probe_rounds() {
+  local builds=$1 probe; shift
+  for i in 1 2; do for b in $builds; do
+    probe=/tmp/b/prefixd_prefix_probe; [ $b != new ] && probe=/tmp/b/prefixd_prefix_probe_$b
+    timeout 120 $probe "$@" >"$OUT/probe-$b$i.txt" 2>&1
+    echo "probe $b $i rc=$? $(grep -E '^wgmma' "$OUT/probe-$b$i.txt" | awk '{printf "%s ", $12}')"
+  done; done
+}

@@ -7,21 +7,15 @@
 #   2. every head_dim-256 GPU test (kernel oracle cases, cascades), then compute-sanitizer memcheck
 #      and racecheck on three wgmma head_dim-256 kernel cases.
 #   CARRY=.carry/s39a bash bench/kernel/s39-d256.sh
+# (Since the run, its A/B loop is device-setup.sh's run_bench_ab: the same commands, the issue's
+# rows' four calls now before the other shapes' instead of interleaved.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s39-d256
 ROWS=(-d 256 --heads 32/32,32/8 -b 256 -p 32768 -s 32,256 --dtype fp16,bf16 --no-baseline --no-graph -c 1)
 MORE=(-d 256 --heads 32/32,32/8 -b 16,64,256 -p 8192,32768 -s 256 --dtype fp16 --no-baseline --no-graph -c 1)
-for i in 1 2; do for b in old new; do
-  exe=$B; [ $b = old ] && exe=/tmp/b/prefixd_kernel_bench_old
-  timeout 100 $exe "${ROWS[@]}" --csv "$OUT/$b$i.csv" >"$OUT/$b$i.txt" 2>&1
-  echo "rows $b $i rc=$? $(grep 'wrong results' "$OUT/$b$i.txt")"
-  mkdir -p "$OUT/more"
-  timeout 100 $exe "${MORE[@]}" --csv "$OUT/more/$b$i.csv" >"$OUT/more/$b$i.txt" 2>&1
-  echo "more $b $i rc=$? $(grep 'wrong results' "$OUT/more/$b$i.txt")"
-done; done
-python3 bench/kernel/ab_builds.py "$OUT" | tee "$OUT/ab.txt"
-python3 bench/kernel/ab_builds.py "$OUT/more" | tee "$OUT/more/ab.txt"
+run_bench_ab "$OUT" "${ROWS[@]}"
+run_bench_ab "$OUT/more" "${MORE[@]}"
 timeout 300 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter='*d256*' >"$OUT/tests.log" 2>&1
 echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
 grep -hE '^\[  FAILED' "$OUT/tests.log" | head -10

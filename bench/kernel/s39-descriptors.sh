@@ -10,21 +10,15 @@
 #      groups, many items, the narrow CTA), the cascades and the fused cascade (which shares the
 #      wgmma calls); compute-sanitizer on three cases.
 #   CARRY=.carry/s39a bash bench/kernel/s39-descriptors.sh
+# (Since the run, its A/B loop is device-setup.sh's run_bench_ab: the same commands, the grid's
+# four calls now before the head_dim rows' instead of interleaved.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s39-descriptors
 GRID=(--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16 --no-baseline --no-graph -c 1)
 DIMS=(-d 64,256 --heads 32/32,32/8 -b 256 -p 32768 -s 32,256 --dtype fp16,bf16 --no-baseline --no-graph -c 1)
-mkdir -p "$OUT/dims"
-for i in 1 2; do for b in old new; do
-  exe=$B; [ $b = old ] && exe=/tmp/b/prefixd_kernel_bench_old
-  timeout 100 $exe "${GRID[@]}" --csv "$OUT/$b$i.csv" >"$OUT/$b$i.txt" 2>&1
-  echo "grid $b $i rc=$? $(grep 'wrong results' "$OUT/$b$i.txt")"
-  timeout 100 $exe "${DIMS[@]}" --csv "$OUT/dims/$b$i.csv" >"$OUT/dims/$b$i.txt" 2>&1
-  echo "dims $b $i rc=$? $(grep 'wrong results' "$OUT/dims/$b$i.txt")"
-done; done
-python3 bench/kernel/ab_builds.py "$OUT" | tee "$OUT/ab.txt"
-python3 bench/kernel/ab_builds.py "$OUT/dims" | tee "$OUT/dims/ab.txt"
+run_bench_ab "$OUT" "${GRID[@]}"
+run_bench_ab "$OUT/dims" "${DIMS[@]}"
 F='*PrefixAttentionKernelTest*wgmma_Flat*:*PrefixAttentionKernelTest*wgmma_Peaky*:*PrefixAttentionKernelTest*wgmma_Poison*'
 F+=':*PrefixAttentionKernelTest*wgmma_ManyItems*:*PrefixAttentionKernelTest*wgmma_wg1*:*CudaCascadeTest*:*FusedCascade*'
 F+=':*EveryGroupSize*'

@@ -13,24 +13,17 @@
 #   3. the kernel benchmark, old new old new, on the issue's 36 fp16 grid shapes; an A/B table;
 #   4. Nsight Compute's stall samples of the new kernel (as run 1).
 #   CARRY=.carry/s39a [TESTS=0] bash bench/kernel/s39-pv-wait.sh   (TESTS=0: timings only)
+# (Since the runs, its loops are device-setup.sh's run_probe_rounds and run_bench_ab: the same
+# commands; the probe's status line now lists its rows' times instead of a few columns per row.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s39-pv-wait
 SHAPES=(--shape 32/8:256:32768 --shape 32/32:256:32768 --shape 32/8:256:8192 --shape 32/8:64:32768
   --shape 32/8:256:32768:64 --shape 32/32:256:32768:64 --shape 32/8:256:32768:256 --shape 32/8:256:32768:128:bf16
   --shape 32/32:16:8192)
-for i in 1 2; do for b in old new; do
-  probe=/tmp/b/prefixd_prefix_probe; [ $b = old ] && probe=/tmp/b/prefixd_prefix_probe_old
-  timeout 120 $probe --kernel wgmma --iters 20 "${SHAPES[@]}" >"$OUT/probe-$b$i.txt" 2>&1
-  echo "probe $b $i rc=$?"; grep -E "^wgmma" "$OUT/probe-$b$i.txt" | awk '{print $3,$4,$5,$6,$7,$12,$13,$14}'
-done; done
+run_probe_rounds "old new" --kernel wgmma --iters 20 "${SHAPES[@]}"
 GRID=(--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16 --no-baseline --no-graph -c 1)
-for i in 1 2; do for b in old new; do
-  exe=$B; [ $b = old ] && exe=/tmp/b/prefixd_kernel_bench_old
-  timeout 100 $exe "${GRID[@]}" --csv "$OUT/$b$i.csv" >"$OUT/$b$i.txt" 2>&1
-  echo "grid $b $i rc=$? $(grep 'wrong results' "$OUT/$b$i.txt")"
-done; done
-python3 bench/kernel/ab_builds.py "$OUT" | tee "$OUT/ab.txt"
+run_bench_ab "$OUT" "${GRID[@]}"
 timeout 120 ncu --kernel-name regex:PrefixAttentionWgmma --launch-skip 2 --launch-count 1 --clock-control none \
   --section WarpStateStats --section SourceCounters \
   --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active \

@@ -11,29 +11,19 @@
 #      64/256 rows; A/B tables;
 #   3. (TESTS=1) the wgmma kernel's oracle cases, cascades, and compute-sanitizer on three cases.
 #   CARRY=.carry/s39a [TESTS=1] bash bench/kernel/s39-turn.sh
+# (Since the run, its loops are device-setup.sh's run_probe_rounds and run_bench_ab: the same
+# commands, the grid's four calls now before the head_dim rows' instead of interleaved.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s39-turn
 SHAPES=(--shape 32/8:256:32768 --shape 32/32:256:32768 --shape 32/8:256:8192 --shape 32/8:64:32768
   --shape 32/8:256:32768:64 --shape 32/32:256:32768:64 --shape 32/8:256:8192:64 --shape 32/8:256:32768:128:bf16
   --shape 32/32:16:8192)
-for i in 1 2; do for b in old a new; do
-  probe=/tmp/b/prefixd_prefix_probe; [ $b != new ] && probe=/tmp/b/prefixd_prefix_probe_$b
-  timeout 120 $probe --kernel wgmma --iters 20 "${SHAPES[@]}" >"$OUT/probe-$b$i.txt" 2>&1
-  echo "probe $b $i rc=$? $(grep -E '^wgmma' "$OUT/probe-$b$i.txt" | awk '{printf "%s ", $12}')"
-done; done
+run_probe_rounds "old a new" --kernel wgmma --iters 20 "${SHAPES[@]}"
 GRID=(--heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16 --no-baseline --no-graph -c 1)
 DIMS=(-d 64,256 --heads 32/32,32/8 -b 256 -p 32768 -s 32,256 --dtype fp16,bf16 --no-baseline --no-graph -c 1)
-mkdir -p "$OUT/dims"
-for i in 1 2; do for b in old new; do
-  exe=$B; [ $b = old ] && exe=/tmp/b/prefixd_kernel_bench_old
-  timeout 100 $exe "${GRID[@]}" --csv "$OUT/$b$i.csv" >"$OUT/$b$i.txt" 2>&1
-  echo "grid $b $i rc=$? $(grep 'wrong results' "$OUT/$b$i.txt")"
-  timeout 100 $exe "${DIMS[@]}" --csv "$OUT/dims/$b$i.csv" >"$OUT/dims/$b$i.txt" 2>&1
-  echo "dims $b $i rc=$? $(grep 'wrong results' "$OUT/dims/$b$i.txt")"
-done; done
-python3 bench/kernel/ab_builds.py "$OUT" | tee "$OUT/ab.txt"
-python3 bench/kernel/ab_builds.py "$OUT/dims" | tee "$OUT/dims/ab.txt"
+run_bench_ab "$OUT" "${GRID[@]}"
+run_bench_ab "$OUT/dims" "${DIMS[@]}"
 if [ "${TESTS:-0}" = 1 ]; then
   timeout 330 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
     --gtest_filter='*PrefixAttentionKernelTest*wgmma*:*CudaCascade*:*EveryGroupSize*:*QueryMap*' >"$OUT/tests.log" 2>&1

@@ -16,10 +16,11 @@ pack_logs() {
   tar -C "$OUT" -czf "/tmp/$SETUP_TAG-all.tgz" --exclude=all.tgz . && mv "/tmp/$SETUP_TAG-all.tgz" "$OUT/all.tgz"
 }
 # run_gpu_tests FILTER: the carried GPU tests whose names match FILTER (brief log: $OUT/tests.log),
-# then one summary line; nothing when the tarball holds no test binary.
+# then one summary line; nothing when the tarball holds no test binary. Time limit:
+# $GPU_TESTS_TIMEOUT s (200).
 run_gpu_tests() {
   [ -x /tmp/b/prefixd_gpu_tests ] || return 0
-  timeout 200 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$1" >"$OUT/tests.log" 2>&1
+  timeout "${GPU_TESTS_TIMEOUT:-200}" /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$1" >"$OUT/tests.log" 2>&1
   echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
 }
 # run_variants NAME VARIANTS BENCH_ARGS...: one kernel-benchmark call timing each shape once per

@@ -35,9 +35,7 @@ rm -f "$OUT/prof.ncu-rep"
 if [ "${TESTS:-1}" = 1 ]; then
   # (Run 2 ran '*PrefixAttention*:*CudaCascade*:*Fused*:*EveryGroupSize*' under run_gpu_tests' 200 s:
   # cut off, rc=124. Run 3: the wgmma kernel's oracle cases and the cascades, 330 s.)
-  timeout 330 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-    --gtest_filter='*PrefixAttentionKernelTest*wgmma*:*CudaCascade*:*EveryGroupSize*:*QueryMap*' >"$OUT/tests.log" 2>&1
-  echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
+  GPU_TESTS_TIMEOUT=330 run_gpu_tests '*PrefixAttentionKernelTest*wgmma*:*CudaCascade*:*EveryGroupSize*:*QueryMap*'
   grep -hE '^\[  FAILED' "$OUT/tests.log" | head -10
 fi
 pack_logs

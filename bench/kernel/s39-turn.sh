@@ -25,9 +25,7 @@ DIMS=(-d 64,256 --heads 32/32,32/8 -b 256 -p 32768 -s 32,256 --dtype fp16,bf16 -
 run_bench_ab "$OUT" "${GRID[@]}"
 run_bench_ab "$OUT/dims" "${DIMS[@]}"
 if [ "${TESTS:-0}" = 1 ]; then
-  timeout 330 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-    --gtest_filter='*PrefixAttentionKernelTest*wgmma*:*CudaCascade*:*EveryGroupSize*:*QueryMap*' >"$OUT/tests.log" 2>&1
-  echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
+  GPU_TESTS_TIMEOUT=330 run_gpu_tests '*PrefixAttentionKernelTest*wgmma*:*CudaCascade*:*EveryGroupSize*:*QueryMap*'
   grep -hE '^\[  FAILED' "$OUT/tests.log" | head -10
 fi
 pack_logs

@@ -30,6 +30,8 @@ def main():
     d, variants = sys.argv[1], sys.argv[2:]
     old = [rows(f) for f in sorted(glob.glob(d + "/old[0-9].csv"))]
     new_files = sorted(glob.glob(d + "/new[0-9].csv"))
+    if not old or not new_files:
+        sys.exit("ab_builds.py: %s needs old1.csv ... and new1.csv ... (found %d and %d)" % (d, len(old), len(new_files)))
     columns = [("old", old)] + ([(v, [rows(f, v) for f in new_files]) for v in variants] or
                                 [("new", [rows(f) for f in new_files])])
     names = " / ".join(name for name, _ in columns)

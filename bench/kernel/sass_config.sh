@@ -19,9 +19,14 @@ namespace prefixd::kernels::cuda::sm90a {
 template void LaunchWgmmaConfig<WgmmaPrefixConfig<$T, $D, $ST, $OV, $CW>>(const WgmmaLaunch&, cudaStream_t);
 }
 CU
-"$NVCC" -I"$PWD/kernels/include" -I"$PWD" -I"$PWD/common/include" -O3 -DNDEBUG -std=c++17 \
+if ! "$NVCC" -I"$PWD/kernels/include" -I"$PWD" -I"$PWD/common/include" -O3 -DNDEBUG -std=c++17 \
   -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Xptxas -v -cubin "$OUT/$tag.cu" \
-  -o "$OUT/$tag.cubin" 2>&1 | grep -E "spill|Used [0-9]+ registers" || true
+  -o "$OUT/$tag.cubin" >"$OUT/$tag.log" 2>&1; then
+  grep -E "error" "$OUT/$tag.log" | head -5 >&2
+  echo "sass_config.sh: $tag does not compile (log: $OUT/$tag.log)" >&2
+  exit 1
+fi
+grep -E "spill|Used [0-9]+ registers" "$OUT/$tag.log" || true
 nvdisasm -c "$OUT/$tag.cubin" >"$OUT/$tag.sass"
 echo "# $OUT/$tag.sass"
 python3 bench/kernel/sass_turns.py "$OUT/$tag.sass"

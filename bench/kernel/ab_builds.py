@@ -37,9 +37,9 @@ def main():
     names = " / ".join(name for name, _ in columns)
     print("dtype D heads B P S | prefix us: %s | total us: %s | %s - old" % (names, names, columns[-1][0]))
     sums = [0.0] * (len(columns) - 1)
-    for key in sorted(old[0]) if old else []:
-        runs = [r for _, col in columns for r in col]
-        if not runs or not all(key in r for r in runs):
+    runs = [r for _, col in columns for r in col]
+    for key in sorted(old[0]):
+        if not all(key in r for r in runs):
             continue
         pre = [median(r[key][0] for r in col) for _, col in columns]
         tot = [median(r[key][1] for r in col) for _, col in columns]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Static SASS instruction mix of kernels in a `cuobjdump -sass` listing.
+"""Static SASS instruction mix of kernels in a `cuobjdump -sass` or `nvdisasm -c` listing.
 
     sass_mix.py LISTING PATTERN...
 
@@ -9,35 +9,28 @@ prefix kernel's softmax (MUFU, FP32 and packed-half ALU, conversions, moves, wgm
 Static counts (each instruction once, loops not unrolled by trip count): for comparing two builds
 of one kernel, not for timing.
 """
-import re
 import sys
 from collections import Counter
 
+from sass_listing import instructions
+
 WATCH = ["MUFU", "FFMA", "FADD", "FMUL", "FMNMX", "F2FP", "HADD2", "HFMA2", "HMUL2", "MOV", "SHFL", "HGMMA", "BAR",
          "SYNCS"]
-INST = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)(?:\.[A-Z0-9_.]+)?\s")
 
 
 def functions(path):
-    name, counts = None, Counter()
-    with open(path, errors="replace") as f:
-        for line in f:
-            if "Function :" in line:
-                if name:
-                    yield name, counts
-                name, counts = line.split("Function :", 1)[1].strip(), Counter()
-                continue
-            m = INST.search(line)
-            if name and m:
-                counts[m.group(1)] += 1
-    if name:
-        yield name, counts
+    """(name, opcode counts without modifiers) per function, in listing order."""
+    counts = {}
+    for function, op, _ in instructions(path):
+        if function is not None:
+            counts.setdefault(function, Counter())[op.split(".", 1)[0]] += 1
+    return list(counts.items())
 
 
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    funcs = list(functions(sys.argv[1]))
+    funcs = functions(sys.argv[1])
     print("%-36s " % "kernel (name from the pattern on)" + " ".join("%6s" % w for w in WATCH) + " %7s" % "total")
     for pattern in sys.argv[2:]:
         hits = [(n, c) for n, c in funcs if pattern in n]

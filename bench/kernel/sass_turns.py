@@ -14,24 +14,15 @@ turn: in FlashAttention-3's schedule the softmax's exponentials belong between t
 Session 39 found ptxas placing the 0x0 wait before all of them (bench/NOTES-prefix.md).
 Static listing only, for comparing builds of one kernel without a GPU.
 """
-import re
 import sys
 
-OP = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)([^;]*)")
-
-
-def instructions(path):
-    with open(path, errors="replace") as f:
-        for line in f:
-            m = OP.search(line)
-            if m:
-                yield m.group(1), m.group(2).strip()
+from sass_listing import instructions
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    code = list(instructions(sys.argv[1]))
+    code = [(op, args) for _, op, args in instructions(sys.argv[1])]
     begin = None
     print("turns (SASS lines, wgmma):")
     for i, (op, args) in enumerate(code):

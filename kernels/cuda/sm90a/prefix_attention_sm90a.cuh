@@ -107,6 +107,10 @@ struct WgmmaPrefixConfig {
   // on the compute-bound shapes, but 1.5-3% slower at 64 (B256 P32768; bench/RESULTS.md,
   // session 39), where the softmax, not the turn, bounds the tile.
   static constexpr bool DESCRIPTORS_BY_ADD = HEAD_DIM != 64;
+  // The warpgroup index through a shuffle from lane 0, which ptxas keeps in a uniform register
+  // (CUTLASS's canonical_warp_group_idx): Q's descriptors then need no R2UR moves in the turn.
+  // The turn 341 -> 326 SASS lines at head_dim 128; longer at 256 (407 -> 423, bf16).
+  static constexpr bool UNIFORM_WARPGROUP = HEAD_DIM == 128;
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)
   static constexpr int O_REGS = HEAD_DIM / 2;  // O accumulators per thread
   static constexpr int D_STEPS = HEAD_DIM / 16;
@@ -825,7 +829,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
   InitRing<CFG>(ring);
   if (threadIdx.x == 0) Stamp(params, kRingReady);
-  const int wg = int(threadIdx.x) / 128;
+  const int wg = CFG::UNIFORM_WARPGROUP ? __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0) : int(threadIdx.x) / 128;
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x < 32) {

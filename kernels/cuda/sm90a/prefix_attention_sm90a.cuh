@@ -107,10 +107,12 @@ struct WgmmaPrefixConfig {
   // on the compute-bound shapes, but 1.5-3% slower at 64 (B256 P32768; bench/RESULTS.md,
   // session 39), where the softmax, not the turn, bounds the tile.
   static constexpr bool DESCRIPTORS_BY_ADD = HEAD_DIM != 64;
-  // The warpgroup index through a shuffle from lane 0, which ptxas keeps in a uniform register
-  // (CUTLASS's canonical_warp_group_idx): Q's descriptors then need no R2UR moves in the turn.
-  // The turn 341 -> 326 SASS lines at head_dim 128; longer at 256 (407 -> 423, bf16).
-  static constexpr bool UNIFORM_WARPGROUP = HEAD_DIM == 128;
+  // The warpgroup index, the shared-memory base and the ring stages of a turn's two wgmma groups
+  // taken through a shuffle from lane 0 (WarpUniform), which ptxas then keeps in uniform
+  // registers (CUTLASS's canonical_warp_group_idx does this for the warpgroup): the wgmma
+  // descriptors of Q, K and V need no R2UR moves in the turn. At head_dim 128 the turn is 341 ->
+  // 300 SASS lines; at 256 it grows (407 -> 448), at 64 it stays (280 -> 278).
+  static constexpr bool UNIFORM_HINTS = HEAD_DIM == 128;
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)
   static constexpr int O_REGS = HEAD_DIM / 2;  // O accumulators per thread
   static constexpr int D_STEPS = HEAD_DIM / 16;
@@ -672,12 +674,15 @@ struct Consumer {
       const int box = walk.BoxBegin(t);
       MbarrierWait(ring.FullK(pos.stage), pos.phase);
       MbarrierWait(ring.FullV(prev_stage), prev_phase);
+      // Before the turn, so that the shuffles' latency is not in it.
+      const int s_stage = WarpUniform<CFG::UNIFORM_HINTS>(pos.stage);
+      const int v_stage = WarpUniform<CFG::UNIFORM_HINTS>(prev_stage);
       TurnBegin();
       if constexpr (ACTIVE) {
-        IssueS(pos.stage);
+        IssueS(s_stage);
         RescaleO(rescale);
         ZeroInvalidRows(prev_stage, walk, prev_box);
-        IssuePV(prev_stage);
+        IssuePV(v_stage);
       }
       TurnEnd();
       if constexpr (ACTIVE) {
@@ -825,11 +830,11 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     Stamp(params, kEntry);
     PrefetchFirstReads(params, &tmap_k, &tmap_v, q_map);
   }
-  const uint32_t smem = (SmemAddress(smem_raw) + 1023u) & ~1023u;
+  const uint32_t smem = WarpUniform<CFG::UNIFORM_HINTS>((SmemAddress(smem_raw) + 1023u) & ~1023u);
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
   InitRing<CFG>(ring);
   if (threadIdx.x == 0) Stamp(params, kRingReady);
-  const int wg = CFG::UNIFORM_WARPGROUP ? __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0) : int(threadIdx.x) / 128;
+  const int wg = WarpUniform<CFG::UNIFORM_HINTS>(int(threadIdx.x) / 128);
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x < 32) {

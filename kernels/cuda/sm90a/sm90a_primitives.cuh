@@ -222,6 +222,15 @@ __device__ __forceinline__ void FenceRegisters(uint32_t (&r)[N][M]) {
     for (int j = 0; j < M; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
 }
 
+// A value every lane of the warp holds alike, as lane 0's through a shuffle (ON): ptxas then
+// knows it is warp-uniform and may keep it, and what is computed from it, in uniform registers,
+// which wgmma's descriptors are read from. OFF: the value as it is.
+template <bool ON, typename V>
+__device__ __forceinline__ V WarpUniform(V value) {
+  if constexpr (ON) return __shfl_sync(0xffffffffu, value, 0);
+  return value;
+}
+
 // Descriptor of a 128-byte-swizzled operand starting at shared address `addr`.
 __device__ __forceinline__ uint64_t SmemDescriptor(uint32_t addr, uint32_t lead_bytes,
                                                    uint32_t stride_bytes) {

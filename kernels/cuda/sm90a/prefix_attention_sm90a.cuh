@@ -107,12 +107,17 @@ struct WgmmaPrefixConfig {
   // on the compute-bound shapes, but 1.5-3% slower at 64 (B256 P32768; bench/RESULTS.md,
   // session 39), where the softmax, not the turn, bounds the tile.
   static constexpr bool DESCRIPTORS_BY_ADD = HEAD_DIM != 64;
-  // The warpgroup index, the shared-memory base and the ring stages of a turn's two wgmma groups
-  // taken through a shuffle from lane 0 (WarpUniform), which ptxas then keeps in uniform
-  // registers (CUTLASS's canonical_warp_group_idx does this for the warpgroup): the wgmma
-  // descriptors of Q, K and V need no R2UR moves in the turn. At head_dim 128 the turn is 341 ->
-  // 300 SASS lines; at 256 it grows (407 -> 448), at 64 it stays (280 -> 278).
-  static constexpr bool UNIFORM_HINTS = HEAD_DIM == 128;
+  // Values every lane of a warp holds alike, taken through a shuffle from lane 0 (WarpUniform) so
+  // that ptxas keeps them, and the wgmma descriptors built from them, in uniform registers instead
+  // of moving each descriptor over by R2UR inside the turn (CUTLASS's canonical_warp_group_idx
+  // does this for the warpgroup index). UNIFORM_STAGES: the ring stages of a turn's two wgmma
+  // groups (K's and V's descriptors); UNIFORM_BASE: the warpgroup index and the shared-memory base
+  // (Q's). Measured on the H200 (bench/RESULTS.md, session 40), compute-bound prefix parts: at
+  // head_dim 128 the warpgroup index alone -0.2-0.4%, then the shared-memory base and the stages
+  // another -2%; at 256 the stages alone -2.6-3.3%. The base lengthens head_dim 256's turn
+  // (sass_config.sh: 407 -> 423 SASS lines with the warpgroup index), so it is not used there.
+  static constexpr bool UNIFORM_STAGES = HEAD_DIM != 64;
+  static constexpr bool UNIFORM_BASE = HEAD_DIM == 128;
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)
   static constexpr int O_REGS = HEAD_DIM / 2;  // O accumulators per thread
   static constexpr int D_STEPS = HEAD_DIM / 16;
@@ -675,8 +680,8 @@ struct Consumer {
       MbarrierWait(ring.FullK(pos.stage), pos.phase);
       MbarrierWait(ring.FullV(prev_stage), prev_phase);
       // Before the turn, so that the shuffles' latency is not in it.
-      const int s_stage = WarpUniform<CFG::UNIFORM_HINTS>(pos.stage);
-      const int v_stage = WarpUniform<CFG::UNIFORM_HINTS>(prev_stage);
+      const int s_stage = WarpUniform<CFG::UNIFORM_STAGES>(pos.stage);
+      const int v_stage = WarpUniform<CFG::UNIFORM_STAGES>(prev_stage);
       TurnBegin();
       if constexpr (ACTIVE) {
         IssueS(s_stage);
@@ -830,11 +835,11 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     Stamp(params, kEntry);
     PrefetchFirstReads(params, &tmap_k, &tmap_v, q_map);
   }
-  const uint32_t smem = WarpUniform<CFG::UNIFORM_HINTS>((SmemAddress(smem_raw) + 1023u) & ~1023u);
+  const uint32_t smem = WarpUniform<CFG::UNIFORM_BASE>((SmemAddress(smem_raw) + 1023u) & ~1023u);
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
   InitRing<CFG>(ring);
   if (threadIdx.x == 0) Stamp(params, kRingReady);
-  const int wg = WarpUniform<CFG::UNIFORM_HINTS>(int(threadIdx.x) / 128);
+  const int wg = WarpUniform<CFG::UNIFORM_BASE>(int(threadIdx.x) / 128);
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x < 32) {

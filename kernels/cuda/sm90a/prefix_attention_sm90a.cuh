@@ -115,7 +115,8 @@ struct WgmmaPrefixConfig {
   // (Q's). Measured on the H200 (bench/RESULTS.md, session 40), compute-bound prefix parts: at
   // head_dim 128 the warpgroup index alone -0.2-0.4%, then the shared-memory base and the stages
   // another -2%; at 256 the stages alone -2.6-3.3%. The base lengthens head_dim 256's turn
-  // (sass_config.sh: 407 -> 423 SASS lines with the warpgroup index), so it is not used there.
+  // (sass_config.sh: 407 -> 423 SASS lines with the warpgroup index), so it is not used there;
+  // at 64, whose softmax bounds the tile, the stages made prefix parts 6% slower.
   static constexpr bool UNIFORM_STAGES = HEAD_DIM != 64;
   static constexpr bool UNIFORM_BASE = HEAD_DIM == 128;
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)

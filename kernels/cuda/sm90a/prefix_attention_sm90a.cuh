@@ -41,6 +41,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/attention_state.cuh"
 #include "prefixd/common/cuda_check.h"
@@ -88,10 +89,25 @@ struct WgmmaPrefixConfig {
   static constexpr int Q_WG_BYTES = PANELS * Q_PANEL_BYTES;
   static constexpr int KV_PANEL_BYTES = BLOCK_N * 128;
   static constexpr int KV_TILE_BYTES = PANELS * KV_PANEL_BYTES;
-  // Shared memory, from a 1024-byte aligned base: Q of each consumer, K ring, V ring, barriers.
+  // The row sums of P by the tensor cores: per k16 step of P·V one more wgmma, m64n8k16, of the same
+  // P fragments against a 16 × 8 tile of ones in shared memory, into 4 accumulators per thread
+  // that are rescaled with O. The softmax then adds no P values of its own (one FADD per score
+  // fewer, and no quad shuffles at the end) for 1/8 (head_dim 64) or 1/32 (256) more tensor work in
+  // P·V. Measured on the H200 (bench/RESULTS.md, session 41), B256 P32768 prefix parts: head_dim
+  // 64 3-4% faster, 256 ~1%. The sum is then of P as rounded for P·V, so the LSE carries P's
+  // rounding: at most ~2.4e-4 (base 2) for fp16 in the worst case (two keys), within the oracle
+  // tests' 2e-4 · max(1, |s|) only for fp16; bf16's 8-bit P would be 8 × that, so bf16 keeps the
+  // FADDs. Not at head_dim 128: compute-bound there (83% of the GEMM rate), and the deeper ring and
+  // the fused kernel have no shared memory left for the ones.
+  static constexpr bool ROWSUM_BY_MMA = HEAD_DIM != 128 && std::is_same_v<T, __half>;
+  // Shared memory, from a 1024-byte aligned base: Q of each consumer, K ring, V ring, the tiles of
+  // ones (ROWSUM_BY_MMA: 16 rows of 128 bytes per consumer warpgroup, as an MN-major operand of one
+  // 128-byte swizzle panel), barriers.
   static constexpr int K_OFFSET = CONSUMER_WGS * Q_WG_BYTES;
   static constexpr int V_OFFSET = K_OFFSET + STAGES * KV_TILE_BYTES;
-  static constexpr int BAR_OFFSET = V_OFFSET + STAGES * KV_TILE_BYTES;
+  static constexpr int ONES_WG_BYTES = 16 * 128;
+  static constexpr int ONES_OFFSET = V_OFFSET + STAGES * KV_TILE_BYTES;
+  static constexpr int BAR_OFFSET = ONES_OFFSET + (ROWSUM_BY_MMA ? CONSUMER_WGS * ONES_WG_BYTES : 0);
   static constexpr int BARRIERS = 4 * STAGES + CONSUMER_WGS;  // the ring's, then one Q barrier per consumer
   static constexpr int SMEM_BYTES = 1024 + BAR_OFFSET + 8 * BARRIERS;
 
@@ -112,13 +128,12 @@ struct WgmmaPrefixConfig {
   // of moving each descriptor over by R2UR inside the turn (CUTLASS's canonical_warp_group_idx
   // does this for the warpgroup index). UNIFORM_STAGES: the ring stages of a turn's two wgmma
   // groups (K's and V's descriptors); UNIFORM_BASE: the warpgroup index and the shared-memory base
-  // (Q's). Measured on the H200 (bench/RESULTS.md, session 40), compute-bound prefix parts: at
+  // (Q's). Measured on the H200 (bench/RESULTS.md, sessions 40-41), compute-bound prefix parts: at
   // head_dim 128 the warpgroup index alone -0.2-0.4%, then the shared-memory base and the stages
-  // another -2%; at 256 the stages alone -2.6-3.3%. The base lengthens head_dim 256's turn
-  // (sass_config.sh: 407 -> 423 SASS lines with the warpgroup index), so it is not used there;
-  // at 64, whose softmax bounds the tile, the stages made prefix parts 6% slower.
+  // another -2%; at 256 the stages -2.6-3.3%, the base another -3%; at 64 (softmax-bound) the
+  // stages +6% (not used), the base -3% with bf16 but +0-1% with fp16's ROWSUM_BY_MMA (not used).
   static constexpr bool UNIFORM_STAGES = HEAD_DIM != 64;
-  static constexpr bool UNIFORM_BASE = HEAD_DIM == 128;
+  static constexpr bool UNIFORM_BASE = HEAD_DIM != 64 || !ROWSUM_BY_MMA;
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)
   static constexpr int O_REGS = HEAD_DIM / 2;  // O accumulators per thread
   static constexpr int D_STEPS = HEAD_DIM / 16;
@@ -441,6 +456,7 @@ struct Consumer {
   using T = typename CFG::Element;
   using MmaS = Wgmma<T, CFG::BLOCK_N>;
   using MmaO = Wgmma<T, CFG::HEAD_DIM>;
+  using MmaSum = Wgmma<T, 8>;  // ROWSUM_BY_MMA
   static constexpr int BLOCK_N = CFG::BLOCK_N;
 
   const PrefixAttentionParams& p;
@@ -457,6 +473,9 @@ struct Consumer {
   float o[CFG::O_REGS];         // O, unnormalised, at the scale of row_max
   uint32_t pa[CFG::N_STEPS][4];  // P as the A fragments of P·V
   float row_max[2], row_sum[2];  // running max (scaled, base 2) and this lane's partial sum
+  // ROWSUM_BY_MMA: the m64n8 accumulators of P · ones, every column the row's whole sum (c[0], c[1]:
+  // row_in_wg; c[2], c[3]: row_in_wg + 8), at the scale of row_max like O.
+  float sum_acc[4];
 
   __device__ Consumer(const PrefixAttentionParams& params, Ring<CFG> r, const CUtensorMap* q_map, bool q_map_partial,
                       uint32_t smem_base, int warpgroup)
@@ -474,7 +493,16 @@ struct Consumer {
         col0(2 * (lane % 4)) {
 #pragma unroll
     for (int i = 0; i < CFG::S_REGS; ++i) s[i] = 0.f;
+    if constexpr (CFG::ROWSUM_BY_MMA) {
+      // This warpgroup's tile of ones, written once; visible to wgmma (the async proxy) after the fence.
+      const uint32_t one2 = MmaOp<T>::Pack(1.f, 1.f);
+      for (int i = tid; i < CFG::ONES_WG_BYTES / 16; i += 128)
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(OnesTile() + 16 * i), "r"(one2) : "memory");
+      FenceProxyAsync();
+      NamedBarrierSync(barrier_id, 128);
+    }
   }
+  __device__ uint32_t OnesTile() const { return smem + CFG::ONES_OFFSET + wg * CFG::ONES_WG_BYTES; }
 
   __device__ uint32_t KTile(int stage) const { return smem + CFG::K_OFFSET + stage * CFG::KV_TILE_BYTES; }
   __device__ uint32_t VTile(int stage) const { return smem + CFG::V_OFFSET + stage * CFG::KV_TILE_BYTES; }
@@ -495,6 +523,12 @@ struct Consumer {
 #pragma unroll
     for (int ks = 0; ks < CFG::N_STEPS; ++ks)
       MmaO::RS(o, pa[ks], MnMajorDescriptor<CFG::DESCRIPTORS_BY_ADD>(VTile(stage), ks, CFG::KV_PANEL_BYTES), 1);
+    if constexpr (CFG::ROWSUM_BY_MMA) {
+      // Every k16 step against the same 16 rows of ones (any layout of ones reads as ones).
+      const uint64_t ones = SmemDescriptor(OnesTile(), CFG::KV_PANEL_BYTES, 1024);
+#pragma unroll
+      for (int ks = 0; ks < CFG::N_STEPS; ++ks) MmaSum::RS(sum_acc, pa[ks], ones, 1);
+    }
     WgmmaCommit();
   }
   // V rows of a tile that must not meet P·V even with P = 0 (0 · NaN is NaN): rows [0, −box) of a
@@ -577,11 +611,13 @@ struct Consumer {
       for (int e = 0; e < 4; ++e) {
         const int h = e / 2;
         s[4 * j + e] = FastExp2(fmaf(s[4 * j + e], scale, -subtract[h]));
-        part[h][j % ACC] += s[4 * j + e];
+        if constexpr (!CFG::ROWSUM_BY_MMA) part[h][j % ACC] += s[4 * j + e];
       }
+    if constexpr (!CFG::ROWSUM_BY_MMA) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      row_sum[h] = row_sum[h] * rescale[h] + ((part[h][0] + part[h][1]) + (part[h][2] + part[h][3]));
+      for (int h = 0; h < 2; ++h)
+        row_sum[h] = row_sum[h] * rescale[h] + ((part[h][0] + part[h][1]) + (part[h][2] + part[h][3]));
+    }
   }
   __device__ void RescaleO(const float (&rescale)[2]) {
     // With conditional rescaling, skipped by the whole warp where none of its rows' max moved
@@ -595,6 +631,12 @@ struct Consumer {
       o[4 * j + 1] *= rescale[0];
       o[4 * j + 2] *= rescale[1];
       o[4 * j + 3] *= rescale[1];
+    }
+    if constexpr (CFG::ROWSUM_BY_MMA) {
+      sum_acc[0] *= rescale[0];
+      sum_acc[1] *= rescale[0];
+      sum_acc[2] *= rescale[1];
+      sum_acc[3] *= rescale[1];
     }
   }
   // P as the A fragments of the k16 steps of P·V: n8 blocks 2ks and 2ks + 1 of S.
@@ -645,6 +687,7 @@ struct Consumer {
         IssuePV(pos.stage);
         WgmmaWait<0>();
         FenceRegisters(o);
+        if constexpr (CFG::ROWSUM_BY_MMA) FenceRegisters(sum_acc);
         FenceRegisters(pa);
       }
       Release(ring.EmptyV(pos.stage));
@@ -700,6 +743,7 @@ struct Consumer {
         Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), rescale);
         WgmmaWait<0>();
         FenceRegisters(o);
+        if constexpr (CFG::ROWSUM_BY_MMA) FenceRegisters(sum_acc);
         FenceRegisters(pa);
       }
       Release(ring.EmptyV(prev_stage));
@@ -720,6 +764,7 @@ struct Consumer {
     if constexpr (ACTIVE) {
       WgmmaWait<0>();
       FenceRegisters(o);
+      if constexpr (CFG::ROWSUM_BY_MMA) FenceRegisters(sum_acc);
       FenceRegisters(pa);
     }
     Release(ring.EmptyV(prev_stage));
@@ -744,7 +789,8 @@ struct Consumer {
   __device__ void Epilogue(const int64_t (&state_rows)[2]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float sum = QuadSum(row_sum[h]);  // all lanes: shuffles before any branch
+      // All lanes: shuffles before any branch. With ROWSUM_BY_MMA the tensor cores summed the whole row.
+      const float sum = CFG::ROWSUM_BY_MMA ? sum_acc[2 * h] : QuadSum(row_sum[h]);
       const int64_t state = state_rows[h];
       if (state < 0) continue;
       float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
@@ -760,6 +806,10 @@ struct Consumer {
   __device__ void ResetRows() {
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;
+    if constexpr (CFG::ROWSUM_BY_MMA) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum_acc[j] = 0.f;
+    }
 #pragma unroll
     for (int j = 0; j < CFG::O_REGS; ++j) o[j] = 0.f;
   }

@@ -265,14 +265,16 @@ __device__ __forceinline__ uint64_t MnMajorDescriptor(uint32_t tile, int ks, uin
   return SmemDescriptor(tile + ks * 16 * 128, panel_bytes, 1024);
 }
 
-// wgmma.mma_async m64nNk16, fp32 accumulators, for the element type T and N ∈ {64, 128, 256}.
+// wgmma.mma_async m64nNk16, fp32 accumulators, for the element type T and N ∈ {8, 64, 128, 256}.
 // The accumulator operand lists are long and differ only in length, so one macro writes the six
 // specialisations (fp16/bf16 × N); each has SS (A and B K-major in shared memory) and RS (A from
 // registers a0..a3, B MN-major in shared memory), D[64×N] (+)= A[64×16] · B[16×N].
 template <typename T, int N>
 struct Wgmma;
 
-// "{%0, ..., %31}" / "{%0, ..., %63}" / "{%0, ..., %127}": the accumulator registers of N = 64 / 128 / 256.
+// "{%0, ..., %3}" / "{%0, ..., %31}" / "{%0, ..., %63}" / "{%0, ..., %127}": the accumulator
+// registers of N = 8 / 64 / 128 / 256.
+#define PREFIXD_WGMMA_D_REGS_4 "{%0, %1, %2, %3}"
 #define PREFIXD_WGMMA_D_REGS_32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define PREFIXD_WGMMA_D_REGS_64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 #define PREFIXD_WGMMA_D_REGS_128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
@@ -280,6 +282,7 @@ struct Wgmma;
 #define PREFIXD_WGMMA_D_OPS_8(i)                                                                      \
   "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]),            \
       "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+#define PREFIXD_WGMMA_D_OPS_4 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 #define PREFIXD_WGMMA_D_OPS_32 \
   PREFIXD_WGMMA_D_OPS_8(0), PREFIXD_WGMMA_D_OPS_8(8), PREFIXD_WGMMA_D_OPS_8(16), PREFIXD_WGMMA_D_OPS_8(24)
 #define PREFIXD_WGMMA_D_OPS_64 \
@@ -315,6 +318,8 @@ struct Wgmma;
     }                                                                                                  \
   };
 
+PREFIXD_DEFINE_WGMMA(__half, "f16", 8, 4, "%4", "%5", "%6", "%4", "%5", "%6", "%7", "%8", "%9")
+PREFIXD_DEFINE_WGMMA(__nv_bfloat16, "bf16", 8, 4, "%4", "%5", "%6", "%4", "%5", "%6", "%7", "%8", "%9")
 PREFIXD_DEFINE_WGMMA(__half, "f16", 64, 32, "%32", "%33", "%34", "%32", "%33", "%34", "%35", "%36", "%37")
 PREFIXD_DEFINE_WGMMA(__nv_bfloat16, "bf16", 64, 32, "%32", "%33", "%34", "%32", "%33", "%34", "%35", "%36", "%37")
 PREFIXD_DEFINE_WGMMA(__half, "f16", 128, 64, "%64", "%65", "%66", "%64", "%65", "%66", "%67", "%68", "%69")
@@ -327,8 +332,10 @@ PREFIXD_DEFINE_WGMMA(__nv_bfloat16, "bf16", 256, 128, "%128", "%129", "%130", "%
 #undef PREFIXD_WGMMA_D_OPS_64
 #undef PREFIXD_WGMMA_D_OPS_32
 #undef PREFIXD_WGMMA_D_OPS_8
+#undef PREFIXD_WGMMA_D_OPS_4
 #undef PREFIXD_WGMMA_D_REGS_128
 #undef PREFIXD_WGMMA_D_REGS_64
 #undef PREFIXD_WGMMA_D_REGS_32
+#undef PREFIXD_WGMMA_D_REGS_4
 
 }  // namespace prefixd::kernels::cuda::sm90a

@@ -97,8 +97,9 @@ struct WgmmaPrefixConfig {
   // 64 3-4% faster, 256 ~1%. The sum is then of P as rounded for P·V, so the LSE carries P's
   // rounding: at most ~2.4e-4 (base 2) for fp16 in the worst case (two keys), within the oracle
   // tests' 2e-4 · max(1, |s|) only for fp16; bf16's 8-bit P would be 8 × that, so bf16 keeps the
-  // FADDs. Not at head_dim 128: compute-bound there (83% of the GEMM rate), and the deeper ring and
-  // the fused kernel have no shared memory left for the ones.
+  // FADDs. Not at head_dim 128, which is compute-bound (83% of the GEMM rate): there it made the
+  // compute-bound prefix parts 1.3-1.5% slower (session 41, with a 256-byte tile of ones, since the
+  // deeper ring and the fused kernel have no 4 KiB left).
   static constexpr bool ROWSUM_BY_MMA = HEAD_DIM != 128 && std::is_same_v<T, __half>;
   // Shared memory, from a 1024-byte aligned base: Q of each consumer, K ring, V ring, the tiles of
   // ones (ROWSUM_BY_MMA: 16 rows of 128 bytes per consumer warpgroup, as an MN-major operand of one

@@ -94,10 +94,11 @@ struct WgmmaPrefixConfig {
   // that are rescaled with O. The softmax then adds no P values of its own (one FADD per score
   // fewer, and no quad shuffles at the end) for 1/8 (head_dim 64) or 1/32 (256) more tensor work in
   // P·V. Measured on the H200 (bench/RESULTS.md, session 41), B256 P32768 prefix parts: head_dim
-  // 64 3-4% faster, 256 ~1%. The sum is then of P as rounded for P·V, so the LSE carries P's
-  // rounding: at most ~2.4e-4 (base 2) for fp16 in the worst case (two keys), within the oracle
-  // tests' 2e-4 · max(1, |s|) only for fp16; bf16's 8-bit P would be 8 × that, so bf16 keeps the
-  // FADDs. Not at head_dim 128, which is compute-bound (83% of the GEMM rate): there it made the
+  // 64 3-4% faster, 256 ~1%. The sum is then of P as rounded for P·V (as O always was), so the
+  // LSE carries P's rounding: relative 2^-11 per value in fp16, which on random keys averages out
+  // (every oracle case passes the tests' 2e-4 · max(1, |s|)) but in the worst case (every value
+  // rounded the same way) reaches ~7e-4 in s, at the fp16 output's own resolution; bf16's 2^-8
+  // would be 8 × that, beyond the tests' tolerance, so bf16 keeps the FADDs. Not at head_dim 128, which is compute-bound (83% of the GEMM rate): there it made the
   // compute-bound prefix parts 1.3-1.5% slower (session 41, with a 256-byte tile of ones, since the
   // deeper ring and the fused kernel have no 4 KiB left).
   static constexpr bool ROWSUM_BY_MMA = HEAD_DIM != 128 && std::is_same_v<T, __half>;
@@ -640,6 +641,11 @@ struct Consumer {
       sum_acc[3] *= rescale[1];
     }
   }
+  // After the wait for P·V: its accumulators (O, and the row sums with ROWSUM_BY_MMA) are final.
+  __device__ void FenceAccumulators() {
+    FenceRegisters(o);
+    if constexpr (CFG::ROWSUM_BY_MMA) FenceRegisters(sum_acc);
+  }
   // P as the A fragments of the k16 steps of P·V: n8 blocks 2ks and 2ks + 1 of S.
   __device__ void PackP() {
 #pragma unroll
@@ -687,8 +693,7 @@ struct Consumer {
         ZeroInvalidRows(pos.stage, walk, box);
         IssuePV(pos.stage);
         WgmmaWait<0>();
-        FenceRegisters(o);
-        if constexpr (CFG::ROWSUM_BY_MMA) FenceRegisters(sum_acc);
+        FenceAccumulators();
         FenceRegisters(pa);
       }
       Release(ring.EmptyV(pos.stage));
@@ -743,8 +748,7 @@ struct Consumer {
       if constexpr (ACTIVE) {
         Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), rescale);
         WgmmaWait<0>();
-        FenceRegisters(o);
-        if constexpr (CFG::ROWSUM_BY_MMA) FenceRegisters(sum_acc);
+        FenceAccumulators();
         FenceRegisters(pa);
       }
       Release(ring.EmptyV(prev_stage));
@@ -764,8 +768,7 @@ struct Consumer {
     TurnEnd();
     if constexpr (ACTIVE) {
       WgmmaWait<0>();
-      FenceRegisters(o);
-      if constexpr (CFG::ROWSUM_BY_MMA) FenceRegisters(sum_acc);
+      FenceAccumulators();
       FenceRegisters(pa);
     }
     Release(ring.EmptyV(prev_stage));

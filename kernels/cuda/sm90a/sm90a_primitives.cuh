@@ -266,7 +266,7 @@ __device__ __forceinline__ uint64_t MnMajorDescriptor(uint32_t tile, int ks, uin
 }
 
 // wgmma.mma_async m64nNk16, fp32 accumulators, for the element type T and N ∈ {8, 64, 128, 256}.
-// The accumulator operand lists are long and differ only in length, so one macro writes the six
+// The accumulator operand lists are long and differ only in length, so one macro writes the eight
 // specialisations (fp16/bf16 × N); each has SS (A and B K-major in shared memory) and RS (A from
 // registers a0..a3, B MN-major in shared memory), D[64×N] (+)= A[64×16] · B[16×N].
 template <typename T, int N>

@@ -189,6 +189,13 @@ std::vector<KernelCase> Cases() {
   }
   for (const Scenario& s : Scenarios())
     if (WgmmaApplies(s)) out.push_back({"wgmma", "plain", 0, 0, s});
+  // The LSE's worst case for P's rounding, every dtype × head_dim, both kernels and schedules.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16})
+    for (int d : {64, 128, 256})
+      for (const char* schedule : {"", "plain"}) {
+        out.push_back({"wgmma", schedule, 0, 0, RoundAllPUpScenario(dt, d)});
+        if (*schedule == 0) out.push_back({"mma", "", 0, 0, RoundAllPUpScenario(dt, d)});
+      }
   for (const Scenario& s : WgmmaScenarios()) out.push_back({"wgmma", "plain", 0, 0, s});
   // The wgmma kernel's knobs, both schedules: the deeper ring, and a grid of 3 (or 1) persistent
   // CTAs, so that every CTA walks many items of different lengths.

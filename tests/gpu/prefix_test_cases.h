@@ -88,6 +88,10 @@ struct Scenario {
   // the tail of a partly filled last page): a kernel may read such slots (TMA boxes are not
   // clipped to a chunk) but must never let them reach a state.
   bool poison_outside_prefix = false;
+  // P's rounding all one way (RoundAllPUp): the LSE's worst case where a kernel sums P as rounded
+  // for P·V; with lse_abs_tolerance > 0 every s must also lie within it (base 2, absolute).
+  bool round_all_p_up = false;
+  double lse_abs_tolerance = 0;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Scenario& s) { return os << s.name; }
@@ -103,6 +107,49 @@ struct Problem {
   int num_requests = 0, num_qo_heads = 0, num_slots = 0;
   double sm_scale = 0;
 };
+
+// Makes every probability but the max's round up by ~0.9 of its own half-spacing when P is rounded
+// to the input dtype (fp16: relative ~4.2e-4, bf16 ~3.4e-3), the worst case for a row sum taken
+// over rounded P (session 41's ROWSUM_BY_MMA): q = (4, 4, 0, …) for every row; in each group's
+// prefix, token 0's key (1, 0, 0, …) gives the max score, every other key (β, γ, 0, …) a score
+// with P = 2^(c·4·(β + γ − 1)) just above the midpoint between 0.5 and the next representable
+// value (c = sm_scale / ln 2; γ searched over the dtype's values for the finest setting).
+// V stays random. Returns false if no γ puts P in its window (then the test cannot be made).
+inline bool RoundAllPUp(const Scenario& sc, Problem& pr) {
+  const int d = sc.head_dim;
+  const double c = pr.sm_scale / std::log(2.0);
+  const int mantissa_bits = sc.dtype == DType::kFloat16 ? 10 : 7;
+  const double spacing = std::ldexp(1.0, -(mantissa_bits + 1));  // between values in [0.5, 1)
+  const double lo = 0.5 + 0.52 * spacing, hi = 0.5 + 0.62 * spacing, target = 0.5 + 0.57 * spacing;
+  // Scores: max 4 (a = 4 times key (1, 0)), others 4 (β + γ); want 4c (1 − β − γ) = −log2(target).
+  const double need = 1.0 - (-std::log2(target)) / (4.0 * c);  // β + γ
+  const float beta = ToFloat(sc.dtype, FromFloat(sc.dtype, float(need)));
+  double best_p = 0, best_gap = 1;
+  uint16_t best_gamma = 0;
+  for (uint32_t bits = 0; bits < 0x10000u; ++bits) {
+    const float g = ToFloat(sc.dtype, uint16_t(bits));
+    if (!std::isfinite(g) || std::abs(g) > 0.25f) continue;
+    const double p = std::exp2(4.0 * c * (double(beta) + double(g) - 1.0));
+    if (std::abs(p - target) < best_gap) best_gap = std::abs(p - target), best_p = p, best_gamma = uint16_t(bits);
+  }
+  if (best_p < lo || best_p > hi) return false;
+  const uint16_t four = FromFloat(sc.dtype, 4.f), one = FromFloat(sc.dtype, 1.f), zero = FromFloat(sc.dtype, 0.f);
+  const uint16_t beta_bits = FromFloat(sc.dtype, beta);
+  for (int64_t row = 0; row < int64_t(pr.num_requests) * pr.num_qo_heads; ++row) {
+    std::fill(pr.q.begin() + row * d, pr.q.begin() + (row + 1) * d, zero);
+    pr.q[row * d] = pr.q[row * d + 1] = four;
+  }
+  const KvPoolShape& shape = pr.pool.shape;
+  for (const PrefixGroup& g : pr.groups)
+    for (int t = 0; t < g.prefix.num_tokens; ++t)
+      for (int h = 0; h < sc.num_kv_heads; ++h) {
+        uint16_t* key = &pr.pool.k[shape.Offset(pr.layer, int64_t(g.prefix.first_page) * sc.page_size + t, h)];
+        std::fill(key, key + d, zero);
+        key[0] = t == 0 ? one : beta_bits;
+        key[1] = t == 0 ? zero : best_gamma;
+      }
+  return true;
+}
 
 inline Problem BuildProblem(const Scenario& sc, std::mt19937_64& rng) {
   Problem pr;
@@ -175,6 +222,7 @@ inline Problem BuildProblem(const Scenario& sc, std::mt19937_64& rng) {
           pr.items.push_back(item);
         }
   }
+  if (sc.round_all_p_up && !RoundAllPUp(sc, pr)) ADD_FAILURE() << "no key puts P in its rounding window";
   if (sc.poison_outside_prefix) {
     const int64_t slots = int64_t(shape.num_pages) * sc.page_size;
     std::vector<char> in_prefix(size_t(slots), 0);
@@ -341,6 +389,13 @@ inline void CheckPrefixAttention(const Scenario& sc, PrefixKernelPath* ran = nul
   test::ExpectAllClose(v_written.data(), v_want.data(), int64_t(v_want.size()),
                        test::OutputTolerance(sc.dtype), "v");
   test::ExpectLseClose(s_written.data(), s_want.data(), int64_t(s_want.size()), 2e-4, "s (base 2)");
+  if (sc.lse_abs_tolerance > 0) {
+    double worst = 0;
+    for (size_t i = 0; i < s_want.size(); ++i)
+      if (std::isfinite(s_want[i])) worst = std::max(worst, std::abs(double(s_written[i]) - s_want[i]));
+    EXPECT_LE(worst, sc.lse_abs_tolerance) << "largest LSE error (base 2) over the bound";
+    ::testing::Test::RecordProperty("max_lse_error", std::to_string(worst));
+  }
   // Empty states must be exactly v = 0 (ExpectAllClose already rejects NaN).
   for (size_t i = 0; i < s_want.size(); ++i)
     if (std::isinf(s_want[i]))
@@ -372,6 +427,24 @@ inline Scenario GroupsScenario(DType dt, int page_size, const std::string& name)
   s.num_kv_heads = 4;
   s.gqa = 2;
   s.groups = {{150, 3, {0, 150}}, {0, 2, {}}, {515, 6, {0, 64, 129, 515}}, {90, 1, {0, 45, 90}}};
+  return s;
+}
+
+// Every P but the max's rounded up (RoundAllPUp); one chunk of 1000 tokens, two row tiles at g = 4.
+// A row sum over P as rounded for P·V (session 41's ROWSUM_BY_MMA, fp16 head_dim 64 and 256) is
+// then high by ~4.2e-4 relative: |Δs| ≈ 6.1e-4, under the bound of 8e-4 (the worst case, P just
+// above the midpoint, is log2(1 + 2^-11) ≈ 7.0e-4); a sum of fp32 P stays near 1e-6. A rounded
+// sum at bf16 (3.4e-3 relative, Δs ≈ 4.8e-3) would fail it, as the kernel's comment says.
+inline Scenario RoundAllPUpScenario(DType dt, int head_dim) {
+  Scenario s;
+  s.dtype = dt;
+  s.head_dim = head_dim;
+  s.name = std::string("RoundAllPUp_") + DTypeName(dt) + "_d" + std::to_string(head_dim);
+  s.num_kv_heads = 2;
+  s.gqa = 4;
+  s.round_all_p_up = true;
+  s.lse_abs_tolerance = 8e-4;
+  s.groups = {{1000, 40, {0, 1000}}};
   return s;
 }
 

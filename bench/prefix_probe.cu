@@ -462,6 +462,13 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
+  // Each kernel of --kernel sets these itself (SelectKernel), so values from the environment would
+  // be silently replaced: say so instead (session 42 timed a "deep ring" that was the default one).
+  for (const char* knob : {"PREFIXD_SM90A_STAGES", "PREFIXD_SM90A_SCHEDULE"})
+    if (std::getenv(knob) != nullptr)
+      std::fprintf(stderr, "prefixd_prefix_probe: %s=%s from the environment is ignored: the kernel list "
+                   "decides it (--kernel wgmma-s3: the deeper ring, wgmma-plain: the plain schedule)\n",
+                   knob, std::getenv(knob));
   cudaDeviceProp prop;
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   int clock_khz = 0;

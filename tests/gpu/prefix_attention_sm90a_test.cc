@@ -157,6 +157,15 @@ std::vector<Scenario> WgmmaScenarios() {
     s.head_dim = 256;
     s.groups = {{40, 20, {0, 13, 14, 40}}};
     out.push_back(s);
+    // head_dim 64: the poisoned groups (prefixes of 90 and 150 tokens, shorter than one K/V tile of
+    // 192 or nearly so at 128) and the 90-token prefix above.
+    Scenario g64 = poisoned(GroupsScenario(dt, 7, "PoisonGroups_page7_d64" + suffix));
+    g64.head_dim = 64;
+    out.push_back(g64);
+    s.name = "PoisonShortPrefix_d64" + suffix;
+    s.head_dim = 64;
+    s.groups = {{90, 20, {0, 30, 31, 90}}};
+    out.push_back(s);
     s.head_dim = 128;
     out.push_back(poisoned(SingleRowScenario(dt, "PoisonSingleRow" + suffix)));
     out.push_back(poisoned(LongChunkScenario(dt, "PoisonLongChunkPeaky" + suffix)));

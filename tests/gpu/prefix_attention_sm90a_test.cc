@@ -148,24 +148,18 @@ std::vector<Scenario> WgmmaScenarios() {
     s.gqa = 8;
     s.groups = {{90, 20, {0, 30, 31, 90}}};  // 160 rows: two row tiles per item
     out.push_back(s);
-    // head_dim 256 walks 64-token K/V tiles: the poisoned groups (prefixes of 45 < 64 ≤ 90 tokens)
-    // and a 40-token prefix there.
-    Scenario g256 = poisoned(GroupsScenario(dt, 7, "PoisonGroups_page7_d256" + suffix));
-    g256.head_dim = 256;
-    out.push_back(g256);
-    s.name = "PoisonShortPrefix_d256" + suffix;
-    s.head_dim = 256;
-    s.groups = {{40, 20, {0, 13, 14, 40}}};
-    out.push_back(s);
-    // head_dim 64: the poisoned groups (prefixes of 90 and 150 tokens, shorter than one K/V tile of
-    // 192 or nearly so at 128) and the 90-token prefix above.
-    Scenario g64 = poisoned(GroupsScenario(dt, 7, "PoisonGroups_page7_d64" + suffix));
-    g64.head_dim = 64;
-    out.push_back(g64);
-    s.name = "PoisonShortPrefix_d64" + suffix;
-    s.head_dim = 64;
-    s.groups = {{90, 20, {0, 30, 31, 90}}};
-    out.push_back(s);
+    // The poisoned groups and a short prefix at the head_dims with their own K/V tiles: 256 walks
+    // 64-token tiles (prefixes of 45 < 64 ≤ 90 tokens, and one of 40), 64 walks 128-token ones
+    // (90 < 128 < 150; also shorter than the 192-token tile measured in session 42, and 90 again).
+    for (int d : {256, 64}) {
+      Scenario g = poisoned(GroupsScenario(dt, 7, "PoisonGroups_page7_d" + std::to_string(d) + suffix));
+      g.head_dim = d;
+      out.push_back(g);
+      s.name = "PoisonShortPrefix_d" + std::to_string(d) + suffix;
+      s.head_dim = d;
+      s.groups = d == 256 ? std::vector<GroupSpec>{{40, 20, {0, 13, 14, 40}}} : std::vector<GroupSpec>{{90, 20, {0, 30, 31, 90}}};
+      out.push_back(s);
+    }
     s.head_dim = 128;
     out.push_back(poisoned(SingleRowScenario(dt, "PoisonSingleRow" + suffix)));
     out.push_back(poisoned(LongChunkScenario(dt, "PoisonLongChunkPeaky" + suffix)));

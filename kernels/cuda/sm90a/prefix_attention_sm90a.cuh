@@ -97,9 +97,10 @@ struct WgmmaPrefixConfig {
   // 64 3-4% faster, 256 ~1%. The sum is then of P as rounded for P·V (as O always was), so the
   // LSE carries P's rounding: relative 2^-11 per value in fp16, which on random keys averages out
   // (every oracle case passes the tests' 2e-4 · max(1, |s|)) but in the worst case (every value
-  // rounded the same way) reaches ~7e-4 in s, at the fp16 output's own resolution; bf16's 2^-8
-  // would be 8 × that, beyond the tests' tolerance, so bf16 keeps the FADDs. Not at head_dim 128, which is compute-bound (83% of the GEMM rate): there it made the
-  // compute-bound prefix parts 1.3-1.5% slower (session 41, with a 256-byte tile of ones, since the
+  // rounded the same way) reaches ~7e-4 in s, at the fp16 output's own resolution: the GPU tests'
+  // RoundAllPUp cases build it and hold it under 8e-4 (6.05e-4 measured, session 42). bf16's 2^-8
+  // would be 8 × that, so bf16 keeps the FADDs. Not at head_dim 128, which is compute-bound (83% of
+  // the GEMM rate): there it made the compute-bound prefix parts 1.3-1.5% slower (session 41, with a 256-byte tile of ones, since the
   // deeper ring and the fused kernel have no 4 KiB left).
   static constexpr bool ROWSUM_BY_MMA = HEAD_DIM != 128 && std::is_same_v<T, __half>;
   // Shared memory, from a 1024-byte aligned base: Q of each consumer, K ring, V ring, the tiles of

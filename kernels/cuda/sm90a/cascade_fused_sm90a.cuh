@@ -21,9 +21,11 @@
 
 namespace prefixd::kernels::cuda::sm90a {
 
+// 128-token K/V tiles at every head_dim (the launcher's K/V boxes, FusedCascade), whatever the
+// prefix kernel's own tile.
 template <typename T, int HEAD_DIM>
-struct FusedConfig : WgmmaPrefixConfig<T, HEAD_DIM, 2, true> {
-  using Base = WgmmaPrefixConfig<T, HEAD_DIM, 2, true>;
+struct FusedConfig : WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, 128> {
+  using Base = WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, 128>;
   using Suffix = SuffixWarpsConfig<HEAD_DIM>;
   static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;  // 128·56 + 256·224 = 168 · 384
   static constexpr int SUFFIX_OFFSET = (Base::BAR_OFFSET + 8 * Base::BARRIERS + 1023) / 1024 * 1024;

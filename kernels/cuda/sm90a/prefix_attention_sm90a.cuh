@@ -60,15 +60,21 @@ namespace prefixd::kernels::cuda::sm90a {
 // suffix K/V beside the prefix instead of after it: the wide CTA holds all 65536 registers, and
 // no decode CTA ever co-resided with it (bench/NOTES-fused.md). Plain schedule only: FA3's
 // ping-pong needs two consumer warpgroups.
-template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2>
+// BLOCK_N_: tokens per K/V tile, 0 for the head_dim's default (BLOCK_N below).
+template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0>
 struct WgmmaPrefixConfig {
   using Element = T;
   static constexpr int HEAD_DIM = HEAD_DIM_;
   static constexpr int STAGES = STAGES_;    // K (and V) tiles in the ring
   static constexpr bool OVERLAP = OVERLAP_;  // FA3 schedule (Consumer::RowTileOverlapped)
   // Tokens per K/V tile (the N of S = Q·Kᵀ). 64 at head_dim 256, as in FlashAttention-3: a
-  // 128-token tile would need 256 KiB of ring and 64 more S registers next to O's 128.
-  static constexpr int BLOCK_N = HEAD_DIM == 256 ? 64 : 128;
+  // 128-token tile would need 256 KiB of ring and 64 more S registers next to O's 128. 192 at
+  // head_dim 64, where O holds only 32 registers: a third fewer tiles, so a third fewer per-tile
+  // turns (barrier waits, max and rescale of O, descriptor set-up) around the same softmax work.
+  // Measured on the H200 (bench/RESULTS.md, sessions 42-43), B256 P32768 prefix parts at head_dim
+  // 64: 5-7% faster than 128 (with the FADD row sums below; fp16 with the tensor-core row sums was
+  // 3% slower). The fused kernel keeps 128 at every head_dim (FusedConfig).
+  static constexpr int BLOCK_N = BLOCK_N_ > 0 ? BLOCK_N_ : HEAD_DIM == 256 ? 64 : HEAD_DIM == 64 ? 192 : 128;
   static constexpr int WG_ROWS = 64;        // query rows per consumer warpgroup (wgmma M)
   static constexpr int CONSUMER_WGS = CONSUMER_WGS_;
   static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
@@ -89,20 +95,20 @@ struct WgmmaPrefixConfig {
   static constexpr int Q_WG_BYTES = PANELS * Q_PANEL_BYTES;
   static constexpr int KV_PANEL_BYTES = BLOCK_N * 128;
   static constexpr int KV_TILE_BYTES = PANELS * KV_PANEL_BYTES;
-  // The row sums of P by the tensor cores: per k16 step of P·V one more wgmma, m64n8k16, of the same
-  // P fragments against a 16 × 8 tile of ones in shared memory, into 4 accumulators per thread
+  // The row sums of P by the tensor cores: per k16 step of P·V one more wgmma, m64n8k16, of the
+  // same P fragments against a 16 × 8 tile of ones in shared memory, into 4 accumulators per thread
   // that are rescaled with O. The softmax then adds no P values of its own (one FADD per score
-  // fewer, and no quad shuffles at the end) for 1/8 (head_dim 64) or 1/32 (256) more tensor work in
-  // P·V. Measured on the H200 (bench/RESULTS.md, session 41), B256 P32768 prefix parts: head_dim
-  // 64 3-4% faster, 256 ~1%. The sum is then of P as rounded for P·V (as O always was), so the
-  // LSE carries P's rounding: relative 2^-11 per value in fp16, which on random keys averages out
-  // (every oracle case passes the tests' 2e-4 · max(1, |s|)) but in the worst case (every value
+  // fewer, and no quad shuffles at the end) for 1/32 more tensor work in P·V at head_dim 256.
+  // Measured on the H200 (bench/RESULTS.md), B256 P32768 prefix parts: head_dim 256 ~1% faster
+  // (session 41); head_dim 64 3-4% faster with 128-token tiles (session 41) but 3% slower than the
+  // FADDs with its 192-token tiles (session 42); head_dim 128 (compute-bound, 83% of the GEMM rate)
+  // 1.3-1.5% slower (session 41). The sum is then of P as rounded for P·V (as O always was), so
+  // the LSE carries P's rounding: relative 2^-11 per value in fp16, which on random keys averages
+  // out (every oracle case passes the tests' 2e-4 · max(1, |s|)) but in the worst case (every value
   // rounded the same way) reaches ~7e-4 in s, at the fp16 output's own resolution: the GPU tests'
   // RoundAllPUp cases build it and hold it under 8e-4 (6.05e-4 measured, session 42). bf16's 2^-8
-  // would be 8 × that, so bf16 keeps the FADDs. Not at head_dim 128, which is compute-bound (83% of
-  // the GEMM rate): there it made the compute-bound prefix parts 1.3-1.5% slower (session 41, with a 256-byte tile of ones, since the
-  // deeper ring and the fused kernel have no 4 KiB left).
-  static constexpr bool ROWSUM_BY_MMA = HEAD_DIM != 128 && std::is_same_v<T, __half>;
+  // would be 8 × that, so bf16 keeps the FADDs.
+  static constexpr bool ROWSUM_BY_MMA = HEAD_DIM == 256 && std::is_same_v<T, __half>;
   // Shared memory, from a 1024-byte aligned base: Q of each consumer, K ring, V ring, the tiles of
   // ones (ROWSUM_BY_MMA: 16 rows of 128 bytes per consumer warpgroup, as an MN-major operand of one
   // 128-byte swizzle panel), barriers.

@@ -1,7 +1,7 @@
 // Timing probe of the multi-query prefix attention kernels alone, against cuBLAS's fp16 GEMM rate
 // measured in the same run.
 //
-//   prefixd_prefix_probe [--iters 30] [--warmup 5] [--csv FILE] [--quick]
+//   prefixd_prefix_probe [--iters 30] [--warmup 5] [--settle-ms 1000] [--csv FILE] [--quick]
 //                        [--kernel mma,wgmma,wgmma-plain,wgmma-s3]   (default: all, one row each)
 //                        [--flush memset|read|none]   (L2 state before each timed launch)
 //                        [--diag]   (only the fixed-cost diagnostics: three L2 states, short prefixes)
@@ -30,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +39,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
@@ -93,6 +95,7 @@ struct DeviceMemory {
 
 struct Options {
   int iters = 30, warmup = 5;
+  int settle_ms = 1000;               // --settle-ms: idle after the GEMM, before the first shape
   std::string csv;
   bool quick = false;
   bool diag = false;                 // --diag: the fixed-cost diagnostics only
@@ -416,6 +419,7 @@ int Main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--iters" && i + 1 < argc) opt.iters = std::atoi(argv[++i]);
     else if (a == "--warmup" && i + 1 < argc) opt.warmup = std::atoi(argv[++i]);
+    else if (a == "--settle-ms" && i + 1 < argc) opt.settle_ms = std::clamp(std::atoi(argv[++i]), 0, 60000);
     else if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
     else if (a == "--quick") opt.quick = true;
     else if (a == "--diag") opt.diag = true;
@@ -455,7 +459,7 @@ int Main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--iters N] [--warmup N] [--csv FILE] [--quick] [--kernel LIST] "
+                   "usage: %s [--iters N] [--warmup N] [--settle-ms N] [--csv FILE] [--quick] [--kernel LIST] "
                    "[--flush memset|read|none] [--diag] [--timeline] [--shape HQO/HKV:B:P[:D[:bf16]]]... "
                    "[--chunks N]\n",
                    argv[0]);
@@ -483,7 +487,11 @@ int Main(int argc, char** argv) {
   DeviceMemory flush(flush_bytes);
 
   const double gemm = GemmTflops(opt, stream, flush.ptr, flush_bytes);
-  std::printf("# cuBLAS fp16 GEMM 8192^3 (fp32 compute): %.1f TFLOP/s\n", gemm);
+  std::printf("# cuBLAS fp16 GEMM 8192^3 (fp32 compute): %.1f TFLOP/s; then %d ms idle (--settle-ms)\n", gemm,
+              opt.settle_ms);
+  // The GEMM's sustained full-power load leaves the SM clock lowered for a while: without a pause
+  // the first shape read 214-266 µs where the later ones read 214 (H200, bench/RESULTS.md session 43).
+  std::this_thread::sleep_for(std::chrono::milliseconds(opt.settle_ms));
 
   std::vector<Shape> shapes;
   const DType f16 = DType::kFloat16, b16 = DType::kBFloat16;

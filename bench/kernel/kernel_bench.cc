@@ -25,6 +25,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -195,6 +196,7 @@ struct Config {
 #endif
   int64_t copy_bytes = int64_t(4) << 30;
   int gemm_n = 8192;
+  int settle_ms = 1000;  // idle after the ceilings (--settle-ms)
   std::vector<Variant> variants;  // empty: the backend as the environment sets it, once
 };
 
@@ -996,6 +998,8 @@ int Main(int argc, char** argv) {
     ("device", "CUDA device ordinal", cxxopts::value<int>()->default_value("0"))
     ("copy-gib", "size of the copy that measures bandwidth (GiB)", cxxopts::value<int>()->default_value("4"))
     ("gemm-n", "size n of the n^3 GEMM that measures the tensor-core rate", cxxopts::value<int>()->default_value("8192"))
+    ("settle-ms", "idle time after the ceilings' sustained load, before the first shape (ms; the clocks "
+                  "recover from it, otherwise the first shape is timed slow)", cxxopts::value<int>()->default_value("1000"))
     ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("12345"))
     ("csv", "write the rows as CSV to this file", cxxopts::value<std::string>())
     ("json", "write the rows and metadata as JSON to this file", cxxopts::value<std::string>())
@@ -1031,6 +1035,8 @@ int Main(int argc, char** argv) {
   Config cfg;
   cfg.iters = args["iters"].as<int>();
   cfg.warmups = args["warmup"].as<int>();
+  cfg.settle_ms = args["settle-ms"].as<int>();
+  PREFIXD_CHECK_ARG(cfg.settle_ms >= 0 && cfg.settle_ms <= 60000, "--settle-ms must be 0..60000, got " << cfg.settle_ms);
   cfg.check = args["check"].as<int>();
   const std::string flush = args["flush"].as<std::string>();
   PREFIXD_CHECK_ARG(flush == "write" || flush == "clean" || flush == "none",
@@ -1102,12 +1108,16 @@ int Main(int argc, char** argv) {
     std::printf("# backend: %s\n", backend->Describe().c_str());
     ceilings.copy_bw = MeasureCopyBandwidth(cfg.copy_bytes, 10);
     ceilings.gemm = MeasureGemmRate(cfg.gemm_n, 10);
+    // The GEMM's ~15 ms at full power leave the SM clock lowered for a while: without a pause the
+    // first shape's prefix part was timed up to 15% slow (H200, bench/RESULTS.md session 43), the
+    // later shapes not (each follows its predecessor's CPU check, an idle gap).
+    std::this_thread::sleep_for(std::chrono::milliseconds(cfg.settle_ms));
     std::printf("# method: CUDA events; stream held by a spin kernel until all timed work is queued; %s;\n"
-                "#   %d warm-ups; median of %d iterations\n",
+                "#   %d warm-ups; median of %d iterations; %d ms idle after the ceilings (--settle-ms)\n",
                 !cfg.flush                             ? "L2 NOT flushed (--flush none)"
                 : cfg.flush_mode == FlushMode::kClean ? "L2 flushed clean (256 MiB write, then 256 MiB read) before each iteration"
                                                        : "L2 flushed (256 MiB write: dirty lines) before each iteration",
-                cfg.warmups, cfg.iters);
+                cfg.warmups, cfg.iters, cfg.settle_ms);
     {
       std::printf("# empty region (one empty kernel between the events, same method): %.1f us\n",
                   EmptyRegionUs(backend->stream(), TimingFor(cfg)));

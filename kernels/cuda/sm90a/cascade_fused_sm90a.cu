@@ -48,7 +48,8 @@ void FusedCascade(const FusedCascadeParams& params, cudaStream_t stream) {
   sm90a::FusedLaunch l;
   l.params = params;
   const int64_t row_elems = int64_t(a.num_kv_heads) * a.head_dim;
-  constexpr int kTileRows = sm90a::FusedConfig<__half, 128>::BLOCK_N;  // the same at head_dim 64
+  constexpr int kTileRows = sm90a::FusedConfig<__half, 128>::BLOCK_N;
+  static_assert(sm90a::FusedConfig<__half, 64>::BLOCK_N == kTileRows, "one K/V box for every head_dim (FusedConfig)");
   l.tmap_k = sm90a::CachedKvMap(a.k, row_elems, a.token_stride, a.dtype, kTileRows);
   l.tmap_v = sm90a::CachedKvMap(a.v, row_elems, a.token_stride, a.dtype, kTileRows);
   const int box_rows = std::min(a.page_size, 16);

@@ -233,10 +233,9 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   WgmmaLaunch l;
   l.params = params;
   const int64_t row_elems = int64_t(params.num_kv_heads) * params.head_dim;
-  // One box per K/V tile and 64-column panel: the tile's BLOCK_N tokens (64 at head_dim 256).
-  const int box_rows = params.head_dim == 256  ? WgmmaPrefixConfig<__half, 256, 2, true>::BLOCK_N
-                       : params.head_dim == 64 ? WgmmaPrefixConfig<__half, 64, 2, true>::BLOCK_N
-                                               : WgmmaPrefixConfig<__half, 128, 2, true>::BLOCK_N;
+  // One box per K/V tile and 64-column panel: the tile's BLOCK_N tokens, the same in every
+  // configuration of the head_dim (PrefixKvTileTokens).
+  const int box_rows = PrefixKvTileTokens(params.head_dim);
   l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, box_rows);
   l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, box_rows);
   // Q by TMA (settings.q_tma, the default) where the map can be made: g divides a warpgroup's 64

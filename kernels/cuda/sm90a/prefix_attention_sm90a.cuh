@@ -51,6 +51,16 @@
 
 namespace prefixd::kernels::cuda::sm90a {
 
+// Tokens per K/V tile (the N of S = Q·Kᵀ) of every prefix configuration of a head_dim, and so the
+// rows of the launcher's K/V TMA boxes. 64 at head_dim 256, as in FlashAttention-3: a 128-token
+// tile would need 256 KiB of ring and 64 more S registers next to O's 128. 192 at head_dim 64,
+// where O holds only 32 registers: a third fewer tiles, so a third fewer per-tile turns (barrier
+// waits, max and rescale of O, descriptor set-up) around the same softmax work. Measured on the
+// H200 (bench/RESULTS.md, sessions 42-43), B256 P32768 prefix parts at head_dim 64: 6-9% faster than
+// 128 (with the FADD row sums; fp16 with the tensor-core row sums was 3% slower); 224 spills and
+// 256 serialises the wgmmas (bench/NOTES-prefix.md, session 43).
+constexpr int PrefixKvTileTokens(int head_dim) { return head_dim == 256 ? 64 : head_dim == 64 ? 192 : 128; }
+
 // CONSUMER_WGS_ = 1 is the narrow CTA (PrefixKernelSettings::consumer_wgs): for items of at most
 // 64 rows, where the second consumer warpgroup of the wide CTA would only wait and release stages.
 // It launches with half the register file (launch bounds of 2 CTAs per SM: 256 threads × 128
@@ -60,21 +70,15 @@ namespace prefixd::kernels::cuda::sm90a {
 // suffix K/V beside the prefix instead of after it: the wide CTA holds all 65536 registers, and
 // no decode CTA ever co-resided with it (bench/NOTES-fused.md). Plain schedule only: FA3's
 // ping-pong needs two consumer warpgroups.
-// BLOCK_N_: tokens per K/V tile, 0 for the head_dim's default (BLOCK_N below).
+// BLOCK_N_: tokens per K/V tile, 0 for the head_dim's (PrefixKvTileTokens; the fused kernel pins
+// 128).
 template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0>
 struct WgmmaPrefixConfig {
   using Element = T;
   static constexpr int HEAD_DIM = HEAD_DIM_;
   static constexpr int STAGES = STAGES_;    // K (and V) tiles in the ring
   static constexpr bool OVERLAP = OVERLAP_;  // FA3 schedule (Consumer::RowTileOverlapped)
-  // Tokens per K/V tile (the N of S = Q·Kᵀ). 64 at head_dim 256, as in FlashAttention-3: a
-  // 128-token tile would need 256 KiB of ring and 64 more S registers next to O's 128. 192 at
-  // head_dim 64, where O holds only 32 registers: a third fewer tiles, so a third fewer per-tile
-  // turns (barrier waits, max and rescale of O, descriptor set-up) around the same softmax work.
-  // Measured on the H200 (bench/RESULTS.md, sessions 42-43), B256 P32768 prefix parts at head_dim
-  // 64: 5-7% faster than 128 (with the FADD row sums below; fp16 with the tensor-core row sums was
-  // 3% slower). The fused kernel keeps 128 at every head_dim (FusedConfig).
-  static constexpr int BLOCK_N = BLOCK_N_ > 0 ? BLOCK_N_ : HEAD_DIM == 256 ? 64 : HEAD_DIM == 64 ? 192 : 128;
+  static constexpr int BLOCK_N = BLOCK_N_ > 0 ? BLOCK_N_ : PrefixKvTileTokens(HEAD_DIM);
   static constexpr int WG_ROWS = 64;        // query rows per consumer warpgroup (wgmma M)
   static constexpr int CONSUMER_WGS = CONSUMER_WGS_;
   static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
@@ -140,7 +144,9 @@ struct WgmmaPrefixConfig {
   // (Q's). Measured on the H200 (bench/RESULTS.md, sessions 40-41), compute-bound prefix parts: at
   // head_dim 128 the warpgroup index alone -0.2-0.4%, then the shared-memory base and the stages
   // another -2%; at 256 the stages -2.6-3.3%, the base another -3%; at 64 (softmax-bound) the
-  // stages +6% (not used), the base -3% with bf16 but +0-1% with fp16's ROWSUM_BY_MMA (not used).
+  // stages +6% (+5% with the 192-token tiles, session 43; not used), the base -3% with bf16 but
+  // +0-1% with fp16's ROWSUM_BY_MMA (not used then; fp16 64 has summed by FADD since session 43,
+  // and has the base hint with it, as measured with the 192-token tiles).
   static constexpr bool UNIFORM_STAGES = HEAD_DIM != 64;
   static constexpr bool UNIFORM_BASE = HEAD_DIM != 64 || !ROWSUM_BY_MMA;
   static constexpr int S_REGS = BLOCK_N / 2;   // S accumulators per thread (64 × BLOCK_N / 128)

@@ -16,6 +16,7 @@
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
+#include "prefixd/kernels/prefix_kv_tile.h"
 #include "prefixd/kernels/prefix_l2_hint.h"
 #include "src/backend_common.h"
 
@@ -525,6 +526,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
   loaded.max_decode_item_tokens = max_decode_item_tokens;
   loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
+  loaded.prefix_kv_tile_tokens = ChoosePrefixKvTileTokens(plan);
   loaded.fused = fused;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
   if (fused) loaded.request_finished = d + o_finished;
@@ -683,6 +685,7 @@ PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) co
   p.num_requests = plan_.header.num_requests;  // q is the plan's [B][H_qo][D] (CascadeArgs::q)
   p.state_indptr = plan_.state_indptr;
   p.max_item_rows = plan_.max_prefix_item_rows;
+  p.kv_tile_tokens = plan_.prefix_kv_tile_tokens;
   p.partial_v = partial_v_;
   p.partial_s = partial_s_;
   p.settings = prefix_settings_;

@@ -195,6 +195,7 @@ class CudaBackend final : public Backend {
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
     int max_decode_item_tokens = 0;  // the decode kernel's pipeline depth (DecodePipeline)
     bool prefix_kv_evict_first = false;  // PrefixKvEvictFirst(plan, L2 size): the prefix K/V stream's hint
+    int prefix_kv_tile_tokens = 0;       // ChoosePrefixKvTileTokens(plan): the sm_90a prefix kernel's tile
     // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items
     // only (fused_schedule.h), when the plan runs fused.
     bool fused = false;

@@ -26,9 +26,11 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // barriers, its softmax over 64 rows × tile tokens), and at head_dim 256 the kernel's tiles are
 // 64 tokens (WgmmaPrefixConfig::BLOCK_N), two per unit: measured 1.76 µs per unit there against
 // 0.88 at head_dim 128, i.e. the same per FLOP (bench/RESULTS.md, session 27). At head_dim 64 the
-// kernel's tiles are 192 tokens since session 43; the model keeps its 128-token unit there (one
-// overhead per unit, as calibrated on 128-token tiles), which overstates that overhead by up to a
-// third: head_dim 64's predictions err slow, and the planner's choices rank by them alike.
+// kernel's tiles are 192 tokens for plans of long items since session 43 (128 for short ones,
+// ChoosePrefixKvTileTokens); the model keeps its 128-token unit there (one overhead per unit, as
+// calibrated on 128-token tiles), which overstates long items' overhead by up to a third: head_dim
+// 64's predictions err slow there, and the planner's choices rank by them alike (its check at
+// head_dim 64, 60 shapes, session 43: no choice more than 1.6% slower than plain decode).
 double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
   const double tiles_per_unit = p.head_dim == 256 ? 2.0 : 1.0;
   const double rate = c.prefix_tflops * 1e12 / c.num_sms;  // FLOP/s per CTA

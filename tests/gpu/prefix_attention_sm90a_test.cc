@@ -63,6 +63,7 @@ struct KernelCase {
   bool q_by_cp_async = false;  // PREFIXD_SM90A_Q_TMA=0 (false: unset, Q by TMA wherever it can be)
   std::string consumers;       // PREFIXD_SM90A_CONSUMERS ("": unset, "1" the narrow CTA, "2")
   bool q_whole_only = false;   // PREFIXD_SM90A_Q_TMA_PARTIAL=0 (partial warpgroups' Q by cp.async)
+  std::string kv_tile;         // PREFIXD_SM90A_KV_TILE ("": unset, the head_dim's default here)
   std::string Name() const {
     std::string n = kernel;
     if (!schedule.empty()) n += "_" + schedule;
@@ -72,6 +73,7 @@ struct KernelCase {
     if (q_by_cp_async) n += "_qcp";
     if (!consumers.empty()) n += "_wg" + consumers;
     if (q_whole_only) n += "_qwhole";
+    if (!kv_tile.empty()) n += "_t" + kv_tile;
     return n + "_" + sc.name;
   }
 };
@@ -108,6 +110,8 @@ TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
   else env.Unset("PREFIXD_SM90A_CONSUMERS");
   if (kc.q_whole_only) env.Set("PREFIXD_SM90A_Q_TMA_PARTIAL", "0");
   else env.Unset("PREFIXD_SM90A_Q_TMA_PARTIAL");
+  if (!kc.kv_tile.empty()) env.Set("PREFIXD_SM90A_KV_TILE", kc.kv_tile);
+  else env.Unset("PREFIXD_SM90A_KV_TILE");
 
   PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
   CheckPrefixAttention(kc.sc, &ran);
@@ -243,6 +247,18 @@ std::vector<KernelCase> Cases() {
     out.push_back({"wgmma", "", 0, 0, s, "", false, "", true});
     out.push_back({"wgmma", "", 0, 0, s, "", false, "1", true});
     if (s.name.rfind("QueryRows", 0) == 0) out.push_back({"wgmma", "", 0, 3, s, "", false, "1", true});
+  }
+  // Head_dim 64's short-item tiles (PREFIXD_SM90A_KV_TILE=128; the launcher's default there is 192,
+  // a cascade plan of short items takes 128, ChoosePrefixKvTileTokens): both schedules and CTA
+  // widths, and a 3-CTA grid.
+  for (const Scenario& s : Scenarios())
+    if (WgmmaApplies(s) && s.head_dim == 64) out.push_back({"wgmma", "", 0, 0, s, "", false, "", false, "128"});
+  for (const Scenario& s : WgmmaScenarios()) {
+    if (s.head_dim != 64) continue;
+    for (const char* schedule : {"", "plain"}) out.push_back({"wgmma", schedule, 0, 0, s, "", false, "", false, "128"});
+    out.push_back({"wgmma", "", 0, 0, s, "", false, "1", false, "128"});
+    if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("PoisonGroups", 0) == 0)
+      out.push_back({"wgmma", "", 0, 3, s, "", false, "", false, "128"});
   }
   return out;
 }

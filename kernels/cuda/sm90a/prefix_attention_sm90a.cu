@@ -233,11 +233,18 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   WgmmaLaunch l;
   l.params = params;
   const int64_t row_elems = int64_t(params.num_kv_heads) * params.head_dim;
-  // One box per K/V tile and 64-column panel: the tile's BLOCK_N tokens, the same in every
-  // configuration of the head_dim (PrefixKvTileTokens).
-  const int box_rows = PrefixKvTileTokens(params.head_dim);
-  l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, box_rows);
-  l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, box_rows);
+  // Tokens per K/V tile: the settings' (a test or benchmark forcing one), else the plan's
+  // (ChoosePrefixKvTileTokens), else the head_dim's default. Only head_dim 64 has a second one.
+  const int asked = params.settings.kv_tile > 0 ? params.settings.kv_tile : params.kv_tile_tokens;
+  const int tile_default = DefaultPrefixKvTileTokens(params.head_dim);
+  PREFIXD_CHECK_ARG(asked == 0 || asked == tile_default || (params.head_dim == 64 && asked == 128),
+                    "sm_90a prefix attention: no " << asked << "-token K/V tiles at head_dim " << params.head_dim
+                                                   << " (" << tile_default
+                                                   << (params.head_dim == 64 ? " or 128)" : " only)"));
+  l.tile_tokens = asked > 0 ? asked : tile_default;
+  // One box per K/V tile and 64-column panel: the tile's tokens.
+  l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, l.tile_tokens);
+  l.tmap_v = CachedKvMap(params.v, row_elems, params.token_stride, params.dtype, l.tile_tokens);
   // Q by TMA (settings.q_tma, the default) where the map can be made: g divides a warpgroup's 64
   // rows and q is 16-byte aligned; otherwise gathered by cp.async. With q's extent known, also for
   // warpgroups of fewer than 64 rows (WgmmaLaunch::q_tma_partial).

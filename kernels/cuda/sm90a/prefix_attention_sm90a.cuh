@@ -48,18 +48,17 @@
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
 #include "kernels/cuda/smem_limit.cuh"
+#include "prefixd/kernels/prefix_kv_tile.h"
 
 namespace prefixd::kernels::cuda::sm90a {
 
-// Tokens per K/V tile (the N of S = Q·Kᵀ) of every prefix configuration of a head_dim, and so the
-// rows of the launcher's K/V TMA boxes. 64 at head_dim 256, as in FlashAttention-3: a 128-token
-// tile would need 256 KiB of ring and 64 more S registers next to O's 128. 192 at head_dim 64,
-// where O holds only 32 registers: a third fewer tiles, so a third fewer per-tile turns (barrier
-// waits, max and rescale of O, descriptor set-up) around the same softmax work. Measured on the
-// H200 (bench/RESULTS.md, sessions 42-43), B256 P32768 prefix parts at head_dim 64: 6-9% faster than
-// 128 (with the FADD row sums; fp16 with the tensor-core row sums was 3% slower); 224 spills and
-// 256 serialises the wgmmas (bench/NOTES-prefix.md, session 43).
-constexpr int PrefixKvTileTokens(int head_dim) { return head_dim == 256 ? 64 : head_dim == 64 ? 192 : 128; }
+// Tokens per K/V tile (the N of S = Q·Kᵀ): the head_dim's default (DefaultPrefixKvTileTokens,
+// prefixd/kernels/prefix_kv_tile.h, which says why 64 / 128 / 192), and at head_dim 64 also 128 for
+// plans of short items (ChoosePrefixKvTileTokens; WgmmaLaunch::tile_tokens). 192 at head_dim 64,
+// where O holds only 32 registers: a third fewer per-tile turns (barrier waits, max and rescale of
+// O, descriptor set-up) around the same softmax work, prefix parts 6-9% faster on long prefixes
+// (H200, bench/RESULTS.md, sessions 42-43); 224 spills and 256 serialises the wgmmas
+// (bench/NOTES-prefix.md, session 43).
 
 // CONSUMER_WGS_ = 1 is the narrow CTA (PrefixKernelSettings::consumer_wgs): for items of at most
 // 64 rows, where the second consumer warpgroup of the wide CTA would only wait and release stages.
@@ -70,15 +69,15 @@ constexpr int PrefixKvTileTokens(int head_dim) { return head_dim == 256 ? 64 : h
 // suffix K/V beside the prefix instead of after it: the wide CTA holds all 65536 registers, and
 // no decode CTA ever co-resided with it (bench/NOTES-fused.md). Plain schedule only: FA3's
 // ping-pong needs two consumer warpgroups.
-// BLOCK_N_: tokens per K/V tile, 0 for the head_dim's (PrefixKvTileTokens; the fused kernel pins
-// 128).
+// BLOCK_N_: tokens per K/V tile, 0 for the head_dim's default (DefaultPrefixKvTileTokens); 128 for
+// head_dim 64's short-item configurations and the fused kernel.
 template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0>
 struct WgmmaPrefixConfig {
   using Element = T;
   static constexpr int HEAD_DIM = HEAD_DIM_;
   static constexpr int STAGES = STAGES_;    // K (and V) tiles in the ring
   static constexpr bool OVERLAP = OVERLAP_;  // FA3 schedule (Consumer::RowTileOverlapped)
-  static constexpr int BLOCK_N = BLOCK_N_ > 0 ? BLOCK_N_ : PrefixKvTileTokens(HEAD_DIM);
+  static constexpr int BLOCK_N = BLOCK_N_ > 0 ? BLOCK_N_ : DefaultPrefixKvTileTokens(HEAD_DIM);
   static constexpr int WG_ROWS = 64;        // query rows per consumer warpgroup (wgmma M)
   static constexpr int CONSUMER_WGS = CONSUMER_WGS_;
   static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
@@ -952,10 +951,15 @@ struct WgmmaLaunch {
   // The narrow CTA (one consumer warpgroup, 2 stages, plain schedule; WgmmaPrefixConfig): stages
   // and overlap are then ignored.
   bool narrow = false;
+  // Tokens per K/V tile: the configuration's BLOCK_N and the rows of tmap_k / tmap_v's boxes. The
+  // head_dim's default, or 128 at head_dim 64 (then always the 2-stage ring).
+  int tile_tokens = 0;
 };
 
 template <typename CFG>
 void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
+  PREFIXD_CHECK_INTERNAL(l.tile_tokens == CFG::BLOCK_N, "sm_90a prefix launch: K/V boxes of " << l.tile_tokens
+                                                           << " rows for a kernel of " << CFG::BLOCK_N << "-token tiles");
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
@@ -983,20 +987,32 @@ bool WgmmaConfigLoads() {
 template <typename T, int HEAD_DIM>
 constexpr int kDeepStages = HEAD_DIM == 64 ? 4 : HEAD_DIM == 128 ? 3 : 2;
 
-template <typename T, int HEAD_DIM>
-void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
+// The configurations of one tile length (BLOCK_N_, 0 for the head_dim's default), by the launch's
+// CTA width, ring depth and schedule.
+template <typename T, int HEAD_DIM, int BLOCK_N_>
+void RunWgmmaTiles(const WgmmaLaunch& l, cudaStream_t stream) {
   constexpr int DEEP = kDeepStages<T, HEAD_DIM>;
   // No narrow CTA at head_dim 256: its 160 KiB of shared memory leave no room for decode CTAs,
   // and its 128 launch registers cannot hold the m64n256 accumulators (UsesNarrowCta).
   if constexpr (HEAD_DIM != 256) {
-    if (l.narrow) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 1>>(l, stream);
+    if (l.narrow) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 1, BLOCK_N_>>(l, stream);
   }
-  if (l.stages > 2 && DEEP > 2) {
-    if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
-    return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
+  // The deeper ring only with the default tile (the short-item tiles' items are a tile or two).
+  if constexpr (BLOCK_N_ == 0) {
+    if (l.stages > 2 && DEEP > 2) {
+      if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
+      return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
+    }
   }
-  if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true>>(l, stream);
-  LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false>>(l, stream);
+  if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_>>(l, stream);
+  LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 2, BLOCK_N_>>(l, stream);
+}
+template <typename T, int HEAD_DIM>
+void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
+  if constexpr (HEAD_DIM == 64) {
+    if (l.tile_tokens == 128) return RunWgmmaTiles<T, 64, 128>(l, stream);
+  }
+  RunWgmmaTiles<T, HEAD_DIM, 0>(l, stream);
 }
 template <typename T, int HEAD_DIM>
 bool WgmmaPrefixAttentionLoads() {

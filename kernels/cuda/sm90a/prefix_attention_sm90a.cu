@@ -233,9 +233,11 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   WgmmaLaunch l;
   l.params = params;
   const int64_t row_elems = int64_t(params.num_kv_heads) * params.head_dim;
-  // Tokens per K/V tile: the settings' (a test or benchmark forcing one), else the plan's
-  // (ChoosePrefixKvTileTokens), else the head_dim's default. Only head_dim 64 has a second one.
-  const int asked = params.settings.kv_tile > 0 ? params.settings.kv_tile : params.kv_tile_tokens;
+  // Tokens per K/V tile: at head_dim 64 the settings' (a test or benchmark forcing one; the other
+  // head_dims have one tile and ignore them), else the plan's (ChoosePrefixKvTileTokens), else the
+  // head_dim's default.
+  const bool forced = params.head_dim == 64 && params.settings.kv_tile > 0;
+  const int asked = forced ? params.settings.kv_tile : params.kv_tile_tokens;
   const int tile_default = DefaultPrefixKvTileTokens(params.head_dim);
   PREFIXD_CHECK_ARG(asked == 0 || asked == tile_default || (params.head_dim == 64 && asked == 128),
                     "sm_90a prefix attention: no " << asked << "-token K/V tiles at head_dim " << params.head_dim

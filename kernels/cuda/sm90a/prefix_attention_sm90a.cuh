@@ -52,14 +52,6 @@
 
 namespace prefixd::kernels::cuda::sm90a {
 
-// Tokens per K/V tile (the N of S = Q·Kᵀ): the head_dim's default (DefaultPrefixKvTileTokens,
-// prefixd/kernels/prefix_kv_tile.h, which says why 64 / 128 / 192), and at head_dim 64 also 128 for
-// plans of short items (ChoosePrefixKvTileTokens; WgmmaLaunch::tile_tokens). 192 at head_dim 64,
-// where O holds only 32 registers: a third fewer per-tile turns (barrier waits, max and rescale of
-// O, descriptor set-up) around the same softmax work, prefix parts 6-9% faster on long prefixes
-// (H200, bench/RESULTS.md, sessions 42-43); 224 spills and 256 serialises the wgmmas
-// (bench/NOTES-prefix.md, session 43).
-
 // CONSUMER_WGS_ = 1 is the narrow CTA (PrefixKernelSettings::consumer_wgs): for items of at most
 // 64 rows, where the second consumer warpgroup of the wide CTA would only wait and release stages.
 // It launches with half the register file (launch bounds of 2 CTAs per SM: 256 threads × 128
@@ -69,8 +61,10 @@ namespace prefixd::kernels::cuda::sm90a {
 // suffix K/V beside the prefix instead of after it: the wide CTA holds all 65536 registers, and
 // no decode CTA ever co-resided with it (bench/NOTES-fused.md). Plain schedule only: FA3's
 // ping-pong needs two consumer warpgroups.
-// BLOCK_N_: tokens per K/V tile, 0 for the head_dim's default (DefaultPrefixKvTileTokens); 128 for
-// head_dim 64's short-item configurations and the fused kernel.
+// BLOCK_N_: tokens per K/V tile (the N of S = Q·Kᵀ), 0 for the head_dim's default
+// (DefaultPrefixKvTileTokens, prefixd/kernels/prefix_kv_tile.h: why 64 / 128 / 192); 128 for the
+// fused kernel and for head_dim 64's plans of short items (ChoosePrefixKvTileTokens,
+// WgmmaLaunch::tile_tokens).
 template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0>
 struct WgmmaPrefixConfig {
   using Element = T;

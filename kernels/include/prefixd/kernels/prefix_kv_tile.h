@@ -16,7 +16,9 @@
 namespace prefixd::kernels {
 
 // The kernel's tile where nothing else is known: 64 tokens at head_dim 256 (FlashAttention-3's; the
-// ring and S registers of a larger one do not fit beside O's 128), 192 at 64, 128 otherwise.
+// ring and S registers of a larger one do not fit beside O's 128), 128 at 128, and 192 at 64, where
+// O holds only 32 registers (224 spills and 256 serialises the wgmmas, bench/NOTES-prefix.md,
+// session 43).
 constexpr int DefaultPrefixKvTileTokens(int head_dim) { return head_dim == 256 ? 64 : head_dim == 64 ? 192 : 128; }
 
 // The per-tile turn (barrier waits, the max and O's rescale, descriptors) in tokens of tile work:

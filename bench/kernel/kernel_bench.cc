@@ -893,10 +893,12 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
   kernels::PlanOptions base = kernels::H200PlanOptions();
   if (use_gpu) base = backend->DefaultPlanOptions();
   std::printf("# plan options: target_items %d, prefix_target_items %d, prefix_tile_rows %d (narrow %d), "
-              "min_prefix_chunk %d (fine %d), min_decode_chunk %d, tiny prefix %d tokens (plain within %.0f%%)%s\n",
+              "min_prefix_chunk %d (fine %d), min_decode_chunk %d, tiny prefix %d tokens (plain within %.0f%%; "
+              "head_dim %d)%s\n",
               base.target_items, base.prefix_target_items, base.prefix_tile_rows, base.narrow_tile_rows,
               base.min_prefix_chunk,
               base.fine_prefix_chunk, base.min_decode_chunk, base.tiny_prefix_tokens, base.tiny_prefix_margin * 100,
+              base.tiny_prefix_head_dim,
               use_gpu ? "" : " (the CUDA backend's on a 132-SM H200; no GPU here)");
   if (!use_gpu) {
     PREFIXD_CHECK_ARG(!calibrate, "--calibrate needs a GPU (it times the CUDA backend's parts)");

@@ -97,6 +97,8 @@ void ValidateOptions(const PlanOptions& o) {
                     "plan options: plain_margin must be in [0, 1), got " << o.plain_margin);
   PREFIXD_CHECK_ARG(o.tiny_prefix_tokens >= 0,
                     "plan options: tiny_prefix_tokens must be ≥ 0 (0: off), got " << o.tiny_prefix_tokens);
+  PREFIXD_CHECK_ARG(o.tiny_prefix_head_dim >= 0,
+                    "plan options: tiny_prefix_head_dim must be ≥ 0 (0: any), got " << o.tiny_prefix_head_dim);
   PREFIXD_CHECK_ARG(o.tiny_prefix_margin >= 0 && o.tiny_prefix_margin < 1,
                     "plan options: tiny_prefix_margin must be in [0, 1), got " << o.tiny_prefix_margin);
 }
@@ -393,7 +395,8 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
     for (int r = grp.first_request; r < grp.first_request + grp.num_requests; ++r)
       suffix_tokens += batch.suffix.SeqLen(r, pool.page_size);
     batch_suffix_tokens += suffix_tokens;
-    tiny[g] = grp.prefix.num_tokens <= options.tiny_prefix_tokens &&
+    tiny[g] = (options.tiny_prefix_head_dim == 0 || pool.head_dim == options.tiny_prefix_head_dim) &&
+              grp.prefix.num_tokens <= options.tiny_prefix_tokens &&
               2 * suffix_tokens >= int64_t(grp.num_requests) * grp.prefix.num_tokens;
   }
   auto all_tiny = [&](const std::vector<uint8_t>& plain) {

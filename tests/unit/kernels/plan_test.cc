@@ -353,6 +353,7 @@ TEST(PlanCascade, RejectsBadOptions) {
       {"fine_max_suffix_ratio", [](PlanOptions& o) { o.fine_max_suffix_ratio = -0.5; }},
       {"tiny_prefix_tokens", [](PlanOptions& o) { o.tiny_prefix_tokens = -1; }},
       {"tiny_prefix_margin", [](PlanOptions& o) { o.tiny_prefix_margin = 1.0; }},
+      {"tiny_prefix_head_dim", [](PlanOptions& o) { o.tiny_prefix_head_dim = -64; }},
       {"narrow_tile_rows", [](PlanOptions& o) { o.narrow_tile_rows = -1; }},
       {"narrow_head_dim", [](PlanOptions& o) { o.narrow_head_dim = -128; }},
   };
@@ -733,6 +734,34 @@ TEST(PlanLayout, TinyPrefixNearTiesGoToPlainDecode) {
       EXPECT_GE(with_rule.predicted_plain_us, with_rule.predicted_cascade_us * (1 - o.plain_margin));
       EXPECT_LE(with_rule.predicted_plain_us, with_rule.predicted_cascade_us * (1 + o.tiny_prefix_margin));
     }
+  }
+}
+
+// The tiny-prefix rule holds at head_dim 128 only (PlanOptions::tiny_prefix_head_dim): at head_dim
+// 64 the cascade measured faster on the near-ties the rule would give to plain decode (H200,
+// session 43, run 10: 32/8 B16 P256 S256 13.5 µs against 15.6, 32/32 B16 P256 S256 21.0 against
+// 22.8, 32/8 B256 P128 S256 49.3 against 51.6), so there the usual plain_margin decides.
+TEST(PlanLayout, TinyPrefixRuleOnlyAtItsHeadDim) {
+  struct Case {
+    int h_kv, requests, prefix, suffix;
+  };
+  const Case cases[] = {{8, 16, 256, 256}, {32, 16, 256, 256}, {8, 256, 128, 256}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeName(c.h_kv, c.requests, c.prefix, c.suffix) + " D64");
+    KvPoolShape pool;
+    const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv, 64);
+    PlanOptions o = GpuLikeOptions(true);
+    ASSERT_EQ(o.tiny_prefix_head_dim, 128);
+    PlanReport at_64, any_head_dim;
+    PlanCascade(batch, pool, o, &at_64);
+    o.tiny_prefix_head_dim = 0;
+    PlanCascade(batch, pool, o, &any_head_dim);
+    ASSERT_EQ(at_64.group_plain.size(), 1u);
+    // The model's near-tie: the rule (any head_dim) takes plain decode, head_dim 64 keeps the cascade.
+    EXPECT_TRUE(any_head_dim.group_plain[0])
+        << "predicted cascade " << any_head_dim.predicted_cascade_us << " us, plain " << any_head_dim.predicted_plain_us;
+    EXPECT_FALSE(at_64.group_plain[0])
+        << "predicted cascade " << at_64.predicted_cascade_us << " us, plain " << at_64.predicted_plain_us;
   }
 }
 

@@ -103,6 +103,11 @@ struct PlanOptions {
   // faster (5-16% at 32/32 B16 P128 S32), so the usual plain_margin holds. 0 tokens: off.
   int tiny_prefix_tokens = 256;
   double tiny_prefix_margin = 0.05;
+  // ... and only at this head_dim (0: any): the one whose near-ties were measured. At head_dim 64
+  // the cascade won them instead (H200, session 43, run 10: 32/8 B16 P256 S256 13.5 µs against plain
+  // decode's 15.6, 32/32 21.0 against 22.8, 32/8 B256 P128 S256 49.3 against 51.6, all three given to
+  // plain decode by the rule; bench/RESULTS.md).
+  int tiny_prefix_head_dim = 128;
   // With choose_layout: also try the cascade with prefix items of at most this many rows (0: no
   // such candidate), where some group has more rows per KV head (requests × g) than that and fewer
   // than prefix_tile_rows would give. The CUDA backend sets it to its narrow sm_90a CTA's M tile

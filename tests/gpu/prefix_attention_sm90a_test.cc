@@ -336,6 +336,33 @@ TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
   }
 }
 
+// A K/V tile the kernel has no configuration for (PrefixAttentionParams::kv_tile_tokens: 128 or 192
+// at head_dim 64, the default elsewhere) is refused before anything is launched; the settings'
+// forced tile applies at head_dim 64 only, so a forced 192 at head_dim 128 is not an error.
+TEST(PrefixAttentionKernelSelection, UnknownKvTileIsRefused) {
+  PREFIXD_REQUIRE_GPU();
+  if (!(sm90a::Built() && sm90a::DeviceReady()))
+    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()
+                 << "; it needs a compute capability 9.0 GPU)";
+  for (const auto& [head_dim, tile] : {std::pair<int, int>{64, 96}, {64, 256}, {128, 192}, {256, 128}}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", tile " + std::to_string(tile));
+    PrefixAttentionParams p;
+    p.num_qo_heads = 8;
+    p.num_kv_heads = 2;
+    p.head_dim = head_dim;
+    p.token_stride = 2 * head_dim;
+    p.num_items = 1;  // refused before the items are read
+    p.kv_tile_tokens = tile;
+    try {
+      sm90a::PrefixAttention(p, nullptr);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("K/V tiles"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A malformed launcher setting is refused when the settings are read (by the backend at
 // construction), naming the variable, never read as a default; no GPU needed.
 TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
@@ -343,7 +370,8 @@ TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
       {"PREFIXD_SM90A_Q_TMA", "on"},      {"PREFIXD_SM90A_Q_TMA", "-1"},   {"PREFIXD_SM90A_Q_TMA", "1x"},
       {"PREFIXD_SM90A_STAGES", "two"},    {"PREFIXD_SM90A_MAX_CTAS", "-3"}, {"PREFIXD_SM90A_SCHEDULE", "fast"},
       {"PREFIXD_SM90A_KV_POLICY", "auto"}, {"PREFIXD_PREFIX_PDL_TRIGGER", "yes"}, {"PREFIXD_SM90A_CONSUMERS", "3"},
-      {"PREFIXD_SM90A_CONSUMERS", "narrow"}, {"PREFIXD_SM90A_Q_TMA_PARTIAL", "no"}};
+      {"PREFIXD_SM90A_CONSUMERS", "narrow"}, {"PREFIXD_SM90A_Q_TMA_PARTIAL", "no"}, {"PREFIXD_SM90A_KV_TILE", "64"},
+      {"PREFIXD_SM90A_KV_TILE", "256"}};
   for (const auto& [name, value] : bad) {
     ScopedEnv env;
     env.Set(name, value);
@@ -361,12 +389,15 @@ TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
   env.Set("PREFIXD_SM90A_Q_TMA", "0");
   env.Set("PREFIXD_SM90A_CONSUMERS", "1");
   env.Set("PREFIXD_SM90A_Q_TMA_PARTIAL", "0");
+  env.Set("PREFIXD_SM90A_KV_TILE", "128");
   const PrefixKernelSettings s = PrefixKernelSettings::FromEnvironment();
   EXPECT_EQ(s.kv_l2_hint, PrefixKvL2Hint::kEvictFirst);
   EXPECT_EQ(s.stages, 3);
   EXPECT_FALSE(s.q_tma);
   EXPECT_EQ(s.consumer_wgs, 1);
   EXPECT_FALSE(s.q_tma_partial);
+  EXPECT_EQ(s.kv_tile, 128);
+  EXPECT_EQ(PrefixKernelSettings{}.kv_tile, 0);  // auto (the plan's) by default
   EXPECT_TRUE(PrefixKernelSettings{}.q_tma_partial);  // partial warpgroups by TMA by default
   EXPECT_EQ(PrefixKernelSettings{}.consumer_wgs, 0);  // auto by default
   EXPECT_EQ(PrefixKernelSettings{}.kv_l2_hint, PrefixKvL2Hint::kPlan);  // the default follows the plan

@@ -695,6 +695,13 @@ TEST(PlanLayout, OtherSplitsNeedAClearPredictedGain) {
   EXPECT_GT(other_splits, 0);
 }
 
+// The planner's report of PlanCascade(batch, pool, o).
+PlanReport LayoutReport(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& o) {
+  PlanReport report;
+  PlanCascade(batch, pool, o, &report);
+  return report;
+}
+
 // Prefixes of at most tiny_prefix_tokens: plain decode is taken on a predicted near-tie (within
 // tiny_prefix_margin of the cascade), not only for a clear gain; longer prefixes keep plain_margin.
 TEST(PlanLayout, TinyPrefixNearTiesGoToPlainDecode) {
@@ -721,10 +728,9 @@ TEST(PlanLayout, TinyPrefixNearTiesGoToPlainDecode) {
     const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv);
     PlanOptions o = GpuLikeOptions(true);
     ASSERT_EQ(o.tiny_prefix_tokens, 256);
-    PlanReport with_rule, without;
-    PlanCascade(batch, pool, o, &with_rule);
+    const PlanReport with_rule = LayoutReport(batch, pool, o);
     o.tiny_prefix_tokens = 0;
-    PlanCascade(batch, pool, o, &without);
+    const PlanReport without = LayoutReport(batch, pool, o);
     ASSERT_EQ(with_rule.group_plain.size(), 1u);
     EXPECT_EQ(bool(with_rule.group_plain[0]), c.plain_with_rule)
         << "predicted cascade " << with_rule.predicted_cascade_us << " us, plain " << with_rule.predicted_plain_us;
@@ -752,10 +758,9 @@ TEST(PlanLayout, TinyPrefixRuleOnlyAtItsHeadDim) {
     const DecodeBatch batch = GroupsBatch({{c.requests, c.prefix}}, c.suffix, 32, 16, &pool, c.h_kv, 64);
     PlanOptions o = GpuLikeOptions(true);
     ASSERT_EQ(o.tiny_prefix_head_dim, 128);
-    PlanReport at_64, any_head_dim;
-    PlanCascade(batch, pool, o, &at_64);
+    const PlanReport at_64 = LayoutReport(batch, pool, o);
     o.tiny_prefix_head_dim = 0;
-    PlanCascade(batch, pool, o, &any_head_dim);
+    const PlanReport any_head_dim = LayoutReport(batch, pool, o);
     ASSERT_EQ(at_64.group_plain.size(), 1u);
     // The model's near-tie: the rule (any head_dim) takes plain decode, head_dim 64 keeps the cascade.
     EXPECT_TRUE(any_head_dim.group_plain[0])

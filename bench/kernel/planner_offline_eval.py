@@ -5,7 +5,8 @@
 # with the model file given (or '-': the built-in defaults and options of this build), and judges
 # that choice by the logged times: a choice / min(cascade, plain, narrow and half-target cascades
 # where logged) over 1.05 is printed SLOW; a choice other than those or the logged choice is
-# UNTIMED (not judged). ('cascade t66' is the half target of the H200's 132.)
+# UNTIMED (not judged). ('cascade t66' is the half target of the H200's 132.) Each shape is asked
+# at its logged head_dim (session 43: before, every shape was asked at the default, 128).
 # Run from the repository root after building build/bench/prefixd_kernel_bench, e.g.
 #   R=bench/kernel/results/s23
 #   python3 bench/kernel/planner_offline_eval.py - $R/run4-heldout.txt $R/run4-heldout2.txt \
@@ -25,7 +26,7 @@ def parse(path):
             # later in session 24: the half-target cascade's time and prediction after them
             if len(cols)>=7 and cols[6].split() and cols[6].split()[0]!="-":
                 half=float(cols[6].split()[0])
-            d[(g[0],g[1],g[2],g[4],g[5],g[6])]=(float(g[7]),float(g[8]) if g[8]!='-' else float('nan'),float(g[9]),g[10].strip(),narrow,half)
+            d[(g[0],g[1],g[2],g[4],g[5],g[6],g[3])]=(float(g[7]),float(g[8]) if g[8]!='-' else float('nan'),float(g[9]),g[10].strip(),narrow,half)
     return d
 meas={}
 for f in sys.argv[2:]:
@@ -34,7 +35,7 @@ model=sys.argv[1]  # a cost model file, or - for the built-in defaults
 # rerun predictions offline for the same shape sets
 bad=0;n=0;worst=0;unk=0
 for k,(c,p,ch_us,ch,nw,hf) in sorted(meas.items()):
-    args=['./build/bench/prefixd_kernel_bench','--planner-check','--heads',f'{k[1]}/{k[2]}','-b',k[3],'-p',k[4],'-s',k[5],'--dtype',k[0]]
+    args=['./build/bench/prefixd_kernel_bench','--planner-check','--heads',f'{k[1]}/{k[2]}','-b',k[3],'-p',k[4],'-s',k[5],'--dtype',k[0],'-d',k[6]]
     if model!='-': args+=['--cost-model',model]
     out=subprocess.run(args,capture_output=True,text=True).stdout
     m=[l for l in out.splitlines() if re.match(r'\s+(fp16|bf16)',l)][0]

@@ -153,8 +153,8 @@ std::vector<Scenario> WgmmaScenarios() {
     s.groups = {{90, 20, {0, 30, 31, 90}}};  // 160 rows: two row tiles per item
     out.push_back(s);
     // The poisoned groups and a short prefix at the head_dims with their own K/V tiles: 256 walks
-    // 64-token tiles (prefixes of 45 < 64 ≤ 90 tokens, and one of 40), 64 walks 128-token ones
-    // (90 < 128 < 150; also shorter than the 192-token tile measured in session 42, and 90 again).
+    // 64-token tiles (prefixes of 45 < 64 ≤ 90 tokens, and one of 40), 64 walks 192-token ones, or
+    // 128-token ones in the _t128 cases (prefixes of 90 and 150, shorter than either tile).
     for (int d : {256, 64}) {
       Scenario g = poisoned(GroupsScenario(dt, 7, "PoisonGroups_page7_d" + std::to_string(d) + suffix));
       g.head_dim = d;

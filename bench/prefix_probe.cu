@@ -9,6 +9,11 @@
 //                                       launch after the row's flush; PrefixAttentionParams::timeline)
 //                        [--shape HQO/HKV:B:P[:D[:bf16]]]...  (only these shapes, "default" variant)
 //                        [--chunks N]  (KV chunks per row tile instead of the probe's own choice)
+//                        [--balance CTAS]  (the items balanced over CTAS CTAs where the planner's
+//                                       rule applies: prefixd/kernels/prefix_balance.h; with
+//                                       --timeline also the exit times of the idle SMs' chains)
+//                        [--balance-overhead TILES]  (its item cost, PlanOptions::
+//                                       balance_item_overhead_tiles, instead of the default)
 //
 // Kernels (PrefixAttention's selection, kernels/cuda/sm90a/prefix_attention_sm90a.h): "mma" the
 // mma.sync kernel; "wgmma" the sm_90a wgmma + TMA kernel as launched by default; "wgmma-plain" its
@@ -47,6 +52,8 @@
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
 #include "prefixd/common/tool_main.h"
+#include "prefixd/kernels/plan.h"
+#include "prefixd/kernels/prefix_balance.h"
 #include "prefixd/kernels/state.h"
 
 namespace prefixd::kernels::cuda {
@@ -102,6 +109,8 @@ struct Options {
   bool timeline = false;             // --timeline: per-phase globaltimer stamps of one wgmma launch
   std::string flush = "memset";      // how L2 is flushed before each timed launch (--flush)
   int chunks = 0;                    // --chunks: KV chunks per row tile (0: the probe chooses)
+  int balance = 0;                   // --balance: the items balanced over this many CTAs (prefix_balance.h)
+  double balance_overhead = -1;      // --balance-overhead: PlanOptions::balance_item_overhead_tiles (<0: default)
   std::vector<std::string> kernels = {"mma", "wgmma", "wgmma-plain", "wgmma-s3"};
 };
 
@@ -261,7 +270,7 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   }
   if (opt.chunks > 0) best_chunks = chunks_for(opt.chunks);
   const int chunk_len = ((sh.prefix + best_chunks - 1) / best_chunks + 63) / 64 * 64;
-  const int num_chunks = (sh.prefix + chunk_len - 1) / chunk_len;
+  int num_chunks = (sh.prefix + chunk_len - 1) / chunk_len;
   res.chunk = chunk_len;
 
   std::vector<PrefixWorkItem> items;
@@ -270,6 +279,26 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
       for (int r = 0; r < rows; r += res.tile_rows)  // row tiles sharing K/V side by side
         items.push_back({0, kv_head, r, std::min(rows, r + res.tile_rows), c * chunk_len,
                          std::min(sh.prefix, (c + 1) * chunk_len), c});
+  // --balance: BalancePrefixGrid on a plan of just these items (the planner's rule, its defaults).
+  int balanced_ctas = 0;
+  if (opt.balance > 0) {
+    CascadePlan plan;
+    plan.head_dim = d;
+    plan.groups = {PrefixGroup{PrefixRun{0, sh.prefix}, 0, sh.batch}};
+    plan.group_num_chunks = {num_chunks};
+    plan.prefix_items = items;
+    PlanOptions o;
+    o.balance_prefix_ctas = opt.balance;
+    if (opt.balance_overhead >= 0) o.balance_item_overhead_tiles = opt.balance_overhead;
+    if (BalancePrefixGrid(&plan, o)) {
+      items = plan.prefix_items;
+      num_chunks = plan.group_num_chunks[0];
+      balanced_ctas = plan.prefix_balanced_ctas;
+    }
+    std::printf("# balance over %d CTAs: %s (%zu items, %d chunks per row tile, the last [%d, %d))\n", opt.balance,
+                balanced_ctas > 0 ? "balanced" : "not applied", items.size(), num_chunks, items.back().kv_begin,
+                items.back().kv_end);
+  }
   res.items = int(items.size());
   std::vector<int32_t> indptr(sh.batch + 1);
   for (int r = 0; r <= sh.batch; ++r) indptr[r] = r * num_chunks;
@@ -317,6 +346,7 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   p.partial_v = static_cast<float*>(out_v.ptr);
   p.partial_s = static_cast<float*>(out_s.ptr);
   p.max_item_rows = row_hint;
+  p.balanced_ctas = balanced_ctas;
 
   res.ran = n32 ? "mma" : PrefixKernelPathName(SelectPrefixKernel(p));
   auto launch = [&] {
@@ -355,6 +385,18 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
                   at(0.1), at(0.5), at(0.9), us.back());
     }
     std::printf("\n");
+    if (balanced_ctas > 0) {  // exits of the CTAs of one item and of each CTA of a longer chain
+      double one_item_max = 0;
+      std::string chains;
+      for (int b = 0; b < balanced_ctas && b < num_sms; ++b) {
+        const unsigned long long at = t[size_t(b) * kSlots + kSlots - 1];
+        if (at == 0) continue;
+        const double us = (at - t0) * 1e-3;
+        if (items[size_t(b)].cta_next < 0) one_item_max = std::max(one_item_max, us);
+        else chains += " " + std::to_string(us).substr(0, 6);
+      }
+      std::printf("# exits: one-item CTAs latest %.2f us; chain CTAs%s\n", one_item_max, chains.c_str());
+    }
   }
   res.us = ms * 1e3;
   res.tflops = 4.0 * sh.batch * sh.h_qo * double(sh.prefix) * d / (ms * 1e-3) / 1e12;
@@ -431,6 +473,10 @@ int Main(int argc, char** argv) {
         return 2;
       }
       shapes_given.push_back(sh);
+    } else if (a == "--balance" && i + 1 < argc) {
+      opt.balance = std::clamp(std::atoi(argv[++i]), 0, 1 << 16);
+    } else if (a == "--balance-overhead" && i + 1 < argc) {
+      opt.balance_overhead = std::clamp(std::atof(argv[++i]), 0.0, 1000.0);
     } else if (a == "--chunks" && i + 1 < argc) {
       char* end = nullptr;
       const long c = std::strtol(argv[++i], &end, 10);
@@ -461,7 +507,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--iters N] [--warmup N] [--settle-ms N] [--csv FILE] [--quick] [--kernel LIST] "
                    "[--flush memset|read|none] [--diag] [--timeline] [--shape HQO/HKV:B:P[:D[:bf16]]]... "
-                   "[--chunks N]\n",
+                   "[--chunks N] [--balance CTAS] [--balance-overhead TILES]\n",
                    argv[0]);
       return 2;
     }

@@ -26,12 +26,12 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Shapes of plan.cc's serialised form (Serialize): a 13-int header, then the arrays in order.
-constexpr int64_t kHeaderInts = 13;
+// Shapes of plan.cc's serialised form (Serialize): a 14-int header, then the arrays in order.
+constexpr int64_t kHeaderInts = 14;
 constexpr int64_t kPrefixItemInts = sizeof(PrefixWorkItem) / sizeof(int32_t);
 constexpr int64_t kDecodeItemInts = sizeof(DecodeWorkItem) / sizeof(int32_t);
 constexpr int64_t kGroupInts = sizeof(PrefixGroup) / sizeof(int32_t);
-static_assert(kPrefixItemInts == 7 && kDecodeItemInts == 6 && kGroupInts == 4,
+static_assert(kPrefixItemInts == 8 && kDecodeItemInts == 6 && kGroupInts == 4,
               "work items are read on the device straight from the serialised int32 array");
 
 // RunPrefixAttention splits the prefix along the KV axis (for enough CTAs) only into chunks of at
@@ -301,6 +301,16 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
     o.fuse_merge = false;
   }
   o.prefix_target_items = int(EnvInteger("PREFIXD_PREFIX_TARGET_ITEMS", 0, kMaxEnvItems, o.prefix_target_items));
+  // The persistent sm_90a prefix kernel runs one CTA per SM: plans whose prefix items leave some of
+  // them idle are balanced over all (PlanOptions::balance_prefix_ctas, prefix_balance.h; not with
+  // concurrent decode, whose prefix grid is capped). PREFIXD_PREFIX_BALANCE=0 turns it off;
+  // PREFIXD_PREFIX_BALANCE_OVERHEAD=n sets an item's fixed cost to n hundredths of a K/V tile
+  // instead of the head_dim's measured one (for comparisons).
+  const bool persistent_prefix = PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1;
+  o.balance_prefix_ctas =
+      persistent_prefix && concurrent_decode_sms_ == 0 && EnvFlag("PREFIXD_PREFIX_BALANCE", true) ? num_sms_ : 0;
+  const int64_t overhead = EnvInteger("PREFIXD_PREFIX_BALANCE_OVERHEAD", -1, 10000, -1);
+  if (overhead >= 0) o.balance_item_overhead_tiles = double(overhead) / 100.0;
   // PREFIXD_DECODE_TARGET_ITEMS=n: the decode items' target instead (suffixes split until their
   // items reach it; for comparisons).
   o.target_items = int(EnvInteger("PREFIXD_DECODE_TARGET_ITEMS", 1, kMaxEnvItems, o.target_items));
@@ -527,6 +537,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.max_decode_item_tokens = max_decode_item_tokens;
   loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
   loaded.prefix_kv_tile_tokens = ChoosePrefixKvTileTokens(plan);
+  loaded.prefix_balanced_ctas = plan.prefix_balanced_ctas;
   loaded.fused = fused;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
   if (fused) loaded.request_finished = d + o_finished;
@@ -686,6 +697,7 @@ PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) co
   p.state_indptr = plan_.state_indptr;
   p.max_item_rows = plan_.max_prefix_item_rows;
   p.kv_tile_tokens = plan_.prefix_kv_tile_tokens;
+  p.balanced_ctas = plan_.prefix_balanced_ctas;
   p.partial_v = partial_v_;
   p.partial_s = partial_s_;
   p.settings = prefix_settings_;

@@ -53,6 +53,10 @@
 //                                         narrow prefix CTA, whose decode CTAs start with it)
 //   PREFIXD_DECODE_WARMUP_MIB=n           its K/V rows: at most n MiB (0: none) (4)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
+//   PREFIXD_PREFIX_BALANCE=0|1            DefaultPlanOptions().balance_prefix_ctas: SMs (1) or 0: a
+//                                         one-wave prefix grid balanced over idle SMs (prefix_balance.h)
+//   PREFIXD_PREFIX_BALANCE_OVERHEAD=n     DefaultPlanOptions().balance_item_overhead_tiles, in
+//                                         hundredths of a K/V tile (-1: the head_dim's, 80/250/520)
 //   PREFIXD_DECODE_TARGET_ITEMS=n         DefaultPlanOptions().target_items (2 × SMs)
 //   PREFIXD_MIN_PREFIX_CHUNK=n            DefaultPlanOptions().min_prefix_chunk (512)
 //   PREFIXD_FINE_PREFIX_CHUNK=n           DefaultPlanOptions().fine_prefix_chunk (128; 0: off)
@@ -196,6 +200,7 @@ class CudaBackend final : public Backend {
     int max_decode_item_tokens = 0;  // the decode kernel's pipeline depth (DecodePipeline)
     bool prefix_kv_evict_first = false;  // PrefixKvEvictFirst(plan, L2 size): the prefix K/V stream's hint
     int prefix_kv_tile_tokens = 0;       // ChoosePrefixKvTileTokens(plan): the sm_90a prefix kernel's tile
+    int prefix_balanced_ctas = 0;        // CascadePlan::prefix_balanced_ctas (the sm_90a kernel's chains)
     // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items
     // only (fused_schedule.h), when the plan runs fused.
     bool fused = false;

@@ -118,6 +118,10 @@ struct PrefixAttentionParams {
   // it. The CUDA backend sets it to SMs − k when it runs the decode kernel concurrently on the other
   // k SMs (PREFIXD_CONCURRENT_DECODE_SMS, cuda_backend.h).
   int max_ctas = 0;
+  // The plan's balanced grid (CascadePlan::prefix_balanced_ctas; 0: none). Where the persistent
+  // sm_90a kernel's grid comes out at exactly this many CTAs, CTA c runs item c and then its
+  // PrefixWorkItem::cta_next chain; otherwise (a capped grid) items round-robin. Same results.
+  int balanced_ctas = 0;
 
   // Optional: the decode kernel's start to pull into L2 at this kernel's end (above).
   DecodeL2Warmup decode_warmup;

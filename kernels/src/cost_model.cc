@@ -200,21 +200,28 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
   const double token_bytes = 2.0 * plan.num_kv_heads * plan.head_dim * kBytesPerElement;  // K+V, all heads
   const double head_token_bytes = token_bytes / std::max(1, plan.num_kv_heads);
 
-  // Prefix: round-robin items over the persistent grid.
+  // Prefix: items over the persistent grid, round-robin or by the balanced plan's CTA chains (the
+  // kernel's rule: chains where the grid is the plan's, which it is on a device of num_sms SMs).
   const int64_t n_prefix = int64_t(plan.prefix_items.size());
   if (n_prefix > 0) {
     const int64_t max_ctas = params.num_sms;
-    p.prefix_ctas = int(std::max<int64_t>(1, std::min(n_prefix, max_ctas)));
+    const bool chains = plan.prefix_balanced_ctas > 0 && plan.prefix_balanced_ctas <= max_ctas;
+    p.prefix_ctas = chains ? plan.prefix_balanced_ctas : int(std::max<int64_t>(1, std::min(n_prefix, max_ctas)));
+    std::vector<int64_t> cta_of(static_cast<size_t>(n_prefix));
+    for (int64_t i = 0; i < n_prefix; ++i) cta_of[size_t(i)] = i % p.prefix_ctas;
+    if (chains)
+      for (int c = 0; c < p.prefix_ctas; ++c)
+        for (int64_t i = c; i != -1; i = plan.prefix_items[size_t(i)].cta_next) cta_of[size_t(i)] = c;
     std::vector<std::pair<double, double>> loads(p.prefix_ctas, {0.0, 0.0});
     std::vector<double> cta_bytes(p.prefix_ctas, 0.0);
     int32_t max_item_rows = 0;
     for (int64_t i = 0; i < n_prefix; ++i) {
       const PrefixWorkItem& it = plan.prefix_items[i];
       max_item_rows = std::max(max_item_rows, it.row_end - it.row_begin);
-      auto& l = loads[i % p.prefix_ctas];
+      auto& l = loads[cta_of[size_t(i)]];
       l.first += 1;
       l.second += double(CeilDiv(it.kv_end - it.kv_begin, kPrefixKvTile) * CeilDiv(it.row_end - it.row_begin, kPrefixRowUnit));
-      cta_bytes[i % p.prefix_ctas] += double(it.kv_end - it.kv_begin) * head_token_bytes;  // once per item
+      cta_bytes[cta_of[size_t(i)]] += double(it.kv_end - it.kv_begin) * head_token_bytes;  // once per item
     }
     p.prefix_max_cta_bytes = *std::max_element(cta_bytes.begin(), cta_bytes.end());
     // The CUDA backend's rule for its narrow sm_90a CTA (sm90a::UsesNarrowCta), on the wgmma path.

@@ -7,14 +7,16 @@
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/cost_model.h"
+#include "prefixd/kernels/prefix_balance.h"
 
 namespace prefixd::kernels {
 namespace {
 
 constexpr int32_t kPlanMagic = 0x50445043;  // "PDPC": prefixd plan, cascade
-constexpr int32_t kPlanVersion = 2;  // 2: DecodeWorkItem::finish, merge_requests
-constexpr int kHeaderInts = 13;
-constexpr int kPrefixItemInts = 7;
+// 2: DecodeWorkItem::finish, merge_requests; 3: PrefixWorkItem::cta_next, prefix_balanced_ctas
+constexpr int32_t kPlanVersion = 3;
+constexpr int kHeaderInts = 14;
+constexpr int kPrefixItemInts = 8;
 constexpr int kDecodeItemInts = 6;
 constexpr int kGroupInts = 4;
 
@@ -91,6 +93,14 @@ void ValidateOptions(const PlanOptions& o) {
                     "plan options: narrow_head_dim must be ≥ 0 (0: any), got " << o.narrow_head_dim);
   PREFIXD_CHECK_ARG(o.fine_prefix_chunk >= 0,
                     "plan options: fine_prefix_chunk must be ≥ 0 (0: off), got " << o.fine_prefix_chunk);
+  PREFIXD_CHECK_ARG(o.balance_prefix_ctas >= 0,
+                    "plan options: balance_prefix_ctas must be ≥ 0 (0: off), got " << o.balance_prefix_ctas);
+  PREFIXD_CHECK_ARG(o.balance_min_gain >= 0 && o.balance_min_gain < 1,
+                    "plan options: balance_min_gain must be in [0, 1), got " << o.balance_min_gain);
+  PREFIXD_CHECK_ARG(o.balance_min_chunk_tiles >= 0,
+                    "plan options: balance_min_chunk_tiles must be ≥ 0, got " << o.balance_min_chunk_tiles);
+  PREFIXD_CHECK_ARG(o.balance_min_item_rows >= 0,
+                    "plan options: balance_min_item_rows must be ≥ 0, got " << o.balance_min_item_rows);
   PREFIXD_CHECK_ARG(o.fine_max_suffix_ratio >= 0,
                     "plan options: fine_max_suffix_ratio must be ≥ 0, got " << o.fine_max_suffix_ratio);
   PREFIXD_CHECK_ARG(o.plain_margin >= 0 && o.plain_margin < 1,
@@ -196,6 +206,9 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
           plan.prefix_items.push_back(PrefixWorkItem{gi, h, r0, std::min(rows, r0 + options.prefix_tile_rows),
                                                      bounds[c], bounds[c + 1], c});
   }
+  // Where the items leave CTAs of the persistent grid idle: tails of every pair for them (one
+  // more chunk per group, so before the state slots below).
+  BalancePrefixGrid(&plan, options);
   plan.request_group.assign(b, 0);
   for (int gi = 0; gi < num_groups; ++gi)
     for (int32_t r = 0; r < batch.groups[gi].num_requests; ++r) plan.request_group[batch.groups[gi].first_request + r] = gi;
@@ -545,6 +558,38 @@ bool CascadePlan::MergeNeedsDecode() const {
   return false;
 }
 
+namespace {
+
+// A balanced plan's CTA chains (CascadePlan::prefix_balanced_ctas): CTA c starts at item c and
+// follows cta_next; every item on exactly one chain (which also rules out cycles: a chain that
+// came back would revisit an item). Without balance every cta_next is −1.
+void ValidateCtaChains(const CascadePlan& p) {
+  const int64_t n = int64_t(p.prefix_items.size());
+  const int32_t ctas = p.prefix_balanced_ctas;
+  if (ctas == 0) {
+    for (int64_t i = 0; i < n; ++i)
+      PREFIXD_CHECK_ARG(p.prefix_items[i].cta_next == -1, "plan: prefix item " << i << " has cta_next "
+                                                              << p.prefix_items[i].cta_next
+                                                              << " in a plan without a balanced grid");
+    return;
+  }
+  PREFIXD_CHECK_ARG(ctas > 0 && ctas <= n, "plan: prefix_balanced_ctas " << ctas << " for " << n << " prefix items");
+  std::vector<uint8_t> seen(size_t(n), 0);
+  int64_t visited = 0;
+  for (int32_t c = 0; c < ctas; ++c)
+    for (int64_t i = c; i != -1; i = p.prefix_items[size_t(i)].cta_next) {
+      PREFIXD_CHECK_ARG(i >= 0 && i < n && !seen[size_t(i)],
+                        "plan: the chain of CTA " << c << " of the balanced prefix grid reaches item " << i
+                                                  << (i >= 0 && i < n ? ", already on a chain" : ", out of range"));
+      seen[size_t(i)] = 1;
+      ++visited;
+    }
+  PREFIXD_CHECK_ARG(visited == n, "plan: the balanced prefix grid's " << ctas << " chains cover " << visited << " of "
+                                                                      << n << " prefix items");
+}
+
+}  // namespace
+
 bool CascadePlan::DecodeReadsPrefixStates() const {
   for (const DecodeWorkItem& it : decode_items)
     if (it.finish != 0) return true;
@@ -591,6 +636,7 @@ void CascadePlan::Validate() const {
                                            << it.row_begin << ", " << it.row_end << "), tokens [" << it.kv_begin << ", "
                                            << it.kv_end << "), chunk " << it.chunk << ") is out of range");
   }
+  ValidateCtaChains(*this);
   // Every request is finished exactly once: by the merge step (listed in merge_requests) or by its
   // decode items, which then are one finishing item per KV head covering the whole suffix.
   std::vector<uint8_t> merged(num_requests, 0);
@@ -643,9 +689,10 @@ std::vector<int32_t> CascadePlan::Serialize() const {
               suffix.indices.size() + suffix.last_page_len.size() + merge_requests.size());
   out.insert(out.end(), {kPlanMagic, kPlanVersion, num_requests, num_qo_heads, num_kv_heads, head_dim, page_size,
                          num_pages, int32_t(prefix_items.size()), int32_t(decode_items.size()), int32_t(groups.size()),
-                         int32_t(suffix.indices.size()), int32_t(merge_requests.size())});
+                         int32_t(suffix.indices.size()), int32_t(merge_requests.size()), prefix_balanced_ctas});
   for (const auto& it : prefix_items)
-    out.insert(out.end(), {it.group, it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end, it.chunk});
+    out.insert(out.end(),
+               {it.group, it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end, it.chunk, it.cta_next});
   for (const auto& it : decode_items)
     out.insert(out.end(), {it.request, it.kv_head, it.kv_begin, it.kv_end, it.slot_offset, it.finish});
   auto append = [&out](const std::vector<int32_t>& v) { out.insert(out.end(), v.begin(), v.end()); };
@@ -680,6 +727,7 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
   p.num_pages = in.Next();
   const int32_t n_prefix = in.Next(), n_decode = in.Next(), n_groups = in.Next(), n_indices = in.Next(),
                 n_merge = in.Next();
+  p.prefix_balanced_ctas = in.Next();
   PREFIXD_CHECK_ARG(p.num_requests >= 0 && n_prefix >= 0 && n_decode >= 0 && n_groups >= 0 && n_indices >= 0 &&
                         n_merge >= 0,
                     "serialised plan: negative count in header (requests " << p.num_requests << ", prefix items "
@@ -701,6 +749,7 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
     it.kv_begin = in.Next();
     it.kv_end = in.Next();
     it.chunk = in.Next();
+    it.cta_next = in.Next();
   }
   p.decode_items.resize(n_decode);
   for (auto& it : p.decode_items) {

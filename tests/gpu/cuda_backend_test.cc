@@ -394,6 +394,46 @@ TEST(CudaConcurrentCascade, AnyDecodeSmCount) {
   }
 }
 
+// The balanced prefix grid (PlanOptions::balance_prefix_ctas, prefix_balance.h): the persistent
+// sm_90a kernel follows the plan's CTA chains where its grid is the plan's, and takes the same items
+// round-robin where its grid is capped below it (the concurrent backend's, 4 CTAs). Small shapes with
+// the rule's thresholds lifted: 64 requests of GQA 4 (256 rows per KV head: 2 row tiles) × 2 KV heads
+// × 2 chunks = 8 items, their tails on 4 more CTAs; every head_dim (its own K/V tile), two groups of
+// one prefix length, a peaky case.
+TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  std::vector<int> suffixes(64), halves(32);
+  for (int& n : suffixes) n = int(rng() % 70);
+  for (int& n : halves) n = 1 + int(rng() % 40);
+  const CascadeCase cases[] = {
+      {"balanced_peaky_fp16_h8kv2_d128", kF16, 8, 2, 128, 16, {{3000, suffixes}}, true},
+      {"balanced_bf16_h8kv2_d64", kBF16, 8, 2, 64, 16, {{3000, suffixes}}},
+      {"balanced_fp16_h8kv2_d256", kF16, 8, 2, 256, 16, {{3000, suffixes}}},
+      {"balanced_two_groups_bf16_h8kv2_d128", kBF16, 8, 2, 128, 16, {{2500, halves}, {2500, halves}}},
+  };
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  std::unique_ptr<Backend> capped = MakeConcurrentBackend(std::to_string(std::max(1, sms - 4)));
+  for (const CascadeCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    PlanOptions o = CascadeOptions(Device());
+    o.prefix_target_items = 8;
+    o.prefix_tile_rows = 128;
+    o.min_prefix_chunk = 64;
+    o.balance_prefix_ctas = 12;
+    o.balance_min_item_rows = 0;  // the two groups' last row tiles have 128 rows, the others' too
+    o.balance_min_chunk_tiles = 1;
+    o.balance_min_gain = 0;
+    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+    ASSERT_EQ(plan.prefix_balanced_ctas, 12) << "the case does not balance";
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, plan, in.q), want, c.dtype, c.name + " (chains)");
+    ExpectMatchesOracle(RunStep(*capped, in.pool, c.layer, plan, in.q), want, c.dtype,
+                        c.name + " (capped grid: round-robin)");
+  }
+}
+
 // The switch is read once at construction, named by Describe(), and checked.
 TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
   PREFIXD_REQUIRE_GPU();

@@ -260,6 +260,10 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   int grid_cap = set.max_ctas > 0 ? set.max_ctas : sms;  // one CTA per SM, persistent
   if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);
   l.grid = std::min(params.num_items, grid_cap);
+  // A balanced plan's grid where it fits (the kernel then follows the plan's CTA chains; with any
+  // other grid it takes the items round-robin: NextItemOfCta).
+  if (params.balanced_ctas > 0 && params.balanced_ctas <= std::min(params.num_items, grid_cap))
+    l.grid = params.balanced_ctas;
   l.stages = set.stages;
   // On by default: 1.3-6.5 µs less per cascade step on every shape of the grid, same results
   // (bench/RESULTS.md, final run).

@@ -1,7 +1,8 @@
 // The sm_90a prefix attention kernel: the launcher contract of kernels/cuda/prefix_attention.h
 // (same work items, same partial states), computed FlashAttention-3 style with wgmma and TMA.
 //
-// CTA = 3 warpgroups, persistent over the work items (item = blockIdx.x + k · gridDim.x):
+// CTA = 3 warpgroups, persistent over the work items (item = blockIdx.x + k · gridDim.x, or in a
+// balanced grid item blockIdx.x and its cta_next chain: FirstItemOfCta / NextItemOfCta):
 //   warpgroup 0, one thread: the producer. Per KV tile of BLOCK_N tokens it waits until a stage of
 //     the shared-memory ring is free (empty barrier), then has TMA copy the K tile and the V tile
 //     (two 64-column panels each for head_dim 128) into it; the copies complete on the stage's
@@ -218,6 +219,19 @@ __device__ __forceinline__ RowTarget MapGroupRow(int group_row, int first_reques
   return {first_request + group_row / gqa, kv_head * gqa + group_row % gqa};
 }
 
+// The CTA's items: round-robin, item blockIdx.x + k · gridDim.x; or, where the grid is the plan's
+// balanced one (PrefixAttentionParams::balanced_ctas), item blockIdx.x and then the chain of
+// PrefixWorkItem::cta_next (prefixd/kernels/prefix_balance.h). −1: no more. The next item's index
+// is read from the current item's line, which its reader has just loaded: no extra round trip.
+__device__ __forceinline__ int FirstItemOfCta(const PrefixAttentionParams& p) {
+  return int(blockIdx.x) < p.num_items ? int(blockIdx.x) : -1;
+}
+__device__ __forceinline__ int NextItemOfCta(const PrefixAttentionParams& p, int item) {
+  if (p.balanced_ctas == int(gridDim.x)) return p.items[item].cta_next;
+  const int next = item + int(gridDim.x);
+  return next < p.num_items ? next : -1;
+}
+
 // Programmatic dependent launch (PREFIXD_PREFIX_PDL_TRIGGER): a thread of a CTA that starts its
 // last item signals that the dependent grid (the decode kernel, launched with programmatic stream
 // serialisation) may be scheduled; it launches once every CTA of this grid has signalled or
@@ -225,8 +239,8 @@ __device__ __forceinline__ RowTarget MapGroupRow(int group_row, int first_reques
 // retire instead of after the last one. Only scheduling moves: the decode kernel still waits
 // (griddepcontrol.wait) for this grid's completion and memory flush before it reads a prefix state
 // or exits. No deadlock: all CTAs of this grid are resident when the trigger completes.
-__device__ __forceinline__ void MaybeTriggerDependents(bool trigger, int item, int num_items) {
-  if (trigger && item + int(gridDim.x) >= num_items) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+__device__ __forceinline__ void MaybeTriggerDependents(bool trigger, int next_item) {
+  if (trigger && next_item < 0) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
 // PrefixAttentionParams::timeline: one globaltimer stamp per phase and CTA, by one thread.
@@ -334,9 +348,11 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
   RingPosition<CFG::STAGES> pos;
-  for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
-    MaybeTriggerDependents(trigger, i, p.num_items);
+  for (int i = FirstItemOfCta(p); i >= 0;) {
+    const int next = NextItemOfCta(p, i);
+    MaybeTriggerDependents(trigger, next);
     ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy);
+    i = next;
   }
 }
 
@@ -873,9 +889,11 @@ struct Consumer {
     if constexpr (CFG::OVERLAP) {
       if (wg == 1) TurnEnd();
     }  // warpgroup 0 takes the first turn
-    for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
-      MaybeTriggerDependents(trigger, i, p.num_items);
+    for (int i = FirstItemOfCta(p); i >= 0;) {
+      const int next = NextItemOfCta(p, i);
+      MaybeTriggerDependents(trigger, next);
       PrefixItem(p.items[i], gqa, pos, [](int, int, int, int) {});
+      i = next;
     }
     if constexpr (CFG::OVERLAP) {
       if (wg == 0) TurnBegin();  // consumes warpgroup 1's up-front arrival

@@ -22,7 +22,7 @@ namespace prefixd::kernels {
 // Field-wise equality for the round-trip checks (internal linkage; found by ADL).
 static bool operator==(const PrefixWorkItem& a, const PrefixWorkItem& b) {
   return a.group == b.group && a.kv_head == b.kv_head && a.row_begin == b.row_begin && a.row_end == b.row_end &&
-         a.kv_begin == b.kv_begin && a.kv_end == b.kv_end && a.chunk == b.chunk;
+         a.kv_begin == b.kv_begin && a.kv_end == b.kv_end && a.chunk == b.chunk && a.cta_next == b.cta_next;
 }
 static bool operator==(const DecodeWorkItem& a, const DecodeWorkItem& b) {
   return a.request == b.request && a.kv_head == b.kv_head && a.kv_begin == b.kv_begin && a.kv_end == b.kv_end &&
@@ -1007,6 +1007,147 @@ TEST(PrefixL2Hint, EvictFirstOnlyForStreamBoundPrefixesBeforeSmallDecodes) {
   const CascadePlan mixed =
       PlanCascade(GroupsBatch({{16, 8192}, {256, 8192}}, 32, 32, 16, &pool, 32), pool, GpuLikeOptions(false));
   EXPECT_FALSE(PrefixKvEvictFirst(mixed, kL2));
+}
+
+// ---- the balanced prefix grid (PlanOptions::balance_prefix_ctas, prefix_balance.h) ----------------
+
+// The headline shape, 32/8 B256 P32768 at head_dim 128: 64 (KV head, row tile) pairs × 2 chunks =
+// 128 items for 132 CTAs. Balanced (ChoosePrefixBalance with head_dim 128's item cost, 2.5 tiles:
+// 4-tile tails): every pair's chunks shortened to [0, 16128) and [16128, 32256), one CTA each as
+// before, and its tail [32256, 32768) on one of the 4 idle CTAs, 16 tails each, the 4 running
+// neighbouring row tiles of one KV head at each step; each request one more prefix slot. The cost
+// model follows the chains.
+TEST(PlanBalance, IdleCtasTakeEveryPairsTail) {
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{256, 32768}}, 32, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  const CascadePlan round_robin = PlanCascade(batch, pool, o);
+  ASSERT_EQ(round_robin.prefix_items.size(), 128u);
+  EXPECT_EQ(round_robin.prefix_balanced_ctas, 0);
+  o.balance_prefix_ctas = 132;
+  const CascadePlan plan = PlanCascade(batch, pool, o);
+  plan.Validate();
+  ASSERT_EQ(plan.prefix_balanced_ctas, 132);
+  ASSERT_EQ(plan.prefix_items.size(), 192u);
+  EXPECT_EQ(plan.group_num_chunks, std::vector<int32_t>{3});
+  EXPECT_EQ(plan.state_indptr[1], 4);  // 3 prefix chunks + 1 suffix chunk
+  for (int c = 0; c < 128; ++c) {
+    const PrefixWorkItem& it = plan.prefix_items[size_t(c)];
+    EXPECT_EQ(it.cta_next, -1) << "item " << c;
+    ASSERT_LT(it.chunk, 2);
+    EXPECT_EQ(it.kv_begin, it.chunk == 0 ? 0 : 16128);
+    EXPECT_EQ(it.kv_end, it.chunk == 0 ? 16128 : 32256);
+    // The same (KV head, row tile) as the round-robin plan's item: one CTA per chunk as before.
+    EXPECT_EQ(it.kv_head, round_robin.prefix_items[size_t(c)].kv_head);
+    EXPECT_EQ(it.row_begin, round_robin.prefix_items[size_t(c)].row_begin);
+  }
+  std::map<std::pair<int, int>, int> tails;  // (KV head, row_begin) → tails seen
+  std::vector<std::vector<PrefixWorkItem>> chains(4);
+  for (int c = 128; c < 132; ++c)
+    for (int32_t i = c; i != -1; i = plan.prefix_items[size_t(i)].cta_next) {
+      const PrefixWorkItem& it = plan.prefix_items[size_t(i)];
+      EXPECT_EQ(it.chunk, 2);
+      EXPECT_EQ(it.kv_begin, 32256);
+      EXPECT_EQ(it.kv_end, 32768);
+      ++tails[{it.kv_head, it.row_begin}];
+      chains[size_t(c - 128)].push_back(it);
+    }
+  EXPECT_EQ(tails.size(), 64u);
+  for (const auto& [pair, n] : tails) EXPECT_EQ(n, 1) << "KV head " << pair.first << ", row " << pair.second;
+  for (const auto& chain : chains) ASSERT_EQ(chain.size(), 16u);
+  for (size_t step = 0; step < 16; ++step)
+    for (size_t c = 1; c < 4; ++c) EXPECT_EQ(chains[c][step].kv_head, chains[0][step].kv_head) << "step " << step;
+  const CostModelParams model = CostModelParams::H200();
+  EXPECT_LT(PredictCost(plan, model).prefix_us, PredictCost(round_robin, model).prefix_us);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+}
+
+// Where no CTA idles, items are narrow, prefixes differ or the gain is small, the plan is PlanFixed's.
+TEST(PlanBalance, LeavesPlansItCannotImprove) {
+  struct Case {
+    const char* what;
+    std::vector<std::pair<int, int>> groups;  // (requests, prefix tokens)
+    int h_kv, ctas;
+    double min_gain;
+  };
+  const Case cases[] = {
+      {"balance off", {{256, 32768}}, 8, 0, 0.01},
+      {"no idle CTA", {{256, 32768}}, 8, 128, 0.01},
+      {"64-row items (the narrow CTA's)", {{16, 32768}}, 8, 132, 0.01},
+      {"prefixes of two lengths", {{128, 32768}, {128, 16384}}, 8, 132, 0.01},
+      {"a gain under the minimum", {{256, 32768}}, 8, 132, 0.05},
+      {"chunks of a tile or two", {{256, 256}}, 8, 132, 0.01},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    KvPoolShape pool;
+    const DecodeBatch batch = GroupsBatch(c.groups, 32, 32, 16, &pool, c.h_kv);
+    PlanOptions o = GpuLikeOptions(false);
+    const CascadePlan before = PlanCascade(batch, pool, o);
+    o.balance_prefix_ctas = c.ctas;
+    o.balance_min_gain = c.min_gain;
+    if (c.ctas == 128) o.prefix_target_items = 128;  // exactly one item per CTA
+    const CascadePlan plan = PlanCascade(batch, pool, o);
+    EXPECT_EQ(plan.prefix_balanced_ctas, 0);
+    EXPECT_TRUE(plan.prefix_items == before.prefix_items);
+    EXPECT_EQ(plan.group_num_chunks, before.group_num_chunks);
+  }
+}
+
+// A balanced plan computes the float64 oracle's attention on the CPU backend (which ignores the
+// chains), covers every token and slot once, and survives serialisation. 2 KV heads × 2 row tiles
+// (160 rows per head: 128 + 32, so the row bound is lifted) × 2 chunks of a 4000-token prefix = 8
+// items on 10 CTAs (head_dim 64: 21 tiles of 192; 3-tile tails).
+TEST(PlanBalance, BalancedPlansComputeTheSameAttention) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto backend = MakeCpuBackend();
+  std::vector<int> suffixes(40);
+  for (int& n : suffixes) n = 1 + int(rng() % 40);
+  const RandomCascade c = MakeRandomCascade({{4000, suffixes}}, 8, 2, 64, 16, rng);
+  PlanOptions o;
+  o.target_items = 64;
+  o.prefix_target_items = 8;
+  o.prefix_tile_rows = 128;
+  o.prefix_chunk_align = 64;
+  o.min_prefix_chunk = 64;
+  o.balance_prefix_ctas = 10;
+  o.balance_min_item_rows = 0;
+  const CascadePlan plan = PlanCascade(c.batch, c.shape, o);
+  plan.Validate();
+  ASSERT_EQ(plan.prefix_balanced_ctas, 10);
+  ASSERT_EQ(plan.prefix_items.size(), 12u);  // 8 chunks + 4 tails
+  EXPECT_EQ(plan.group_num_chunks, std::vector<int32_t>{3});
+  ExpectExactCoverage(c.batch, plan);
+  ExpectFinishedOnce(c.batch, plan, o.fuse_merge);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+  ExpectCascadeMatches(*backend, plan, c);
+}
+
+// The chains of a balanced plan are checked like the rest: each item on exactly one chain, chain
+// indices in range, a grid no larger than the items, and no chain links without a balanced grid.
+TEST(PlanBalance, BrokenChainsAreRejected) {
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{256, 32768}}, 32, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  o.balance_prefix_ctas = 132;
+  const CascadePlan good = PlanCascade(batch, pool, o);
+  ASSERT_EQ(good.prefix_balanced_ctas, 132);
+  const int32_t second = good.prefix_items[128].cta_next;  // the first idle CTA's second tail
+  ASSERT_GE(second, 132);
+  auto rejects = [&](auto mutate, const char* substring) {
+    CascadePlan p = good;
+    mutate(p);
+    EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(p.Serialize()), substring);
+  };
+  rejects([&](CascadePlan& p) { p.prefix_items[0].cta_next = second; }, "already on a chain");
+  rejects([&](CascadePlan& p) { p.prefix_items[size_t(second)].cta_next = 128; }, "already on a chain");
+  rejects([](CascadePlan& p) { p.prefix_items[5].cta_next = 192; }, "out of range");
+  rejects([](CascadePlan& p) { p.prefix_items[128].cta_next = -1; }, "cover");
+  rejects([](CascadePlan& p) { p.prefix_balanced_ctas = 193; }, "prefix_balanced_ctas 193");
+  rejects([](CascadePlan& p) { p.prefix_balanced_ctas = -1; }, "prefix_balanced_ctas -1");
+  rejects([](CascadePlan& p) { p.prefix_balanced_ctas = 0; }, "without a balanced grid");
 }
 
 }  // namespace

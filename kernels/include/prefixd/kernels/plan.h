@@ -39,6 +39,9 @@ struct PrefixWorkItem {
   int32_t row_begin, row_end;  // group-local rows (local_request · g + head_in_group)
   int32_t kv_begin, kv_end;    // prefix tokens
   int32_t chunk;               // slot = state_indptr[request] + chunk
+  // In a balanced grid (CascadePlan::prefix_balanced_ctas > 0): the index of the next item the same
+  // persistent CTA runs, −1 after its last. Unused (−1) otherwise. Only speed depends on it.
+  int32_t cta_next = -1;
 };
 
 struct DecodeWorkItem {
@@ -123,6 +126,21 @@ struct PlanOptions {
   // model's choices of it measured a wash in sum over 72 shapes, with losses of up to 20 µs where the
   // prefix is compute-bound (bench/RESULTS.md, session 24, run 12).
   int narrow_head_dim = 128;
+  // Balanced prefix grid (prefix_balance.h): the persistent prefix kernel's CTAs (one per SM; 0:
+  // off). Where a plan's prefix items are one wave that leaves some of them idle, each item gives
+  // up a tail of its pair's K/V range to the idle CTAs, so that every CTA computes about as long.
+  int balance_prefix_ctas = 0;
+  // ... counting each item's fixed cost (queries, pipeline fill and drain, epilogue) as this many
+  // K/V tiles of work (< 0: the head_dim's measured one, DefaultBalanceItemOverheadTiles in
+  // prefix_balance.h), and only for a predicted gain of at least balance_min_gain of the busiest
+  // CTA's work, and only where every item has more rows than balance_min_item_rows (the narrow
+  // CTA's items run two per SM beside the decode: there no SM idles).
+  double balance_item_overhead_tiles = -1;
+  double balance_min_gain = 0.01;
+  int balance_min_item_rows = 64;
+  // ... and only where the plan's chunks have at least this many tiles: short items are bound by
+  // their fixed costs, where the split rules above were calibrated, not by the idle SMs.
+  int balance_min_chunk_tiles = 8;
   std::shared_ptr<const CostModelParams> cost_model;
 };
 
@@ -157,6 +175,11 @@ struct CascadePlan {
   PageTable suffix;                        // copied from the batch: where decode items find tokens
   std::vector<int32_t> merge_requests;     // ascending: requests the merge step finishes (the
                                            // others are finished by their decode items)
+  // 0: the persistent prefix kernel takes items round-robin (item = CTA + k · grid). G > 0: the plan
+  // was balanced for exactly G CTAs (prefix_balance.h): CTA c runs item c, then the chain of
+  // PrefixWorkItem::cta_next from it; the chains are disjoint and cover every prefix item. A kernel
+  // launched with another grid takes the items round-robin (same results).
+  int32_t prefix_balanced_ctas = 0;
 
   int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
   // Whether some request of merge_requests has decode items (a suffix split into chunks, or no

@@ -1,0 +1,66 @@
+// A balanced grid for the persistent prefix kernel: a pure CPU step of planning (PlanCascade takes it
+// for every plan it builds when PlanOptions::balance_prefix_ctas is set).
+//
+// Why: the planner cuts prefixes into chunks until the items fill one wave of the persistent sm_90a
+// kernel (one CTA per SM), but (KV head, row tile) pairs × chunks rarely equals the SM count: 64
+// pairs × 2 chunks = 128 items on a 132-SM H200 leave 4 SMs idle for the whole of a compute-bound
+// prefix part (3% of it; bench/NOTES-fused.md, sessions 34 and 43). Stream-K (each CTA a range of
+// the items' tiles laid end to end, crossing item boundaries) would balance it exactly, but then
+// the CTAs of one KV head's row tiles read the same K/V tile up to a whole item apart in time, far
+// more bytes than L2 holds in between: up to 8× the DRAM traffic at 32/8 B256 (eight row tiles per
+// head). So here each pair gives the idle CTAs the same tail of its K/V range instead: its chunks
+// (the plan's items, shortened, one per CTA as before and aligned across the head's row tiles) plus
+// one tail chunk. The idle CTAs run the tails one after another, spread so that at each step they
+// run neighbouring (KV head, row tile) pairs, i.e. mostly the same head's tails side by side, which
+// share their K/V in L2. Each pair's rows get one more state slot (the tail's chunk).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "prefixd/kernels/plan.h"
+
+namespace prefixd::kernels {
+
+// An item's fixed cost in K/V tiles of its head_dim's kernel (DefaultPrefixKvTileTokens), as the
+// idle SMs' chains of tails measured it on an H200 (bench/NOTES-prefix.md, session 44; 32/8 B256
+// P32768, 16 tails per chain): ~1.4 µs beside 1.74 µs per 192-token tile at head_dim 64, ~4 µs
+// beside 1.68 µs per 128-token tile at 128; at 256, ~4 µs per 64-row walk of its 128-row items
+// beside ~0.77 µs per 64-token tile walk (there the rule then finds no gain). The descriptor, the
+// queries and the first tiles of each item come from DRAM one after another, and the epilogue
+// writes its states; pulling the next item into L2 ahead by the producer's TMA made it slower
+// (the prefetches queue in front of the SM's own loads).
+constexpr double DefaultBalanceItemOverheadTiles(int head_dim) {
+  return head_dim == 64 ? 0.8 : head_dim == 128 ? 2.5 : 5.2;
+}
+
+// The one-wave grid being balanced, in K/V tiles of the kernel (DefaultPrefixKvTileTokens).
+struct PrefixBalanceShape {
+  int64_t pairs = 0;                 // (group, KV head, row tile) pairs, every one of the same length
+  int chunks = 0;                    // the plan's chunks per pair (items = pairs × chunks < ctas)
+  int64_t tiles = 0;                 // K/V tiles of one pair's range
+  int ctas = 0;                      // the persistent grid
+  double item_overhead_tiles = 2.5;  // an item's fixed cost, in tiles
+};
+
+struct PrefixBalance {
+  int64_t tail_tiles = 0;     // each pair's tail, in tiles (its range's last ones)
+  int spare_ctas = 0;         // CTAs that run the tails (the grid then has pairs × chunks + spare_ctas)
+  double busiest_before = 0;  // the busiest CTA's work, tiles + overheads: one chunk
+  double busiest_after = 0;   // max(a shortened chunk, a spare CTA's tails)
+};
+
+// The tail length that minimises the busiest CTA's work; nullopt where no tail lowers it (no idle
+// CTA, or chunks too short to give any tile).
+std::optional<PrefixBalance> ChoosePrefixBalance(const PrefixBalanceShape& shape);
+
+// Rewrites a plan's prefix items, group_num_chunks and prefix_balanced_ctas to the balanced grid
+// where it applies: options.balance_prefix_ctas > 0, the items one wave with idle CTAs, every item
+// more than options.balance_min_item_rows rows, every group with a prefix of the same length and
+// chunk count, chunks of at least options.balance_min_chunk_tiles tiles, and a gain of at least
+// options.balance_min_gain. Returns whether it did. The items
+// must be PlanFixed's (one per pair and chunk, chunks covering each pair's range); call it before
+// the state slots are laid out (they follow group_num_chunks).
+bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options);
+
+}  // namespace prefixd::kernels

@@ -134,9 +134,12 @@ struct PlanOptions {
   // K/V tiles of work (< 0: the head_dim's measured one, DefaultBalanceItemOverheadTiles in
   // prefix_balance.h), and only for a predicted gain of at least balance_min_gain of the busiest
   // CTA's work, and only where every item has more rows than balance_min_item_rows (the narrow
-  // CTA's items run two per SM beside the decode: there no SM idles).
+  // CTA's items run two per SM beside the decode: there no SM idles). The gain must pay for the
+  // pair's extra state slot, which every finishing decode item then ⊕-merges: measured on the H200
+  // (session 44) at B256 P32768, head_dim 64's 2.3% took 2.7-3.8 µs off the step, head_dim 128's
+  // 1.5% and 256's 1.9% 1-1.4 µs at S = 32 but put 1.5-5.7 µs on at S = 256.
   double balance_item_overhead_tiles = -1;
-  double balance_min_gain = 0.01;
+  double balance_min_gain = 0.02;
   int balance_min_item_rows = 64;
   // ... and only where the plan's chunks have at least this many tiles: short items are bound by
   // their fixed costs, where the split rules above were calibrated, not by the idle SMs.

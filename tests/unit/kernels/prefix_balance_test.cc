@@ -14,6 +14,16 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+PrefixBalanceShape Shape(int64_t pairs, int chunks, int64_t tiles, int ctas, double item_overhead_tiles) {
+  PrefixBalanceShape s;
+  s.pairs = pairs;
+  s.chunks = chunks;
+  s.tiles = tiles;
+  s.ctas = ctas;
+  s.item_overhead_tiles = item_overhead_tiles;
+  return s;
+}
+
 // The busiest CTA's work with tails of `tail` tiles, written out independently of the scan.
 double Busiest(const PrefixBalanceShape& s, int64_t tail) {
   const int64_t spare = std::min<int64_t>(s.ctas - s.pairs * s.chunks, s.pairs);
@@ -25,12 +35,7 @@ double Busiest(const PrefixBalanceShape& s, int64_t tail) {
 // The H200's headline shape at head_dim 128: 64 (KV head, row tile) pairs × 2 chunks of a
 // 32768-token prefix (256 tiles of 128) = 128 items on 132 SMs.
 TEST(PrefixBalance, TheHeadlineShapeGivesItsFourIdleSmsTails) {
-  PrefixBalanceShape s;
-  s.pairs = 64;
-  s.chunks = 2;
-  s.tiles = 256;
-  s.ctas = 132;
-  s.item_overhead_tiles = 0.6;
+  PrefixBalanceShape s = Shape(64, 2, 256, 132, 0.6);
   const auto b = ChoosePrefixBalance(s);
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->spare_ctas, 4);
@@ -49,11 +54,7 @@ TEST(PrefixBalance, TheHeadlineShapeGivesItsFourIdleSmsTails) {
 }
 
 TEST(PrefixBalance, NothingWithoutIdleCtasOrTilesToGive) {
-  PrefixBalanceShape s;
-  s.pairs = 64;
-  s.chunks = 2;
-  s.tiles = 256;
-  s.ctas = 128;  // every CTA busy
+  PrefixBalanceShape s = Shape(64, 2, 256, 128, 2.5);  // every CTA busy
   EXPECT_FALSE(ChoosePrefixBalance(s).has_value());
   s.ctas = 100;  // more than one wave: not this rule's case
   EXPECT_FALSE(ChoosePrefixBalance(s).has_value());
@@ -67,13 +68,7 @@ TEST(PrefixBalance, NothingWithoutIdleCtasOrTilesToGive) {
 }
 
 TEST(PrefixBalance, MoreIdleCtasThanPairsUseOnePerPair) {
-  PrefixBalanceShape s;
-  s.pairs = 2;
-  s.chunks = 1;
-  s.tiles = 100;
-  s.ctas = 132;
-  s.item_overhead_tiles = 0;
-  const auto b = ChoosePrefixBalance(s);
+  const auto b = ChoosePrefixBalance(Shape(2, 1, 100, 132, 0));
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->spare_ctas, 2);
   EXPECT_EQ(b->tail_tiles, 50);  // each pair halved: 50 + 50
@@ -87,12 +82,11 @@ TEST(PrefixBalance, ChoosesTheBestTailOnRandomShapes) {
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 500; ++trial) {
-    PrefixBalanceShape s;
-    s.pairs = 1 + int64_t(rng() % 80);
-    s.chunks = 1 + int(rng() % 4);
-    s.tiles = 1 + int64_t(rng() % 400);
-    s.ctas = int(s.pairs * s.chunks + rng() % 40);
-    s.item_overhead_tiles = double(rng() % 200) / 100.0;
+    const int64_t pairs = 1 + int64_t(rng() % 80);
+    const int chunks = 1 + int(rng() % 4);
+    const int64_t tiles = 1 + int64_t(rng() % 400);
+    const int ctas = int(pairs * chunks + rng() % 40);
+    const PrefixBalanceShape s = Shape(pairs, chunks, tiles, ctas, double(rng() % 200) / 100.0);
     SCOPED_TRACE(testing::Message() << "pairs " << s.pairs << ", chunks " << s.chunks << ", tiles " << s.tiles
                                     << ", ctas " << s.ctas << ", overhead " << s.item_overhead_tiles);
     const double before = double(CeilDiv(s.tiles, s.chunks)) + s.item_overhead_tiles;

@@ -136,8 +136,8 @@ struct PlanOptions {
   // CTA's work, and only where every item has more rows than balance_min_item_rows (the narrow
   // CTA's items run two per SM beside the decode: there no SM idles). The gain must pay for the
   // pair's extra state slot, which every finishing decode item then ⊕-merges: measured on the H200
-  // (session 44) at B256 P32768, head_dim 64's 2.3% took 2.7-3.8 µs off the step, head_dim 128's
-  // 1.5% and 256's 1.9% 1-1.4 µs at S = 32 but put 1.5-5.7 µs on at S = 256.
+  // (session 44) at B256 P32768, head_dim 64's 2.3% took 2.6-3.8 µs off the step, head_dim 128's
+  // 1.5% and 256's 1.9% 0.3-1.4 µs at S = 32 but put 1.1-5.7 µs on at S = 256.
   double balance_item_overhead_tiles = -1;
   double balance_min_gain = 0.02;
   int balance_min_item_rows = 64;

@@ -459,10 +459,29 @@ int Main(int argc, char** argv) {
   std::vector<Shape> shapes_given;  // --shape
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--iters" && i + 1 < argc) opt.iters = std::atoi(argv[++i]);
-    else if (a == "--warmup" && i + 1 < argc) opt.warmup = std::atoi(argv[++i]);
-    else if (a == "--settle-ms" && i + 1 < argc) opt.settle_ms = std::clamp(std::atoi(argv[++i]), 0, 60000);
-    else if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
+    // A numeric flag's value: the whole text a number within [lo, hi], or a message and exit 2.
+    auto number = [&](const char* what, double lo, double hi, bool integer, double* out) {
+      char* end = nullptr;
+      const char* text = argv[++i];
+      const double v = integer ? double(std::strtol(text, &end, 10)) : std::strtod(text, &end);
+      if (end == text || *end != '\0' || !(v >= lo && v <= hi)) {
+        std::fprintf(stderr, "bad %s '%s' (%s in [%g, %g])\n", a.c_str(), text, what, lo, hi);
+        return false;
+      }
+      *out = v;
+      return true;
+    };
+    double v = 0;
+    if (a == "--iters" && i + 1 < argc) {
+      if (!number("a count", 1, 1e6, true, &v)) return 2;
+      opt.iters = int(v);
+    } else if (a == "--warmup" && i + 1 < argc) {
+      if (!number("a count", 0, 1e6, true, &v)) return 2;
+      opt.warmup = int(v);
+    } else if (a == "--settle-ms" && i + 1 < argc) {
+      if (!number("milliseconds", 0, 60000, true, &v)) return 2;
+      opt.settle_ms = int(v);
+    } else if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
     else if (a == "--quick") opt.quick = true;
     else if (a == "--diag") opt.diag = true;
     else if (a == "--timeline") opt.timeline = true;
@@ -474,17 +493,14 @@ int Main(int argc, char** argv) {
       }
       shapes_given.push_back(sh);
     } else if (a == "--balance" && i + 1 < argc) {
-      opt.balance = std::clamp(std::atoi(argv[++i]), 0, 1 << 16);
+      if (!number("a CTA count, 0 for none", 0, 1 << 16, true, &v)) return 2;
+      opt.balance = int(v);
     } else if (a == "--balance-overhead" && i + 1 < argc) {
-      opt.balance_overhead = std::clamp(std::atof(argv[++i]), 0.0, 1000.0);
+      if (!number("KV tiles", 0, 1000, false, &v)) return 2;
+      opt.balance_overhead = v;
     } else if (a == "--chunks" && i + 1 < argc) {
-      char* end = nullptr;
-      const long c = std::strtol(argv[++i], &end, 10);
-      if (end == argv[i] || *end != '\0' || c < 1 || c > 1 << 20) {
-        std::fprintf(stderr, "bad --chunks '%s' (a positive count)\n", argv[i]);
-        return 2;
-      }
-      opt.chunks = int(c);
+      if (!number("a positive count", 1, 1 << 20, true, &v)) return 2;
+      opt.chunks = int(v);
     }
     else if (a == "--flush" && i + 1 < argc && (std::string(argv[i + 1]) == "memset" ||
                                                  std::string(argv[i + 1]) == "read" ||

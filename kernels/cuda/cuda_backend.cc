@@ -302,15 +302,22 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   }
   o.prefix_target_items = int(EnvInteger("PREFIXD_PREFIX_TARGET_ITEMS", 0, kMaxEnvItems, o.prefix_target_items));
   // The persistent sm_90a prefix kernel runs one CTA per SM: plans whose prefix items leave some of
-  // them idle are balanced over all (PlanOptions::balance_prefix_ctas, prefix_balance.h; not with
-  // concurrent decode, whose prefix grid is capped). PREFIXD_PREFIX_BALANCE=0 turns it off;
+  // them idle are balanced over all (PlanOptions::balance_prefix_ctas, prefix_balance.h), or with
+  // concurrent decode over the SMs it leaves, there by the stream over the heads too
+  // (PlanOptions::balance_stream: 64 pairs on 112 CTAs). PREFIXD_PREFIX_BALANCE=0 turns it off;
+  // PREFIXD_PREFIX_BALANCE_STREAM=0|1 the stream (default: with concurrent decode only);
   // PREFIXD_PREFIX_BALANCE_OVERHEAD=n sets an item's fixed cost to n hundredths of a K/V tile
   // instead of the head_dim's measured one (for comparisons).
   const bool persistent_prefix = PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1;
   o.balance_prefix_ctas =
-      persistent_prefix && concurrent_decode_sms_ == 0 && EnvFlag("PREFIXD_PREFIX_BALANCE", true) ? num_sms_ : 0;
+      persistent_prefix && EnvFlag("PREFIXD_PREFIX_BALANCE", true) ? num_sms_ - concurrent_decode_sms_ : 0;
+  o.balance_stream = EnvFlag("PREFIXD_PREFIX_BALANCE_STREAM", concurrent_decode_sms_ > 0);
   const int64_t overhead = EnvInteger("PREFIXD_PREFIX_BALANCE_OVERHEAD", -1, 10000, -1);
   if (overhead >= 0) o.balance_item_overhead_tiles = double(overhead) / 100.0;
+  // PREFIXD_PREFIX_BALANCE_MIN_GAIN=n: the smallest predicted gain that balances, in hundredths of a
+  // percent (PlanOptions::balance_min_gain; for comparisons).
+  const int64_t min_gain = EnvInteger("PREFIXD_PREFIX_BALANCE_MIN_GAIN", -1, 10000, -1);
+  if (min_gain >= 0) o.balance_min_gain = double(min_gain) / 10000.0;
   // PREFIXD_DECODE_TARGET_ITEMS=n: the decode items' target instead (suffixes split until their
   // items reach it; for comparisons).
   o.target_items = int(EnvInteger("PREFIXD_DECODE_TARGET_ITEMS", 1, kMaxEnvItems, o.target_items));

@@ -53,10 +53,15 @@
 //                                         narrow prefix CTA, whose decode CTAs start with it)
 //   PREFIXD_DECODE_WARMUP_MIB=n           its K/V rows: at most n MiB (0: none) (4)
 //   PREFIXD_PREFIX_TARGET_ITEMS=n         DefaultPlanOptions().prefix_target_items
-//   PREFIXD_PREFIX_BALANCE=0|1            DefaultPlanOptions().balance_prefix_ctas: SMs (1) or 0: a
-//                                         one-wave prefix grid balanced over idle SMs (prefix_balance.h)
+//   PREFIXD_PREFIX_BALANCE=0|1            DefaultPlanOptions().balance_prefix_ctas: SMs (less the
+//                                         concurrent decode's) (1) or 0: a prefix grid balanced over
+//                                         idle SMs (prefix_balance.h)
+//   PREFIXD_PREFIX_BALANCE_STREAM=0|1     DefaultPlanOptions().balance_stream: also by the stream over
+//                                         the heads (1 with concurrent decode, else 0)
 //   PREFIXD_PREFIX_BALANCE_OVERHEAD=n     DefaultPlanOptions().balance_item_overhead_tiles, in
 //                                         hundredths of a K/V tile (-1: the head_dim's, 80/250/520)
+//   PREFIXD_PREFIX_BALANCE_MIN_GAIN=n     DefaultPlanOptions().balance_min_gain, in hundredths of a
+//                                         percent (-1: 2%)
 //   PREFIXD_DECODE_TARGET_ITEMS=n         DefaultPlanOptions().target_items (2 × SMs)
 //   PREFIXD_MIN_PREFIX_CHUNK=n            DefaultPlanOptions().min_prefix_chunk (512)
 //   PREFIXD_FINE_PREFIX_CHUNK=n           DefaultPlanOptions().fine_prefix_chunk (128; 0: off)
@@ -78,9 +83,12 @@
 // — followed by the merge kernel only for plan.merge_requests. Any other call, and a plan it
 // cannot run, takes the kernels above.
 //
-// Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, for small
-// batches where the compute-bound prefix kernel and the memory-bound decode kernel each leave the
-// other's resource idle): RunCascade runs the prefix kernel on the main stream with its persistent
+// Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, off by
+// default: where the compute-bound prefix kernel and the memory-bound decode kernel each leave the
+// other's resource idle; measured on the H200, bench/RESULTS.md session 45: 32/8 B256 P32768 S256
+// 283.0 → 273.6 µs at head_dim 128 with k = 20 (266.9 with PREFIXD_DECODE_PERSISTENT=1
+// PREFIXD_DECODE_TMA=1), 546.1 → 503.3 at 256 with k = 28; slower at S = 32, at B64, at P8192 and
+// at head_dim 64; the planner does not choose it): RunCascade runs the prefix kernel on the main stream with its persistent
 // sm_90a grid capped at SMs − k CTAs (PrefixAttentionParams::max_ctas; the mma.sync path is not
 // capped), and at the same time the decode kernel on a second stream forked from the main one,
 // launched normally (no PDL: a programmatic dependency on the prefix grid would serialise it
@@ -89,7 +97,9 @@
 // so that pending prefix CTAs are dispatched first. The decode kernel then cannot read finished
 // prefix states, so no decode item finishes its request: LoadPlan loads every plan unfused
 // (DecodeWorkItem::finish = 0, merge_requests = every request; the same ⊕ to float rounding) and
-// DefaultPlanOptions() has fuse_merge = false and prefix_target_items sized for SMs − k CTAs. The
+// DefaultPlanOptions() has fuse_merge = false, prefix_target_items sized for SMs − k CTAs and the
+// prefix grid balanced over them by the stream over the heads (PlanOptions::balance_stream; the
+// planner's chunks alone left 64 pairs on 112 CTAs: the prefix part 392 µs instead of ~241). The
 // main stream waits for the second (fork/join with events, created at construction, so the step
 // stays capturable in a CUDA graph) before the merge kernel does all the ⊕.
 #pragma once

@@ -630,7 +630,7 @@ void CascadePlan::Validate() const {
     const PrefixGroup& grp = groups[it.group];
     PREFIXD_CHECK_ARG(it.kv_head >= 0 && it.kv_head < num_kv_heads && it.row_begin >= 0 && it.row_begin < it.row_end &&
                           int64_t(it.row_end) <= int64_t(grp.num_requests) * g && it.kv_begin >= 0 &&
-                          it.kv_begin < it.kv_end && it.kv_end <= grp.prefix.num_tokens && it.chunk >= 0 &&
+                          it.kv_begin <= it.kv_end && it.kv_end <= grp.prefix.num_tokens && it.chunk >= 0 &&
                           it.chunk < group_num_chunks[it.group],
                       "plan: prefix item " << i << " (group " << it.group << ", kv head " << it.kv_head << ", rows ["
                                            << it.row_begin << ", " << it.row_end << "), tokens [" << it.kv_begin << ", "

@@ -10,6 +10,69 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// One item of the stream over the heads (ChoosePrefixStream), for every row tile of its head:
+// tiles [begin, end) of head `head`'s range as its chunk `chunk`, on slot `slot`; begin == end
+// for the empty items of heads cut into fewer pieces than the most cut one.
+struct StreamPiece {
+  int slot;
+  int64_t head, begin, end;
+  int chunk;
+};
+
+// The pieces of the stream with shares of `share` tiles (the slots used: ⌈heads · tiles / share⌉),
+// the empty ones on the least busy slots; *chunks the pieces per head, *busiest the busiest slot's
+// tiles + items × the item overhead.
+std::vector<StreamPiece> LayOutStream(const PrefixStreamShape& s, int64_t share, int* slots, int* chunks,
+                                      double* busiest) {
+  const int64_t total = s.heads * s.tiles;
+  *slots = int(CeilDiv(total, share));
+  std::vector<StreamPiece> pieces;
+  std::vector<int> cut(size_t(s.heads), 0);
+  std::vector<double> load(size_t(*slots), 0.0);
+  for (int slot = 0; slot < *slots; ++slot) {
+    const int64_t lo = slot * share, hi = std::min(total, lo + share);
+    for (int64_t h = lo / s.tiles; h < s.heads && h * s.tiles < hi; ++h) {
+      const int64_t begin = std::max(lo, h * s.tiles) - h * s.tiles, end = std::min(hi, (h + 1) * s.tiles) - h * s.tiles;
+      if (begin >= end) continue;
+      pieces.push_back({slot, h, begin, end, cut[size_t(h)]++});
+      load[size_t(slot)] += double(end - begin) + s.item_overhead_tiles;
+    }
+  }
+  *chunks = *std::max_element(cut.begin(), cut.end());
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (int c = cut[size_t(h)]; c < *chunks; ++c) {
+      const int slot = int(std::min_element(load.begin(), load.end()) - load.begin());
+      pieces.push_back({slot, h, 0, 0, c});
+      load[size_t(slot)] += s.item_overhead_tiles;
+    }
+  *busiest = *std::max_element(load.begin(), load.end());
+  return pieces;
+}
+
+// The heads of a plan's pairs (chunk-0 items), each its items' indices by row; false unless every
+// head has the same number of row tiles.
+bool HeadsOfPairs(const std::vector<PrefixWorkItem>& items, std::vector<std::vector<int64_t>>* heads) {
+  heads->clear();
+  std::vector<std::pair<int32_t, int32_t>> keys;  // (group, KV head) of heads[i]
+  for (int64_t i = 0; i < int64_t(items.size()); ++i) {
+    const PrefixWorkItem& it = items[size_t(i)];
+    if (it.chunk != 0) continue;
+    const auto key = std::make_pair(it.group, it.kv_head);
+    const auto at = std::find(keys.begin(), keys.end(), key);
+    if (at == keys.end()) {
+      keys.push_back(key);
+      heads->push_back({i});
+    } else {
+      (*heads)[size_t(at - keys.begin())].push_back(i);
+    }
+  }
+  for (std::vector<int64_t>& rows : *heads) {
+    std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) { return items[a].row_begin < items[b].row_begin; });
+    if (rows.size() != heads->front().size()) return false;
+  }
+  return !heads->empty();
+}
+
 }  // namespace
 
 std::optional<PrefixBalance> ChoosePrefixBalance(const PrefixBalanceShape& s) {
@@ -38,11 +101,60 @@ std::optional<PrefixBalance> ChoosePrefixBalance(const PrefixBalanceShape& s) {
   return best;
 }
 
+std::optional<PrefixStream> ChoosePrefixStream(const PrefixStreamShape& s) {
+  if (s.heads <= 0 || s.row_tiles <= 0 || s.tiles <= 0 || s.ctas / s.row_tiles < 2) return std::nullopt;
+  PrefixStream best;
+  best.share_tiles = CeilDiv(s.heads * s.tiles, s.ctas / s.row_tiles);
+  LayOutStream(s, best.share_tiles, &best.slots, &best.chunks, &best.busiest_after);
+  return best;
+}
+
+namespace {
+
+// The stream's grid (ChoosePrefixStream) in place of the plan's items: per slot and row tile one
+// CTA, its pieces in order as a chain.
+void StreamPrefixGrid(CascadePlan* plan, const std::vector<std::vector<int64_t>>& heads,
+                      const PrefixStreamShape& shape, const PrefixStream& stream, int32_t tokens, int tile) {
+  std::vector<PrefixWorkItem>& items = plan->prefix_items;
+  int slots = 0, chunks = 0;
+  double busiest = 0;
+  const std::vector<StreamPiece> pieces = LayOutStream(shape, stream.share_tiles, &slots, &chunks, &busiest);
+  const int rows = shape.row_tiles;
+  std::vector<std::vector<PrefixWorkItem>> chains(size_t(slots) * rows);
+  for (const StreamPiece& piece : pieces)
+    for (int r = 0; r < rows; ++r) {
+      PrefixWorkItem it = items[size_t(heads[size_t(piece.head)][size_t(r)])];
+      it.kv_begin = int32_t(std::min<int64_t>(piece.begin * tile, tokens));
+      it.kv_end = int32_t(std::min<int64_t>(piece.end * tile, tokens));
+      it.chunk = piece.chunk;
+      it.cta_next = -1;
+      chains[size_t(piece.slot) * rows + r].push_back(it);
+    }
+  // Each CTA's first item at its index (FirstItemOfCta), the rest after the grid, linked.
+  const int64_t grid = int64_t(chains.size());
+  std::vector<PrefixWorkItem> out(static_cast<size_t>(grid));
+  for (int64_t c = 0; c < grid; ++c) {
+    out[size_t(c)] = chains[size_t(c)].front();
+    int64_t last = c;
+    for (size_t k = 1; k < chains[size_t(c)].size(); ++k) {
+      out[size_t(last)].cta_next = int32_t(out.size());
+      last = int64_t(out.size());
+      out.push_back(chains[size_t(c)][k]);
+    }
+  }
+  items = std::move(out);
+  for (int32_t& c : plan->group_num_chunks)
+    if (c > 0) c = chunks;
+  plan->prefix_balanced_ctas = int32_t(grid);
+}
+
+}  // namespace
+
 bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options) {
   const int ctas = options.balance_prefix_ctas;
   std::vector<PrefixWorkItem>& items = plan->prefix_items;
   const int64_t n = int64_t(items.size());
-  if (ctas <= 0 || n == 0 || n >= ctas) return false;
+  if (ctas <= 0 || n == 0 || (n >= ctas && !options.balance_stream)) return false;
   for (const PrefixWorkItem& it : items)
     if (it.row_end - it.row_begin <= options.balance_min_item_rows) return false;
   // Every group with a prefix: the same length and chunk count.
@@ -67,8 +179,26 @@ bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options) {
                                   ? options.balance_item_overhead_tiles
                                   : DefaultBalanceItemOverheadTiles(plan->head_dim);
   if (CeilDiv(shape.tiles, chunks) < options.balance_min_chunk_tiles) return false;
-  const std::optional<PrefixBalance> b = ChoosePrefixBalance(shape);
-  if (!b || b->busiest_after > b->busiest_before * (1.0 - options.balance_min_gain)) return false;
+  // The busiest CTA as planned: one item per CTA, or the round-robin's waves of them.
+  const double before = double(CeilDiv(n, ctas)) * (double(CeilDiv(shape.tiles, chunks)) + shape.item_overhead_tiles);
+  const double wanted = before * (1.0 - options.balance_min_gain);
+  const std::optional<PrefixBalance> b = n < ctas ? ChoosePrefixBalance(shape) : std::nullopt;
+  std::vector<std::vector<int64_t>> heads;
+  std::optional<PrefixStream> stream;
+  PrefixStreamShape stream_shape;
+  if (options.balance_stream && HeadsOfPairs(items, &heads)) {
+    stream_shape.heads = int64_t(heads.size());
+    stream_shape.row_tiles = int(heads.front().size());
+    stream_shape.tiles = shape.tiles;
+    stream_shape.ctas = ctas;
+    stream_shape.item_overhead_tiles = shape.item_overhead_tiles;
+    if (stream_shape.heads * stream_shape.row_tiles == shape.pairs) stream = ChoosePrefixStream(stream_shape);
+  }
+  if (stream && stream->busiest_after <= wanted && (!b || stream->busiest_after < b->busiest_after)) {
+    StreamPrefixGrid(plan, heads, stream_shape, *stream, tokens, tile);
+    return true;
+  }
+  if (!b || b->busiest_after > wanted) return false;
 
   // The pairs in the plan's order (PlanFixed: chunk, then KV head, then row tile): chunk 0's items.
   std::vector<PrefixWorkItem> pairs;

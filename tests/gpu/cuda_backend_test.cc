@@ -399,7 +399,7 @@ TEST(CudaConcurrentCascade, AnyDecodeSmCount) {
 // round-robin where its grid is capped below it (the concurrent backend's, 4 CTAs). Small shapes with
 // the rule's thresholds lifted: 64 requests of GQA 4 (256 rows per KV head: 2 row tiles) × 2 KV heads
 // × 2 chunks = 8 items, their tails on 4 more CTAs; every head_dim (its own K/V tile), two groups of
-// one prefix length, a peaky case.
+// one prefix length, a peaky case. Then the same by the stream over the heads (empty items among them).
 TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
@@ -431,6 +431,18 @@ TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
     ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, plan, in.q), want, c.dtype, c.name + " (chains)");
     ExpectMatchesOracle(RunStep(*capped, in.pool, c.layer, plan, in.q), want, c.dtype,
                         c.name + " (capped grid: round-robin)");
+    // The stream over the heads (PlanOptions::balance_stream) on the same 12 CTAs, from one chunk
+    // per pair: shares of 6 slots of 2 row tiles (12 slots of the two groups' 1), a head's range in
+    // 3-4 pieces, empty items where a head has fewer (the two groups' case).
+    o.prefix_target_items = 4;
+    o.balance_stream = true;
+    o.balance_item_overhead_tiles = 0.5;  // so that the stream, not the tails, is the better balance
+    const CascadePlan stream = kernels::PlanCascade(in.batch, in.shape, o);
+    ASSERT_EQ(stream.prefix_balanced_ctas, 12) << "the stream case does not balance";
+    ASSERT_GE(stream.group_num_chunks.front(), 3) << "the tails balanced it, not the stream";
+    ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, stream, in.q), want, c.dtype, c.name + " (stream)");
+    ExpectMatchesOracle(RunStep(*capped, in.pool, c.layer, stream, in.q), want, c.dtype,
+                        c.name + " (stream, capped grid: round-robin)");
   }
 }
 

@@ -1142,6 +1142,85 @@ TEST(PlanBalance, BalancedPlansComputeTheSameAttention) {
   ExpectCascadeMatches(*backend, plan, c);
 }
 
+// The stream over the heads on the 112 CTAs a concurrent decode on 20 SMs leaves (32/8 B256
+// P32768: 8 KV heads × 8 row tiles, which the chunks give 64 items): 14 slots of 8 CTAs, each
+// CTA's chain the same (KV head, range, chunk) steps as the other row tiles of its slot, every
+// head in 3 chunks (empty items where a head had 2 pieces), every token and slot covered once.
+TEST(PlanBalance, TheStreamSplitsTheHeadsOverAConcurrentGrid) {
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{256, 32768}}, 256, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  o.prefix_target_items = 112;
+  o.balance_prefix_ctas = 112;
+  const CascadePlan tails = PlanCascade(batch, pool, o);
+  ASSERT_EQ(tails.prefix_balanced_ctas, 112) << "the tails balance it too, less evenly";
+  o.balance_stream = true;
+  const CascadePlan plan = PlanCascade(batch, pool, o);
+  plan.Validate();
+  ASSERT_EQ(plan.prefix_balanced_ctas, 112);
+  EXPECT_EQ(plan.group_num_chunks, std::vector<int32_t>{3});
+  std::vector<std::vector<PrefixWorkItem>> chains(112);
+  for (int c = 0; c < 112; ++c)
+    for (int32_t i = c; i != -1; i = plan.prefix_items[size_t(i)].cta_next) chains[size_t(c)].push_back(plan.prefix_items[size_t(i)]);
+  int empty = 0;
+  for (int c = 0; c < 112; ++c) {
+    const auto& lead = chains[size_t(c - c % 8)];
+    ASSERT_EQ(chains[size_t(c)].size(), lead.size()) << "CTA " << c;
+    for (size_t k = 0; k < lead.size(); ++k) {
+      const PrefixWorkItem &it = chains[size_t(c)][k], &first = lead[k];
+      EXPECT_EQ(it.kv_head, first.kv_head);
+      EXPECT_EQ(it.kv_begin, first.kv_begin);
+      EXPECT_EQ(it.kv_end, first.kv_end);
+      EXPECT_EQ(it.chunk, first.chunk);
+      EXPECT_EQ(it.row_begin, first.row_begin + 128 * (c % 8)) << "CTA " << c << " runs row tile " << c % 8;
+      EXPECT_EQ(it.kv_begin % 128, 0);
+      empty += it.kv_begin == it.kv_end;
+    }
+  }
+  EXPECT_GT(empty, 0);
+  ExpectExactCoverage(batch, plan);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+  const CostModelParams model = CostModelParams::H200();
+  EXPECT_LT(PredictCost(plan, model).prefix_us, PredictCost(tails, model).prefix_us);
+}
+
+// A stream plan (3 KV heads × 2 row tiles of 160 rows on 10 CTAs: 5 shares of 15 of the 72
+// tiles, the middle head in 3 pieces, the others in 2 and an empty item) computes the float64
+// oracle's attention on the CPU backend and survives serialisation.
+TEST(PlanBalance, StreamPlansComputeTheSameAttention) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto backend = MakeCpuBackend();
+  std::vector<int> suffixes(40);
+  for (int& n : suffixes) n = 1 + int(rng() % 40);
+  const RandomCascade c = MakeRandomCascade({{3000, suffixes}}, 12, 3, 128, 16, rng);
+  PlanOptions o;
+  o.target_items = 64;
+  o.prefix_target_items = 6;
+  o.prefix_tile_rows = 128;
+  o.prefix_chunk_align = 64;
+  o.min_prefix_chunk = 64;
+  o.balance_prefix_ctas = 10;
+  o.balance_min_item_rows = 0;
+  o.balance_stream = true;
+  // An item cost of half a tile, so that the stream (busiest slot 16 tiles) beats the tails (17;
+  // with head_dim 128's 2.5 tiles they win, 18 against 20).
+  o.balance_item_overhead_tiles = 0.5;
+  const CascadePlan plan = PlanCascade(c.batch, c.shape, o);
+  plan.Validate();
+  ASSERT_EQ(plan.prefix_balanced_ctas, 10);
+  EXPECT_EQ(plan.group_num_chunks, std::vector<int32_t>{3});
+  ASSERT_EQ(plan.prefix_items.size(), 18u);  // 3 heads × 3 chunks × 2 row tiles, two chunks empty
+  EXPECT_EQ(std::count_if(plan.prefix_items.begin(), plan.prefix_items.end(),
+                          [](const PrefixWorkItem& it) { return it.kv_begin == it.kv_end; }),
+            4);
+  ExpectExactCoverage(c.batch, plan);
+  ExpectFinishedOnce(c.batch, plan, o.fuse_merge);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+  ExpectCascadeMatches(*backend, plan, c);
+}
+
 // The chains of a balanced plan are checked like the rest: each item on exactly one chain, chain
 // indices in range, a grid no larger than the items, and no chain links without a balanced grid.
 TEST(PlanBalance, BrokenChainsAreRejected) {

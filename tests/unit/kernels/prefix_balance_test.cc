@@ -1,5 +1,5 @@
 // ChoosePrefixBalance (prefix_balance.h): the tail that balances a one-wave prefix grid over idle
-// CTAs. The plan-level rewrite (BalancePrefixGrid) is tested with the planner (plan_test.cc,
+// CTAs; ChoosePrefixStream: the stream over the heads for grids the chunks cannot fill. The plan-level rewrite (BalancePrefixGrid) is tested with the planner (plan_test.cc,
 // PlanBalance).
 #include <gtest/gtest.h>
 
@@ -105,6 +105,64 @@ TEST(PrefixBalance, ChoosesTheBestTailOnRandomShapes) {
     EXPECT_DOUBLE_EQ(b->busiest_before, before);
     EXPECT_DOUBLE_EQ(b->busiest_after, best);
     EXPECT_LT(b->busiest_after, b->busiest_before);
+  }
+}
+
+PrefixStreamShape StreamShape(int64_t heads, int row_tiles, int64_t tiles, int ctas, double item_overhead_tiles) {
+  PrefixStreamShape s;
+  s.heads = heads;
+  s.row_tiles = row_tiles;
+  s.tiles = tiles;
+  s.ctas = ctas;
+  s.item_overhead_tiles = item_overhead_tiles;
+  return s;
+}
+
+// The stream over the heads on the 112 CTAs a decode on 20 SMs leaves: 8 KV heads × 8 row tiles,
+// 256 tiles each, in 14 slots of 147 tiles (the last 137). A share crosses at most one head's end,
+// so a slot has at most two pieces, and a head is cut into 2 or 3.
+TEST(PrefixStream, TheConcurrentShapeSplitsTheHeadsEvenly) {
+  const auto st = ChoosePrefixStream(StreamShape(8, 8, 256, 112, 2.5));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->slots, 14);
+  EXPECT_EQ(st->share_tiles, 147);
+  EXPECT_EQ(st->chunks, 3);
+  // The busiest slot: its share in two pieces, maybe an empty item on top; far below one CTA per
+  // pair (256 + 2.5) and below the tails this grid would take (two per idle CTA: ~2/3 of 256).
+  EXPECT_GE(st->busiest_after, 147 + 2 * 2.5);
+  EXPECT_LE(st->busiest_after, 147 + 3 * 2.5);
+  EXPECT_LT(st->busiest_after, 0.62 * (256 + 2.5));
+}
+
+TEST(PrefixStream, NothingWithoutTwoSlots) {
+  EXPECT_FALSE(ChoosePrefixStream(StreamShape(8, 8, 256, 15, 2.5)).has_value());  // one slot of 8
+  EXPECT_FALSE(ChoosePrefixStream(StreamShape(0, 8, 256, 112, 2.5)).has_value());
+  EXPECT_FALSE(ChoosePrefixStream(StreamShape(8, 0, 256, 112, 2.5)).has_value());
+  EXPECT_TRUE(ChoosePrefixStream(StreamShape(8, 8, 256, 16, 2.5)).has_value());
+}
+
+// On random shapes: the shares cover the heads' tiles laid end to end, no slot is busier than its
+// share plus items, and a head is cut into at most ⌈tiles / share⌉ + 1 pieces.
+TEST(PrefixStream, SharesAreEvenOnRandomShapes) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int row_tiles = 1 + int(rng() % 8);
+    const PrefixStreamShape s =
+        StreamShape(1 + int64_t(rng() % 40), row_tiles, 1 + int64_t(rng() % 400), row_tiles * int(2 + rng() % 30),
+                    double(rng() % 300) / 100.0);
+    SCOPED_TRACE(testing::Message() << "heads " << s.heads << ", row tiles " << s.row_tiles << ", tiles " << s.tiles
+                                    << ", ctas " << s.ctas << ", overhead " << s.item_overhead_tiles);
+    const auto st = ChoosePrefixStream(s);
+    ASSERT_TRUE(st.has_value());
+    const int64_t total = s.heads * s.tiles;
+    EXPECT_EQ(st->share_tiles, CeilDiv(total, s.ctas / s.row_tiles));
+    EXPECT_EQ(st->slots, CeilDiv(total, st->share_tiles));
+    EXPECT_LE(st->slots * s.row_tiles, s.ctas);
+    EXPECT_GE(st->chunks, 1);
+    EXPECT_LE(st->chunks, CeilDiv(s.tiles, st->share_tiles) + 1);
+    EXPECT_GE(st->busiest_after, double(std::min(st->share_tiles, total)) + s.item_overhead_tiles - 1e-9);
   }
 }
 

@@ -37,7 +37,7 @@ struct PrefixWorkItem {
   int32_t group;
   int32_t kv_head;
   int32_t row_begin, row_end;  // group-local rows (local_request · g + head_in_group)
-  int32_t kv_begin, kv_end;    // prefix tokens
+  int32_t kv_begin, kv_end;    // prefix tokens; empty (equal) only in a stream grid, writing the empty state
   int32_t chunk;               // slot = state_indptr[request] + chunk
   // In a balanced grid (CascadePlan::prefix_balanced_ctas > 0): the index of the next item the same
   // persistent CTA runs, −1 after its last. Unused (−1) otherwise. Only speed depends on it.
@@ -144,6 +144,11 @@ struct PlanOptions {
   // ... and only where the plan's chunks have at least this many tiles: short items are bound by
   // their fixed costs, where the split rules above were calibrated, not by the idle SMs.
   int balance_min_chunk_tiles = 8;
+  // ... and, as the other way to balance, the heads' ranges laid end to end and cut into equal
+  // shares of slots of CTAs, one CTA per row tile (BalancePrefixGrid in prefix_balance.h): for
+  // grids the chunks cannot fill, as the SMs a concurrent decode leaves (64 pairs on 112 CTAs).
+  // Off by default: on the grid with all SMs it predicts ≤ 2.5% (session 45).
+  bool balance_stream = false;
   std::shared_ptr<const CostModelParams> cost_model;
 };
 

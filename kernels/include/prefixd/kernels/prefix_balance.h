@@ -54,13 +54,43 @@ struct PrefixBalance {
 // CTA, or chunks too short to give any tile).
 std::optional<PrefixBalance> ChoosePrefixBalance(const PrefixBalanceShape& shape);
 
+// The other balance (PlanOptions::balance_stream), for grids that chunks cannot fill evenly, e.g.
+// the 112 CTAs a concurrent decode on 20 SMs leaves to 64 pairs (8 KV heads × 8 row tiles at 32/8
+// B256): tails would put two on some idle CTAs (busiest 2/3 of a pair's range, against 64/112 =
+// 4/7 for an even split). Stream-K over the heads instead of the pairs: a "slot" of R CTAs, one per
+// row tile of a head, takes an equal share of the heads' K/V ranges laid end to end; a share that
+// ends inside a head's range continues at the next head's start. The R CTAs of a slot so read the
+// same head's tiles at the same time (sharing them in L2, as the plan's own chunks do), where
+// stream-K over the pairs would read a head's tiles once per row tile, far apart in time. A head's
+// range is cut into as many pieces (chunks) as shares cover it; every head gets the same number
+// of chunks, the missing ones as empty items (which write the empty state) on the least busy slots.
+struct PrefixStreamShape {
+  int64_t heads = 0;   // (group, KV head) pairs of row tiles
+  int row_tiles = 0;   // per head, every head the same
+  int64_t tiles = 0;   // K/V tiles of one head's range
+  int ctas = 0;
+  double item_overhead_tiles = 2.5;
+};
+
+struct PrefixStream {
+  int slots = 0;             // used (the grid: slots × row_tiles CTAs)
+  int64_t share_tiles = 0;   // each slot's share of the heads' tiles (the last one's may be less)
+  int chunks = 0;            // pieces of the most cut head: every head's chunk count
+  double busiest_after = 0;  // the busiest slot's tiles + its items (empty ones too) × the overhead
+};
+
+// The even split over ctas / row_tiles slots; nullopt where there is no slot or one slot.
+std::optional<PrefixStream> ChoosePrefixStream(const PrefixStreamShape& shape);
+
 // Rewrites a plan's prefix items, group_num_chunks and prefix_balanced_ctas to the balanced grid
-// where it applies: options.balance_prefix_ctas > 0, the items one wave with idle CTAs, every item
-// more than options.balance_min_item_rows rows, every group with a prefix of the same length and
-// chunk count, chunks of at least options.balance_min_chunk_tiles tiles, and a gain of at least
-// options.balance_min_gain. Returns whether it did. The items
-// must be PlanFixed's (one per pair and chunk, chunks covering each pair's range); call it before
-// the state slots are laid out (they follow group_num_chunks).
+// where it applies: options.balance_prefix_ctas > 0, every item more than
+// options.balance_min_item_rows rows, every group with a prefix of the same length and chunk count,
+// chunks of at least options.balance_min_chunk_tiles tiles, and a gain of at least
+// options.balance_min_gain. The tails where the items are one wave with idle CTAs; with
+// options.balance_stream also the stream over the heads (where every head has the same row
+// tiles), the one that predicts the less busy CTA. Returns whether it did. The items must be
+// PlanFixed's (one per pair and chunk, chunks covering each pair's range); call it before the
+// state slots are laid out (they follow group_num_chunks).
 bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options);
 
 }  // namespace prefixd::kernels

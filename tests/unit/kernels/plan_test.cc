@@ -1111,35 +1111,50 @@ TEST(PlanBalance, LeavesPlansItCannotImprove) {
   }
 }
 
-// A balanced plan computes the float64 oracle's attention on the CPU backend (which ignores the
-// chains), covers every token and slot once, and survives serialisation. 2 KV heads × 2 row tiles
-// (160 rows per head: 128 + 32, so the row bound is lifted) × 2 chunks of a 4000-token prefix = 8
-// items on 10 CTAs (head_dim 64: 21 tiles of 192; 3-tile tails).
-TEST(PlanBalance, BalancedPlansComputeTheSameAttention) {
-  const uint64_t seed = test::TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  auto backend = MakeCpuBackend();
+// Balanced plans on the CPU backend (which ignores the chains): 40 requests with random suffixes
+// over one `prefix`-token document, the prefix grid balanced over 10 CTAs (the row bound lifted:
+// 160 rows per KV head are a 128-row and a 32-row tile). The plan must cover every token and slot
+// once, survive serialisation and compute the float64 oracle's attention.
+struct BalancedCpuCase {
+  RandomCascade cascade;
+  PlanOptions options;
+};
+BalancedCpuCase MakeBalancedCpuCase(int prefix, int h_qo, int h_kv, int head_dim, int prefix_target_items,
+                                    std::mt19937_64& rng) {
   std::vector<int> suffixes(40);
   for (int& n : suffixes) n = 1 + int(rng() % 40);
-  const RandomCascade c = MakeRandomCascade({{4000, suffixes}}, 8, 2, 64, 16, rng);
-  PlanOptions o;
+  BalancedCpuCase b{MakeRandomCascade({{prefix, suffixes}}, h_qo, h_kv, head_dim, 16, rng), PlanOptions{}};
+  PlanOptions& o = b.options;
   o.target_items = 64;
-  o.prefix_target_items = 8;
+  o.prefix_target_items = prefix_target_items;
   o.prefix_tile_rows = 128;
   o.prefix_chunk_align = 64;
   o.min_prefix_chunk = 64;
   o.balance_prefix_ctas = 10;
   o.balance_min_item_rows = 0;
-  const CascadePlan plan = PlanCascade(c.batch, c.shape, o);
+  return b;
+}
+void ExpectBalancedPlanIsExact(const BalancedCpuCase& b, const CascadePlan& plan) {
   plan.Validate();
+  ExpectExactCoverage(b.cascade.batch, plan);
+  ExpectFinishedOnce(b.cascade.batch, plan, b.options.fuse_merge);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+  auto backend = MakeCpuBackend();
+  ExpectCascadeMatches(*backend, plan, b.cascade);
+}
+
+// Tails: 2 KV heads × 2 row tiles × 2 chunks of a 4000-token prefix = 8 items on 10 CTAs (head_dim
+// 64: 21 tiles of 192; 3-tile tails).
+TEST(PlanBalance, BalancedPlansComputeTheSameAttention) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const BalancedCpuCase b = MakeBalancedCpuCase(4000, 8, 2, 64, 8, rng);
+  const CascadePlan plan = PlanCascade(b.cascade.batch, b.cascade.shape, b.options);
   ASSERT_EQ(plan.prefix_balanced_ctas, 10);
   ASSERT_EQ(plan.prefix_items.size(), 12u);  // 8 chunks + 4 tails
   EXPECT_EQ(plan.group_num_chunks, std::vector<int32_t>{3});
-  ExpectExactCoverage(c.batch, plan);
-  ExpectFinishedOnce(c.batch, plan, o.fuse_merge);
-  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
-  ExpectCascadeMatches(*backend, plan, c);
+  ExpectBalancedPlanIsExact(b, plan);
 }
 
 // The stream over the heads on the 112 CTAs a concurrent decode on 20 SMs leaves (32/8 B256
@@ -1184,41 +1199,26 @@ TEST(PlanBalance, TheStreamSplitsTheHeadsOverAConcurrentGrid) {
   EXPECT_LT(PredictCost(plan, model).prefix_us, PredictCost(tails, model).prefix_us);
 }
 
-// A stream plan (3 KV heads × 2 row tiles of 160 rows on 10 CTAs: 5 shares of 15 of the 72
-// tiles, the middle head in 3 pieces, the others in 2 and an empty item) computes the float64
-// oracle's attention on the CPU backend and survives serialisation.
+// The stream: 3 KV heads × 2 row tiles of a 3000-token prefix (head_dim 128: 24 tiles each) on 10
+// CTAs, 5 shares of 15 of the 72 tiles, the middle head in 3 pieces, the others in 2 and an empty
+// item each.
 TEST(PlanBalance, StreamPlansComputeTheSameAttention) {
   const uint64_t seed = test::TestSeed();
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  auto backend = MakeCpuBackend();
-  std::vector<int> suffixes(40);
-  for (int& n : suffixes) n = 1 + int(rng() % 40);
-  const RandomCascade c = MakeRandomCascade({{3000, suffixes}}, 12, 3, 128, 16, rng);
-  PlanOptions o;
-  o.target_items = 64;
-  o.prefix_target_items = 6;
-  o.prefix_tile_rows = 128;
-  o.prefix_chunk_align = 64;
-  o.min_prefix_chunk = 64;
-  o.balance_prefix_ctas = 10;
-  o.balance_min_item_rows = 0;
-  o.balance_stream = true;
+  BalancedCpuCase b = MakeBalancedCpuCase(3000, 12, 3, 128, 6, rng);
+  b.options.balance_stream = true;
   // An item cost of half a tile, so that the stream (busiest slot 16 tiles) beats the tails (17;
   // with head_dim 128's 2.5 tiles they win, 18 against 20).
-  o.balance_item_overhead_tiles = 0.5;
-  const CascadePlan plan = PlanCascade(c.batch, c.shape, o);
-  plan.Validate();
+  b.options.balance_item_overhead_tiles = 0.5;
+  const CascadePlan plan = PlanCascade(b.cascade.batch, b.cascade.shape, b.options);
   ASSERT_EQ(plan.prefix_balanced_ctas, 10);
   EXPECT_EQ(plan.group_num_chunks, std::vector<int32_t>{3});
   ASSERT_EQ(plan.prefix_items.size(), 18u);  // 3 heads × 3 chunks × 2 row tiles, two chunks empty
   EXPECT_EQ(std::count_if(plan.prefix_items.begin(), plan.prefix_items.end(),
                           [](const PrefixWorkItem& it) { return it.kv_begin == it.kv_end; }),
             4);
-  ExpectExactCoverage(c.batch, plan);
-  ExpectFinishedOnce(c.batch, plan, o.fuse_merge);
-  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
-  ExpectCascadeMatches(*backend, plan, c);
+  ExpectBalancedPlanIsExact(b, plan);
 }
 
 // The chains of a balanced plan are checked like the rest: each item on exactly one chain, chain

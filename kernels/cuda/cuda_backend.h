@@ -88,8 +88,8 @@
 // other's resource idle; measured on the H200, bench/RESULTS.md session 45: 32/8 B256 P32768 S256
 // 283.0 → 273.6 µs at head_dim 128 with k = 20 (266.9 with PREFIXD_DECODE_PERSISTENT=1
 // PREFIXD_DECODE_TMA=1), 546.1 → 503.3 at 256 with k = 28; slower at S = 32, at B64, at P8192 and
-// at head_dim 64; the planner does not choose it): RunCascade runs the prefix kernel on the main stream with its persistent
-// sm_90a grid capped at SMs − k CTAs (PrefixAttentionParams::max_ctas; the mma.sync path is not
+// at head_dim 64; the planner does not choose it): RunCascade runs the prefix kernel on the main
+// stream with its persistent sm_90a grid capped at SMs − k CTAs (PrefixAttentionParams::max_ctas; the mma.sync path is not
 // capped), and at the same time the decode kernel on a second stream forked from the main one,
 // launched normally (no PDL: a programmatic dependency on the prefix grid would serialise it
 // again), so that its CTAs take the k SMs the prefix grid leaves free (and every SM once prefix

@@ -32,7 +32,8 @@ std::vector<StreamPiece> LayOutStream(const PrefixStreamShape& s, int64_t share,
   for (int slot = 0; slot < *slots; ++slot) {
     const int64_t lo = slot * share, hi = std::min(total, lo + share);
     for (int64_t h = lo / s.tiles; h < s.heads && h * s.tiles < hi; ++h) {
-      const int64_t begin = std::max(lo, h * s.tiles) - h * s.tiles, end = std::min(hi, (h + 1) * s.tiles) - h * s.tiles;
+      const int64_t begin = std::max(lo, h * s.tiles) - h * s.tiles;
+      const int64_t end = std::min(hi, (h + 1) * s.tiles) - h * s.tiles;
       if (begin >= end) continue;
       pieces.push_back({slot, h, begin, end, cut[size_t(h)]++});
       load[size_t(slot)] += double(end - begin) + s.item_overhead_tiles;

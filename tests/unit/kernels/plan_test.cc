@@ -1176,7 +1176,8 @@ TEST(PlanBalance, TheStreamSplitsTheHeadsOverAConcurrentGrid) {
   EXPECT_EQ(plan.group_num_chunks, std::vector<int32_t>{3});
   std::vector<std::vector<PrefixWorkItem>> chains(112);
   for (int c = 0; c < 112; ++c)
-    for (int32_t i = c; i != -1; i = plan.prefix_items[size_t(i)].cta_next) chains[size_t(c)].push_back(plan.prefix_items[size_t(i)]);
+    for (int32_t i = c; i != -1; i = plan.prefix_items[size_t(i)].cta_next)
+      chains[size_t(c)].push_back(plan.prefix_items[size_t(i)]);
   int empty = 0;
   for (int c = 0; c < 112; ++c) {
     const auto& lead = chains[size_t(c - c % 8)];

@@ -1,6 +1,6 @@
 // ChoosePrefixBalance (prefix_balance.h): the tail that balances a one-wave prefix grid over idle
-// CTAs; ChoosePrefixStream: the stream over the heads for grids the chunks cannot fill. The plan-level rewrite (BalancePrefixGrid) is tested with the planner (plan_test.cc,
-// PlanBalance).
+// CTAs; ChoosePrefixStream: the stream over the heads for grids the chunks cannot fill. The
+// plan-level rewrite (BalancePrefixGrid) is tested with the planner (plan_test.cc, PlanBalance).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1111,6 +1111,58 @@ TEST(PlanBalance, LeavesPlansItCannotImprove) {
   }
 }
 
+// The stream over several groups of one prefix length (their heads laid end to end, group by
+// group), and over more items than CTAs (the chunks' second wave); where the heads differ in row
+// tiles (groups of different sizes) there is no stream, and the tails or nothing decide.
+TEST(PlanBalance, TheStreamSpansGroupsAndNeedsEqualRowTiles) {
+  struct Case {
+    const char* what;
+    std::vector<std::pair<int, int>> groups;  // (requests, prefix tokens)
+    int target, ctas;
+    bool stream;
+    int row_tiles;  // per KV head: requests × g (4) / 128
+  };
+  const Case cases[] = {
+      {"two groups of 128 requests, 112 CTAs", {{128, 16384}, {128, 16384}}, 112, 112, true, 4},
+      {"two chunks per pair, 128 items on 100 CTAs", {{256, 32768}}, 128, 100, true, 8},
+      {"groups of 4 and 3 row tiles", {{128, 16384}, {96, 16384}}, 112, 112, false, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    KvPoolShape pool;
+    const DecodeBatch batch = GroupsBatch(c.groups, 64, 32, 16, &pool, 8);
+    PlanOptions o = GpuLikeOptions(false);
+    o.prefix_target_items = c.target;
+    o.balance_prefix_ctas = c.ctas;
+    o.balance_stream = true;
+    const CascadePlan plan = PlanCascade(batch, pool, o);
+    plan.Validate();
+    ExpectExactCoverage(batch, plan);
+    o.balance_stream = false;
+    const CascadePlan without = PlanCascade(batch, pool, o);
+    EXPECT_EQ(!(plan.prefix_items == without.prefix_items), c.stream) << "the stream made the plan";
+    if (!c.stream) continue;
+    // Whole slots of one CTA per row tile: each of a slot's CTAs runs the same KV heads and ranges,
+    // its own row tile.
+    const int32_t row_tiles = c.row_tiles;
+    ASSERT_GT(plan.prefix_balanced_ctas, 0);
+    EXPECT_LE(plan.prefix_balanced_ctas, c.ctas);
+    EXPECT_EQ(plan.prefix_balanced_ctas % row_tiles, 0);
+    for (int32_t cta = 0; cta < plan.prefix_balanced_ctas; ++cta) {
+      int32_t i = cta, j = cta - cta % row_tiles;
+      for (; i != -1 && j != -1; i = plan.prefix_items[size_t(i)].cta_next, j = plan.prefix_items[size_t(j)].cta_next) {
+        const PrefixWorkItem &it = plan.prefix_items[size_t(i)], &lead = plan.prefix_items[size_t(j)];
+        EXPECT_EQ(it.group, lead.group);
+        EXPECT_EQ(it.kv_head, lead.kv_head);
+        EXPECT_EQ(it.kv_begin, lead.kv_begin);
+        EXPECT_EQ(it.kv_end, lead.kv_end);
+        EXPECT_EQ(it.row_begin, lead.row_begin + 128 * (cta % row_tiles)) << "CTA " << cta;
+      }
+      EXPECT_TRUE(i == -1 && j == -1) << "CTA " << cta << ": a chain of another length than its slot's first";
+    }
+  }
+}
+
 // Balanced plans on the CPU backend (which ignores the chains): 40 requests with random suffixes
 // over one `prefix`-token document, the prefix grid balanced over 10 CTAs (the row bound lifted:
 // 160 rows per KV head are a 128-row and a 32-row tile). The plan must cover every token and slot

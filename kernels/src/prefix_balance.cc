@@ -19,17 +19,26 @@ struct StreamPiece {
   int chunk;
 };
 
-// The pieces of the stream with shares of `share` tiles (the slots used: ⌈heads · tiles / share⌉),
-// the empty ones on the least busy slots; *chunks the pieces per head, *busiest the busiest slot's
-// tiles + items × the item overhead.
-std::vector<StreamPiece> LayOutStream(const PrefixStreamShape& s, int64_t share, int* slots, int* chunks,
-                                      double* busiest) {
-  const int64_t total = s.heads * s.tiles;
-  *slots = int(CeilDiv(total, share));
+// The stream's summary (ChoosePrefixStream) and its pieces, which StreamPrefixGrid turns into items.
+struct StreamLayout {
+  PrefixStream stream;
   std::vector<StreamPiece> pieces;
+};
+
+// The even split over ctas / row_tiles slots: shares of ⌈heads · tiles / slots⌉ tiles, the empty
+// pieces on the least busy slots; nullopt where there is no slot or one slot.
+std::optional<StreamLayout> LayOutStream(const PrefixStreamShape& s) {
+  if (s.heads <= 0 || s.row_tiles <= 0 || s.tiles <= 0 || s.ctas / s.row_tiles < 2) return std::nullopt;
+  const int64_t total = s.heads * s.tiles;
+  StreamLayout l;
+  PrefixStream& st = l.stream;
+  st.share_tiles = CeilDiv(total, s.ctas / s.row_tiles);
+  const int64_t share = st.share_tiles;
+  st.slots = int(CeilDiv(total, share));
+  std::vector<StreamPiece>& pieces = l.pieces;
   std::vector<int> cut(size_t(s.heads), 0);
-  std::vector<double> load(size_t(*slots), 0.0);
-  for (int slot = 0; slot < *slots; ++slot) {
+  std::vector<double> load(size_t(st.slots), 0.0);
+  for (int slot = 0; slot < st.slots; ++slot) {
     const int64_t lo = slot * share, hi = std::min(total, lo + share);
     for (int64_t h = lo / s.tiles; h < s.heads && h * s.tiles < hi; ++h) {
       const int64_t begin = std::max(lo, h * s.tiles) - h * s.tiles;
@@ -39,15 +48,15 @@ std::vector<StreamPiece> LayOutStream(const PrefixStreamShape& s, int64_t share,
       load[size_t(slot)] += double(end - begin) + s.item_overhead_tiles;
     }
   }
-  *chunks = *std::max_element(cut.begin(), cut.end());
+  st.chunks = *std::max_element(cut.begin(), cut.end());
   for (int64_t h = 0; h < s.heads; ++h)
-    for (int c = cut[size_t(h)]; c < *chunks; ++c) {
+    for (int c = cut[size_t(h)]; c < st.chunks; ++c) {
       const int slot = int(std::min_element(load.begin(), load.end()) - load.begin());
       pieces.push_back({slot, h, 0, 0, c});
       load[size_t(slot)] += s.item_overhead_tiles;
     }
-  *busiest = *std::max_element(load.begin(), load.end());
-  return pieces;
+  st.busiest_after = *std::max_element(load.begin(), load.end());
+  return l;
 }
 
 // The heads of a plan's pairs (chunk-0 items), each its items' indices by row; false unless every
@@ -103,26 +112,20 @@ std::optional<PrefixBalance> ChoosePrefixBalance(const PrefixBalanceShape& s) {
 }
 
 std::optional<PrefixStream> ChoosePrefixStream(const PrefixStreamShape& s) {
-  if (s.heads <= 0 || s.row_tiles <= 0 || s.tiles <= 0 || s.ctas / s.row_tiles < 2) return std::nullopt;
-  PrefixStream best;
-  best.share_tiles = CeilDiv(s.heads * s.tiles, s.ctas / s.row_tiles);
-  LayOutStream(s, best.share_tiles, &best.slots, &best.chunks, &best.busiest_after);
-  return best;
+  const std::optional<StreamLayout> l = LayOutStream(s);
+  if (!l) return std::nullopt;
+  return l->stream;
 }
 
 namespace {
 
-// The stream's grid (ChoosePrefixStream) in place of the plan's items: per slot and row tile one
-// CTA, its pieces in order as a chain.
-void StreamPrefixGrid(CascadePlan* plan, const std::vector<std::vector<int64_t>>& heads,
-                      const PrefixStreamShape& shape, const PrefixStream& stream, int32_t tokens, int tile) {
+// The stream's grid (LayOutStream) in place of the plan's items: per slot and row tile one CTA,
+// its pieces in order as a chain.
+void StreamPrefixGrid(CascadePlan* plan, const std::vector<std::vector<int64_t>>& heads, int rows,
+                      const StreamLayout& layout, int32_t tokens, int tile) {
   std::vector<PrefixWorkItem>& items = plan->prefix_items;
-  int slots = 0, chunks = 0;
-  double busiest = 0;
-  const std::vector<StreamPiece> pieces = LayOutStream(shape, stream.share_tiles, &slots, &chunks, &busiest);
-  const int rows = shape.row_tiles;
-  std::vector<std::vector<PrefixWorkItem>> chains(size_t(slots) * rows);
-  for (const StreamPiece& piece : pieces)
+  std::vector<std::vector<PrefixWorkItem>> chains(size_t(layout.stream.slots) * rows);
+  for (const StreamPiece& piece : layout.pieces)
     for (int r = 0; r < rows; ++r) {
       PrefixWorkItem it = items[size_t(heads[size_t(piece.head)][size_t(r)])];
       it.kv_begin = int32_t(std::min<int64_t>(piece.begin * tile, tokens));
@@ -145,7 +148,7 @@ void StreamPrefixGrid(CascadePlan* plan, const std::vector<std::vector<int64_t>>
   }
   items = std::move(out);
   for (int32_t& c : plan->group_num_chunks)
-    if (c > 0) c = chunks;
+    if (c > 0) c = layout.stream.chunks;
   plan->prefix_balanced_ctas = int32_t(grid);
 }
 
@@ -185,7 +188,7 @@ bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options) {
   const double wanted = before * (1.0 - options.balance_min_gain);
   const std::optional<PrefixBalance> b = n < ctas ? ChoosePrefixBalance(shape) : std::nullopt;
   std::vector<std::vector<int64_t>> heads;
-  std::optional<PrefixStream> stream;
+  std::optional<StreamLayout> stream;
   PrefixStreamShape stream_shape;
   if (options.balance_stream && HeadsOfPairs(items, &heads)) {
     stream_shape.heads = int64_t(heads.size());
@@ -193,10 +196,10 @@ bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options) {
     stream_shape.tiles = shape.tiles;
     stream_shape.ctas = ctas;
     stream_shape.item_overhead_tiles = shape.item_overhead_tiles;
-    if (stream_shape.heads * stream_shape.row_tiles == shape.pairs) stream = ChoosePrefixStream(stream_shape);
+    if (stream_shape.heads * stream_shape.row_tiles == shape.pairs) stream = LayOutStream(stream_shape);
   }
-  if (stream && stream->busiest_after <= wanted && (!b || stream->busiest_after < b->busiest_after)) {
-    StreamPrefixGrid(plan, heads, stream_shape, *stream, tokens, tile);
+  if (stream && stream->stream.busiest_after <= wanted && (!b || stream->stream.busiest_after < b->busiest_after)) {
+    StreamPrefixGrid(plan, heads, stream_shape.row_tiles, *stream, tokens, tile);
     return true;
   }
   if (!b || b->busiest_after > wanted) return false;

@@ -75,7 +75,7 @@
 //                                         merge kernel after it for every request
 //
 // Fused cascade (PREFIXD_FUSED=1; kernels/cuda/cascade_fused.h): a plan the fused kernel can run
-// (sm_90a device, head_dim 64/128, GQA group ≤ 8, page size 8-128, decode items starting at
+// (sm_90a device, head_dim 64/128, GQA group 1, 2, 4 or 8, page size 8-128, decode items starting at
 // multiples of 16 tokens) is loaded with its per-CTA work lists (fused_schedule.h), and RunCascade
 // (all parts, no packed merge output, no SMs left free) is then ONE launch — prefix and decode
 // items side by side on every SM, the ⊕ of the requests the plan finishes in their decode items

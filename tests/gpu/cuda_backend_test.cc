@@ -523,7 +523,8 @@ void ExpectFusedCascadeCorrect(Backend& backend, const CascadeCase& c, std::mt19
 #endif
 
 // Shapes the cascade cases lack: the fused kernel's page sizes other than 16, GQA 4/8 at realistic
-// sizes, a long split suffix with the device's options, requests without a suffix.
+// sizes, a long split suffix with the device's options, requests without a suffix, a GQA group of 3
+// whose requests straddle the prefix kernel's warpgroups.
 std::vector<CascadeCase> FusedCascadeCases() {
   std::vector<CascadeCase> cases = CascadeCases();
   const std::vector<CascadeCase> more = {
@@ -536,6 +537,10 @@ std::vector<CascadeCase> FusedCascadeCases() {
                                                                     {129, {0, 3, 800, 1, 1, 1, 1, 1, 1, 1}}}},
       CascadeCase{"long_split_suffix_bf16_h32kv8_d128", kBF16, 32, 8, 128, 16, {{0, {4000, 3}}, {500, {2100}}}, true,
                   Split::kDevice, 1, 0, false, true},
+      // A GQA group of 3 with 30 requests: 90 rows per KV head, so a 64-row warpgroup boundary
+      // splits request 21 and the fused kernel's per-request arrival counts cannot apply (its
+      // finishing items would wait forever for request 29's): the kernels above run it.
+      CascadeCase{"gqa3_b30_p900_fp16_h24kv8_d128", kF16, 24, 8, 128, 16, {{900, std::vector<int>(30, 40)}}, true},
   };
   cases.insert(cases.end(), more.begin(), more.end());
   return cases;

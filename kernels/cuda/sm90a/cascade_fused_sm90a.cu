@@ -27,8 +27,11 @@ bool FusedCascadeSupportsShape(int head_dim, DType dtype, int page_size, int gqa
   // A suffix subtile is 16 tokens in boxes of min(page_size, 16) rows, each starting a 1024-byte
   // swizzle period of its panel (8 rows of 128 bytes); the g heads are the N = 8 of an mma.
   const bool page_ok = page_size == 8 || page_size == 16 || page_size == 32 || page_size == 64 || page_size == 128;
+  // The prefix half counts arrivals per request of a warpgroup's rows (CountArrivals): g must
+  // divide its 64 rows, or a request straddling two warpgroups is counted before both wrote it (or
+  // the item's last request never), so g ∈ {1, 2, 4, 8}.
   return (head_dim == 64 || head_dim == 128) && (dtype == DType::kFloat16 || dtype == DType::kBFloat16) && page_ok &&
-         gqa_group_size >= 1 && gqa_group_size <= 8;
+         gqa_group_size >= 1 && gqa_group_size <= 8 && sm90a::kWarpgroupRows % gqa_group_size == 0;
 }
 
 bool FusedCascadeReady() {

@@ -46,7 +46,8 @@ __device__ __forceinline__ void FusedProducerLoop(const FusedCascadeParams& f, c
 }
 
 // After a consumer warpgroup wrote the states of rows [wg_row0, wg_row0 + wg_rows) (whole requests:
-// row = local request · g + head, and a warpgroup's 64 rows start at a multiple of g): one arrival
+// row = local request · g + head, and a warpgroup's 64 rows start at a multiple of g, which
+// FusedCascadeSupportsShape makes sure of by g dividing 64): one arrival
 // per request finished in this kernel, after every thread's stores are visible device-wide.
 template <typename CFG>
 __device__ __forceinline__ void CountArrivals(const FusedCascadeParams& f, const Consumer<CFG>& c, int first_request,

@@ -47,6 +47,7 @@
 #include "kernels/cuda/attention_state.cuh"
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/prefix_attention.h"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
 #include "kernels/cuda/smem_limit.cuh"
 #include "prefixd/kernels/prefix_kv_tile.h"
@@ -73,7 +74,7 @@ struct WgmmaPrefixConfig {
   static constexpr int STAGES = STAGES_;    // K (and V) tiles in the ring
   static constexpr bool OVERLAP = OVERLAP_;  // FA3 schedule (Consumer::RowTileOverlapped)
   static constexpr int BLOCK_N = BLOCK_N_ > 0 ? BLOCK_N_ : DefaultPrefixKvTileTokens(HEAD_DIM);
-  static constexpr int WG_ROWS = 64;        // query rows per consumer warpgroup (wgmma M)
+  static constexpr int WG_ROWS = kWarpgroupRows;  // query rows per consumer warpgroup (wgmma M)
   static constexpr int CONSUMER_WGS = CONSUMER_WGS_;
   static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
   static constexpr int THREADS = 128 * (1 + CONSUMER_WGS);

@@ -26,8 +26,8 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Shapes of plan.cc's serialised form (Serialize): a 14-int header, then the arrays in order.
-constexpr int64_t kHeaderInts = 14;
+// Shapes of plan.cc's serialised form (Serialize): a 15-int header, then the arrays in order.
+constexpr int64_t kHeaderInts = 15;
 constexpr int64_t kPrefixItemInts = sizeof(PrefixWorkItem) / sizeof(int32_t);
 constexpr int64_t kDecodeItemInts = sizeof(DecodeWorkItem) / sizeof(int32_t);
 constexpr int64_t kGroupInts = sizeof(PrefixGroup) / sizeof(int32_t);
@@ -129,7 +129,20 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   num_sms_ = prop.multiProcessorCount;
   l2_bytes_ = prop.l2CacheSize;
-  concurrent_decode_sms_ = int(EnvInteger("PREFIXD_CONCURRENT_DECODE_SMS", 0, num_sms_ - 1, concurrent_decode_sms_));
+  // PREFIXD_CONCURRENT_DECODE_SMS: unset or "auto", the planner's choice per plan (below); k, every
+  // plan concurrent on k SMs; 0, never.
+  const char* concurrent_env = std::getenv("PREFIXD_CONCURRENT_DECODE_SMS");
+  const bool concurrent_auto = concurrent_env == nullptr || std::strcmp(concurrent_env, "auto") == 0;
+  if (!concurrent_auto)
+    concurrent_decode_sms_ = int(EnvInteger("PREFIXD_CONCURRENT_DECODE_SMS", 0, num_sms_ - 1, concurrent_decode_sms_));
+  // The planner's candidates (PlanOptions::concurrent_candidates): 15% and 21% of the SMs (20 and
+  // 28 of the H200's 132, the best k measured at head_dim 128 and 256, bench/RESULTS.md session 45),
+  // where the prefix runs on the persistent sm_90a kernel (one CTA per SM, the grid the mode caps)
+  // and the fused kernel is off.
+  if (concurrent_auto && !fused_ &&
+      PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1 && num_sms_ >= 8)
+    for (const double share : {0.15, 0.21})
+      concurrent_candidates_.push_back(std::max(1, int(std::lround(share * num_sms_))));
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
   if (decode_kernel_ != DecodeKernel::kAuto)
@@ -158,6 +171,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   }
   if (concurrent_decode_sms_ > 0)
     d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
+  if (!concurrent_candidates_.empty()) {
+    d << " [concurrent prefix/decode where the planner chooses it: decode SMs";
+    for (const int k : concurrent_candidates_) d << " " << k;
+    d << "]";
+  }
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -169,7 +187,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
   try {
-    if (concurrent_decode_sms_ == 0) {
+    if (concurrent_decode_sms_ == 0 && concurrent_candidates_.empty()) {
       PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     } else {
       // Concurrent prefix/decode: when both grids are pending, the prefix CTAs (main stream, highest
@@ -312,6 +330,9 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   o.balance_prefix_ctas =
       persistent_prefix && EnvFlag("PREFIXD_PREFIX_BALANCE", true) ? num_sms_ - concurrent_decode_sms_ : 0;
   o.balance_stream = EnvFlag("PREFIXD_PREFIX_BALANCE_STREAM", concurrent_decode_sms_ > 0);
+  // Forced concurrent: every plan for it. Otherwise the planner's candidates (with choose_layout).
+  o.concurrent_decode_sms = concurrent_decode_sms_;
+  if (concurrent_decode_sms_ == 0) o.concurrent_candidates = concurrent_candidates_;
   const int64_t overhead = EnvInteger("PREFIXD_PREFIX_BALANCE_OVERHEAD", -1, 10000, -1);
   if (overhead >= 0) o.balance_item_overhead_tiles = double(overhead) / 100.0;
   // PREFIXD_PREFIX_BALANCE_MIN_GAIN=n: the smallest predicted gain that balances, in hundredths of a
@@ -414,8 +435,13 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   // Concurrent prefix/decode: the decode kernel runs beside the prefix kernel, so it cannot finish
   // requests from their prefix states; the merge step finishes every request instead. So does the
   // fused kernel with PREFIXD_FUSED_MERGE=kernel.
+  // k of this plan's concurrent step: the forced mode's, or the plan's where the backend has the
+  // mode's streams (0: the kernels one after the other).
+  const int concurrent_k = concurrent_decode_sms_ > 0 ? concurrent_decode_sms_
+                           : decode_stream_ != nullptr ? std::min(given.concurrent_decode_sms, num_sms_ - 1)
+                                                       : 0;
   CascadePlan unfused;
-  const bool unfuse = (concurrent_decode_sms_ > 0 || (fused_ && fused_merge_kernel_)) &&
+  const bool unfuse = (concurrent_k > 0 || (fused_ && fused_merge_kernel_)) &&
                       int64_t(given.merge_requests.size()) < given.num_requests;
   if (unfuse) {
     unfused = given;
@@ -444,7 +470,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   PREFIXD_CHECK_INTERNAL(int64_t(flat.size()) == o_end,
                          "plan.cc's serialised layout changed: " << flat.size() << " ints, expected " << o_end);
   // Fused cascade: the per-CTA work lists, when the fused kernel can run this plan (cuda_backend.h).
-  bool fused = fused_ && concurrent_decode_sms_ == 0 && FusedCascadeReady() &&
+  bool fused = fused_ && concurrent_k == 0 && FusedCascadeReady() &&
                (plan.head_dim == 64 || plan.head_dim == 128) &&
                FusedCascadeSupportsShape(plan.head_dim, DType::kFloat16, plan.page_size, plan.gqa_group_size());
   for (int64_t i = 0; fused && i < nd; ++i) fused = plan.decode_items[i].kv_begin % 16 == 0;
@@ -546,6 +572,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.prefix_kv_tile_tokens = ChoosePrefixKvTileTokens(plan);
   loaded.prefix_balanced_ctas = plan.prefix_balanced_ctas;
   loaded.fused = fused;
+  loaded.concurrent_decode_sms = concurrent_k;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
   if (fused) loaded.request_finished = d + o_finished;
   for (int k = 0; fused && k < 3; ++k) {
@@ -580,7 +607,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
                           LaunchFused(args, plan_.fused_all, !fused_merge_kernel_);
   const bool prefix_part = !fused_step && (parts & kPrefixPart) && plan_.num_prefix_items > 0;
   const bool decode_part = !fused_step && (parts & kDecodePart) && plan_.num_decode_items > 0;
-  const bool concurrent = concurrent_decode_sms_ > 0 && prefix_part && decode_part;
+  const int concurrent_k = plan_.concurrent_decode_sms;
+  const bool concurrent = concurrent_k > 0 && prefix_part && decode_part;
+  if (concurrent && parts == kAllParts) ++concurrent_steps_;
   cudaStream_t decode_stream = stream;
   if (concurrent) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream));
@@ -592,14 +621,14 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     PrefixAttentionParams p = PrefixItemsParams(args);
     // The prefix of a step that runs concurrently (it has decode items) is capped, also when timed
     // alone (RunCascadeParts), so that the part times are those of the step's kernels.
-    if (concurrent_decode_sms_ > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_decode_sms_;
+    if (concurrent_k > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_k;
     // The decode kernel of this plan follows (in this call or the caller's next): its start into L2
     // at the prefix kernel's end. Not beside a concurrent decode, which has started long before,
     // nor beside the narrow sm_90a CTA, whose decode CTAs start with it (the warm-up then only
     // held the prefix CTAs' exit back: −0.1 to −1.4 µs per step without it, 11 of 14 shapes,
     // bench/RESULTS.md session 22).
     const bool narrow_prefix = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
-    if (concurrent_decode_sms_ == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
+    if (concurrent_k == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
     PrefixAttention(p, stream);
   }
   if (decode_part) {
@@ -645,7 +674,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
       // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
-      p.max_sms = concurrent_decode_sms_ > 0 && plan_.num_prefix_items > 0 ? concurrent_decode_sms_ : num_sms_;
+      p.max_sms = concurrent_k > 0 && plan_.num_prefix_items > 0 ? concurrent_k : num_sms_;
       if (decode_mma_warps_ == 0) p.mma_warps = 8;  // one CTA per SM (the TMA kernel also runs 4)
     }
     p.stream_items = decode_stream_items_;

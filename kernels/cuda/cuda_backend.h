@@ -67,7 +67,8 @@
 //   PREFIXD_FINE_PREFIX_CHUNK=n           DefaultPlanOptions().fine_prefix_chunk (128; 0: off)
 //   PREFIXD_TINY_PREFIX_TOKENS=n          DefaultPlanOptions().tiny_prefix_tokens (128; 0: off)
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (1; built-in H200 cost model)
-//   PREFIXD_CONCURRENT_DECODE_SMS=k       concurrent prefix/decode (0 = off, the default; below)
+//   PREFIXD_CONCURRENT_DECODE_SMS=auto|k  concurrent prefix/decode (below): auto (the default) where
+//                                         the planner chooses it, k every step on k SMs, 0 never
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -83,21 +84,25 @@
 // — followed by the merge kernel only for plan.merge_requests. Any other call, and a plan it
 // cannot run, takes the kernels above.
 //
-// Concurrent prefix/decode (PREFIXD_CONCURRENT_DECODE_SMS=k, 0 < k < SMs; experimental, off by
-// default: where the compute-bound prefix kernel and the memory-bound decode kernel each leave the
-// other's resource idle; measured on the H200, bench/RESULTS.md session 45: 32/8 B256 P32768 S256
-// 283.0 → 273.6 µs at head_dim 128 with k = 20 (266.9 with PREFIXD_DECODE_PERSISTENT=1
-// PREFIXD_DECODE_TMA=1), 546.1 → 503.3 at 256 with k = 28; slower at S = 32, at B64, at P8192 and
-// at head_dim 64; the planner does not choose it): RunCascade runs the prefix kernel on the main
+// Concurrent prefix/decode (CascadePlan::concurrent_decode_sms = k, 0 < k < SMs: where the
+// compute-bound prefix kernel and the memory-bound decode kernel each leave the other's resource
+// idle; measured on the H200, bench/RESULTS.md sessions 45 and 47: 32/8 B256 P32768 S256 283.0 →
+// 273.6 µs at head_dim 128 with k = 20 (266.9 with PREFIXD_DECODE_PERSISTENT=1 PREFIXD_DECODE_TMA=1),
+// 546.1 → 503.3 at 256 with k = 28; slower at S = 32, at B64, at P8192 and at head_dim 64). By
+// default the planner decides per plan (DefaultPlanOptions' concurrent_candidates: 15% and 21% of
+// the SMs, where the prefix runs on the persistent sm_90a kernel and the fused kernel is off; the
+// cost model's concurrent step, cost_model.h); PREFIXD_CONCURRENT_DECODE_SMS=k forces it on every
+// plan (DefaultPlanOptions below, choose_layout off), 0 never. RunCascade runs the prefix kernel on the main
 // stream with its persistent sm_90a grid capped at SMs − k CTAs (PrefixAttentionParams::max_ctas; the mma.sync path is not
 // capped), and at the same time the decode kernel on a second stream forked from the main one,
 // launched normally (no PDL: a programmatic dependency on the prefix grid would serialise it
 // again), so that its CTAs take the k SMs the prefix grid leaves free (and every SM once prefix
 // CTAs exit). The main stream is created with the highest priority and the second with the lowest,
 // so that pending prefix CTAs are dispatched first. The decode kernel then cannot read finished
-// prefix states, so no decode item finishes its request: LoadPlan loads every plan unfused
+// prefix states, so no decode item finishes its request: LoadPlan loads every such plan unfused
 // (DecodeWorkItem::finish = 0, merge_requests = every request; the same ⊕ to float rounding) and
-// DefaultPlanOptions() has fuse_merge = false, prefix_target_items sized for SMs − k CTAs and the
+// its options (the forced mode's DefaultPlanOptions(), the planner's candidate) have fuse_merge =
+// false, prefix_target_items sized for SMs − k CTAs and the
 // prefix grid balanced over them by the stream over the heads (PlanOptions::balance_stream; the
 // planner's chunks alone left 64 pairs on 112 CTAs: the prefix part 392 µs instead of ~241). The
 // main stream waits for the second (fork/join with events, created at construction, so the step
@@ -155,6 +160,12 @@ class CudaBackend final : public Backend {
   int num_sms() const { return num_sms_; }
   // PREFIXD_CONCURRENT_DECODE_SMS at construction (0: prefix and decode run one after the other).
   int concurrent_decode_sms() const { return concurrent_decode_sms_; }
+  // The planner's concurrent candidates in DefaultPlanOptions (empty: forced or off), and the steps
+  // run concurrently so far (RunCascade of a plan loaded with k > 0).
+  const std::vector<int>& concurrent_candidates() const { return concurrent_candidates_; }
+  int64_t concurrent_steps() const { return concurrent_steps_; }
+  // The loaded plan's concurrent k (0: none loaded, or one after the other).
+  int loaded_concurrent_decode_sms() const { return plan_loaded_ ? plan_.concurrent_decode_sms : 0; }
 
   // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
   // the kernel benchmark times them one by one).
@@ -214,6 +225,8 @@ class CudaBackend final : public Backend {
     // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items
     // only (fused_schedule.h), when the plan runs fused.
     bool fused = false;
+    // Concurrent prefix/decode with the decode on this many SMs (0: one after the other).
+    int concurrent_decode_sms = 0;
     const int32_t* request_finished = nullptr;  // [num_requests] (FusedCascadeParams::request_finished)
     struct FusedLists {
       const int32_t* cta_indptr = nullptr;
@@ -261,6 +274,8 @@ class CudaBackend final : public Backend {
   // PREFIXD_CONCURRENT_DECODE_SMS (0: off). When on: the decode kernel's stream (lowest priority;
   // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.
   int concurrent_decode_sms_ = 0;
+  std::vector<int> concurrent_candidates_;  // PREFIXD_CONCURRENT_DECODE_SMS unset or auto
+  int64_t concurrent_steps_ = 0;
   cudaStream_t decode_stream_ = nullptr;
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;

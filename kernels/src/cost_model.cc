@@ -84,6 +84,10 @@ CostModelParams CostModelParams::H200() {
   c.merge_launch_us = 3.975;
   c.merge_row_ns = 0;
   c.merge_gbs = 1833;
+  // Session 45 (bench/RESULTS.md, runs 7-8): the default decode kernel streamed 202 of 268 MB
+  // beside the head_dim-128 prefix on 20 SMs (42 GB/s each), 433 of 537 MB beside the head_dim-256
+  // one on 28 (34 GB/s each).
+  c.concurrent_sm_gbs = 40;
   return c;
 }
 
@@ -121,6 +125,7 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(merge_launch_us, true, true),
       PREFIXD_TOP(merge_row_ns, true, true),
       PREFIXD_TOP(merge_gbs, true, false),
+      PREFIXD_TOP(concurrent_sm_gbs, false, false),
   };
 #undef PREFIXD_TOP
 #undef PREFIXD_DEC
@@ -203,8 +208,12 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
   // Prefix: items over the persistent grid, round-robin or by the balanced plan's CTA chains (the
   // kernel's rule: chains where the grid is the plan's, which it is on a device of num_sms SMs).
   const int64_t n_prefix = int64_t(plan.prefix_items.size());
+  // Concurrent: the prefix grid is capped at SMs − k CTAs where the plan has decode items (the CUDA
+  // backend's rule).
+  if (plan.concurrent_decode_sms > 0 && !plan.decode_items.empty() && plan.concurrent_decode_sms < params.num_sms)
+    p.concurrent_decode_sms = plan.concurrent_decode_sms;
   if (n_prefix > 0) {
-    const int64_t max_ctas = params.num_sms;
+    const int64_t max_ctas = int64_t(params.num_sms) - p.concurrent_decode_sms;
     const bool chains = plan.prefix_balanced_ctas > 0 && plan.prefix_balanced_ctas <= max_ctas;
     p.prefix_ctas = chains ? plan.prefix_balanced_ctas : int(std::max<int64_t>(1, std::min(n_prefix, max_ctas)));
     std::vector<int64_t> cta_of(static_cast<size_t>(n_prefix));
@@ -320,7 +329,17 @@ CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
   }
   if (p.merge_rows > 0)
     out.merge_us = c.merge_launch_us + p.merge_rows * c.merge_row_ns * 1e-3 + p.merge_bytes / (c.merge_gbs * 1e9) * 1e6;
-  if (out.prefix_us > 0 && out.decode_us > 0) {
+  if (out.prefix_us > 0 && out.decode_us > 0 && p.concurrent_decode_sms > 0) {
+    // Concurrent (cost_model.h): the decode beside the prefix on k SMs, the rest of it after.
+    const double beside_gbs = p.concurrent_decode_sms * c.concurrent_sm_gbs;
+    const double beside_us = p.decode_streamed_bytes / (beside_gbs * 1e9) * 1e6;
+    const double decode_end =
+        beside_us <= out.prefix_us ? beside_us : out.prefix_us + (1.0 - out.prefix_us / beside_us) * out.decode_us;
+    // Side by side they share the memory system: together at least both parts' byte times (a
+    // memory-bound prefix leaves the decode no bandwidth to take).
+    const double both_bytes_us = prefix_bytes_us + decode_bytes_us;
+    out.overlap_us = out.prefix_us + out.decode_us - std::max({out.prefix_us, decode_end, both_bytes_us});
+  } else if (out.prefix_us > 0 && out.decode_us > 0) {
     // The decode grid (a programmatic dependent launch) starts in the prefix kernel's tail:
     // pdl_overlap_us + pdl_overlap_frac of the decode, never more than the shorter part; beside the
     // narrow prefix CTA the decode's CTAs share every SM with it from the start (narrow_overlap_frac).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <numeric>
 #include <optional>
 
@@ -13,9 +14,10 @@ namespace prefixd::kernels {
 namespace {
 
 constexpr int32_t kPlanMagic = 0x50445043;  // "PDPC": prefixd plan, cascade
-// 2: DecodeWorkItem::finish, merge_requests; 3: PrefixWorkItem::cta_next, prefix_balanced_ctas
-constexpr int32_t kPlanVersion = 3;
-constexpr int kHeaderInts = 14;
+// 2: DecodeWorkItem::finish, merge_requests; 3: PrefixWorkItem::cta_next, prefix_balanced_ctas;
+// 4: concurrent_decode_sms
+constexpr int32_t kPlanVersion = 4;
+constexpr int kHeaderInts = 15;
 constexpr int kPrefixItemInts = 8;
 constexpr int kDecodeItemInts = 6;
 constexpr int kGroupInts = 4;
@@ -80,6 +82,10 @@ std::vector<int64_t> ChooseChunkCounts(const std::vector<int64_t>& lens, const s
 
 void ValidateOptions(const PlanOptions& o) {
   PREFIXD_CHECK_ARG(o.target_items >= 1, "plan options: target_items must be ≥ 1, got " << o.target_items);
+  PREFIXD_CHECK_ARG(o.concurrent_decode_sms >= 0,
+                    "plan options: concurrent_decode_sms must be ≥ 0 (0: off), got " << o.concurrent_decode_sms);
+  for (const int k : o.concurrent_candidates)
+    PREFIXD_CHECK_ARG(k >= 1, "plan options: concurrent_candidates must be ≥ 1, got " << k);
   PREFIXD_CHECK_ARG(o.prefix_target_items >= 0,
                     "plan options: prefix_target_items must be ≥ 0 (0: target_items), got " << o.prefix_target_items);
   PREFIXD_CHECK_ARG(o.prefix_tile_rows >= 1, "plan options: prefix_tile_rows must be ≥ 1, got " << o.prefix_tile_rows);
@@ -180,6 +186,9 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
   plan.num_pages = pool.num_pages;
   plan.groups = batch.groups;
   plan.suffix = batch.suffix;
+  PREFIXD_CHECK_ARG(options.concurrent_decode_sms >= 0,
+                    "plan options: concurrent_decode_sms must be ≥ 0, got " << options.concurrent_decode_sms);
+  plan.concurrent_decode_sms = options.concurrent_decode_sms;
   const int g = plan.gqa_group_size();
   const int num_groups = int(batch.groups.size());
 
@@ -252,9 +261,11 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //     more than plain_margin over it;
 //  4. the all-cascade layout with items of narrow_tile_rows rows (ScoreNarrowCascade), for a gain
 //     of more than plain_margin over the winner so far (not where the tiny-prefix rule covers a
-//     group).
-// Cost: at most 9 + eligible groups plans (6 cascade split variants, the greedy flips, all plain,
-// 2 fine, 1 narrow); each plan is O(items).
+//     group);
+//  5. where an all-cascade layout won: the concurrent mode's plans of its options, one per
+//     concurrent_candidates k (ScoreConcurrentCascade), for a gain of more than plain_margin.
+// Cost: at most 9 + eligible groups + concurrent candidates plans (6 cascade split variants, the
+// greedy flips, all plain, 2 fine, 1 narrow, 1 per k); each plan is O(items).
 struct Scored {
   double us = 0;
   PlanOptions options;
@@ -356,6 +367,45 @@ std::optional<Scored> ScoreNarrowCascade(const DecodeBatch& batch, const KvPoolS
   PlanOptions o = base;
   o.prefix_tile_rows = base.narrow_tile_rows;
   return Scored{PredictPlan(batch, pool, o, params, candidates), o, std::vector<uint8_t>(batch.groups.size(), 0)};
+}
+
+// The concurrent mode's plans of the all-cascade winner's options `winner` (PlanOptions::
+// concurrent_candidates): for each k, the decode on k SMs beside a prefix grid of SMs − k CTAs
+// (the prefix target and balance scaled to them, the stream balance, every request through the
+// merge step), scored by the cost model's concurrent step (cost_model.h); the fastest if it beats
+// the winner's options with the stream balance alone, or nothing (also without candidates, below
+// concurrent_min_head_dim, or without both prefix and suffix tokens to overlap).
+std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& winner,
+                                             const PlanOptions& base, const CostModelParams& params, int* candidates) {
+  const int sms = int(params.num_sms);
+  const bool prefix = std::any_of(batch.groups.begin(), batch.groups.end(),
+                                  [](const PrefixGroup& g) { return g.prefix.num_tokens > 0; });
+  bool suffix = false;
+  for (int r = 0; r < batch.num_requests() && !suffix; ++r) suffix = batch.suffix.SeqLen(r, pool.page_size) > 0;
+  if (base.concurrent_candidates.empty() || !prefix || !suffix) return std::nullopt;
+  if (pool.head_dim < base.concurrent_min_head_dim) return std::nullopt;
+  const int target = winner.prefix_target_items > 0 ? winner.prefix_target_items : winner.target_items;
+  std::optional<Scored> best;
+  // The same options one after the other, with the stream's balance too: the gain must come from
+  // the overlap, not from a balance the step could have without it.
+  {
+    PlanOptions o = winner;
+    o.balance_stream = true;
+    best = Scored{PredictPlan(batch, pool, o, params, candidates), o, std::vector<uint8_t>(batch.groups.size(), 0)};
+  }
+  for (const int k : base.concurrent_candidates) {
+    if (k >= sms) continue;
+    PlanOptions o = winner;
+    o.concurrent_decode_sms = k;
+    o.fuse_merge = false;  // the decode cannot read prefix states it runs beside
+    o.prefix_target_items = std::max(1, int(std::lround(double(target) * (sms - k) / sms)));
+    o.balance_prefix_ctas = base.balance_prefix_ctas > k ? base.balance_prefix_ctas - k : 0;
+    o.balance_stream = true;  // 64 pairs on 112 CTAs: the chunks alone leave them unbalanced
+    const double us = PredictPlan(batch, pool, o, params, candidates);
+    if (us < best->us) best = Scored{us, o, std::vector<uint8_t>(batch.groups.size(), 0)};
+  }
+  if (best->options.concurrent_decode_sms == 0) return std::nullopt;
+  return best;
 }
 
 // A lower bound of the cost model's time for a layout with the given plain groups, without
@@ -464,8 +514,14 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
   if (const std::optional<Scored> narrow =
           any_tiny ? std::nullopt : ScoreNarrowCascade(batch, pool, base, params, &candidates))
     if (narrow->us < std::min(best.us, cascade.us) * (1.0 - options.plain_margin)) best = *narrow;
+  // The concurrent mode for an all-cascade winner, for a clear predicted gain too.
+  if (best.plain == none)
+    if (const std::optional<Scored> concurrent =
+            ScoreConcurrentCascade(batch, pool, best.options, base, params, &candidates))
+      if (concurrent->us < best.us * (1.0 - options.plain_margin)) best = *concurrent;
   if (report) {
     report->group_plain = best.plain;
+    report->concurrent_decode_sms = best.options.concurrent_decode_sms;
     report->prefix_target_items = best.options.prefix_target_items;
     report->min_prefix_chunk = best.options.min_prefix_chunk;
     report->min_decode_chunk = best.options.min_decode_chunk;
@@ -540,6 +596,7 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
       report->min_prefix_chunk = options.min_prefix_chunk;
       report->min_decode_chunk = options.min_decode_chunk;
       report->prefix_tile_rows = options.prefix_tile_rows;
+      report->concurrent_decode_sms = options.concurrent_decode_sms;
       report->candidates = 1;
     }
     return plan;
@@ -637,6 +694,7 @@ void CascadePlan::Validate() const {
                                            << it.kv_end << "), chunk " << it.chunk << ") is out of range");
   }
   ValidateCtaChains(*this);
+  PREFIXD_CHECK_ARG(concurrent_decode_sms >= 0, "plan: negative concurrent_decode_sms " << concurrent_decode_sms);
   // Every request is finished exactly once: by the merge step (listed in merge_requests) or by its
   // decode items, which then are one finishing item per KV head covering the whole suffix.
   std::vector<uint8_t> merged(num_requests, 0);
@@ -689,7 +747,8 @@ std::vector<int32_t> CascadePlan::Serialize() const {
               suffix.indices.size() + suffix.last_page_len.size() + merge_requests.size());
   out.insert(out.end(), {kPlanMagic, kPlanVersion, num_requests, num_qo_heads, num_kv_heads, head_dim, page_size,
                          num_pages, int32_t(prefix_items.size()), int32_t(decode_items.size()), int32_t(groups.size()),
-                         int32_t(suffix.indices.size()), int32_t(merge_requests.size()), prefix_balanced_ctas});
+                         int32_t(suffix.indices.size()), int32_t(merge_requests.size()), prefix_balanced_ctas,
+                         concurrent_decode_sms});
   for (const auto& it : prefix_items)
     out.insert(out.end(),
                {it.group, it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end, it.chunk, it.cta_next});
@@ -728,6 +787,7 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
   const int32_t n_prefix = in.Next(), n_decode = in.Next(), n_groups = in.Next(), n_indices = in.Next(),
                 n_merge = in.Next();
   p.prefix_balanced_ctas = in.Next();
+  p.concurrent_decode_sms = in.Next();
   PREFIXD_CHECK_ARG(p.num_requests >= 0 && n_prefix >= 0 && n_decode >= 0 && n_groups >= 0 && n_indices >= 0 &&
                         n_merge >= 0,
                     "serialised plan: negative count in header (requests " << p.num_requests << ", prefix items "

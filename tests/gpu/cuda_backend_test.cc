@@ -35,6 +35,7 @@
 #include "kernels/cuda/cascade_fused.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #endif
 
 namespace prefixd::test {
@@ -459,6 +460,55 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
   EXPECT_NE(Concurrent().Describe().find("concurrent prefix/decode"), std::string::npos) << Concurrent().Describe();
   EXPECT_FALSE(Concurrent().DefaultPlanOptions().fuse_merge);
   EXPECT_LE(Concurrent().DefaultPlanOptions().prefix_target_items, Device().DefaultPlanOptions().prefix_target_items);
+  EXPECT_TRUE(off->DefaultPlanOptions().concurrent_candidates.empty());
+  EXPECT_TRUE(Concurrent().DefaultPlanOptions().concurrent_candidates.empty()) << "forced: no choice to make";
+  EXPECT_EQ(Concurrent().DefaultPlanOptions().concurrent_decode_sms, ConcurrentDecodeSms(32));
+}
+
+// The planner's choice (PREFIXD_CONCURRENT_DECODE_SMS unset: auto): on the sm_90a kernel the
+// default options carry the candidates (15% and 21% of the SMs); a plan made for the mode (k in the
+// plan) runs concurrently on the default backend, and one after the other on a backend with the
+// mode off, both correct; plans without k run as before.
+TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  auto& device = dynamic_cast<kernels::cuda::CudaBackend&>(Device());
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
+  if (kernels::cuda::sm90a::DeviceReady()) {
+    EXPECT_EQ(candidates, (std::vector<int>{int(std::lround(0.15 * sms)), int(std::lround(0.21 * sms))}));
+    EXPECT_NE(Device().Describe().find("where the planner chooses it"), std::string::npos) << Device().Describe();
+  }
+  if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  const std::unique_ptr<Backend> off = MakeConcurrentBackend("0");
+  const CascadeCase c{"planned_concurrent_fp16_h32kv8_d128", kF16, 32, 8, 128, 16,
+                      {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true};
+  const CascadeInputs in = MakeCascadeInputs(c, rng);
+  const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+  for (const int k : candidates) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    PlanOptions o = CascadeOptions(Device());
+    o.concurrent_decode_sms = k;
+    o.fuse_merge = false;
+    o.prefix_target_items = sms - k;
+    o.balance_prefix_ctas = sms - k;
+    o.balance_stream = true;
+    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+    ASSERT_EQ(plan.concurrent_decode_sms, k);
+    const int64_t before = device.concurrent_steps();
+    ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, plan, in.q), want, c.dtype, c.name + " (concurrent)");
+    EXPECT_EQ(device.loaded_concurrent_decode_sms(), k);
+    EXPECT_EQ(device.concurrent_steps() - before, 1) << "the plan's k did not make the step concurrent";
+    ExpectMatchesOracle(RunStep(*off, in.pool, c.layer, plan, in.q), want, c.dtype, c.name + " (mode off)");
+    EXPECT_EQ(dynamic_cast<kernels::cuda::CudaBackend&>(*off).concurrent_steps(), 0);
+  }
+  const int64_t before = device.concurrent_steps();
+  ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, kernels::PlanCascade(in.batch, in.shape, CascadeOptions(Device())),
+                              in.q),
+                      want, c.dtype, c.name + " (no k)");
+  EXPECT_EQ(device.concurrent_steps(), before);
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------

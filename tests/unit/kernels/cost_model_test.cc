@@ -844,3 +844,74 @@ TEST(CostModel, SlicedGroupsCountEveryCtaAndItsBytes) {
 
 }  // namespace
 }  // namespace prefixd::kernels
+
+namespace prefixd::kernels {
+namespace {
+
+// The concurrent mode chosen by the planner (PlanOptions::concurrent_candidates, the cost model's
+// concurrent step) where it measured faster on the H200, and not where it measured slower: the
+// whole step at B256 P32768 (and the grid's other long-suffix shapes), fp16, default planner
+// against the mode at k = 20 (head_dim 64, 128) or 28 (256), µs, sequential → concurrent
+// (bench/RESULTS.md, session 45 runs 7 and 10, session 47 runs 1 and 3). The rule holds only
+// where the prediction's margin is clear: 32/32 D256 S256 (−1%) and 32/8 B64 P32768 S256 (−1 µs)
+// are about even and left to the model either way.
+TEST(CostModel, PlannerChoosesTheConcurrentModeWhereItMeasuredFaster) {
+  struct Case {
+    GridShape shape;
+    double sequential_us, concurrent_us;  // measured
+  };
+  auto shape = [](int h_qo, int h_kv, int d, int b, int p, int s) {
+    GridShape g;
+    g.h_qo = h_qo, g.h_kv = h_kv, g.head_dim = d, g.batch = b, g.prefix = p, g.suffix = s;
+    return g;
+  };
+  const Case cases[] = {
+      {shape(32, 8, 128, 256, 32768, 256), 282.5, 274.9},  {shape(32, 8, 256, 256, 32768, 256), 542.8, 507.0},
+      {shape(32, 8, 128, 256, 32768, 32), 242.1, 269.3},   {shape(32, 32, 128, 256, 32768, 256), 470.4, 476.7},
+      {shape(32, 32, 128, 256, 32768, 32), 268.6, 286.1},  {shape(32, 8, 64, 256, 32768, 256), 186.6, 199.3},
+      {shape(32, 32, 64, 256, 32768, 256), 278.8, 290.3},  {shape(32, 8, 128, 64, 8192, 256), 48.1, 51.6},
+      {shape(32, 8, 128, 256, 8192, 256), 133.0, 135.3},
+  };
+  const bool print = std::getenv("PREFIXD_COST_MODEL_PRINT_FIT") != nullptr;
+  PlanOptions o = H200PlanOptions();
+  o.choose_layout = true;
+  o.balance_prefix_ctas = 132;
+  o.concurrent_candidates = {20, 28};
+  for (const Case& c : cases) {
+    KvPoolShape pool;
+    const DecodeBatch batch = UniformBatch(c.shape, &pool);
+    PlanReport report;
+    const CascadePlan plan = PlanCascade(batch, pool, o, &report);
+    PlanOptions sequential = o;
+    sequential.concurrent_candidates.clear();
+    PlanReport seq_report;
+    (void)PlanCascade(batch, pool, sequential, &seq_report);
+    const bool faster = c.concurrent_us < c.sequential_us * 0.97, slower = c.concurrent_us > c.sequential_us;
+    const std::string name = std::to_string(c.shape.h_qo) + "/" + std::to_string(c.shape.h_kv) + " D" +
+                             std::to_string(c.shape.head_dim) + " B" + std::to_string(c.shape.batch) + " P" +
+                             std::to_string(c.shape.prefix) + " S" + std::to_string(c.shape.suffix);
+    if (print)
+      std::printf("  %-28s measured %6.1f → %6.1f | predicted %6.1f → %6.1f (k = %d)\n", name.c_str(), c.sequential_us,
+                  c.concurrent_us, seq_report.predicted_us, report.predicted_us, plan.concurrent_decode_sms);
+    EXPECT_EQ(plan.concurrent_decode_sms, report.concurrent_decode_sms) << name;
+    if (faster) EXPECT_GT(plan.concurrent_decode_sms, 0) << name << ": measured faster, not chosen";
+    if (slower) EXPECT_EQ(plan.concurrent_decode_sms, 0) << name << ": measured slower, chosen";
+    if (plan.concurrent_decode_sms > 0) {
+      EXPECT_TRUE(plan.merge_requests.size() == size_t(plan.num_requests)) << name << ": every request merged";
+      EXPECT_GT(plan.prefix_balanced_ctas, 0) << name;
+      EXPECT_LE(plan.prefix_balanced_ctas, 132 - plan.concurrent_decode_sms) << name;
+    }
+  }
+  // Without candidates, or with choose_layout off, never.
+  KvPoolShape pool;
+  const DecodeBatch batch = UniformBatch(cases[1].shape, &pool);
+  PlanOptions off = o;
+  off.concurrent_candidates.clear();
+  EXPECT_EQ(PlanCascade(batch, pool, off).concurrent_decode_sms, 0);
+  off = o;
+  off.choose_layout = false;
+  EXPECT_EQ(PlanCascade(batch, pool, off).concurrent_decode_sms, 0);
+}
+
+}  // namespace
+}  // namespace prefixd::kernels

@@ -55,6 +55,8 @@ void ExpectSamePlan(const CascadePlan& a, const CascadePlan& b) {
   EXPECT_EQ(a.suffix.indices, b.suffix.indices);
   EXPECT_EQ(a.suffix.last_page_len, b.suffix.last_page_len);
   EXPECT_EQ(a.merge_requests, b.merge_requests);
+  EXPECT_EQ(a.prefix_balanced_ctas, b.prefix_balanced_ctas);
+  EXPECT_EQ(a.concurrent_decode_sms, b.concurrent_decode_sms);
 }
 
 // Every request is finished exactly once: listed in merge_requests, or (not listed) by exactly one
@@ -1207,6 +1209,29 @@ TEST(PlanBalance, BalancedPlansComputeTheSameAttention) {
   ASSERT_EQ(plan.prefix_items.size(), 12u);  // 8 chunks + 4 tails
   EXPECT_EQ(plan.group_num_chunks, std::vector<int32_t>{3});
   ExpectBalancedPlanIsExact(b, plan);
+}
+
+// A plan for the concurrent mode (PlanOptions::concurrent_decode_sms) records k and travels with
+// it; a negative k is refused in the options and in a plan.
+TEST(PlanConcurrent, RecordsItsDecodeSmsAndRoundTrips) {
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{64, 4096}, {3, 0}}, 256, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  o.fuse_merge = false;
+  EXPECT_EQ(PlanCascade(batch, pool, o).concurrent_decode_sms, 0);
+  o.concurrent_decode_sms = 20;
+  const CascadePlan plan = PlanCascade(batch, pool, o);
+  EXPECT_EQ(plan.concurrent_decode_sms, 20);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+  CascadePlan bad = plan;
+  bad.concurrent_decode_sms = -1;
+  EXPECT_INVALID_ARGUMENT(bad.Validate(), "concurrent_decode_sms");
+  EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(bad.Serialize()), "concurrent_decode_sms");
+  o.concurrent_decode_sms = -2;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "concurrent_decode_sms");
+  o.concurrent_decode_sms = 0;
+  o.concurrent_candidates = {20, 0};
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "concurrent_candidates");
 }
 
 // The stream over the heads on the 112 CTAs a concurrent decode on 20 SMs leaves (32/8 B256

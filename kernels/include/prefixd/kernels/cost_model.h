@@ -34,6 +34,11 @@
 //      tokens per item 84 µs; max(HBM time, L2 time) predicted 91).
 //  merge   = merge_launch_us + rows · merge_row_ns / 1000 + slot bytes / merge_gbs
 //      (only when the plan has merge_requests; rows = merged requests · H_qo).
+//  concurrent step (plan.concurrent_decode_sms = k > 0, both parts): the prefix on SMs − k CTAs
+//          (the grid above capped), the decode beside it on k SMs at concurrent_sm_gbs each until
+//          it is done or the prefix ends, the rest of its bytes at its own rate after that:
+//          step = step_fixed_us + max(prefix, decode_end, both parts' byte times) + merge (every
+//          request merged).
 //  step    = step_fixed_us + prefix + decode + merge − overlap, when both parts run
 //            overlap = min(pdl_overlap_us + pdl_overlap_frac · decode, prefix, decode,
 //                          prefix + decode − max(prefix, decode, prefix bytes + decode bytes times))
@@ -93,6 +98,11 @@ struct CostModelParams {
   double merge_row_ns = 1;
   double merge_gbs = 3000;
 
+  // Concurrent prefix/decode (CascadePlan::concurrent_decode_sms = k): the K/V bytes per second
+  // each of the k SMs streams for the decode beside the prefix kernel, GB/s. Not fitted by the
+  // calibration (it times the parts alone); measured on the H200 (bench/RESULTS.md, session 45).
+  double concurrent_sm_gbs = 40;
+
   // The H200 defaults (132 SMs), fitted to bench/RESULTS.md.
   static CostModelParams H200();
 
@@ -129,6 +139,7 @@ struct CostBreakdown {
 struct PlanProfile {
   int head_dim = 0, gqa = 1, num_kv_heads = 0, num_qo_heads = 0;
   int prefix_ctas = 0;  // CTAs of the prefix launch (min(items, SMs · ctas per SM)); 0: no launch
+  int concurrent_decode_sms = 0;  // CascadePlan::concurrent_decode_sms (where it has decode items)
   bool prefix_narrow = false;  // the narrow sm_90a prefix CTA runs (every item ≤ 64 rows, D ≤ 128)
   // Per prefix CTA (only the distinct, non-dominated (items, units) pairs): its item count and
   // its 64×128 units; the busiest CTA under any parameters is one of these.

@@ -149,12 +149,27 @@ struct PlanOptions {
   // grids the chunks cannot fill, as the SMs a concurrent decode leaves (64 pairs on 112 CTAs).
   // Off by default: on the grid with all SMs it predicts ≤ 2.5% (session 45).
   bool balance_stream = false;
+  // Concurrent prefix/decode (the CUDA backend's mode, kernels/cuda/cuda_backend.h): the decode
+  // kernel on k SMs beside a prefix grid of SMs − k CTAs, every request finished by the merge step.
+  // concurrent_decode_sms = k > 0 plans the step for it (CascadePlan::concurrent_decode_sms; the
+  // other options must then be the mode's: fuse_merge off, the prefix target and balance for
+  // SMs − k CTAs, the stream balance). With choose_layout, concurrent_candidates are the k the
+  // planner may choose instead for an all-cascade winner, scored by the cost model (its concurrent
+  // step), for a predicted gain of more than plain_margin.
+  int concurrent_decode_sms = 0;
+  std::vector<int> concurrent_candidates;
+  // ... and only from this head_dim up. At head_dim 64 the mode measured slower on every shape
+  // tried (32/8 and 32/32 B256 P32768 S256: +7 and +4%, bench/RESULTS.md session 47), where the
+  // model predicts 3-5% faster: it underestimates the sequential step's overlap (~15 µs measured,
+  // 4 modelled) by more than the gain.
+  int concurrent_min_head_dim = 128;
   std::shared_ptr<const CostModelParams> cost_model;
 };
 
 // What the layout choice decided (PlanCascade with a report; filled also when choose_layout is off).
 struct PlanReport {
   std::vector<uint8_t> group_plain;  // [groups]: 1 = planned as plain decode
+  int concurrent_decode_sms = 0;     // the concurrent mode's k where chosen (PlanOptions)
   int prefix_target_items = 0;       // the split options the plan was made with
   int min_prefix_chunk = 0;
   int min_decode_chunk = 0;
@@ -188,6 +203,10 @@ struct CascadePlan {
   // PrefixWorkItem::cta_next from it; the chains are disjoint and cover every prefix item. A kernel
   // launched with another grid takes the items round-robin (same results).
   int32_t prefix_balanced_ctas = 0;
+  // 0: the prefix and decode kernels run one after the other. k > 0: planned for the concurrent
+  // mode with the decode on k SMs (PlanOptions::concurrent_decode_sms); a backend without that mode
+  // runs it one after the other (same results: no decode item finishes a request then).
+  int32_t concurrent_decode_sms = 0;
 
   int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
   // Whether some request of merge_requests has decode items (a suffix split into chunks, or no

@@ -374,7 +374,8 @@ std::optional<Scored> ScoreNarrowCascade(const DecodeBatch& batch, const KvPoolS
 // (the prefix target and balance scaled to them, the stream balance, every request through the
 // merge step), scored by the cost model's concurrent step (cost_model.h); the fastest if it beats
 // the winner's options with the stream balance alone, or nothing (also without candidates, below
-// concurrent_min_head_dim, or without both prefix and suffix tokens to overlap).
+// concurrent_min_head_dim, beside a memory-bound prefix, or without both prefix and suffix tokens
+// to overlap).
 std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& winner,
                                              const PlanOptions& base, const CostModelParams& params, int* candidates) {
   const int sms = int(params.num_sms);
@@ -384,6 +385,17 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   for (int r = 0; r < batch.num_requests() && !suffix; ++r) suffix = batch.suffix.SeqLen(r, pool.page_size) > 0;
   if (base.concurrent_candidates.empty() || !prefix || !suffix) return std::nullopt;
   if (pool.head_dim < base.concurrent_min_head_dim) return std::nullopt;
+  // Only beside a compute-bound prefix (its FLOPs take longer than its K/V bytes at the model's
+  // rates: at GQA 4, B > ~74): a memory-bound one leaves the decode no bandwidth to overlap with,
+  // and there the model's small-step times are too coarse to call a few µs (32/8 B16 P8192 S256:
+  // 26.7 → 23.7 predicted, not measured).
+  double flop_us = 0, byte_us = 0;
+  for (const PrefixGroup& g : batch.groups) {
+    const double tokens = g.prefix.num_tokens;
+    flop_us += 4.0 * g.num_requests * batch.num_qo_heads * tokens * pool.head_dim / (params.prefix_tflops * 1e6);
+    byte_us += tokens * pool.num_kv_heads * pool.head_dim * 2.0 * DTypeBytes(pool.dtype) / (params.prefix_gbs * 1e3);
+  }
+  if (flop_us <= byte_us) return std::nullopt;
   const int target = winner.prefix_target_items > 0 ? winner.prefix_target_items : winner.target_items;
   std::optional<Scored> best;
   // The same options one after the other, with the stream's balance too: the gain must come from

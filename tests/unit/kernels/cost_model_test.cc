@@ -902,6 +902,20 @@ TEST(CostModel, PlannerChoosesTheConcurrentModeWhereItMeasuredFaster) {
       EXPECT_LE(plan.prefix_balanced_ctas, 132 - plan.concurrent_decode_sms) << name;
     }
   }
+  // On the head_dim-128 grid (B 16-256, P 1024-32768, S 32/256, 32/32 and 32/8) only at
+  // 32/8 B256 P32768 S256: the other shapes either measured no faster (above; bench/RESULTS.md
+  // session 45 run 10) or have a memory-bound prefix (B16 and B64 at GQA 4, every 32/32 one), beside
+  // which the planner never chooses the mode.
+  for (const int h_kv : {32, 8})
+    for (const int b : {16, 64, 256})
+      for (const int p : {1024, 8192, 32768})
+        for (const int s : {32, 256}) {
+          KvPoolShape pool;
+          const DecodeBatch batch = UniformBatch(shape(32, h_kv, 128, b, p, s), &pool);
+          const bool want = h_kv == 8 && b == 256 && p == 32768 && s == 256;
+          EXPECT_EQ(PlanCascade(batch, pool, o).concurrent_decode_sms > 0, want)
+              << "32/" << h_kv << " B" << b << " P" << p << " S" << s;
+        }
   // Without candidates, or with choose_layout off, never.
   KvPoolShape pool;
   const DecodeBatch batch = UniformBatch(cases[1].shape, &pool);

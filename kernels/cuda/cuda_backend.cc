@@ -311,8 +311,9 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // PREFIXD_PREFIX_TARGET_ITEMS=n overrides the prefix target (for comparisons).
   o.target_items = 2 * num_sms_;
   o.prefix_target_items = num_sms_ * PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel);
-  // Concurrent prefix/decode: the prefix grid has SMs − k CTAs (one wave of items for them), and
-  // the decode kernel cannot finish requests (cuda_backend.h).
+  // Forced concurrent prefix/decode: the prefix grid has SMs − k CTAs (one wave of items for them),
+  // and the decode kernel cannot finish requests (cuda_backend.h). The planner's candidates
+  // (auto) get the same options from PlanCascade where it chooses one.
   if (concurrent_decode_sms_ > 0) {
     o.prefix_target_items =
         (num_sms_ - concurrent_decode_sms_) * PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel);
@@ -342,8 +343,8 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // PREFIXD_DECODE_TARGET_ITEMS=n: the decode items' target instead (suffixes split until their
   // items reach it; for comparisons).
   o.target_items = int(EnvInteger("PREFIXD_DECODE_TARGET_ITEMS", 1, kMaxEnvItems, o.target_items));
-  // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with concurrent
-  // decode: the model does not describe that mode). With the built-in H200 parameters (fitted in
+  // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with the forced
+  // concurrent mode, whose every plan is made for it; the auto mode's candidates are scored by it). With the built-in H200 parameters (fitted in
   // session 8), the plain margin and the tiny-prefix rule (session 18): within 5% of the faster
   // layout on all 120 grid shapes and within 1.1% on 72 other shapes (session 18 run 4, H200);
   // always-cascade is up to 1.5× slower than plain decode at P = 128 (bench/NOTES-planner.md). The

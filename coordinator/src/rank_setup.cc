@@ -25,10 +25,11 @@ RankDevice ChooseRankDevice(const comm::MpiSession& session, const std::string& 
   return d;
 }
 
-std::unique_ptr<kernels::Backend> MakeRankBackend(const RankDevice& device) {
+std::unique_ptr<kernels::Backend> MakeRankBackend(const RankDevice& device, bool single_rank) {
   if (!device.cuda) return kernels::MakeCpuBackend();
   kernels::BackendOptions options;
   options.device = device.device;
+  options.concurrent_prefix_decode = single_rank;
   return kernels::MakeCudaBackend(options);
 }
 
@@ -80,7 +81,12 @@ std::string KvPoolShortfall(const kernels::KvPoolShape& pool, const KvPoolRoom& 
 std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, const RankDevice& device, MPI_Comm control,
                                    int chunks) {
   PREFIXD_CHECK_ARG(chunks >= 1 && chunks <= 16, "pipeline chunks must be in [1, 16], got " << chunks);
-  std::unique_ptr<kernels::Backend> backend = MakeRankBackend(device);
+  int ranks = 0;
+  PREFIXD_MPI_CHECK(MPI_Comm_size(control, &ranks));
+  // The concurrent prefix/decode mode on one rank only (BackendOptions::concurrent_prefix_decode;
+  // the mode measured slower in the multi-rank engine, bench/RESULTS.md session 7).
+  const bool single_rank = ranks == 1;
+  std::unique_ptr<kernels::Backend> backend = MakeRankBackend(device, single_rank);
   std::unique_ptr<comm::Comm> data;
   if (device.cuda) {
     comm::CommOptions co;
@@ -90,9 +96,9 @@ std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, const RankDevic
     data = comm::MakeMpiComm(control);
   }
   auto engine = std::make_unique<Engine>(options, control, std::move(backend), std::move(data));
-  for (int c = 1; c < chunks; ++c) engine->worker().AddPipelineBackend(MakeRankBackend(device));
+  for (int c = 1; c < chunks; ++c) engine->worker().AddPipelineBackend(MakeRankBackend(device, single_rank));
   if (options.worker.split_own_rows)
-    for (int c = 0; c < chunks; ++c) engine->worker().AddSplitBackend(MakeRankBackend(device));
+    for (int c = 0; c < chunks; ++c) engine->worker().AddSplitBackend(MakeRankBackend(device, single_rank));
   return engine;
 }
 

@@ -137,9 +137,9 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     concurrent_decode_sms_ = int(EnvInteger("PREFIXD_CONCURRENT_DECODE_SMS", 0, num_sms_ - 1, concurrent_decode_sms_));
   // The planner's candidates (PlanOptions::concurrent_candidates): 15% and 21% of the SMs (20 and
   // 28 of the H200's 132, the best k measured at head_dim 128 and 256, bench/RESULTS.md session 45),
-  // where the prefix runs on the persistent sm_90a kernel (one CTA per SM, the grid the mode caps)
-  // and the fused kernel is off.
-  if (concurrent_auto && !fused_ &&
+  // where the prefix runs on the persistent sm_90a kernel (one CTA per SM, the grid the mode caps),
+  // the fused kernel is off and the owner allows it (BackendOptions::concurrent_prefix_decode).
+  if (concurrent_auto && options.concurrent_prefix_decode && !fused_ &&
       PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1 && num_sms_ >= 8)
     for (const double share : {0.15, 0.21})
       concurrent_candidates_.push_back(std::max(1, int(std::lround(share * num_sms_))));
@@ -344,8 +344,8 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // items reach it; for comparisons).
   o.target_items = int(EnvInteger("PREFIXD_DECODE_TARGET_ITEMS", 1, kMaxEnvItems, o.target_items));
   // Layout choice by the cost model (PlanOptions::choose_layout): on by default (not with the forced
-  // concurrent mode, whose every plan is made for it; the auto mode's candidates are scored by it). With the built-in H200 parameters (fitted in
-  // session 8), the plain margin and the tiny-prefix rule (session 18): within 5% of the faster
+  // concurrent mode, whose every plan is made for it; the auto mode's candidates are scored by it).
+  // With the built-in H200 parameters (fitted in session 8), the plain margin and the tiny-prefix rule (session 18): within 5% of the faster
   // layout on all 120 grid shapes and within 1.1% on 72 other shapes (session 18 run 4, H200);
   // always-cascade is up to 1.5× slower than plain decode at P = 128 (bench/NOTES-planner.md). The
   // parameters are an H200's. PREFIXD_CHOOSE_LAYOUT=0 turns it off.

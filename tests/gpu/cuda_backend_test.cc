@@ -480,6 +480,12 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
     EXPECT_EQ(candidates, (std::vector<int>{int(std::lround(0.15 * sms)), int(std::lround(0.21 * sms))}));
     EXPECT_NE(Device().Describe().find("where the planner chooses it"), std::string::npos) << Device().Describe();
   }
+  // An owner that turns the mode off (the multi-rank engine: BackendOptions::concurrent_prefix_decode).
+  kernels::BackendOptions no_mode;
+  no_mode.concurrent_prefix_decode = false;
+  const std::unique_ptr<Backend> without = kernels::MakeCudaBackend(no_mode);
+  EXPECT_TRUE(without->DefaultPlanOptions().concurrent_candidates.empty());
+  EXPECT_EQ(without->Describe().find("concurrent"), std::string::npos) << without->Describe();
   if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
   const std::unique_ptr<Backend> off = MakeConcurrentBackend("0");
   const CascadeCase c{"planned_concurrent_fp16_h32kv8_d128", kF16, 32, 8, 128, 16,

@@ -792,12 +792,6 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
 
 kernels::PlanOptions Worker::PlanOptionsFor(const Backend& backend) const {
   kernels::PlanOptions o = backend.DefaultPlanOptions();
-  // The concurrent prefix/decode (PlanOptions::concurrent_candidates) on one rank only: with
-  // several, the step splits its parts around the state exchange (send_before_decode,
-  // decode_beside_prefix), where a concurrent plan's capped prefix grid would run without the
-  // overlap it was chosen for (and the mode measured slower in the engine, bench/RESULTS.md
-  // session 7).
-  if (num_ranks() > 1) o.concurrent_candidates.clear();
   if (options_.choose_layout >= 0) o.choose_layout = options_.choose_layout != 0;
   if (options_.fuse_merge >= 0) o.fuse_merge = options_.fuse_merge != 0;
   return o;

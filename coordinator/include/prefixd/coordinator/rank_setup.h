@@ -23,7 +23,9 @@ struct RankDevice {
 // without a GPU) or "cpu". Collective over MPI_COMM_WORLD.
 RankDevice ChooseRankDevice(const comm::MpiSession& session, const std::string& flag);
 
-std::unique_ptr<kernels::Backend> MakeRankBackend(const RankDevice& device);
+// `single_rank`: the job has one rank, so the CUDA backend may offer the planner its concurrent
+// prefix/decode mode (kernels::BackendOptions::concurrent_prefix_decode).
+std::unique_ptr<kernels::Backend> MakeRankBackend(const RankDevice& device, bool single_rank);
 
 // Device memory a GPU keeps beside its KV pool: the backends' workspaces (tens of MiB for the
 // main job's default workload), NCCL's buffers (a few hundred MiB) and what the CUDA context grows

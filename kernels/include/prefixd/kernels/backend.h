@@ -157,6 +157,11 @@ class Backend {
 struct BackendOptions {
   WorkspaceLimits limits;
   int device = 0;  // CUDA device ordinal
+  // Whether the CUDA backend offers the planner its concurrent prefix/decode mode (PlanOptions::
+  // concurrent_candidates, kernels/cuda/cuda_backend.h) under PREFIXD_CONCURRENT_DECODE_SMS=auto.
+  // The multi-rank engine turns it off: its steps split the parts around the state exchange, where
+  // a concurrent plan's capped prefix grid would run without the overlap it was chosen for.
+  bool concurrent_prefix_decode = true;
 };
 
 std::unique_ptr<Backend> MakeCpuBackend(const BackendOptions& options = {});

@@ -129,12 +129,19 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   num_sms_ = prop.multiProcessorCount;
   l2_bytes_ = prop.l2CacheSize;
-  // PREFIXD_CONCURRENT_DECODE_SMS: unset or "auto", the planner's choice per plan (below); k, every
-  // plan concurrent on k SMs; 0, never.
+  // PREFIXD_CONCURRENT_DECODE_SMS: unset, empty (as every switch here) or "auto", the planner's
+  // choice per plan (below); k, every plan concurrent on k SMs; 0, never.
   const char* concurrent_env = std::getenv("PREFIXD_CONCURRENT_DECODE_SMS");
-  const bool concurrent_auto = concurrent_env == nullptr || std::strcmp(concurrent_env, "auto") == 0;
-  if (!concurrent_auto)
-    concurrent_decode_sms_ = int(EnvInteger("PREFIXD_CONCURRENT_DECODE_SMS", 0, num_sms_ - 1, concurrent_decode_sms_));
+  const bool concurrent_auto =
+      concurrent_env == nullptr || *concurrent_env == '\0' || std::strcmp(concurrent_env, "auto") == 0;
+  if (!concurrent_auto) {
+    try {
+      concurrent_decode_sms_ = int(EnvInteger("PREFIXD_CONCURRENT_DECODE_SMS", 0, num_sms_ - 1, 0));
+    } catch (const Error&) {  // the same check, its message naming the word too
+      PREFIXD_CHECK_ARG(false, "PREFIXD_CONCURRENT_DECODE_SMS must be auto or an integer in [0, "
+                                   << num_sms_ - 1 << "], got '" << concurrent_env << "'");
+    }
+  }
   // The planner's candidates (PlanOptions::concurrent_candidates): 15% and 21% of the SMs (20 and
   // 28 of the H200's 132, the best k measured at head_dim 128 and 256, bench/RESULTS.md session 45),
   // where the prefix runs on the persistent sm_90a kernel (one CTA per SM, the grid the mode caps),

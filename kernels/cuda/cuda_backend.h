@@ -160,9 +160,7 @@ class CudaBackend final : public Backend {
   int num_sms() const { return num_sms_; }
   // PREFIXD_CONCURRENT_DECODE_SMS at construction (0: prefix and decode run one after the other).
   int concurrent_decode_sms() const { return concurrent_decode_sms_; }
-  // The planner's concurrent candidates in DefaultPlanOptions (empty: forced or off), and the steps
-  // run concurrently so far (RunCascade of a plan loaded with k > 0).
-  const std::vector<int>& concurrent_candidates() const { return concurrent_candidates_; }
+  // The steps run concurrently so far (RunCascade of a plan loaded with k > 0).
   int64_t concurrent_steps() const { return concurrent_steps_; }
   // The loaded plan's concurrent k (0: none loaded, or one after the other).
   int loaded_concurrent_decode_sms() const { return plan_loaded_ ? plan_.concurrent_decode_sms : 0; }

@@ -186,9 +186,7 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
   plan.num_pages = pool.num_pages;
   plan.groups = batch.groups;
   plan.suffix = batch.suffix;
-  PREFIXD_CHECK_ARG(options.concurrent_decode_sms >= 0,
-                    "plan options: concurrent_decode_sms must be ≥ 0, got " << options.concurrent_decode_sms);
-  plan.concurrent_decode_sms = options.concurrent_decode_sms;
+  plan.concurrent_decode_sms = options.concurrent_decode_sms;  // ≥ 0 (ValidateOptions)
   const int g = plan.gqa_group_size();
   const int num_groups = int(batch.groups.size());
 
@@ -397,14 +395,12 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   }
   if (flop_us <= byte_us) return std::nullopt;
   const int target = winner.prefix_target_items > 0 ? winner.prefix_target_items : winner.target_items;
-  std::optional<Scored> best;
-  // The same options one after the other, with the stream's balance too: the gain must come from
-  // the overlap, not from a balance the step could have without it.
-  {
-    PlanOptions o = winner;
-    o.balance_stream = true;
-    best = Scored{PredictPlan(batch, pool, o, params, candidates), o, std::vector<uint8_t>(batch.groups.size(), 0)};
-  }
+  const std::vector<uint8_t> none(batch.groups.size(), 0);
+  // The bar: the same options one after the other, with the stream's balance too, so that the gain
+  // must come from the overlap, not from a balance the step could have without it.
+  PlanOptions sequential = winner;
+  sequential.balance_stream = true;
+  Scored best{PredictPlan(batch, pool, sequential, params, candidates), sequential, none};
   for (const int k : base.concurrent_candidates) {
     if (k >= sms) continue;
     PlanOptions o = winner;
@@ -414,9 +410,9 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     o.balance_prefix_ctas = base.balance_prefix_ctas > k ? base.balance_prefix_ctas - k : 0;
     o.balance_stream = true;  // 64 pairs on 112 CTAs: the chunks alone leave them unbalanced
     const double us = PredictPlan(batch, pool, o, params, candidates);
-    if (us < best->us) best = Scored{us, o, std::vector<uint8_t>(batch.groups.size(), 0)};
+    if (us < best.us) best = Scored{us, o, none};
   }
-  if (best->options.concurrent_decode_sms == 0) return std::nullopt;
+  if (best.options.concurrent_decode_sms == 0) return std::nullopt;
   return best;
 }
 

@@ -456,6 +456,9 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
     EXPECT_PREFIXD_ERROR(MakeConcurrentBackend(bad), ErrorKind::kInvalidArgument, "PREFIXD_CONCURRENT_DECODE_SMS");
   const std::unique_ptr<Backend> off = MakeConcurrentBackend("0");
   EXPECT_EQ(off->Describe().find("concurrent"), std::string::npos) << off->Describe();
+  // "auto" and an empty value are the default (the planner's choice): nothing forced.
+  for (const char* automatic : {"auto", ""})
+    EXPECT_EQ(MakeConcurrentBackend(automatic)->DefaultPlanOptions().concurrent_decode_sms, 0) << automatic;
   EXPECT_TRUE(off->DefaultPlanOptions().fuse_merge);
   EXPECT_NE(Concurrent().Describe().find("concurrent prefix/decode"), std::string::npos) << Concurrent().Describe();
   EXPECT_FALSE(Concurrent().DefaultPlanOptions().fuse_merge);

@@ -53,7 +53,7 @@ namespace sm90a {
 
 // Query rows per consumer warpgroup (the wgmma M). A row tile's warpgroups start at item.row_begin +
 // 64·k: they hold whole requests (rows local_request · g + head) only where g divides 64, which the
-// per-request arrival counts of the fused kernel and of the ⊕ by the last arrival rely on.
+// fused kernel's per-request arrival counts rely on (FusedCascadeSupportsShape).
 constexpr int kWarpgroupRows = 64;
 
 // Whether this build contains the sm_90a kernels (CMake: PREFIXD_HAVE_SM90A).

@@ -409,7 +409,8 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   plan_options.fuse_merge = cfg.fuse && gpu.concurrent_decode_sms() == 0;
   const CascadePlan plan = kernels::PlanCascade(batch, pool, plan_options);
   if (plan.concurrent_decode_sms > 0 && gpu.concurrent_decode_sms() == 0)
-    row.note += " concurrent(k=" + std::to_string(plan.concurrent_decode_sms) + ")";  // the planner's choice
+    row.note += " concurrent(k=" + std::to_string(plan.concurrent_decode_sms) +
+                (plan.concurrent_decode_tma ? ", TMA decode)" : ")");  // the planner's choice
   row.prefix_items = int(plan.prefix_items.size());
   row.decode_items = int(plan.decode_items.size());
   row.slots = plan.num_slots();

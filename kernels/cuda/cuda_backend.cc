@@ -11,6 +11,7 @@
 #include "prefixd/common/env.h"
 #include "kernels/cuda/cascade_fused.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/decode_stream_tma.h"
 #include "kernels/cuda/merge_states.h"
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
@@ -26,8 +27,8 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Shapes of plan.cc's serialised form (Serialize): a 15-int header, then the arrays in order.
-constexpr int64_t kHeaderInts = 15;
+// Shapes of plan.cc's serialised form (Serialize): its header, then the arrays in order.
+constexpr int64_t kHeaderInts = CascadePlan::kSerializedHeaderInts;
 constexpr int64_t kPrefixItemInts = sizeof(PrefixWorkItem) / sizeof(int32_t);
 constexpr int64_t kDecodeItemInts = sizeof(DecodeWorkItem) / sizeof(int32_t);
 constexpr int64_t kGroupInts = sizeof(PrefixGroup) / sizeof(int32_t);
@@ -117,6 +118,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_persistent_ = EnvFlag("PREFIXD_DECODE_PERSISTENT", decode_persistent_);
   decode_tma_ = EnvFlag("PREFIXD_DECODE_TMA", decode_tma_);
   decode_tma_diag_ = int(EnvInteger("PREFIXD_DECODE_TMA_DIAG", 0, 2, decode_tma_diag_));
+  concurrent_tma_ = EnvFlag("PREFIXD_CONCURRENT_DECODE_TMA", concurrent_tma_);
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
@@ -181,6 +183,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!concurrent_candidates_.empty()) {
     d << " [concurrent prefix/decode where the planner chooses it: decode SMs";
     for (const int k : concurrent_candidates_) d << " " << k;
+    if (concurrent_tma_) d << ", the persistent TMA decode where it fits";
     d << "]";
   }
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
@@ -341,6 +344,7 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // Forced concurrent: every plan for it. Otherwise the planner's candidates (with choose_layout).
   o.concurrent_decode_sms = concurrent_decode_sms_;
   if (concurrent_decode_sms_ == 0) o.concurrent_candidates = concurrent_candidates_;
+  o.concurrent_tma_candidate = concurrent_tma_ && !o.concurrent_candidates.empty();
   const int64_t overhead = EnvInteger("PREFIXD_PREFIX_BALANCE_OVERHEAD", -1, 10000, -1);
   if (overhead >= 0) o.balance_item_overhead_tiles = double(overhead) / 100.0;
   // PREFIXD_PREFIX_BALANCE_MIN_GAIN=n: the smallest predicted gain that balances, in hundredths of a
@@ -581,6 +585,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.prefix_balanced_ctas = plan.prefix_balanced_ctas;
   loaded.fused = fused;
   loaded.concurrent_decode_sms = concurrent_k;
+  loaded.concurrent_decode_tma = concurrent_k > 0 && concurrent_tma_ && plan.concurrent_decode_tma != 0;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
   if (fused) loaded.request_finished = d + o_finished;
   for (int k = 0; fused && k < 3; ++k) {
@@ -674,19 +679,31 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
                   : sixteen_rows && decode_ctas <= num_sms_    ? 8
                   : decode_ctas <= 2 * num_sms_                ? 4
                                                                : 2;
+    p.stream_items = decode_stream_items_;
+    p.stream_tma = decode_tma_;
+    // The plan's persistent TMA decode beside a concurrent prefix (also when timed alone): one CTA
+    // of 8 warps on each of the k SMs. Where this launch cannot take it (DecodeStreamTmaApplies:
+    // the pool's alignment, a KV head view), the one-CTA-per-item decode runs instead.
+    DecodeAttentionParams tma = p;
+    tma.max_sms = concurrent_k;
+    tma.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
+    tma.stream_items = tma.stream_tma = true;
+    const bool tma_decode = plan_.concurrent_decode_tma && concurrent_k > 0 && plan_.num_prefix_items > 0 &&
+                            args.decode_free_sms == 0 && DecodeStreamTmaApplies(tma);
     // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, which then needs 8 warps
     // to keep enough bytes in flight for its share of the bandwidth.
     if (args.decode_free_sms > 0) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
+    } else if (tma_decode) {
+      p = tma;
+      if (concurrent && parts == kAllParts) ++concurrent_tma_steps_;
     } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
       // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
       p.max_sms = concurrent_k > 0 && plan_.num_prefix_items > 0 ? concurrent_k : num_sms_;
       if (decode_mma_warps_ == 0) p.mma_warps = 8;  // one CTA per SM (the TMA kernel also runs 4)
     }
-    p.stream_items = decode_stream_items_;
-    p.stream_tma = decode_tma_;
     p.tma_diag = decode_tma_diag_;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;

@@ -69,6 +69,9 @@
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (1; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=auto|k  concurrent prefix/decode (below): auto (the default) where
 //                                         the planner chooses it, k every step on k SMs, 0 never
+//   PREFIXD_CONCURRENT_DECODE_TMA=0|1     its decode as the persistent TMA decode on exactly the k
+//                                         SMs where the plan says so (CascadePlan::
+//                                         concurrent_decode_tma), and the planner's candidate (1)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -97,7 +100,10 @@
 // capped), and at the same time the decode kernel on a second stream forked from the main one,
 // launched normally (no PDL: a programmatic dependency on the prefix grid would serialise it
 // again), so that its CTAs take the k SMs the prefix grid leaves free (and every SM once prefix
-// CTAs exit). The main stream is created with the highest priority and the second with the lowest,
+// CTAs exit); or, where the plan says so (CascadePlan::concurrent_decode_tma, the planner's choice
+// where the decode's bytes fit beside the prefix), the persistent TMA decode on exactly the k SMs:
+// 57 GB/s per SM beside the prefix against the other's ~40, so that at 32/8 B256 P32768 S256 it
+// ends before the prefix (273.3 → 269.8 µs fp16, bench/RESULTS.md session 48). The main stream is created with the highest priority and the second with the lowest,
 // so that pending prefix CTAs are dispatched first. The decode kernel then cannot read finished
 // prefix states, so no decode item finishes its request: LoadPlan loads every such plan unfused
 // (DecodeWorkItem::finish = 0, merge_requests = every request; the same ⊕ to float rounding) and
@@ -164,6 +170,8 @@ class CudaBackend final : public Backend {
   int64_t concurrent_steps() const { return concurrent_steps_; }
   // The loaded plan's concurrent k (0: none loaded, or one after the other).
   int loaded_concurrent_decode_sms() const { return plan_loaded_ ? plan_.concurrent_decode_sms : 0; }
+  // The concurrent steps whose decode ran as the persistent TMA decode on the k SMs so far.
+  int64_t concurrent_tma_steps() const { return concurrent_tma_steps_; }
 
   // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
   // the kernel benchmark times them one by one).
@@ -225,6 +233,9 @@ class CudaBackend final : public Backend {
     bool fused = false;
     // Concurrent prefix/decode with the decode on this many SMs (0: one after the other).
     int concurrent_decode_sms = 0;
+    // ... with the decode as the persistent TMA decode on exactly those SMs (CascadePlan::
+    // concurrent_decode_tma, where PREFIXD_CONCURRENT_DECODE_TMA allows it).
+    bool concurrent_decode_tma = false;
     const int32_t* request_finished = nullptr;  // [num_requests] (FusedCascadeParams::request_finished)
     struct FusedLists {
       const int32_t* cta_indptr = nullptr;
@@ -273,6 +284,8 @@ class CudaBackend final : public Backend {
   // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.
   int concurrent_decode_sms_ = 0;
   std::vector<int> concurrent_candidates_;  // PREFIXD_CONCURRENT_DECODE_SMS unset or auto
+  bool concurrent_tma_ = true;               // PREFIXD_CONCURRENT_DECODE_TMA
+  int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;
   cudaStream_t decode_stream_ = nullptr;
   cudaEvent_t fork_ = nullptr, join_ = nullptr;

@@ -44,8 +44,15 @@ __device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index
   }
 }
 
-__global__ void MergeStatesKernel(MergeStatesParams p) {
-  constexpr int kBatch = 8;  // states whose v loads are in flight together
+// Resident blocks per SM the merge kernel is built for (__launch_bounds__): registers for at
+// most 64 per thread, so that a merge of B · H rows runs in few waves. Each wave costs a chain of
+// dependent memory latencies (run bounds → states → outputs); at 120 registers (4 blocks per SM) the
+// 8192-row merge of a 32/8 B256 step took 3.9 waves and 12.4 µs on the H200 (bench/RESULTS.md,
+// session 48).
+constexpr int kMergeBlocksPerSm = 8;
+
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeStatesKernel(MergeStatesParams p) {
+  constexpr int kBatch = 4;  // states whose v loads are in flight together
   WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int lane = threadIdx.x % kWarpSize;
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
@@ -78,24 +85,30 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
     first = row;
     stride = p.rows;
   }
+  // State i's float4 d4 (zeros past the run: never weighed in).
+  const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + first * p.head_dim);
+  const int64_t state_float4s = stride * (p.head_dim / 4);
+  auto load_v = [&](int i, int d4) {
+    return i < n ? v_first[i * state_float4s + d4] : make_float4(0.f, 0.f, 0.f, 0.f);
+  };
 
   // The v loads of the first batch (this lane's first float4 of each of the first kBatch states)
-  // go out before the LSE reduction below, so that a short run costs one memory latency for s and
-  // v together instead of one after the other.
+  // go out with the s loads, before the LSE reduction below, so that a short run costs one memory
+  // latency for s and v together instead of one after the other.
   const int d4_count = p.head_dim / 4;
-  float4 first_x[kBatch];
+  float4 x[kBatch];
 #pragma unroll
-  for (int k = 0; k < kBatch; ++k)
-    first_x[k] = k < n && lane < d4_count ? reinterpret_cast<const float4*>(p.v_in + (first + k * stride) * p.head_dim)[lane]
-                                          : make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int k = 0; k < kBatch; ++k) x[k] = lane < d4_count ? load_v(k, lane) : make_float4(0.f, 0.f, 0.f, 0.f);
 
   // Passes 1-2: the largest LSE of the run m (so every weight 2^(s_i − m) is ≤ 1, no overflow),
-  // then the sum of the weights. Runs of up to 32 states (the usual case) keep s_i in a register.
-  float m = -INFINITY, sum_w = 0.f;
-  if (n <= kWarpSize) {
-    const float s_i = lane < n ? p.s_in[first + lane * stride] : -INFINITY;
-    m = WarpMax(s_i);
-    if (m != -INFINITY) sum_w = WarpSum(exp2f(s_i - m));
+  // then the sum of the weights. Runs of up to 32 states (the usual case) keep s_i in lane i's
+  // register, where pass 3 takes it by shuffle.
+  const bool s_in_lanes = n <= kWarpSize;
+  float s_lane = -INFINITY, m = -INFINITY, sum_w = 0.f;
+  if (s_in_lanes) {
+    if (lane < n) s_lane = p.s_in[first + lane * stride];
+    m = WarpMax(s_lane);
+    if (m != -INFINITY) sum_w = WarpSum(exp2f(s_lane - m));
   } else {
     for (int i = lane; i < n; i += kWarpSize) m = fmaxf(m, p.s_in[first + i * stride]);
     m = WarpMax(m);
@@ -107,29 +120,28 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
   // An empty run (or one of empty states only) is the empty state: v = 0, s = −inf.
   const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;
 
-  // Pass 3: the weighted sum of v. Loads go out kBatch states at a time, all independent of each
+  // Pass 3: the weighted sum of v, kBatch states at a time, their loads all independent of each
   // other (a state's v is loaded whatever its weight and dropped by a select, so no load waits on
-  // an exp2): a row of n states costs ceil(n / kBatch) memory latencies, not n.
-  for (int d4 = lane; d4 < d4_count; d4 += kWarpSize) {
+  // an exp2): a row of n states costs ceil(n / kBatch) memory latencies, not n. The lane's first
+  // float4 of the first batch is x, loaded above. Every lane runs every round, also past the row's
+  // end (head_dim < 128), because the weights come by a whole-warp shuffle.
+  for (int d4_base = 0; d4_base < d4_count; d4_base += kWarpSize) {
+    const int d4 = d4_base + lane;
+    const bool active = d4 < d4_count;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (m != -INFINITY) {
+#pragma unroll 1
       for (int i0 = 0; i0 < n; i0 += kBatch) {
-        float w[kBatch];
-        float4 x[kBatch];
+        if (i0 > 0 || d4_base > 0) {
 #pragma unroll
-        for (int k = 0; k < kBatch; ++k) {
-          const int64_t state = first + (i0 + k) * stride;
-          const bool in_run = i0 + k < n;
-          w[k] = in_run ? p.s_in[state] : -INFINITY;
-          if (i0 == 0 && d4 == lane) x[k] = first_x[k];  // loaded above
-          else
-            x[k] = in_run ? reinterpret_cast<const float4*>(p.v_in + state * p.head_dim)[d4]
-                          : make_float4(0.f, 0.f, 0.f, 0.f);
+          for (int k = 0; k < kBatch; ++k) x[k] = active ? load_v(i0 + k, d4) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) {
-          const float wk = exp2f(w[k] - m);  // 0 for an empty state (s = −inf)
-          if (wk == 0.f) continue;           // its v may be poison: never multiply it in
+          if (i0 + k >= n) break;  // uniform over the warp, as the shuffle needs
+          const float s_i = s_in_lanes ? __shfl_sync(0xffffffffu, s_lane, i0 + k) : p.s_in[first + (i0 + k) * stride];
+          const float wk = exp2f(s_i - m);  // 0 for an empty state (s = −inf)
+          if (wk == 0.f) continue;          // its v may be poison: never multiply it in
           acc.x += wk * x[k].x;
           acc.y += wk * x[k].y;
           acc.z += wk * x[k].z;
@@ -137,6 +149,7 @@ __global__ void MergeStatesKernel(MergeStatesParams p) {
         }
       }
     }
+    if (!active) continue;
     acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
     if (packed_v != nullptr) {
       if (packed_v_aligned) {

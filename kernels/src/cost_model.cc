@@ -86,8 +86,12 @@ CostModelParams CostModelParams::H200() {
   c.merge_gbs = 1833;
   // Session 45 (bench/RESULTS.md, runs 7-8): the default decode kernel streamed 202 of 268 MB
   // beside the head_dim-128 prefix on 20 SMs (42 GB/s each), 433 of 537 MB beside the head_dim-256
-  // one on 28 (34 GB/s each).
+  // one on 28 (34 GB/s each). Session 48's trace of the steps read ~50 and ~56 at head_dim 128 (20
+  // and 28 SMs); at 50 the planner takes the mode at P16384 too, never timed, so 40 stays.
   c.concurrent_sm_gbs = 40;
+  // Session 48 (run 1, the trace): the persistent TMA decode streamed 268 MB in 236 µs beside the
+  // head_dim-128 prefix on 20 SMs and 537 MB in 337 µs on 28 (57 GB/s each).
+  c.concurrent_tma_sm_gbs = 57;
   return c;
 }
 
@@ -126,6 +130,7 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(merge_row_ns, true, true),
       PREFIXD_TOP(merge_gbs, true, false),
       PREFIXD_TOP(concurrent_sm_gbs, false, false),
+      PREFIXD_TOP(concurrent_tma_sm_gbs, false, false),
   };
 #undef PREFIXD_TOP
 #undef PREFIXD_DEC
@@ -210,8 +215,10 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
   const int64_t n_prefix = int64_t(plan.prefix_items.size());
   // Concurrent: the prefix grid is capped at SMs − k CTAs where the plan has decode items (the CUDA
   // backend's rule).
-  if (plan.concurrent_decode_sms > 0 && !plan.decode_items.empty() && plan.concurrent_decode_sms < params.num_sms)
+  if (plan.concurrent_decode_sms > 0 && !plan.decode_items.empty() && plan.concurrent_decode_sms < params.num_sms) {
     p.concurrent_decode_sms = plan.concurrent_decode_sms;
+    p.concurrent_decode_tma = plan.concurrent_decode_tma != 0;
+  }
   if (n_prefix > 0) {
     const int64_t max_ctas = int64_t(params.num_sms) - p.concurrent_decode_sms;
     const bool chains = plan.prefix_balanced_ctas > 0 && plan.prefix_balanced_ctas <= max_ctas;
@@ -331,14 +338,18 @@ CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
     out.merge_us = c.merge_launch_us + p.merge_rows * c.merge_row_ns * 1e-3 + p.merge_bytes / (c.merge_gbs * 1e9) * 1e6;
   if (out.prefix_us > 0 && out.decode_us > 0 && p.concurrent_decode_sms > 0) {
     // Concurrent (cost_model.h): the decode beside the prefix on k SMs, the rest of it after.
-    const double beside_gbs = p.concurrent_decode_sms * c.concurrent_sm_gbs;
+    // The persistent TMA decode never leaves its k SMs: its end is its bytes at their rate.
+    const double beside_gbs =
+        p.concurrent_decode_sms * (p.concurrent_decode_tma ? c.concurrent_tma_sm_gbs : c.concurrent_sm_gbs);
     const double beside_us = p.decode_streamed_bytes / (beside_gbs * 1e9) * 1e6;
-    const double decode_end =
-        beside_us <= out.prefix_us ? beside_us : out.prefix_us + (1.0 - out.prefix_us / beside_us) * out.decode_us;
+    const double decode_end = beside_us <= out.prefix_us || p.concurrent_decode_tma
+                                  ? beside_us
+                                  : out.prefix_us + (1.0 - out.prefix_us / beside_us) * out.decode_us;
     // Side by side they share the memory system: together at least both parts' byte times (a
     // memory-bound prefix leaves the decode no bandwidth to take).
     const double both_bytes_us = prefix_bytes_us + decode_bytes_us;
     out.overlap_us = out.prefix_us + out.decode_us - std::max({out.prefix_us, decode_end, both_bytes_us});
+    out.concurrent_decode_end_us = decode_end;
   } else if (out.prefix_us > 0 && out.decode_us > 0) {
     // The decode grid (a programmatic dependent launch) starts in the prefix kernel's tail:
     // pdl_overlap_us + pdl_overlap_frac of the decode, never more than the shorter part; beside the

@@ -8,6 +8,7 @@
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/cost_model.h"
+#include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/prefix_balance.h"
 
 namespace prefixd::kernels {
@@ -15,9 +16,9 @@ namespace {
 
 constexpr int32_t kPlanMagic = 0x50445043;  // "PDPC": prefixd plan, cascade
 // 2: DecodeWorkItem::finish, merge_requests; 3: PrefixWorkItem::cta_next, prefix_balanced_ctas;
-// 4: concurrent_decode_sms
-constexpr int32_t kPlanVersion = 4;
-constexpr int kHeaderInts = 15;
+// 4: concurrent_decode_sms; 5: concurrent_decode_tma
+constexpr int32_t kPlanVersion = 5;
+constexpr int kHeaderInts = CascadePlan::kSerializedHeaderInts;
 constexpr int kPrefixItemInts = 8;
 constexpr int kDecodeItemInts = 6;
 constexpr int kGroupInts = 4;
@@ -86,6 +87,8 @@ void ValidateOptions(const PlanOptions& o) {
                     "plan options: concurrent_decode_sms must be ≥ 0 (0: off), got " << o.concurrent_decode_sms);
   for (const int k : o.concurrent_candidates)
     PREFIXD_CHECK_ARG(k >= 1, "plan options: concurrent_candidates must be ≥ 1, got " << k);
+  PREFIXD_CHECK_ARG(!o.concurrent_decode_tma || o.concurrent_decode_sms > 0,
+                    "plan options: concurrent_decode_tma needs concurrent_decode_sms > 0");
   PREFIXD_CHECK_ARG(o.prefix_target_items >= 0,
                     "plan options: prefix_target_items must be ≥ 0 (0: target_items), got " << o.prefix_target_items);
   PREFIXD_CHECK_ARG(o.prefix_tile_rows >= 1, "plan options: prefix_tile_rows must be ≥ 1, got " << o.prefix_tile_rows);
@@ -187,6 +190,7 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
   plan.groups = batch.groups;
   plan.suffix = batch.suffix;
   plan.concurrent_decode_sms = options.concurrent_decode_sms;  // ≥ 0 (ValidateOptions)
+  plan.concurrent_decode_tma = options.concurrent_decode_tma ? 1 : 0;  // only with k > 0 (ValidateOptions)
   const int g = plan.gqa_group_size();
   const int num_groups = int(batch.groups.size());
 
@@ -413,6 +417,24 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     if (us < best.us) best = Scored{us, o, none};
   }
   if (best.options.concurrent_decode_sms == 0) return std::nullopt;
+  // Where the mode wins, its decode as the persistent TMA decode on the k SMs, where the backend
+  // and the shape have it and the model has it end clearly before the prefix part (by
+  // plain_margin): it streams more per SM than the other decode but never leaves the k SMs. It
+  // measured 0.1-3.7% faster at the six shapes where the model has it fit (32/8 B128-256
+  // P32768-65536 S256-512, fp16 and bf16: no tail of the other decode's CTAs after the prefix's
+  // end) and 9-11% slower at P32768 S512, where its bytes outlast the prefix (bench/RESULTS.md
+  // session 48). The choice of the mode itself stays on the other decode's
+  // prediction (also the step's reported prediction), so that the mode is taken where it was before
+  // (session 47's measured choices).
+  const bool tma = base.concurrent_tma_candidate && TmaDecodeBuilt(batch.num_qo_heads / pool.num_kv_heads, pool.head_dim) &&
+                   (pool.dtype == DType::kFloat16 || pool.dtype == DType::kBFloat16);
+  if (tma) {
+    PlanOptions t = best.options;
+    t.concurrent_decode_tma = true;
+    const CostBreakdown c = PredictCost(PlanFixed(batch, pool, t), params);
+    ++*candidates;
+    if (c.concurrent_decode_end_us <= c.prefix_us * (1.0 - base.plain_margin)) best.options = t;
+  }
   return best;
 }
 
@@ -530,6 +552,7 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
   if (report) {
     report->group_plain = best.plain;
     report->concurrent_decode_sms = best.options.concurrent_decode_sms;
+    report->concurrent_decode_tma = best.options.concurrent_decode_tma;
     report->prefix_target_items = best.options.prefix_target_items;
     report->min_prefix_chunk = best.options.min_prefix_chunk;
     report->min_decode_chunk = best.options.min_decode_chunk;
@@ -605,6 +628,7 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
       report->min_decode_chunk = options.min_decode_chunk;
       report->prefix_tile_rows = options.prefix_tile_rows;
       report->concurrent_decode_sms = options.concurrent_decode_sms;
+      report->concurrent_decode_tma = options.concurrent_decode_tma;
       report->candidates = 1;
     }
     return plan;
@@ -703,6 +727,9 @@ void CascadePlan::Validate() const {
   }
   ValidateCtaChains(*this);
   PREFIXD_CHECK_ARG(concurrent_decode_sms >= 0, "plan: negative concurrent_decode_sms " << concurrent_decode_sms);
+  PREFIXD_CHECK_ARG(concurrent_decode_tma == 0 || (concurrent_decode_tma == 1 && concurrent_decode_sms > 0),
+                    "plan: concurrent_decode_tma " << concurrent_decode_tma << " (0, or 1 with concurrent_decode_sms > 0; "
+                                                   << "concurrent_decode_sms is " << concurrent_decode_sms << ")");
   // Every request is finished exactly once: by the merge step (listed in merge_requests) or by its
   // decode items, which then are one finishing item per KV head covering the whole suffix.
   std::vector<uint8_t> merged(num_requests, 0);
@@ -756,7 +783,7 @@ std::vector<int32_t> CascadePlan::Serialize() const {
   out.insert(out.end(), {kPlanMagic, kPlanVersion, num_requests, num_qo_heads, num_kv_heads, head_dim, page_size,
                          num_pages, int32_t(prefix_items.size()), int32_t(decode_items.size()), int32_t(groups.size()),
                          int32_t(suffix.indices.size()), int32_t(merge_requests.size()), prefix_balanced_ctas,
-                         concurrent_decode_sms});
+                         concurrent_decode_sms, concurrent_decode_tma});
   for (const auto& it : prefix_items)
     out.insert(out.end(),
                {it.group, it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end, it.chunk, it.cta_next});
@@ -796,6 +823,7 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
                 n_merge = in.Next();
   p.prefix_balanced_ctas = in.Next();
   p.concurrent_decode_sms = in.Next();
+  p.concurrent_decode_tma = in.Next();
   PREFIXD_CHECK_ARG(p.num_requests >= 0 && n_prefix >= 0 && n_decode >= 0 && n_groups >= 0 && n_indices >= 0 &&
                         n_merge >= 0,
                     "serialised plan: negative count in header (requests " << p.num_requests << ", prefix items "

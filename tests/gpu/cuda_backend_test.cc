@@ -22,6 +22,7 @@
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/state.h"
 #include "support/backend_step.h"
@@ -517,6 +518,56 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
                               in.q),
                       want, c.dtype, c.name + " (no k)");
   EXPECT_EQ(device.concurrent_steps(), before);
+#endif
+}
+
+// A concurrent plan whose decode is the persistent TMA decode on its k SMs (CascadePlan::
+// concurrent_decode_tma, the planner's choice where the decode fits beside the prefix): correct
+// against the float64 oracle at GQA 4 and 8, head_dim 64 and 128, fp16 and bf16, and run as that
+// kernel where it is built (the backend counts those steps); at shapes it is not built for (GQA 2,
+// head_dim 256) and on a backend with PREFIXD_CONCURRENT_DECODE_TMA=0 the plan runs with the other
+// decode, also correct.
+TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
+  if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  EXPECT_TRUE(Device().DefaultPlanOptions().concurrent_tma_candidate);
+  const std::unique_ptr<Backend> tma_off = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "0"}});
+  EXPECT_FALSE(tma_off->DefaultPlanOptions().concurrent_tma_candidate);
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  const CascadeCase cases[] = {
+      {"tma_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true},
+      {"tma_bf16_h16kv2_d64", kBF16, 16, 2, 64, 16, {{2000, {33, 260, 1}}, {500, {90, 16, 7}}}, true},
+      {"tma_bf16_h8kv2_d128_p32", kBF16, 8, 2, 128, 32, {{1500, {40, 3, 333}}}, true},
+      {"no_tma_fp16_h8kv4_d128", kF16, 8, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
+      {"no_tma_fp16_h8kv2_d256", kF16, 8, 2, 256, 16, {{1500, {40, 3, 333}}}, true},
+  };
+  for (const CascadeCase& c : cases) {
+    const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    const int k = candidates.front();
+    PlanOptions o = CascadeOptions(Device());
+    o.concurrent_decode_sms = k;
+    o.concurrent_decode_tma = true;
+    o.fuse_merge = false;
+    o.prefix_target_items = sms - k;
+    o.balance_prefix_ctas = sms - k;
+    o.balance_stream = true;
+    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+    ASSERT_EQ(plan.concurrent_decode_tma, 1) << c.name;
+    for (Backend* backend : {&Device(), tma_off.get()}) {
+      auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+      const bool on = backend == &Device();
+      SCOPED_TRACE(c.name + (on ? "" : " (PREFIXD_CONCURRENT_DECODE_TMA=0)"));
+      const int64_t steps = cuda.concurrent_steps(), tma_steps = cuda.concurrent_tma_steps();
+      ExpectMatchesOracle(RunStep(*backend, in.pool, c.layer, plan, in.q), want, c.dtype, c.name);
+      EXPECT_EQ(cuda.concurrent_steps() - steps, 1);
+      EXPECT_EQ(cuda.concurrent_tma_steps() - tma_steps, on && built ? 1 : 0);
+    }
+  }
 #endif
 }
 
@@ -1366,7 +1417,10 @@ TEST_P(CudaMergeStatesTest, MatchesDoubleMergeAndSkipsEmptyStates) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaMergeStatesTest,
                          ::testing::Values(MergeCase{0, 5, 64}, MergeCase{1, 37, 128}, MergeCase{2, 64, 256},
-                                           MergeCase{3, 37, 64}, MergeCase{40, 19, 128}, MergeCase{70, 3, 256}),
+                                           MergeCase{3, 37, 64}, MergeCase{4, 33, 256}, MergeCase{5, 9, 128},
+                                           MergeCase{20, 9, 64}, MergeCase{32, 7, 256},
+                                           MergeCase{33, 5, 128}, MergeCase{40, 19, 128},
+                                           MergeCase{70, 3, 256}),
                          [](const ::testing::TestParamInfo<MergeCase>& info) {
                            return "n" + std::to_string(info.param.n) + "_rows" + std::to_string(info.param.rows) + "_d" +
                                   std::to_string(info.param.dim);

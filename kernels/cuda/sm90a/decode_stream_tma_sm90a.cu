@@ -8,6 +8,7 @@
 #include "kernels/cuda/decode_stream_tma.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
+#include "prefixd/kernels/decode_kernel_choice.h"
 
 namespace prefixd::kernels::cuda {
 namespace sm90a {
@@ -27,10 +28,9 @@ void DispatchGroup(const DecodeAttentionParams& p, const CUtensorMap& k, const C
 
 bool DecodeStreamTmaApplies(const DecodeAttentionParams& p) {
   if (p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0) return false;
-  const int g = p.num_qo_heads / p.num_kv_heads;
-  if (g != 4 && g != 8) return false;  // the compiled group sizes only (its finish writes GQA heads)
-  // The tensor-core kernel's launches (GQA 4 or 8 at head_dim 64 or 128; not forced to CUDA cores).
-  return DecodeUsesTensorCores(p) && p.head_dim <= 128 &&
+  // The compiled shapes (the planner offers the kernel only there), on the tensor-core kernel's
+  // launches (not forced to CUDA cores).
+  return TmaDecodeBuilt(p.num_qo_heads / p.num_kv_heads, p.head_dim) && DecodeUsesTensorCores(p) &&
          (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) && p.token_stride % 8 == 0 &&
          int64_t(p.num_kv_heads) * p.head_dim <= p.token_stride &&
          reinterpret_cast<uintptr_t>(p.k) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v) % 16 == 0 &&

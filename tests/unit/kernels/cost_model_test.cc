@@ -842,12 +842,6 @@ TEST(CostModel, SlicedGroupsCountEveryCtaAndItsBytes) {
   EXPECT_LT(d16, PredictCost(two_slices, params).decode_us);
 }
 
-}  // namespace
-}  // namespace prefixd::kernels
-
-namespace prefixd::kernels {
-namespace {
-
 // The concurrent mode chosen by the planner (PlanOptions::concurrent_candidates, the cost model's
 // concurrent step) where it measured faster on the H200, and not where it measured slower: the
 // whole step at B256 P32768 (and the grid's other long-suffix shapes), fp16, default planner
@@ -925,6 +919,66 @@ TEST(CostModel, PlannerChoosesTheConcurrentModeWhereItMeasuredFaster) {
   off = o;
   off.choose_layout = false;
   EXPECT_EQ(PlanCascade(batch, pool, off).concurrent_decode_sms, 0);
+}
+
+// The concurrent step's decode as the persistent TMA decode on the k SMs (PlanOptions::
+// concurrent_tma_candidate), against the one-CTA-per-item decode at the planner's k, each pair
+// measured in one process (H200, fp16, 32/8 D128; bench/RESULTS.md session 48, runs 1 and 4): taken
+// where it measured faster, not where its bytes outlast the prefix (P32768 S512); never where it is
+// not built (head_dim 256) or not offered; and only where the mode itself is chosen.
+TEST(CostModel, PlannerChoosesTheTmaDecodeWhereItMeasuredFaster) {
+  struct Case {
+    int batch, prefix, suffix;
+    double default_us, tma_us;  // measured at the planner's k
+  };
+  const Case cases[] = {{256, 32768, 256, 273.3, 269.8}, {128, 32768, 512, 172.7, 188.4},
+                        {256, 32768, 512, 319.8, 356.4}, {128, 32768, 256, 146.0, 140.6},
+                        {128, 32768, 384, 152.8, 151.5}, {256, 32768, 384, 285.6, 280.8},
+                        {256, 65536, 512, 504.5, 504.2}};
+  const bool print = std::getenv("PREFIXD_COST_MODEL_PRINT_FIT") != nullptr;
+  PlanOptions o = H200PlanOptions();
+  o.choose_layout = true;
+  o.balance_prefix_ctas = 132;
+  o.concurrent_candidates = {20, 28};
+  o.concurrent_tma_candidate = true;
+  auto shape = [](int head_dim, int batch, int suffix, int prefix = 32768) {
+    GridShape g;
+    g.h_qo = 32, g.h_kv = 8, g.head_dim = head_dim, g.batch = batch, g.prefix = prefix, g.suffix = suffix;
+    return g;
+  };
+  for (const Case& c : cases) {
+    KvPoolShape pool;
+    const DecodeBatch batch = UniformBatch(shape(128, c.batch, c.suffix, c.prefix), &pool);
+    PlanReport report;
+    const CascadePlan plan = PlanCascade(batch, pool, o, &report);
+    PlanOptions without = o;
+    without.concurrent_tma_candidate = false;
+    PlanReport without_report;
+    (void)PlanCascade(batch, pool, without, &without_report);
+    const std::string name =
+        "32/8 D128 B" + std::to_string(c.batch) + " P" + std::to_string(c.prefix) + " S" + std::to_string(c.suffix);
+    if (print)
+      std::printf("  %-28s measured %6.1f → %6.1f | predicted %6.1f → %6.1f (k = %d, TMA decode %d)\n", name.c_str(),
+                  c.default_us, c.tma_us, without_report.predicted_us, report.predicted_us, plan.concurrent_decode_sms,
+                  plan.concurrent_decode_tma);
+    ASSERT_GT(plan.concurrent_decode_sms, 0) << name << ": the concurrent mode, as without the candidate";
+    EXPECT_EQ(plan.concurrent_decode_tma != 0, c.tma_us < c.default_us) << name;
+    EXPECT_EQ(plan.concurrent_decode_tma != 0, report.concurrent_decode_tma) << name;
+  }
+  // Not built at head_dim 256 (TmaDecodeBuilt), nor offered without the candidate; and it never
+  // makes the mode chosen where it was not (B256 P16384 S128: the model has the TMA decode's step
+  // faster than one after the other, untimed).
+  KvPoolShape pool;
+  CascadePlan plan = PlanCascade(UniformBatch(shape(256, 256, 256), &pool), pool, o);
+  EXPECT_GT(plan.concurrent_decode_sms, 0);
+  EXPECT_EQ(plan.concurrent_decode_tma, 0);
+  PlanOptions off = o;
+  off.concurrent_tma_candidate = false;
+  plan = PlanCascade(UniformBatch(shape(128, 256, 256), &pool), pool, off);
+  EXPECT_GT(plan.concurrent_decode_sms, 0);
+  EXPECT_EQ(plan.concurrent_decode_tma, 0);
+  plan = PlanCascade(UniformBatch(shape(128, 256, 128, 16384), &pool), pool, o);
+  EXPECT_EQ(plan.concurrent_decode_sms, 0);
 }
 
 }  // namespace

@@ -57,6 +57,7 @@ void ExpectSamePlan(const CascadePlan& a, const CascadePlan& b) {
   EXPECT_EQ(a.merge_requests, b.merge_requests);
   EXPECT_EQ(a.prefix_balanced_ctas, b.prefix_balanced_ctas);
   EXPECT_EQ(a.concurrent_decode_sms, b.concurrent_decode_sms);
+  EXPECT_EQ(a.concurrent_decode_tma, b.concurrent_decode_tma);
 }
 
 // Every request is finished exactly once: listed in merge_requests, or (not listed) by exactly one
@@ -1232,6 +1233,30 @@ TEST(PlanConcurrent, RecordsItsDecodeSmsAndRoundTrips) {
   o.concurrent_decode_sms = 0;
   o.concurrent_candidates = {20, 0};
   EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "concurrent_candidates");
+}
+
+// ... and its decode kernel (PlanOptions::concurrent_decode_tma): recorded, round-tripped, and
+// refused without k (in the options and in a plan) or as anything but 0 and 1.
+TEST(PlanConcurrent, RecordsItsTmaDecodeAndRoundTrips) {
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{64, 4096}, {3, 0}}, 256, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  o.fuse_merge = false;
+  o.concurrent_decode_sms = 20;
+  EXPECT_EQ(PlanCascade(batch, pool, o).concurrent_decode_tma, 0);
+  o.concurrent_decode_tma = true;
+  const CascadePlan plan = PlanCascade(batch, pool, o);
+  EXPECT_EQ(plan.concurrent_decode_tma, 1);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+  for (const auto& [sms, tma] : {std::pair{0, 1}, std::pair{20, 2}, std::pair{20, -1}}) {
+    CascadePlan bad = plan;
+    bad.concurrent_decode_sms = sms;
+    bad.concurrent_decode_tma = tma;
+    EXPECT_INVALID_ARGUMENT(bad.Validate(), "concurrent_decode_tma");
+    EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(bad.Serialize()), "concurrent_decode_tma");
+  }
+  o.concurrent_decode_sms = 0;
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "concurrent_decode_tma");
 }
 
 // The stream over the heads on the 112 CTAs a concurrent decode on 20 SMs leaves (32/8 B256

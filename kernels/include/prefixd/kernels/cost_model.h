@@ -38,7 +38,9 @@
 //          (the grid above capped), the decode beside it on k SMs at concurrent_sm_gbs each until
 //          it is done or the prefix ends, the rest of its bytes at its own rate after that:
 //          step = step_fixed_us + max(prefix, decode_end, both parts' byte times) + merge (every
-//          request merged).
+//          request merged). With the persistent TMA decode (plan.concurrent_decode_tma) the decode
+//          stays on its k SMs, at concurrent_tma_sm_gbs each, however long the prefix takes:
+//          decode_end = its bytes / (k · concurrent_tma_sm_gbs).
 //  step    = step_fixed_us + prefix + decode + merge − overlap, when both parts run
 //            overlap = min(pdl_overlap_us + pdl_overlap_frac · decode, prefix, decode,
 //                          prefix + decode − max(prefix, decode, prefix bytes + decode bytes times))
@@ -102,6 +104,9 @@ struct CostModelParams {
   // each of the k SMs streams for the decode beside the prefix kernel, GB/s. Not fitted by the
   // calibration (it times the parts alone); measured on the H200 (bench/RESULTS.md, session 45).
   double concurrent_sm_gbs = 40;
+  // ... the same for the persistent TMA decode on exactly the k SMs (CascadePlan::
+  // concurrent_decode_tma), measured beside the prefix (bench/RESULTS.md, session 48).
+  double concurrent_tma_sm_gbs = 57;
 
   // The H200 defaults (132 SMs), fitted to bench/RESULTS.md.
   static CostModelParams H200();
@@ -132,6 +137,7 @@ struct CostBreakdown {
   double prefix_us = 0, decode_us = 0, merge_us = 0;
   double overlap_us = 0;
   double total_us = 0;  // step_fixed_us + parts − overlap
+  double concurrent_decode_end_us = 0;  // a concurrent step's decode end (0: not concurrent)
 };
 
 // What the model needs from a plan, computed once (PredictCost is then cheap: the calibration
@@ -140,6 +146,7 @@ struct PlanProfile {
   int head_dim = 0, gqa = 1, num_kv_heads = 0, num_qo_heads = 0;
   int prefix_ctas = 0;  // CTAs of the prefix launch (min(items, SMs · ctas per SM)); 0: no launch
   int concurrent_decode_sms = 0;  // CascadePlan::concurrent_decode_sms (where it has decode items)
+  bool concurrent_decode_tma = false;  // CascadePlan::concurrent_decode_tma (with the k above)
   bool prefix_narrow = false;  // the narrow sm_90a prefix CTA runs (every item ≤ 64 rows, D ≤ 128)
   // Per prefix CTA (only the distinct, non-dominated (items, units) pairs): its item count and
   // its 64×128 units; the busiest CTA under any parameters is one of these.

@@ -61,6 +61,15 @@ inline bool TensorCoreDecodeApplies(int gqa, int head_dim, int max_item_tokens, 
   return forced || !short_items;
 }
 
+// Whether the persistent TMA decode (kernels/cuda/decode_stream_tma.h, sm_90a) is built for
+// gqa = H_qo / H_kv at head_dim: groups of exactly 4 or 8 heads (its finish writes the group's
+// heads), head_dim 64 or 128, fp16 and bf16. The planner offers it only there (PlanOptions::
+// concurrent_tma_candidate); the launcher adds the run-time conditions (the device, the pool's
+// alignment, the tensor-core path).
+constexpr bool TmaDecodeBuilt(int gqa, int head_dim) {
+  return (gqa == 4 || gqa == 8) && (head_dim == 64 || head_dim == 128);
+}
+
 // How g is served by the kernel that runs (tensor_cores: TensorCoreDecodeApplies, or the launcher's
 // forced choice): the 16-row group wherever the tensor-core kernel has it.
 constexpr DecodeGroupSlicing DecodeSlicingFor(int gqa, int head_dim, bool tensor_cores) {

@@ -158,6 +158,14 @@ struct PlanOptions {
   // step), for a predicted gain of more than plain_margin.
   int concurrent_decode_sms = 0;
   std::vector<int> concurrent_candidates;
+  // ... and the concurrent decode's kernel: concurrent_decode_tma plans it as the persistent TMA
+  // decode on exactly the k SMs (CascadePlan::concurrent_decode_tma; it never spreads to the SMs the
+  // prefix CTAs free, so it pays where its bytes fit beside the prefix). With concurrent_tma_candidate
+  // (the backend can run it: sm_90a) the planner scores it too for each candidate k, where the shape
+  // allows it (TmaDecodeBuilt, decode_kernel_choice.h), for a predicted gain of more than plain_margin over the
+  // one-CTA-per-item decode at the same k.
+  bool concurrent_decode_tma = false;
+  bool concurrent_tma_candidate = false;
   // ... and only from this head_dim up. At head_dim 64 the mode measured slower on every shape
   // tried (32/8 and 32/32 B256 P32768 S256: +7 and +4%, bench/RESULTS.md session 47), where the
   // model predicts 3-5% faster: it underestimates the sequential step's overlap (~15 µs measured,
@@ -170,6 +178,7 @@ struct PlanOptions {
 struct PlanReport {
   std::vector<uint8_t> group_plain;  // [groups]: 1 = planned as plain decode
   int concurrent_decode_sms = 0;     // the concurrent mode's k where chosen (PlanOptions)
+  bool concurrent_decode_tma = false;  // ... with the persistent TMA decode on its k SMs
   int prefix_target_items = 0;       // the split options the plan was made with
   int min_prefix_chunk = 0;
   int min_decode_chunk = 0;
@@ -207,6 +216,10 @@ struct CascadePlan {
   // mode with the decode on k SMs (PlanOptions::concurrent_decode_sms); a backend without that mode
   // runs it one after the other (same results: no decode item finishes a request then).
   int32_t concurrent_decode_sms = 0;
+  // With k > 0: 1 runs the decode as the persistent TMA decode on exactly the k SMs (PlanOptions::
+  // concurrent_decode_tma), 0 as one CTA per item, which takes every SM the prefix CTAs free. A
+  // backend without that kernel runs the other (same results).
+  int32_t concurrent_decode_tma = 0;
 
   int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
   // Whether some request of merge_requests has decode items (a suffix split into chunks, or no
@@ -220,6 +233,9 @@ struct CascadePlan {
 
   // Flat int32 form: a header of counts, then the arrays above, in a fixed order.
   std::vector<int32_t> Serialize() const;
+  // Ints in Serialize()'s header (the arrays follow it in order; the CUDA backend reads its items
+  // on the device at their offsets).
+  static constexpr int kSerializedHeaderInts = 16;
   // Throws kInvalidArgument on a malformed buffer: wrong magic/version, sizes that do not add up,
   // or contents that break the plan's invariants (see Validate).
   static CascadePlan Deserialize(const std::vector<int32_t>& data);

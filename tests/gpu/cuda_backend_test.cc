@@ -469,6 +469,18 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
   EXPECT_EQ(Concurrent().DefaultPlanOptions().concurrent_decode_sms, ConcurrentDecodeSms(32));
 }
 
+// The options of a plan for the concurrent mode with the decode on k of the device's `sms` SMs, as
+// the planner makes them (ScoreConcurrentCascade in plan.cc).
+PlanOptions ConcurrentModeOptions(int sms, int k) {
+  PlanOptions o = CascadeOptions(Device());
+  o.concurrent_decode_sms = k;
+  o.fuse_merge = false;
+  o.prefix_target_items = sms - k;
+  o.balance_prefix_ctas = sms - k;
+  o.balance_stream = true;
+  return o;
+}
+
 // The planner's choice (PREFIXD_CONCURRENT_DECODE_SMS unset: auto): on the sm_90a kernel the
 // default options carry the candidates (15% and 21% of the SMs); a plan made for the mode (k in the
 // plan) runs concurrently on the default backend, and one after the other on a backend with the
@@ -498,13 +510,7 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
   const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
   for (const int k : candidates) {
     SCOPED_TRACE("k = " + std::to_string(k));
-    PlanOptions o = CascadeOptions(Device());
-    o.concurrent_decode_sms = k;
-    o.fuse_merge = false;
-    o.prefix_target_items = sms - k;
-    o.balance_prefix_ctas = sms - k;
-    o.balance_stream = true;
-    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, ConcurrentModeOptions(sms, k));
     ASSERT_EQ(plan.concurrent_decode_sms, k);
     const int64_t before = device.concurrent_steps();
     ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, plan, in.q), want, c.dtype, c.name + " (concurrent)");
@@ -548,14 +554,8 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
     const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
     const CascadeInputs in = MakeCascadeInputs(c, rng);
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-    const int k = candidates.front();
-    PlanOptions o = CascadeOptions(Device());
-    o.concurrent_decode_sms = k;
+    PlanOptions o = ConcurrentModeOptions(sms, candidates.front());
     o.concurrent_decode_tma = true;
-    o.fuse_merge = false;
-    o.prefix_target_items = sms - k;
-    o.balance_prefix_ctas = sms - k;
-    o.balance_stream = true;
     const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
     ASSERT_EQ(plan.concurrent_decode_tma, 1) << c.name;
     for (Backend* backend : {&Device(), tma_off.get()}) {

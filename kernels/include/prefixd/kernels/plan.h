@@ -161,9 +161,9 @@ struct PlanOptions {
   // ... and the concurrent decode's kernel: concurrent_decode_tma plans it as the persistent TMA
   // decode on exactly the k SMs (CascadePlan::concurrent_decode_tma; it never spreads to the SMs the
   // prefix CTAs free, so it pays where its bytes fit beside the prefix). With concurrent_tma_candidate
-  // (the backend can run it: sm_90a) the planner scores it too for each candidate k, where the shape
-  // allows it (TmaDecodeBuilt, decode_kernel_choice.h), for a predicted gain of more than plain_margin over the
-  // one-CTA-per-item decode at the same k.
+  // (the backend can run it: sm_90a) the planner, where it chooses the mode, takes it if the shape
+  // has it (TmaDecodeBuilt, decode_kernel_choice.h) and the cost model has it end before the
+  // prefix part by more than plain_margin.
   bool concurrent_decode_tma = false;
   bool concurrent_tma_candidate = false;
   // ... and only from this head_dim up. At head_dim 64 the mode measured slower on every shape

@@ -7,7 +7,8 @@
 #      (PREFIXD_DECODE_PERSISTENT=1 PREFIXD_DECODE_TMA=1), 32/8 D128 B256 P32768 S256 fp16/bf16,
 #      and off the grid B128 / B256 P32768 S512;
 #   2. the same two under the CUPTI trace (bench/trace/cupti_trace.cc): each kernel's start and
-#      end in the timed steps (timeline.py, steps split at the benchmark's HoldKernel);
+#      end in the timed steps (timeline.py, steps split at the benchmark's 256 MiB flush; run 1
+#      split them at HoldKernel, one per shape, and was analysed by hand the same way);
 #   3. launch/gpu-check.sh (no benchmarks): the whole GPU suite.
 #   CARRY=.carry/s48a bash bench/kernel/s48-trace.sh   (bins.tar.xz + trace.tar.xz)
 set -uo pipefail
@@ -29,7 +30,8 @@ for v in default persistent+tma; do
     timeout 120 $B -d 128 --heads 32/8 -b 256 -p 32768 -s 256,512 --dtype fp16 --no-baseline --no-graph -c 0 \
     --variants "$v" >"$d/out.txt" 2>&1
   echo "== trace $v rc=$?"
-  /usr/bin/python3 bench/trace/timeline.py "$d"/trace.*.csv --marker HoldKernel --top 3 | tee "$d/timeline.txt" | head -40
+  /usr/bin/python3 bench/trace/timeline.py "$d"/trace.*.csv --flush-mib 200 --top 8 >"$d/timeline.txt" 2>&1
+  grep -A5 "signature of 3[0-9] steps.*, 4 activities" "$d/timeline.txt"
 done
 OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 PREFIXD_TIMEOUT_TESTS=300 \
   bash launch/gpu-check.sh 2>&1 | tail -8

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Per-step device timeline from prefixd_cupti_trace files (bench/trace/cupti_trace.cc).
 
-  timeline.py trace.<pid>.csv [...] [--marker FillSyntheticKv] [--top 2]
+  timeline.py trace.<pid>.csv [...] [--marker FillSyntheticKv | --flush-mib 200] [--top 2]
 
 Splits each process's activities (sorted by start) into steps at every start of a kernel whose
 name contains --marker (prefixd's decode step appends its tokens' K/V once per step with
-FillSyntheticKvKernel). Steps with the same sequence of (kind, stream, name) form one signature;
+FillSyntheticKvKernel), or with --flush-mib at every memset of at least that many MiB (the kernel
+benchmark's L2 flush before each timed iteration; the step then starts at the flush, and the
+concurrent prefix/decode's two streams stay in one step). Steps with the same sequence of (kind, stream, name) form one signature;
 for the --top most frequent signatures it prints, per position in the step, the median start
 offset from the step's start, the median duration, the median gap to the previous activity's
 end on the whole device (idle time when positive), the stream and a short name; then the median
@@ -31,15 +33,16 @@ def load(path):
     with open(path) as f:
         for r in csv.DictReader(f):
             acts.append((int(r["start"]), int(r["end"]), r["kind"], int(r["stream"]), short(r["name"]),
-                         int(r["grid"])))
+                         int(r["grid"]), int(r["bytes"] or 0)))
     acts.sort()
     return acts
 
 
-def split_steps(acts, marker):
+def split_steps(acts, marker, flush_bytes=0):
     steps, cur = [], None
     for a in acts:
-        if a[2] == "kernel" and marker in a[4]:
+        starts_step = a[2] == "memset" and a[6] >= flush_bytes if flush_bytes else a[2] == "kernel" and marker in a[4]
+        if starts_step:
             if cur:
                 steps.append(cur)
             cur = []
@@ -60,8 +63,8 @@ def busy(step):
     return total
 
 
-def report(path, marker, top):
-    steps = split_steps(load(path), marker)
+def report(path, marker, top, flush_bytes=0):
+    steps = split_steps(load(path), marker, flush_bytes)
     groups = collections.defaultdict(list)
     for i, st in enumerate(steps):
         groups[tuple((a[2], a[3], a[4]) for a in st)].append((i, st))
@@ -96,10 +99,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--marker", default="FillSyntheticKv")
+    ap.add_argument("--flush-mib", type=int, default=0,
+                    help="split steps at memsets of at least this many MiB instead of at --marker kernels")
     ap.add_argument("--top", type=int, default=2)
     args = ap.parse_args()
     for path in args.traces:
-        report(path, args.marker, args.top)
+        report(path, args.marker, args.top, args.flush_mib << 20)
 
 
 if __name__ == "__main__":

@@ -921,6 +921,42 @@ TEST(CostModel, PlannerChoosesTheConcurrentModeWhereItMeasuredFaster) {
   EXPECT_EQ(PlanCascade(batch, pool, off).concurrent_decode_sms, 0);
 }
 
+// The model's concurrent step (cost_model.h): the persistent TMA decode ends at its bytes over its
+// k SMs at concurrent_tma_sm_gbs, however long the prefix runs; the other decode spreads over every
+// SM once the prefix ends, so with more prefix it ends later but not by its whole beside-time; a
+// step one after the other has no concurrent decode end.
+TEST(CostModel, ConcurrentDecodeEndsAsItsKernelStreams) {
+  const CostModelParams params = CostModelParams::H200();
+  auto plan_of = [](int prefix, int k, bool tma) {
+    GridShape g;
+    g.h_qo = 32, g.h_kv = 8, g.head_dim = 128, g.batch = 256, g.prefix = prefix, g.suffix = 256;
+    KvPoolShape pool;
+    const DecodeBatch batch = UniformBatch(g, &pool);
+    PlanOptions o = H200PlanOptions();
+    o.concurrent_decode_sms = k;
+    o.concurrent_decode_tma = tma;
+    if (k > 0) {  // the mode's options, as the planner makes them (ScoreConcurrentCascade)
+      o.fuse_merge = false;
+      o.prefix_target_items = o.balance_prefix_ctas = 132 - k;
+      o.balance_stream = true;
+    }
+    return PlanCascade(batch, pool, o);
+  };
+  const CascadePlan tma = plan_of(32768, 20, true), other = plan_of(32768, 20, false);
+  const double bytes = ProfilePlan(tma, params).decode_streamed_bytes;
+  ASSERT_GT(bytes, 0);
+  const CostBreakdown t = PredictCost(tma, params), d = PredictCost(other, params);
+  EXPECT_NEAR(t.concurrent_decode_end_us, bytes / (20 * params.concurrent_tma_sm_gbs * 1e9) * 1e6, 1e-6);
+  EXPECT_NEAR(PredictCost(plan_of(65536, 20, true), params).concurrent_decode_end_us, t.concurrent_decode_end_us, 1e-6);
+  // The other decode at 40 GB/s per SM does not fit beside this prefix: it ends after it, sooner
+  // than at its beside-rate alone.
+  EXPECT_GT(d.concurrent_decode_end_us, d.prefix_us);
+  EXPECT_LT(d.concurrent_decode_end_us, bytes / (20 * params.concurrent_sm_gbs * 1e9) * 1e6);
+  EXPECT_LT(t.concurrent_decode_end_us, t.prefix_us);
+  EXPECT_LT(t.total_us, d.total_us);
+  EXPECT_EQ(PredictCost(plan_of(32768, 0, false), params).concurrent_decode_end_us, 0);
+}
+
 // The concurrent step's decode as the persistent TMA decode on the k SMs (PlanOptions::
 // concurrent_tma_candidate), against the one-CTA-per-item decode at the planner's k, each pair
 // measured in one process (H200, fp16, 32/8 D128; bench/RESULTS.md session 48, runs 1 and 4): taken

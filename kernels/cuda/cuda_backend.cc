@@ -681,22 +681,21 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
                                                                : 2;
     p.stream_items = decode_stream_items_;
     p.stream_tma = decode_tma_;
-    // The plan's persistent TMA decode beside a concurrent prefix (also when timed alone): one CTA
-    // of 8 warps on each of the k SMs. Where this launch cannot take it (DecodeStreamTmaApplies:
-    // the pool's alignment, a KV head view), the one-CTA-per-item decode runs instead.
-    DecodeAttentionParams tma = p;
-    tma.max_sms = concurrent_k;
-    tma.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
-    tma.stream_items = tma.stream_tma = true;
+    // The plan's persistent TMA decode beside a concurrent prefix (also when timed alone). Where
+    // this launch cannot take it (DecodeStreamTmaApplies: the pool's alignment, a KV head view; it
+    // reads none of the launch fields set below), the one-CTA-per-item decode runs instead.
     const bool tma_decode = plan_.concurrent_decode_tma && concurrent_k > 0 && plan_.num_prefix_items > 0 &&
-                            args.decode_free_sms == 0 && DecodeStreamTmaApplies(tma);
+                            args.decode_free_sms == 0 && DecodeStreamTmaApplies(p);
     // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, which then needs 8 warps
     // to keep enough bytes in flight for its share of the bandwidth.
     if (args.decode_free_sms > 0) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
     } else if (tma_decode) {
-      p = tma;
+      // One CTA of 8 warps on each of the k SMs.
+      p.max_sms = concurrent_k;
+      p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
+      p.stream_items = p.stream_tma = true;
       if (concurrent && parts == kAllParts) ++concurrent_tma_steps_;
     } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;

@@ -266,8 +266,8 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //     group);
 //  5. where an all-cascade layout won: the concurrent mode's plans of its options, one per
 //     concurrent_candidates k (ScoreConcurrentCascade), for a gain of more than plain_margin.
-// Cost: at most 9 + eligible groups + concurrent candidates plans (6 cascade split variants, the
-// greedy flips, all plain, 2 fine, 1 narrow, 1 per k); each plan is O(items).
+// Cost: at most 10 + eligible groups + concurrent candidates plans (6 cascade split variants, the
+// greedy flips, all plain, 2 fine, 1 narrow, 1 per k, 1 with the TMA decode); each plan is O(items).
 struct Scored {
   double us = 0;
   PlanOptions options;

@@ -109,6 +109,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
       "PREFIXD_DECODE_PIPELINE", {kPipelineNames[0], kPipelineNames[1], kPipelineNames[2], kPipelineNames[3]}, 0));
   decode_pdl_ = EnvFlag("PREFIXD_DECODE_PDL", decode_pdl_);
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
+  merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
   decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
   decode_next_wave_ = EnvFlag("PREFIXD_DECODE_NEXT_WAVE", decode_next_wave_);
@@ -161,6 +162,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     d << " [decode pipeline forced: " << kPipelineNames[int(decode_pipeline_)] << "]";
   if (!decode_pdl_) d << " [decode PDL off]";
   if (!merge_pdl_) d << " [merge PDL off]";
+  if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (!decode_next_wave_) d << " [decode next-wave prefetch off]";
@@ -580,6 +582,9 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   for (const PrefixWorkItem& it : plan.prefix_items)
     loaded.max_prefix_item_rows = std::max(loaded.max_prefix_item_rows, it.row_end - it.row_begin);
   loaded.max_decode_item_tokens = max_decode_item_tokens;
+  for (const int32_t r : plan.merge_requests)
+    loaded.max_merge_run_states =
+        std::max(loaded.max_merge_run_states, plan.state_indptr[size_t(r) + 1] - plan.state_indptr[size_t(r)]);
   loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
   loaded.prefix_kv_tile_tokens = ChoosePrefixKvTileTokens(plan);
   loaded.prefix_balanced_ctas = plan.prefix_balanced_ctas;
@@ -742,6 +747,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.s_out = args.s_out;
   m.packed_row = args.merge_packed_row;
   m.packed_out = args.merge_packed_out;
+  m.max_run_states = plan_.max_merge_run_states;
+  m.rows_per_warp = merge_rows_per_warp_;
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
   m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream);
@@ -921,6 +928,8 @@ void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {
   m.v_in = partial_v_;
   m.s_in = partial_s_;
   m.run_indptr = p.state_indptr;
+  m.max_run_states = int(chunks);
+  m.rows_per_warp = merge_rows_per_warp_;
   m.rows = n * num_heads;
   m.num_heads = num_heads;
   m.head_dim = dim;
@@ -943,6 +952,8 @@ void CudaBackend::MergeStates(const float* v_in, const float* s_in, int n, int r
   m.v_in = v_in;
   m.s_in = s_in;
   m.num_states = n;
+  m.max_run_states = n;
+  m.rows_per_warp = merge_rows_per_warp_;
   m.rows = rows;
   m.head_dim = head_dim;
   m.v_out = v_out;

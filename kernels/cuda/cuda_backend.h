@@ -27,6 +27,9 @@
 //   PREFIXD_DECODE_PDL=0|1                programmatic dependent launch of the decode kernel (1)
 //   PREFIXD_MERGE_PDL=0|1                 the same for the merge right behind the prefix kernel, in a
 //                                         prefix + merge part (RunCascadeParts) (1)
+//   PREFIXD_MERGE_ROWS_PER_WARP=auto|1|2  rows per warp of the merge kernel (MergeStatesParams::
+//                                         rows_per_warp; auto: two where one would take more than a
+//                                         wave and every run has at most 4 states)
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_DECODE_NEXT_WAVE=0|1          a decode of several waves: each CTA prefetches the start
@@ -225,6 +228,7 @@ class CudaBackend final : public Backend {
     const int2* decode_item_bases = nullptr;  // [num_decode_items]
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
     int max_decode_item_tokens = 0;  // the decode kernel's pipeline depth (DecodePipeline)
+    int max_merge_run_states = 0;    // the longest run of merge_requests (MergeStatesParams::max_run_states)
     bool prefix_kv_evict_first = false;  // PrefixKvEvictFirst(plan, L2 size): the prefix K/V stream's hint
     int prefix_kv_tile_tokens = 0;       // ChoosePrefixKvTileTokens(plan): the sm_90a prefix kernel's tile
     int prefix_balanced_ctas = 0;        // CascadePlan::prefix_balanced_ctas (the sm_90a kernel's chains)
@@ -270,6 +274,7 @@ class CudaBackend final : public Backend {
   DecodePipeline decode_pipeline_ = DecodePipeline::kByItemLength;  // PREFIXD_DECODE_PIPELINE
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
+  int merge_rows_per_warp_ = 0;  // PREFIXD_MERGE_ROWS_PER_WARP (0: auto)
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   bool decode_next_wave_ = true;    // PREFIXD_DECODE_NEXT_WAVE

@@ -51,58 +51,92 @@ __device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index
 // session 48).
 constexpr int kMergeBlocksPerSm = 8;
 
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeStatesKernel(MergeStatesParams p) {
-  constexpr int kBatch = 4;  // states whose v loads are in flight together
-  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
-  const int lane = threadIdx.x % kWarpSize;
-  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
-  if (row >= p.rows) return;
+constexpr int kBatch = 4;  // states whose v loads are in flight together, per row
 
-  // Where the row's states are: first state's element offset (in rows of head_dim) and the
-  // distance between consecutive states; and the output row.
-  int n;
-  int64_t first, stride, out_row = row;
-  // MergeStatesParams::packed_row: where this row's v and s go instead (null: the usual outputs).
-  float* packed_v = nullptr;
-  float* packed_s = nullptr;
-  bool packed_v_aligned = false;  // a packed row is H·(D + 1) floats: 16-byte aligned only for H % 4 == 0
+// Where the states of a warp's rows are. The rows are row0 .. row0 + kRows − 1 (MergeStatesKernel):
+// consecutive heads of one request in runs mode, consecutive rows in fixed-n mode, so that row j's
+// state i is at v_in[(first + j + i · stride) · head_dim], s_in[first + j + i · stride] and its
+// output row is out_row + j.
+struct MergeRun {
+  int n;            // states per row
+  int64_t first;
+  int64_t stride;
+  int64_t out_row;
+  int packed_row;   // MergeStatesParams::packed_row of the request, or −1: the usual outputs
+};
+
+__device__ __forceinline__ MergeRun FindMergeRun(const MergeStatesParams& p, int row0) {
+  MergeRun run;
+  run.packed_row = -1;
   if (p.run_indptr != nullptr) {
-    const int head = row % p.num_heads;
-    const int request = p.requests != nullptr ? p.requests[row / p.num_heads] : row / p.num_heads;
+    const int head = row0 % p.num_heads;
+    const int request = p.requests != nullptr ? p.requests[row0 / p.num_heads] : row0 / p.num_heads;
     const int begin = p.run_indptr[request];
-    n = p.run_indptr[request + 1] - begin;
-    first = int64_t(begin) * p.num_heads + head;
-    stride = p.num_heads;
-    out_row = int64_t(request) * p.num_heads + head;
-    if (p.packed_row != nullptr && p.packed_row[request] >= 0) {
-      float* packed = p.packed_out + int64_t(p.packed_row[request]) * p.num_heads * (p.head_dim + 1);
-      packed_v = packed + int64_t(head) * p.head_dim;
-      packed_s = packed + int64_t(p.num_heads) * p.head_dim + head;
-      packed_v_aligned = (reinterpret_cast<uintptr_t>(packed_v) & 15) == 0;
-    }
+    run.n = p.run_indptr[request + 1] - begin;
+    run.first = int64_t(begin) * p.num_heads + head;
+    run.stride = p.num_heads;
+    run.out_row = int64_t(request) * p.num_heads + head;
+    if (p.packed_row != nullptr) run.packed_row = p.packed_row[request];
   } else {
-    n = p.num_states;
-    first = row;
-    stride = p.rows;
+    run.n = p.num_states;
+    run.first = row0;
+    run.stride = p.rows;
+    run.out_row = row0;
   }
-  // State i's float4 d4 (zeros past the run: never weighed in).
+  return run;
+}
+
+// Row j's merged float4 d4: to its packed row (MergeStatesParams::packed_row; a packed row is
+// H · (D + 1) floats, 16-byte aligned only for H % 4 == 0), else to v_out and o.
+__device__ __forceinline__ void StoreMergedValues(const MergeStatesParams& p, const MergeRun& run, int j, int d4,
+                                                  float4 x) {
+  const int64_t row = run.out_row + j;
+  if (run.packed_row >= 0) {
+    const int head = int(row % p.num_heads);
+    float* v = p.packed_out + int64_t(run.packed_row) * p.num_heads * (p.head_dim + 1) + int64_t(head) * p.head_dim;
+    if ((reinterpret_cast<uintptr_t>(v) & 15) == 0) {
+      reinterpret_cast<float4*>(v)[d4] = x;
+    } else {
+      v[4 * d4] = x.x;
+      v[4 * d4 + 1] = x.y;
+      v[4 * d4 + 2] = x.z;
+      v[4 * d4 + 3] = x.w;
+    }
+    return;
+  }
+  const int64_t index = row * p.head_dim + d4 * 4;
+  if (p.v_out != nullptr) reinterpret_cast<float4*>(p.v_out + index)[0] = x;
+  if (p.o != nullptr) StoreCast4(p.out_dtype, p.o, index, x);
+}
+
+__device__ __forceinline__ void StoreMergedLse(const MergeStatesParams& p, const MergeRun& run, int j, float s) {
+  const int64_t row = run.out_row + j;
+  if (run.packed_row >= 0) {
+    const int head = int(row % p.num_heads);
+    p.packed_out[int64_t(run.packed_row) * p.num_heads * (p.head_dim + 1) + int64_t(p.num_heads) * p.head_dim + head] = s;
+  } else if (p.s_out != nullptr) {
+    p.s_out[row] = s;
+  }
+}
+
+// Row j of the run, any length and head_dim: kBatch states' loads in flight at a time.
+__device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const MergeRun& run, int j, int lane) {
+  const int n = run.n;
+  const int64_t first = run.first + j, stride = run.stride;
+  const int d4_count = p.head_dim / 4;
   const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + first * p.head_dim);
-  const int64_t state_float4s = stride * (p.head_dim / 4);
+  const int64_t state_float4s = stride * d4_count;
   auto load_v = [&](int i, int d4) {
     return i < n ? v_first[i * state_float4s + d4] : make_float4(0.f, 0.f, 0.f, 0.f);
   };
-
-  // The v loads of the first batch (this lane's first float4 of each of the first kBatch states)
-  // go out with the s loads, before the LSE reduction below, so that a short run costs one memory
-  // latency for s and v together instead of one after the other.
-  const int d4_count = p.head_dim / 4;
+  // The v loads of the first batch go out with the s loads, before the LSE reduction below.
   float4 x[kBatch];
 #pragma unroll
   for (int k = 0; k < kBatch; ++k) x[k] = lane < d4_count ? load_v(k, lane) : make_float4(0.f, 0.f, 0.f, 0.f);
 
   // Passes 1-2: the largest LSE of the run m (so every weight 2^(s_i − m) is ≤ 1, no overflow),
-  // then the sum of the weights. Runs of up to 32 states (the usual case) keep s_i in lane i's
-  // register, where pass 3 takes it by shuffle.
+  // then the sum of the weights. Runs of up to 32 states keep s_i in lane i's register, where pass
+  // 3 takes it by shuffle.
   const bool s_in_lanes = n <= kWarpSize;
   float s_lane = -INFINITY, m = -INFINITY, sum_w = 0.f;
   if (s_in_lanes) {
@@ -122,9 +156,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
 
   // Pass 3: the weighted sum of v, kBatch states at a time, their loads all independent of each
   // other (a state's v is loaded whatever its weight and dropped by a select, so no load waits on
-  // an exp2): a row of n states costs ceil(n / kBatch) memory latencies, not n. The lane's first
-  // float4 of the first batch is x, loaded above. Every lane runs every round, also past the row's
-  // end (head_dim < 128), because the weights come by a whole-warp shuffle.
+  // an exp2): a row of n states costs ceil(n / kBatch) memory latencies, not n. Every lane runs
+  // every round, also past the row's end (head_dim < 128), because the weights come by a
+  // whole-warp shuffle.
   for (int d4_base = 0; d4_base < d4_count; d4_base += kWarpSize) {
     const int d4 = d4_base + lane;
     const bool active = d4 < d4_count;
@@ -149,27 +183,69 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
         }
       }
     }
-    if (!active) continue;
-    acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-    if (packed_v != nullptr) {
-      if (packed_v_aligned) {
-        reinterpret_cast<float4*>(packed_v)[d4] = acc;
-      } else {
-        packed_v[4 * d4] = acc.x;
-        packed_v[4 * d4 + 1] = acc.y;
-        packed_v[4 * d4 + 2] = acc.z;
-        packed_v[4 * d4 + 3] = acc.w;
-      }
-      continue;
-    }
-    const int64_t out_index = out_row * p.head_dim + d4 * 4;
-    if (p.v_out != nullptr) reinterpret_cast<float4*>(p.v_out + out_index)[0] = acc;
-    if (p.o != nullptr) StoreCast4(p.out_dtype, p.o, out_index, acc);
+    if (active) StoreMergedValues(p, run, j, d4, make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
   }
-  const float s_final = m == -INFINITY ? m : m + log2f(sum_w);
-  if (lane != 0) return;
-  if (packed_s != nullptr) *packed_s = s_final;
-  else if (p.s_out != nullptr) p.s_out[out_row] = s_final;
+  if (lane == 0) StoreMergedLse(p, run, j, m == -INFINITY ? m : m + log2f(sum_w));
+}
+
+// The n-ary merge, one row per warp: any run length and head_dim.
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeStatesKernel(MergeStatesParams p) {
+  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
+  const int lane = threadIdx.x % kWarpSize;
+  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= p.rows) return;
+  MergeOneRow(p, FindMergeRun(p, row), 0, lane);
+}
+
+// The n-ary merge of short runs (at most kBatch states: MergeStatesParams::max_run_states) at
+// head_dim ≤ 128, kRows rows per warp: every state of the warp's rows loaded at once, one memory
+// latency for them all, so that a merge larger than the resident warps takes half the waves (each
+// wave a chain of dependent loads: run bounds → states → outputs). A separate kernel from the
+// general one: with MergeOneRow's loops beside it, ptxas spilled this path's loads at 64 registers.
+template <int kRows>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeShortRunsKernel(MergeStatesParams p) {
+  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
+  const int lane = threadIdx.x % kWarpSize;
+  const int row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize) * kRows;
+  if (row0 >= p.rows) return;
+  const int rows_here = min(kRows, p.rows - row0);  // warp-uniform
+  const MergeRun run = FindMergeRun(p, row0);
+  const int n = run.n, d4_count = p.head_dim / 4;
+  if (n > kBatch) __trap();  // the launcher's max_run_states was wrong: never merge a run in part
+  const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + run.first * p.head_dim);
+  const int64_t state_float4s = run.stride * d4_count;
+  float4 x[kRows][kBatch];
+  float s_lane[kRows];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    const bool row = j < rows_here;
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k)
+      x[j][k] = row && k < n && lane < d4_count ? v_first[k * state_float4s + j * d4_count + lane]
+                                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+    s_lane[j] = row && lane < n ? p.s_in[run.first + j + lane * run.stride] : -INFINITY;
+  }
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    if (j >= rows_here) break;
+    // m: the largest LSE, so that every weight 2^(s_i − m) is ≤ 1; lane i holds state i's weight.
+    const float m = WarpMax(s_lane[j]);
+    const float w_lane = m == -INFINITY ? 0.f : exp2f(s_lane[j] - m);  // 0 for an empty state
+    const float sum_w = WarpSum(w_lane);
+    const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;  // all empty: the empty state (0, −inf)
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const float wk = __shfl_sync(0xffffffffu, w_lane, k);
+      if (wk == 0.f) continue;  // an empty state's v (or a state past the run) may be poison
+      acc.x += wk * x[j][k].x;
+      acc.y += wk * x[j][k].y;
+      acc.z += wk * x[j][k].z;
+      acc.w += wk * x[j][k].w;
+    }
+    if (lane < d4_count) StoreMergedValues(p, run, j, lane, make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
+    if (lane == 0) StoreMergedLse(p, run, j, m == -INFINITY ? m : m + log2f(sum_w));
+  }
 }
 
 __global__ void MergeStateInPlaceKernel(float* v, float* s, const float* v_other,
@@ -205,6 +281,21 @@ __global__ void CastStatesKernel(const float* v, int64_t count, DType dtype, voi
 
 int BlocksForRows(int rows) { return (rows + kWarpsPerBlock - 1) / kWarpsPerBlock; }
 
+// Rows per warp of the n-ary merge: MergeStatesParams::rows_per_warp, or by default two where one
+// row per warp would take more than one wave of resident warps; two only where every run is short
+// (max_run_states ≤ kBatch), head_dim ≤ 128 and the runs' head count is even (a warp's two rows
+// are heads of one request). One row per warp lowers the latency of a merge that fits in a wave.
+int MergeRowsPerWarp(const MergeStatesParams& params) {
+  const bool pairs_fit = params.max_run_states > 0 && params.max_run_states <= kBatch && params.head_dim <= 128 &&
+                         (params.run_indptr == nullptr || params.num_heads % 2 == 0);
+  if (!pairs_fit || params.rows_per_warp == 1) return 1;
+  if (params.rows_per_warp == 2) return 2;
+  int device = 0, sms = 0;
+  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+  PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return BlocksForRows(params.rows) > int64_t(sms) * kMergeBlocksPerSm ? 2 : 1;
+}
+
 }  // namespace
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
@@ -213,9 +304,19 @@ void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
   PREFIXD_CHECK_ARG(params.run_indptr != nullptr || params.num_states >= 0,
                     "MergeStates: negative number of states " << params.num_states);
   PREFIXD_CHECK_ARG(params.num_heads > 0, "MergeStates: num_heads must be positive");
+  PREFIXD_CHECK_ARG(params.rows_per_warp >= 0 && params.rows_per_warp <= 2,
+                    "MergeStates: rows_per_warp " << params.rows_per_warp << " must be 0 (by the size), 1 or 2");
+  PREFIXD_CHECK_ARG(params.run_indptr != nullptr || params.max_run_states == 0 || params.max_run_states >= params.num_states,
+                    "MergeStates: max_run_states " << params.max_run_states << " below num_states " << params.num_states);
   if (params.rows <= 0) return;
-  LaunchMaybeProgrammatic(MergeStatesKernel, dim3(unsigned(BlocksForRows(params.rows))),
-                          dim3(unsigned(kWarpsPerBlock * kWarpSize)), 0, stream, params.programmatic_launch, params);
+  const dim3 block(unsigned(kWarpsPerBlock * kWarpSize));
+  if (MergeRowsPerWarp(params) == 2) {
+    LaunchMaybeProgrammatic(MergeShortRunsKernel<2>, dim3(unsigned(BlocksForRows((params.rows + 1) / 2))), block, 0,
+                            stream, params.programmatic_launch, params);
+  } else {
+    LaunchMaybeProgrammatic(MergeStatesKernel, dim3(unsigned(BlocksForRows(params.rows))), block, 0, stream,
+                            params.programmatic_launch, params);
+  }
 }
 
 void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,

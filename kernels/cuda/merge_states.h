@@ -48,6 +48,14 @@ struct MergeStatesParams {
   // waits (griddepcontrol.wait) for its completion and memory flush before reading any state. On
   // a normal launch the wait returns at once.
   bool programmatic_launch = false;
+  // An upper bound on every row's number of states (runs mode: the longest run merged; fixed-n
+  // mode: ≥ num_states), or 0 if unknown. Runs of at most 4 states at head_dim ≤ 128 may be merged
+  // two rows per warp (merge_states.cu, MergeShortRunsKernel); a run longer than the bound traps.
+  int max_run_states = 0;
+  // Rows per warp: 0 = by the size (two where one per warp would take more than one wave of
+  // resident warps), 1, or 2 (consecutive rows: heads of one request in runs mode). Two only where
+  // max_run_states allows it and, in runs mode, num_heads is even; else one.
+  int rows_per_warp = 0;
 };
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream);

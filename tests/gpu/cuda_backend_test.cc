@@ -1420,11 +1420,66 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaMergeStatesTest,
                                            MergeCase{3, 37, 64}, MergeCase{4, 33, 256}, MergeCase{5, 9, 128},
                                            MergeCase{20, 9, 64}, MergeCase{32, 7, 256},
                                            MergeCase{33, 5, 128}, MergeCase{40, 19, 128},
-                                           MergeCase{70, 3, 256}),
+                                           MergeCase{70, 3, 256},
+                                           // More rows than one wave of resident warps (4224 on an
+                                           // H200): two rows per warp by default at n ≤ 4, D ≤ 128,
+                                           // an odd count leaving the last warp one row.
+                                           MergeCase{4, 9001, 128}, MergeCase{3, 8999, 64},
+                                           MergeCase{1, 20000, 128}, MergeCase{5, 9001, 128}),
                          [](const ::testing::TestParamInfo<MergeCase>& info) {
                            return "n" + std::to_string(info.param.n) + "_rows" + std::to_string(info.param.rows) + "_d" +
                                   std::to_string(info.param.dim);
                          });
+
+// Two rows per warp (PREFIXD_MERGE_ROWS_PER_WARP=2; by default only a merge of more than one wave
+// of resident warps takes them): the cascade's merge of short runs gives the bits of one row per
+// warp, to o / v_out / s_out and to packed rows; runs longer than 4 states fall back to one row per
+// warp (the plan with the finest splits).
+TEST(CudaMergeStates, TwoRowsPerWarpGiveTheBitsOfOne) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  std::unique_ptr<Backend> pairs = MakeCudaBackendWithEnv({{"PREFIXD_MERGE_ROWS_PER_WARP", "2"}});
+  std::unique_ptr<Backend> singles = MakeCudaBackendWithEnv({{"PREFIXD_MERGE_ROWS_PER_WARP", "1"}});
+  const std::vector<GroupSpec> groups = {{1000, {300, 0, 17, 64}}, {0, {45, 2}}, {130, {0, 1}}, {2000, {5, 250}}};
+  for (const auto& [hq, hkv, d, dtype] : {std::tuple{32, 8, 128, kF16}, std::tuple{16, 16, 64, kBF16},
+                                          std::tuple{6, 2, 128, kBF16}, std::tuple{2, 1, 64, kF16}}) {
+    SCOPED_TRACE("heads " + std::to_string(hq) + "/" + std::to_string(hkv) + ", d " + std::to_string(d));
+    const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, hkv, d, dtype};
+    kernels::PageAllocator alloc(shape.num_pages);
+    const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
+    const HostKvPool pool = RandomKvPool(rng, shape);
+    const auto q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
+    const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d)));
+    // Runs of 2-4 states (one to three prefix chunks, suffixes whole), every request through the
+    // merge kernel.
+    PlanOptions shortest = CascadeOptions(*pairs);
+    shortest.fuse_merge = false;
+    shortest.balance_prefix_ctas = 0;
+    shortest.concurrent_candidates.clear();
+    shortest.prefix_target_items = 0;
+    shortest.target_items = 48;
+    PlanOptions finest = shortest;
+    finest.target_items = 1 << 20;
+    finest.decode_chunk_align = finest.min_decode_chunk = 16;
+    for (const auto& [name, options] : {std::pair{"short runs", shortest}, std::pair{"finest", finest}}) {
+      SCOPED_TRACE(name);
+      const CascadePlan plan = kernels::PlanCascade(batch, shape, options);
+      int longest = 0;
+      for (int32_t r : plan.merge_requests)
+        longest = std::max(longest, plan.state_indptr[size_t(r) + 1] - plan.state_indptr[size_t(r)]);
+      if (options.target_items == 48) EXPECT_LE(longest, 4) << "the two-row kernel's runs";
+      else EXPECT_GT(longest, 4) << "the fallback's runs";
+      const StepResult got = RunStep(*pairs, pool, 0, plan, q);
+      const StepResult one = RunStep(*singles, pool, 0, plan, q);
+      ExpectMatchesOracle(got, want, dtype, name);
+      ASSERT_EQ(got.v.size(), one.v.size());
+      EXPECT_EQ(std::memcmp(got.v.data(), one.v.data(), got.v.size() * 4), 0) << "v_out bits";
+      EXPECT_EQ(std::memcmp(got.s.data(), one.s.data(), got.s.size() * 4), 0) << "s_out bits";
+      EXPECT_EQ(std::memcmp(got.o.data(), one.o.data(), got.o.size() * 4), 0) << "o bits";
+      ExpectMergePartPacksRows(*pairs, pool, 0, plan, q);
+    }
+  }
+}
 
 TEST(CudaMergeStateInPlace, MatchesDoubleMergeIncludingEmptySides) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();

@@ -89,6 +89,11 @@ CostModelParams CostModelParams::H200() {
   // one on 28 (34 GB/s each). Session 48's trace of the steps read ~50 and ~56 at head_dim 128 (20
   // and 28 SMs); at 50 the planner takes the mode at P16384 too, never timed, so 40 stays.
   c.concurrent_sm_gbs = 40;
+  // Head_dim 256: session 45's 34 GB/s per SM (28 SMs), for the planner's choice of k only
+  // (ScoreConcurrentCascade in plan.cc): at 40 the model had the decode on 20 SMs end ~33 µs after
+  // the prefix and took k = 20, which session 49 (run 3) measured 2.5% slower than k = 28 (32/8 B256
+  // P32768 S256: 507.3 against 494.6 µs fp16, 496.5 / 483.2 bf16).
+  c.concurrent_sm_gbs_d256 = 34;
   // Session 48 (run 1, the trace): the persistent TMA decode streamed 268 MB in 236 µs beside the
   // head_dim-128 prefix on 20 SMs and 537 MB in 337 µs on 28 (57 GB/s each).
   c.concurrent_tma_sm_gbs = 57;
@@ -130,6 +135,7 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(merge_row_ns, true, true),
       PREFIXD_TOP(merge_gbs, true, false),
       PREFIXD_TOP(concurrent_sm_gbs, false, false),
+      PREFIXD_TOP(concurrent_sm_gbs_d256, false, false),
       PREFIXD_TOP(concurrent_tma_sm_gbs, false, false),
   };
 #undef PREFIXD_TOP

@@ -267,7 +267,8 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //  5. where an all-cascade layout won: the concurrent mode's plans of its options, one per
 //     concurrent_candidates k (ScoreConcurrentCascade), for a gain of more than plain_margin.
 // Cost: at most 10 + eligible groups + concurrent candidates plans (6 cascade split variants, the
-// greedy flips, all plain, 2 fine, 1 narrow, 1 per k, 1 with the TMA decode); each plan is O(items).
+// greedy flips, all plain, 2 fine, 1 narrow, 1 per k (2 per k at head_dim 256), 1 with the TMA
+// decode); each plan is O(items).
 struct Scored {
   double us = 0;
   PlanOptions options;
@@ -417,6 +418,27 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     if (us < best.us) best = Scored{us, o, none};
   }
   if (best.options.concurrent_decode_sms == 0) return std::nullopt;
+  // Where the mode wins, its k: the candidate with the least predicted step at the decode's
+  // measured rate beside the prefix at this head_dim (concurrent_sm_gbs_d256 at 256). At the rate of
+  // head_dim 128 the model had the decode on 20 SMs end ~33 µs after the head_dim-256 prefix and took
+  // k = 20, measured 2.5% slower than k = 28 (32/8 B256 P32768 S256, bench/RESULTS.md session 49).
+  // The mode itself stays decided at concurrent_sm_gbs: at 34 GB/s the model's gain at that shape
+  // (2.4%) falls under plain_margin, where 8.9% was measured (its head_dim-256 prefix is ~23% slow);
+  // so does the step's reported prediction, as for the TMA decode below.
+  if (pool.head_dim > 128 && params.concurrent_sm_gbs_d256 != params.concurrent_sm_gbs) {
+    CostModelParams at_dim = params;
+    at_dim.concurrent_sm_gbs = params.concurrent_sm_gbs_d256;
+    double least = 0;
+    for (const int k : base.concurrent_candidates) {
+      if (k >= sms) continue;
+      PlanOptions o = best.options;
+      o.concurrent_decode_sms = k;
+      o.prefix_target_items = std::max(1, int(std::lround(double(target) * (sms - k) / sms)));
+      o.balance_prefix_ctas = base.balance_prefix_ctas > k ? base.balance_prefix_ctas - k : 0;
+      const double us = PredictPlan(batch, pool, o, at_dim, candidates);
+      if (least == 0 || us < least) least = us, best.options = o;
+    }
+  }
   // Where the mode wins, its decode as the persistent TMA decode on the k SMs, where the backend
   // and the shape have it and the model has it end clearly before the prefix part (by
   // plain_margin): it streams more per SM than the other decode but never leaves the k SMs. It

@@ -896,6 +896,27 @@ TEST(CostModel, PlannerChoosesTheConcurrentModeWhereItMeasuredFaster) {
       EXPECT_LE(plan.prefix_balanced_ctas, 132 - plan.concurrent_decode_sms) << name;
     }
   }
+  // Its k where several were timed (session 49 run 3, 32/8 B256 P32768 S256 fp16, µs): at head_dim
+  // 256, 28 (494.6; 20: 507.3, 24: 495.1, 32: 518.8), which the model's rate of head_dim 128 missed;
+  // at 128, 20 (262.7 with the TMA decode; 16-24: 275.7-296.1).
+  for (const auto& [d, k] : {std::pair{256, 28}, std::pair{128, 20}}) {
+    KvPoolShape pool;
+    const DecodeBatch batch = UniformBatch(shape(32, 8, d, 256, 32768, 256), &pool);
+    PlanOptions with_tma = o;
+    with_tma.concurrent_tma_candidate = true;
+    EXPECT_EQ(PlanCascade(batch, pool, o).concurrent_decode_sms, k) << "head_dim " << d;
+    EXPECT_EQ(PlanCascade(batch, pool, with_tma).concurrent_decode_sms, k) << "head_dim " << d << ", TMA candidate";
+  }
+  // Without the head_dim-256 rate the model took k = 20 there.
+  {
+    KvPoolShape pool;
+    const DecodeBatch batch = UniformBatch(shape(32, 8, 256, 256, 32768, 256), &pool);
+    auto one_rate = std::make_shared<CostModelParams>(CostModelParams::H200());
+    one_rate->concurrent_sm_gbs_d256 = one_rate->concurrent_sm_gbs;
+    PlanOptions with_rate = o;
+    with_rate.cost_model = one_rate;
+    EXPECT_EQ(PlanCascade(batch, pool, with_rate).concurrent_decode_sms, 20);
+  }
   // On the head_dim-128 grid (B 16-256, P 1024-32768, S 32/256, 32/32 and 32/8) only at
   // 32/8 B256 P32768 S256: the other shapes either measured no faster (above; bench/RESULTS.md
   // session 45 run 10) or have a memory-bound prefix (B16 and B64 at GQA 4, every 32/32 one), beside

@@ -104,6 +104,10 @@ struct CostModelParams {
   // each of the k SMs streams for the decode beside the prefix kernel, GB/s. Not fitted by the
   // calibration (it times the parts alone); measured on the H200 (bench/RESULTS.md, session 45).
   double concurrent_sm_gbs = 40;
+  // ... at head_dim 256, measured on the H200 (bench/RESULTS.md, session 45), where the planner
+  // chooses k among its candidates once the mode is chosen (plan.cc, ScoreConcurrentCascade; the
+  // mode itself is decided at concurrent_sm_gbs, as measured in sessions 47-49).
+  double concurrent_sm_gbs_d256 = 34;
   // ... the same for the persistent TMA decode on exactly the k SMs (CascadePlan::
   // concurrent_decode_tma), measured beside the prefix (bench/RESULTS.md, session 48).
   double concurrent_tma_sm_gbs = 57;

@@ -1,7 +1,7 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (s17-*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
-# helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_variants,
+# helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
@@ -31,6 +31,17 @@ run_variants() {
   timeout "${RUN_TIMEOUT:-200}" $B "$@" --no-baseline --no-graph -c 1 --variants "$v" --csv "$OUT/$name.csv" \
     >"$OUT/$name.txt" 2>&1
   echo "$name rc=$? $(grep 'wrong results' "$OUT/$name.txt")"
+}
+# show_parts NAME...: one line per row of those run_variants calls (dtype, heads, D, B, P, S, variant;
+# prefix / suffix / merge parts timed alone and the whole step, µs; column 31 of the CSV), then the
+# plans' concurrent modes and the run's GEMM ceiling.
+show_parts() {
+  echo "== prefix / suffix / merge / total us (parts timed alone), wrong, variant"
+  for n in "$@"; do
+    awk -F, 'NR>1 {printf "%s %s/%s D%s B%s P%s S%s %-48s %7.1f %7.1f %6.1f %7.1f %s\n",$1,$3,$4,$5,$6,$7,$8,$NF,$13,$14,$15,$16,$31}' "$OUT/$n.csv"
+    grep -o "concurrent(k=[0-9]*[^)]*)" "$OUT/$n.txt" | sort | uniq -c
+    grep -h "ceilings measured now" -A1 "$OUT/$n.txt" | tail -1
+  done
 }
 # show_variants NAME...: the shape × variant tables of those calls ($SHOW_LINES lines each, 60).
 show_variants() {

@@ -17,10 +17,5 @@ F=PREFIXD_CONCURRENT_DECODE_SMS
 RUN_TIMEOUT=150 run_variants d256 "default,$F=20,$F=0" -d 256 --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
 RUN_TIMEOUT=150 run_variants d256long "default,$F=20,$F=0" -d 256 --heads 32/8 -b 256 -p 65536 -s 512 --dtype fp16
 RUN_TIMEOUT=100 run_variants d128 default -d 128 --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
-echo "== prefix / suffix / merge / total us (parts timed alone), wrong, variant"
-for n in d256 d256long d128; do
-  awk -F, 'NR>1 {printf "%s %s/%s D%s B%s P%s S%s %-32s %7.1f %7.1f %6.1f %7.1f %s\n",$1,$3,$4,$5,$6,$7,$8,$NF,$13,$14,$15,$16,$31}' "$OUT/$n.csv"
-  grep -o "concurrent(k=[0-9]*[^)]*)" "$OUT/$n.txt" | sort | uniq -c
-  grep -h "ceilings measured now" -A1 "$OUT/$n.txt" | tail -1
-done
+show_parts d256 d256long d128
 pack_logs

@@ -16,6 +16,5 @@ OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENC
 grep -hE "^\[  FAILED  \]" "$OUT"/check/*.log | sort -u | head -10
 RUN_TIMEOUT=60 run_variants diag default,PREFIXD_DECODE_TMA_DIAG=1,PREFIXD_DECODE_TMA_DIAG=2 -d 128 --heads 32/8 \
   -b 256 -p 32768 -s 256 --dtype fp16
-awk -F, 'NR>1 {printf "%s %s/%s D%s B%s P%s S%s %-28s %7.1f %7.1f %6.1f %7.1f\n",$1,$3,$4,$5,$6,$7,$8,$NF,$13,$14,$15,$16}' "$OUT/diag.csv"
-grep -o "concurrent(k=[0-9]*[^)]*)" "$OUT/diag.txt" | sort | uniq -c
+show_parts diag
 pack_logs

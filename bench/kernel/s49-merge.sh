@@ -29,9 +29,5 @@ PREFIXD_CONCURRENT_DECODE_SMS=0 RUN_TIMEOUT=150 run_variants seq "$V" -d 128 --h
 C=PREFIXD_CONCURRENT_DECODE_SMS=20
 RUN_TIMEOUT=200 run_variants p16k "default,$C,$C+PREFIXD_DECODE_PERSISTENT=1+PREFIXD_DECODE_TMA=1" \
   -d 128 --heads 32/8 -b 128,256 -p 16384 -s 256,512 --dtype fp16
-echo "== prefix / suffix / merge / total us (parts timed alone), wrong, variant"
-for n in conc conc256 seq p16k; do
-  awk -F, 'NR>1 {printf "%s %s/%s D%s B%s P%s S%s %-40s %7.1f %7.1f %6.1f %7.1f %s\n",$1,$3,$4,$5,$6,$7,$8,$NF,$13,$14,$15,$16,$31}' "$OUT/$n.csv"
-  grep -o "concurrent(k=[0-9]*[^)]*)" "$OUT/$n.txt" | sort | uniq -c
-done
+show_parts conc conc256 seq p16k
 pack_logs

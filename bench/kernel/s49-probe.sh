@@ -19,8 +19,7 @@ OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENC
 
 V=default,PREFIXD_SM90A_KV_POLICY=last,PREFIXD_SM90A_KV_POLICY=normal,PREFIXD_DECODE_EVICT_FIRST=0
 RUN_TIMEOUT=120 run_variants l2 "$V" -d 128 --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
-echo "== prefix / suffix / merge / total us (parts timed alone), wrong, variant"
-awk -F, 'NR>1 {printf "%s %s/%s D%s B%s P%s S%s %-34s %7.1f %7.1f %6.1f %7.1f %s\n",$1,$3,$4,$5,$6,$7,$8,$NF,$13,$14,$15,$16,$31}' "$OUT/l2.csv"
+show_parts l2
 
 # Clocks. The field of the throttle reasons was renamed (clocks_event_reasons); ask for the one
 # this driver knows.

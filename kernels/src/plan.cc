@@ -406,14 +406,19 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   PlanOptions sequential = winner;
   sequential.balance_stream = true;
   Scored best{PredictPlan(batch, pool, sequential, params, candidates), sequential, none};
-  for (const int k : base.concurrent_candidates) {
-    if (k >= sms) continue;
+  // The mode's options with the decode on k SMs.
+  auto options_for = [&](int k) {
     PlanOptions o = winner;
     o.concurrent_decode_sms = k;
     o.fuse_merge = false;  // the decode cannot read prefix states it runs beside
     o.prefix_target_items = std::max(1, int(std::lround(double(target) * (sms - k) / sms)));
     o.balance_prefix_ctas = base.balance_prefix_ctas > k ? base.balance_prefix_ctas - k : 0;
     o.balance_stream = true;  // 64 pairs on 112 CTAs: the chunks alone leave them unbalanced
+    return o;
+  };
+  for (const int k : base.concurrent_candidates) {
+    if (k >= sms) continue;
+    const PlanOptions o = options_for(k);
     const double us = PredictPlan(batch, pool, o, params, candidates);
     if (us < best.us) best = Scored{us, o, none};
   }
@@ -431,10 +436,7 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     double least = 0;
     for (const int k : base.concurrent_candidates) {
       if (k >= sms) continue;
-      PlanOptions o = best.options;
-      o.concurrent_decode_sms = k;
-      o.prefix_target_items = std::max(1, int(std::lround(double(target) * (sms - k) / sms)));
-      o.balance_prefix_ctas = base.balance_prefix_ctas > k ? base.balance_prefix_ctas - k : 0;
+      const PlanOptions o = options_for(k);
       const double us = PredictPlan(batch, pool, o, at_dim, candidates);
       if (least == 0 || us < least) least = us, best.options = o;
     }

@@ -14,7 +14,8 @@
 // (TMA; the prefix kernel's form) without and with it. dirty_us = t(write) − t(clean) is what the flush's dirty lines cost that read: the
 // question is whether any load form avoids it (a read that does not displace the dirty lines).
 // Median of --iters, CUDA events around the read kernel alone; the empty kernel under the same
-// events is printed for reference.
+// events is printed for reference. --ctas and --l2-hit print other tables instead (L2HitTable: the
+// L2-hit read rate, alone and beside a DRAM stream on other SMs).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -99,8 +100,11 @@ __global__ void __launch_bounds__(kThreads) StreamReadKernel(const uint4* data, 
 // kBulkChunk-byte chunks into a kBulkStages-deep ring (mbarrier completion), every thread reads its
 // share of each landed chunk.
 constexpr int kBulkChunk = 32 << 10, kBulkStages = 4;
+// With wrap > 0 the chunks' addresses wrap at `wrap` bytes (a multiple of kBulkChunk): `bytes` / wrap
+// passes over the same region (the L2-hit table, --l2-hit).
 template <bool POLICY, int kBulkStages = kBulkStages>
-__global__ void __launch_bounds__(kThreads) BulkReadKernel(const uint8_t* data, int64_t bytes, uint32_t* sink) {
+__global__ void __launch_bounds__(kThreads) BulkReadKernel(const uint8_t* data, int64_t bytes, uint32_t* sink,
+                                                           int64_t wrap = 0) {
   extern __shared__ __align__(128) uint8_t ring[];
   __shared__ __align__(8) uint64_t full[kBulkStages];
   uint64_t policy = 0;
@@ -115,7 +119,9 @@ __global__ void __launch_bounds__(kThreads) BulkReadKernel(const uint8_t* data, 
   auto issue = [&](int k) {
     if (threadIdx.x != 0 || k >= my_chunks) return;
     const int st = k % kBulkStages;
-    const uint8_t* src = data + (int64_t(blockIdx.x) + int64_t(k) * gridDim.x) * kBulkChunk;
+    int64_t offset = (int64_t(blockIdx.x) + int64_t(k) * gridDim.x) * kBulkChunk;
+    if (wrap > 0) offset %= wrap;
+    const uint8_t* src = data + offset;
     const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(ring + st * kBulkChunk));
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar(st)), "r"(kBulkChunk) : "memory");
     if constexpr (POLICY)
@@ -173,14 +179,16 @@ void LaunchBulk(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaSt
 // The per-SM table (--ctas): the evict-first bulk reader on `ctas` CTAs, one per SM (their shared
 // memory keeps a second off), with STAGES chunks of 32 KiB in flight each.
 template <int STAGES>
-void LaunchBulkOnCtas(const uint4* data, int64_t n16, uint32_t* sink, int ctas, cudaStream_t s) {
+void LaunchBulkOnCtas(const uint4* data, int64_t n16, uint32_t* sink, int ctas, cudaStream_t s, int64_t wrap = 0) {
   constexpr int smem = STAGES * kBulkChunk;
   static bool raised = false;
   if (!raised) {
     PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BulkReadKernel<true, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     raised = true;
   }
-  BulkReadKernel<true, STAGES><<<ctas, kThreads, smem, s>>>(reinterpret_cast<const uint8_t*>(data), n16 * 16, sink);
+  BulkReadKernel<true, STAGES><<<ctas, kThreads, smem, s>>>(reinterpret_cast<const uint8_t*>(data), n16 * 16, sink,
+                                                             wrap);
+  PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
 constexpr ReadLauncher kLaunchers[] = {LaunchRead<LoadForm::kDefault>,          LaunchRead<LoadForm::kNonCoherent>,
@@ -203,18 +211,96 @@ std::vector<int> ParseList(const char* s) {
   return out;
 }
 
+// The L2-hit table (--l2-hit): the bulk reader (no cache hint, 128 KiB in flight, one CTA per SM) on
+// SMs − beside CTAs reading N MiB ~1 GiB / N times over (the prefix kernel's K/V tiles, which its
+// row-tile slots read from L2 in turn), alone, and with an evict-first bulk reader of 1 GiB from
+// DRAM on `beside` CTAs of a second stream launched first (the decode beside the prefix). Its events
+// time the L2 reader only; the DRAM reader's own time is printed beside it (it must outlast the L2
+// read for the row to say what it means). Data: `data` ≥ max N MiB.
+int L2HitTable(const cudaDeviceProp& prop, const std::vector<int>& mib, int beside, int iters, int warmup,
+               const uint8_t* data, uint32_t* sink, cudaStream_t s) {
+  constexpr int kStages = 4, kSmem = kStages * kBulkChunk;
+  constexpr int64_t kDramBytes = int64_t(1) << 30;
+  const int readers = prop.multiProcessorCount - beside;
+  if (beside < 1 || readers < 1) {
+    std::fprintf(stderr, "prefixd_l2_probe: --beside must be 1..%d\n", prop.multiProcessorCount - 1);
+    return 2;
+  }
+  PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BulkReadKernel<false, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BulkReadKernel<true, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  uint8_t* dram = nullptr;
+  PREFIXD_CUDA_CHECK(cudaMalloc(&dram, kDramBytes));
+  FillKernel<<<1024, 256>>>(reinterpret_cast<uint32_t*>(dram), kDramBytes / 4, 4242u);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+  cudaStream_t s2;
+  PREFIXD_CUDA_CHECK(cudaStreamCreate(&s2));
+  cudaEvent_t ev[4];
+  for (cudaEvent_t& e : ev) PREFIXD_CUDA_CHECK(cudaEventCreate(&e));
+  std::printf("#\n# L2-hit reads on %d CTAs, alone and beside a 1 GiB DRAM stream on %d CTAs (median of %d)\n",
+              readers, beside, iters);
+  std::printf("# %6s %6s | %9s %9s | %9s %9s | %11s\n", "MiB", "passes", "alone_us", "alone_TB/s", "beside_us",
+              "beside_TB/s", "dram_us");
+  for (int m : mib) {
+    const int64_t wrap = int64_t(m) << 20, passes = std::max<int64_t>(1, kDramBytes / wrap);
+    const int64_t bytes = wrap * passes;
+    float result[2] = {0, 0}, dram_us = 0;
+    for (int with_dram = 0; with_dram < 2; ++with_dram) {
+      std::vector<float> t, d;
+      for (int it = 0; it < warmup + iters; ++it) {
+        PREFIXD_CUDA_CHECK(cudaStreamSynchronize(s2));
+        if (with_dram) {
+          PREFIXD_CUDA_CHECK(cudaEventRecord(ev[2], s2));
+          BulkReadKernel<true, kStages><<<beside, kThreads, kSmem, s2>>>(dram, kDramBytes, sink, 0);
+          PREFIXD_CUDA_CHECK(cudaEventRecord(ev[3], s2));
+        }
+        PREFIXD_CUDA_CHECK(cudaEventRecord(ev[0], s));
+        BulkReadKernel<false, kStages><<<readers, kThreads, kSmem, s>>>(data, bytes, sink, wrap);
+        PREFIXD_CUDA_CHECK(cudaEventRecord(ev[1], s));
+        PREFIXD_CUDA_CHECK(cudaStreamSynchronize(s));
+        PREFIXD_CUDA_CHECK(cudaStreamSynchronize(s2));
+        PREFIXD_CUDA_CHECK_LAUNCH();
+        float ms = 0;
+        PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+        if (it >= warmup) t.push_back(ms * 1000.f);
+        if (with_dram) {
+          PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[2], ev[3]));
+          if (it >= warmup) d.push_back(ms * 1000.f);
+        }
+      }
+      std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+      result[with_dram] = t[t.size() / 2];
+      if (with_dram) {
+        std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+        dram_us = d[d.size() / 2];
+      }
+    }
+    std::printf("  %6d %6lld | %9.1f %9.2f | %9.1f %9.2f | %11.1f\n", m, static_cast<long long>(passes), result[0],
+                double(bytes) / (result[0] * 1e6), result[1], double(bytes) / (result[1] * 1e6), dram_us);
+  }
+  for (cudaEvent_t e : ev) PREFIXD_CUDA_CHECK(cudaEventDestroy(e));
+  PREFIXD_CUDA_CHECK(cudaStreamDestroy(s2));
+  PREFIXD_CUDA_CHECK(cudaFree(dram));
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   int iters = 30, warmup = 5;
   std::vector<int> mib = {16, 64, 128, 256};
-  std::vector<int> ctas;  // --ctas: the per-SM table instead
+  std::vector<int> ctas;    // --ctas: the per-SM table instead
+  std::vector<int> l2_hit;  // --l2-hit: the L2-hit table instead
+  int beside = 20;          // its HBM reader's CTAs (--beside)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf("usage: prefixd_l2_probe [--iters 30] [--warmup 5] [--mib 16,64,128,256] [--ctas 8,16,...]\n"
+                  "                        [--l2-hit 8,16,32 [--beside 20]]\n"
                   "  times a streaming read of N MiB after an L2 flush that leaves dirty lines (write),\n"
                   "  clean lines (clean) or none, per load cache policy (see bench/l2_probe.cu);\n"
                   "  with --ctas: the read of each N MiB by only k SMs (bulk copies, evict-first, one CTA\n"
-                  "  per SM, 128 or 192 KiB in flight each): how much DRAM bandwidth k SMs can pull\n");
+                  "  per SM, 128 or 192 KiB in flight each): how much DRAM bandwidth k SMs can pull;\n"
+                  "  with --l2-hit 8,16,32 [--beside 20]: the L2-hit read rate of SMs - k CTAs (one per SM)\n"
+                  "  reading N MiB over and over, alone and beside an evict-first stream of 1 GiB from\n"
+                  "  DRAM on k more CTAs (the concurrent step's decode beside its prefix)\n");
       return 0;
     }
     if (i + 1 >= argc) {
@@ -225,6 +311,8 @@ int Run(int argc, char** argv) {
     else if (a == "--warmup") warmup = std::max(0, std::atoi(argv[++i]));
     else if (a == "--mib") mib = ParseList(argv[++i]);
     else if (a == "--ctas") ctas = ParseList(argv[++i]);
+    else if (a == "--l2-hit") l2_hit = ParseList(argv[++i]);
+    else if (a == "--beside") beside = ParseList(argv[++i]).front();
     else {
       std::fprintf(stderr, "prefixd_l2_probe: unknown option %s (--help)\n", a.c_str());
       return 2;
@@ -237,7 +325,8 @@ int Run(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   PREFIXD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  const int max_mib = *std::max_element(mib.begin(), mib.end());
+  int max_mib = *std::max_element(mib.begin(), mib.end());
+  for (int m : l2_hit) max_mib = std::max(max_mib, m);
   constexpr int64_t kFlushBytes = int64_t(256) << 20;
   uint8_t *flush = nullptr, *clean = nullptr, *data = nullptr;
   uint32_t* sink = nullptr;
@@ -280,6 +369,7 @@ int Run(int argc, char** argv) {
   std::printf("# empty kernel between the events: write %.1f us, clean %.1f us, none %.1f us\n",
               time_us(0, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }), time_us(1, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }),
               time_us(2, [&] { EmptyKernel<<<1, 32, 0, s>>>(); }));
+  if (!l2_hit.empty()) return L2HitTable(prop, l2_hit, beside, iters, warmup, data, sink, s);
   if (!ctas.empty()) {
     std::printf("#\n# %5s %6s %6s | %9s %9s | %9s %9s | %11s\n", "SMs", "KiB", "MiB", "write_us", "none_us",
                 "write_GB/s", "none_GB/s", "none_GB/s/SM");

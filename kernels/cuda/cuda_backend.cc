@@ -733,7 +733,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   if (!(merge_early || merge_late) || merge_count == 0 ||
       (args.o == nullptr && args.v_out == nullptr && args.s_out == nullptr && args.merge_packed_out == nullptr))
     return;
-  MergeStatesParams m;
+  MergeStatesParams m = MergeParams();
   m.v_in = partial_v_;
   m.s_in = partial_s_;
   m.run_indptr = plan_.state_indptr;
@@ -748,10 +748,16 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.packed_row = args.merge_packed_row;
   m.packed_out = args.merge_packed_out;
   m.max_run_states = plan_.max_merge_run_states;
-  m.rows_per_warp = merge_rows_per_warp_;
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
   m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream);
+}
+
+MergeStatesParams CudaBackend::MergeParams() const {
+  MergeStatesParams m;
+  m.rows_per_warp = merge_rows_per_warp_;
+  m.num_sms = num_sms_;
+  return m;
 }
 
 PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) const {
@@ -924,12 +930,11 @@ void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {
   p.partial_v = partial_v_;
   p.partial_s = partial_s_;
   PrefixAttention(p, stream_);
-  MergeStatesParams m;
+  MergeStatesParams m = MergeParams();
   m.v_in = partial_v_;
   m.s_in = partial_s_;
   m.run_indptr = p.state_indptr;
   m.max_run_states = int(chunks);
-  m.rows_per_warp = merge_rows_per_warp_;
   m.rows = n * num_heads;
   m.num_heads = num_heads;
   m.head_dim = dim;
@@ -948,12 +953,11 @@ void CudaBackend::MergeStates(const float* v_in, const float* s_in, int n, int r
   PREFIXD_CHECK_ARG(v_out != nullptr && s_out != nullptr && (n == 0 || (v_in != nullptr && s_in != nullptr)),
                     "MergeStates: null pointer");
   PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
-  MergeStatesParams m;
+  MergeStatesParams m = MergeParams();
   m.v_in = v_in;
   m.s_in = s_in;
   m.num_states = n;
   m.max_run_states = n;
-  m.rows_per_warp = merge_rows_per_warp_;
   m.rows = rows;
   m.head_dim = head_dim;
   m.v_out = v_out;

@@ -125,6 +125,7 @@
 #include <vector>
 
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/merge_states.h"
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/upload_batch.h"
 #include "prefixd/kernels/backend.h"
@@ -253,6 +254,8 @@ class CudaBackend final : public Backend {
   // The prefix items of the loaded plan for `args` (inputs, items, groups, slots): what the prefix
   // kernel and the fused kernel's prefix half both run.
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
+  // The merge kernel's parameters this backend sets on every launch (rows per warp, SM count).
+  MergeStatesParams MergeParams() const;
   // What the prefix kernel pulls into L2 for the loaded plan's decode kernel, launched with `args`
   // (PREFIXD_DECODE_WARMUP, _MIB): nothing unless that decode runs in one wave; then every item's
   // start and, within the K/V budget, its first K/V rows.

@@ -291,9 +291,12 @@ int MergeRowsPerWarp(const MergeStatesParams& params) {
                          (params.run_indptr == nullptr || params.num_heads % 2 == 0);
   if (!pairs_fit || params.rows_per_warp == 1) return 1;
   if (params.rows_per_warp == 2) return 2;
-  int device = 0, sms = 0;
-  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-  PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int sms = params.num_sms;
+  if (sms <= 0) {
+    int device = 0;
+    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  }
   return BlocksForRows(params.rows) > int64_t(sms) * kMergeBlocksPerSm ? 2 : 1;
 }
 

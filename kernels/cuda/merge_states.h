@@ -56,6 +56,8 @@ struct MergeStatesParams {
   // resident warps), 1, or 2 (consecutive rows: heads of one request in runs mode). Two only where
   // max_run_states allows it and, in runs mode, num_heads is even; else one.
   int rows_per_warp = 0;
+  // The device's SM count, for that choice (0: asked of the runtime at each launch).
+  int num_sms = 0;
 };
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream);

@@ -217,6 +217,16 @@ CascadeInputs MakeCascadeInputs(const CascadeCase& c, std::mt19937_64& rng) {
   return in;
 }
 
+// One case with NaN bits outside its requests (PoisonSlotsOutsideRequests) on `backend` with its own
+// plan options, against the float64 oracle of the clean slots.
+void ExpectPoisonedCascadeCorrect(Backend& backend, const CascadeCase& c, std::mt19937_64& rng) {
+  CascadeInputs in = MakeCascadeInputs(c, rng);
+  PoisonSlotsOutsideRequests(in.pool, in.batch, c.layer);
+  const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+  const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, OptionsFor(c.split, backend));
+  ExpectMatchesOracle(RunStep(backend, in.pool, c.layer, plan, in.q), want, c.dtype, c.name + " (NaN outside)");
+}
+
 class CudaCascadeTest : public ::testing::TestWithParam<CascadeCase> {};
 
 TEST_P(CudaCascadeTest, MatchesFloat64OracleAndCpuBackend) {
@@ -615,8 +625,10 @@ bool FusedApplies(const CascadePlan& plan, DType dtype) {
   return true;
 }
 
-void ExpectFusedCascadeCorrect(Backend& backend, const CascadeCase& c, std::mt19937_64& rng) {
-  const CascadeInputs in = MakeCascadeInputs(c, rng);
+void ExpectFusedCascadeCorrect(Backend& backend, const CascadeCase& c, std::mt19937_64& rng,
+                               bool poison_unused_slots = false) {
+  CascadeInputs in = MakeCascadeInputs(c, rng);
+  if (poison_unused_slots) PoisonSlotsOutsideRequests(in.pool, in.batch, c.layer);
   const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
   const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, OptionsFor(c.split, backend));
   const StepResult cpu = RunStep(Cpu(), in.pool, c.layer, plan, in.q);
@@ -671,6 +683,19 @@ TEST_P(CudaFusedCascadeTest, MatchesFloat64OracleAndCpuBackendTwice) {
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaFusedCascadeTest, ::testing::ValuesIn(FusedCascadeCases()),
                          [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
+// The same cases with NaN bits in every slot outside the requests' prefixes and suffixes: the
+// suffix warps load whole page rows past a suffix's end and mask them in registers, the prefix
+// tiles read past a chunk's end (NaN must not reach a state even as 0 · NaN).
+TEST(CudaFusedCascade, NaNOutsideTheRequestsNeverReachesAState) {
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_REQUIRE_FUSED();
+  PREFIXD_SEEDED_RNG(rng);
+  for (const CascadeCase& c : FusedCascadeCases()) ExpectFusedCascadeCorrect(Fused(), c, rng, true);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 // The decode confined to exactly the k SMs the prefix grid leaves (PREFIXD_DECODE_PERSISTENT: one
 // CTA per SM looping over the items), as the cp.async streaming kernel and with its tiles copied
 // by the TMA (PREFIXD_DECODE_TMA, where it applies: sm_90a), at k = 1, 36 and SMs − 1; every
@@ -689,6 +714,21 @@ TEST(CudaConcurrentCascade, DecodeOnExactlyTheFreeSms) {
       EXPECT_EQ(backend->Describe().find("[decode TMA]") != std::string::npos, tma[0] == '1') << backend->Describe();
       for (const CascadeCase& c : FusedCascadeCases()) ExpectConcurrentCascadeCorrect(*backend, c, rng);
     }
+  }
+}
+
+// NaN bits in every slot outside the requests' prefixes and suffixes (unused pages, the tails of
+// partly filled pages) on the default backend, the concurrent one and the persistent TMA decode:
+// the kernels read such slots (TMA boxes, whole page rows) and must mask them, not even 0 · NaN.
+TEST(CudaCascade, NaNOutsideTheRequestsNeverReachesAState) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  std::unique_ptr<Backend> tma = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(ConcurrentDecodeSms(36))},
+                                                         {"PREFIXD_DECODE_PERSISTENT", "1"},
+                                                         {"PREFIXD_DECODE_TMA", "1"}});
+  for (Backend* backend : {&Device(), &Concurrent(), tma.get()}) {
+    SCOPED_TRACE(backend->Describe());
+    for (const CascadeCase& c : FusedCascadeCases()) ExpectPoisonedCascadeCorrect(*backend, c, rng);
   }
 }
 

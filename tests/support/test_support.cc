@@ -1,5 +1,6 @@
 #include "support/test_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -69,6 +70,21 @@ std::vector<int64_t> RequestSlots(const kernels::DecodeBatch& batch, int request
   const int64_t len = batch.suffix.SeqLen(request, page_size);
   for (int64_t t = 0; t < len; ++t) slots.push_back(batch.suffix.Slot(request, t, page_size));
   return slots;
+}
+
+void PoisonSlotsOutsideRequests(HostKvPool& pool, const kernels::DecodeBatch& batch, int layer) {
+  std::vector<bool> used(size_t(pool.shape.num_pages) * pool.shape.page_size, false);
+  for (int r = 0; r < batch.num_requests(); ++r)
+    for (const int64_t slot : RequestSlots(batch, r, pool.shape.page_size)) used[size_t(slot)] = true;
+  constexpr uint16_t kNaNBits = 0x7fff;  // NaN in fp16 and in bf16
+  for (size_t slot = 0; slot < used.size(); ++slot) {
+    if (used[slot]) continue;
+    for (int h = 0; h < pool.shape.num_kv_heads; ++h) {
+      const int64_t at = pool.shape.Offset(layer, int64_t(slot), h);
+      std::fill_n(pool.k.begin() + at, pool.shape.head_dim, kNaNBits);
+      std::fill_n(pool.v.begin() + at, pool.shape.head_dim, kNaNBits);
+    }
+  }
 }
 
 RefOutput NaiveCascade(const HostKvPool& pool, int layer, const kernels::DecodeBatch& batch,

@@ -70,6 +70,11 @@ RefState NaiveAttention(const HostKvPool& pool, int layer, int kv_head, const ui
 // Slots of request r in a DecodeBatch: its group's prefix tokens, then its suffix tokens.
 std::vector<int64_t> RequestSlots(const kernels::DecodeBatch& batch, int request, int page_size);
 
+// NaN bits in K and V at every slot of `layer` that no request of `batch` attends to (unused pages,
+// the tails of partly filled pages): kernels may read such slots (TMA boxes, whole page rows) but
+// must mask them so that not even 0 · NaN reaches a state.
+void PoisonSlotsOutsideRequests(HostKvPool& pool, const kernels::DecodeBatch& batch, int layer);
+
 // Float64 reference of a whole cascade step: v [B][H_qo][D], s [B][H_qo].
 struct RefOutput {
   std::vector<double> v, s;

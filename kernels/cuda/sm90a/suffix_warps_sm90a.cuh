@@ -204,16 +204,25 @@ struct SuffixWarps {
 
   // One step (two subtiles) from `stage`: `valid` of its 32 tokens are real; the others are masked,
   // and their V rows zeroed by the first compute warp (stale shared memory or page rows past the
-  // sequence end, and 0 · NaN is NaN) before either warp's P·V.
+  // sequence end, and 0 · NaN is NaN) before either warp's P·V. Only an item's last step is partial.
+  //
+  // The barrier before the stores: the ring's mbarriers already order the other warp's reads of
+  // this stage's previous use before them (its empty arrival → the loader → the refill → this
+  // full wait), but compute-sanitizer racecheck does not follow that chain through the loader and
+  // reported the stores as races (session 50). Masking V in registers instead was measured 2-7%
+  // slower on full steps (these warps have no registers to spare; bench/NOTES-fused.md).
   __device__ void Compute(State& st, int stage, int valid, const T* q_lane, int mt0) const {
     const uint32_t k_tile = ring + stage * SW::STAGE_BYTES, v_tile = k_tile + SW::KV_BYTES;
-    if (valid < SW::TOKENS && warp == 1) {
-      for (int z = lane; z < (SW::TOKENS - valid) * SW::PANELS * 8; z += 32) {
-        const int r = valid + z / (SW::PANELS * 8), c = z % (SW::PANELS * 8);
-        const uint32_t addr = v_tile + (c / 8) * SW::PANEL_BYTES + r * 128 + (((c % 8) ^ (r % 8)) << 4);
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
+    if (valid < SW::TOKENS) {
+      NamedBarrierSync(SW::COMPUTE_BARRIER, 32 * SW::COMPUTE_WARPS);
+      if (warp == 1) {
+        for (int z = lane; z < (SW::TOKENS - valid) * SW::PANELS * 8; z += 32) {
+          const int r = valid + z / (SW::PANELS * 8), c = z % (SW::PANELS * 8);
+          const uint32_t addr = v_tile + (c / 8) * SW::PANEL_BYTES + r * 128 + (((c % 8) ^ (r % 8)) << 4);
+          asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
+        }
+        FenceProxyAsync();  // before a later TMA rewrites these rows
       }
-      FenceProxyAsync();  // before a later TMA rewrites these rows
     }
     // Sᵀ = K·qᵀ per subtile u: A = K rows 16u + lane % 16 (chunk half lane / 16) of the swizzled
     // panels; the two subtiles are two independent mma chains.

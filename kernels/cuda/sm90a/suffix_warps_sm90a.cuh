@@ -209,7 +209,7 @@ struct SuffixWarps {
   // The barrier before the stores: the ring's mbarriers already order the other warp's reads of
   // this stage's previous use before them (its empty arrival → the loader → the refill → this
   // full wait), but compute-sanitizer racecheck does not follow that chain through the loader and
-  // reported the stores as races (session 50). Masking V in registers instead was measured 2-7%
+  // reported the stores as races (session 50). Masking V in registers instead was measured 2-6%
   // slower on full steps (these warps have no registers to spare; bench/NOTES-fused.md).
   __device__ void Compute(State& st, int stage, int valid, const T* q_lane, int mt0) const {
     const uint32_t k_tile = ring + stage * SW::STAGE_BYTES, v_tile = k_tile + SW::KV_BYTES;

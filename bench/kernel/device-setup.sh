@@ -2,7 +2,8 @@
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_parts, show_variants,
-# run_cascade_shards, run_new_cases_checks, run_main_job_heads).
+# run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds,
+# run_probe_rounds).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -97,6 +98,22 @@ run_bench_ab() {
     echo "$(basename "$dir") $b $i rc=$? $(grep 'wrong results' "$dir/$b$i.txt")"
   done; done
   python3 bench/kernel/ab_builds.py "$dir" | tee "$dir/ab.txt"
+}
+# run_build_rounds NAME "BUILDS" BENCH_ARGS...: the kernel benchmark of each build named (X:
+# /tmp/X/prefixd_kernel_bench; b is this build, $B), the builds in turn, twice; logs and CSVs
+# $OUT/NAME-BUILDN.{txt,csv}, one status line each, then per shape the total and (the suffix part
+# alone) of every run in that order, µs.
+run_build_rounds() {
+  local name=$1 builds=$2 exe files=(); shift 2
+  for i in 1 2; do for b in $builds; do
+    exe=/tmp/$b/prefixd_kernel_bench
+    timeout 60 $exe "$@" --csv "$OUT/$name-$b$i.csv" >"$OUT/$name-$b$i.txt" 2>&1
+    echo "$name $b round $i rc=$? $(grep 'wrong results' "$OUT/$name-$b$i.txt")"
+    files+=("$OUT/$name-$b$i.csv")
+  done; done
+  echo "== $name: total (suffix part alone) us, round 1 then 2, builds in turn: $builds"
+  paste -d, "${files[@]}" | awk -F, -v n=32 -v runs=${#files[@]} 'NR>1 {printf "B%s P%s S%s", $6, $7, $8;
+    for (i = 0; i < runs; ++i) printf " | %6.1f (%5.1f)", $(i*n+16), $(i*n+14); printf "\n"}'
 }
 # run_probe_rounds "BUILDS" PROBE_ARGS...: the prefix probe of each build named (new: this build's
 # /tmp/b/prefixd_prefix_probe, X: /tmp/b/prefixd_prefix_probe_X), the builds in turn, twice; logs

@@ -11,18 +11,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s50-final
 for x in A B; do v=CARRY_$x; mkdir -p /tmp/$x && tar -C /tmp/$x -xJf "${!v:?}/bins.tar.xz"; done
-for round in 1 2; do
-  for b in A B b; do
-    bin=/tmp/$b/prefixd_kernel_bench; [ $b = b ] && bin=$B
-    timeout 60 $bin -d 128 --heads 32/8 -b 64,256 -p 8192,32768 -s 100,256 --dtype fp16 --no-baseline --no-graph -c 1 \
-      --variants PREFIXD_FUSED=1 --csv "$OUT/fused-$b$round.csv" >"$OUT/fused-$b$round.txt" 2>&1
-    echo "fused $b round $round rc=$? $(grep 'wrong results' "$OUT/fused-$b$round.txt")"
-  done
-done
-echo "== fused kernel totals (suffix part alone) us: run-1 build | run-2 build | final, per round"
-paste -d, "$OUT"/fused-A1.csv "$OUT"/fused-B1.csv "$OUT"/fused-b1.csv "$OUT"/fused-A2.csv "$OUT"/fused-B2.csv \
-  "$OUT"/fused-b2.csv | awk -F, -v n=32 'NR>1 {printf "B%s P%s S%s", $6, $7, $8;
-    for (i = 0; i < 6; ++i) printf " | %6.1f (%5.1f)", $(i*n+16), $(i*n+14); printf "\n"}'
+run_build_rounds fused "A B b" -d 128 --heads 32/8 -b 64,256 -p 8192,32768 -s 100,256 --dtype fp16 --no-baseline \
+  --no-graph -c 1 --variants PREFIXD_FUSED=1
 OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 PREFIXD_TIMEOUT_TESTS=300 \
   PREFIXD_TEST_SHARDS=6 bash launch/gpu-check.sh 2>&1 | tail -7
 grep -hE "^\[  FAILED  \]" "$OUT"/check/*.log | sort -u | head -10

@@ -684,8 +684,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaFusedCascadeTest, ::testing::ValuesIn(Fused
                          [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
 // The same cases with NaN bits in every slot outside the requests' prefixes and suffixes: the
-// suffix warps load whole page rows past a suffix's end and mask them in registers, the prefix
-// tiles read past a chunk's end (NaN must not reach a state even as 0 · NaN).
+// suffix warps load whole page rows past a suffix's end and zero their V rows before P·V, the
+// prefix tiles read past a chunk's end (NaN must not reach a state even as 0 · NaN).
 TEST(CudaFusedCascade, NaNOutsideTheRequestsNeverReachesAState) {
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_REQUIRE_FUSED();

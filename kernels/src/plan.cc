@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <utility>
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/cost_model.h"
@@ -267,7 +268,7 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //  5. where an all-cascade layout won: the concurrent mode's plans of its options, one per
 //     concurrent_candidates k (ScoreConcurrentCascade), for a gain of more than plain_margin.
 // Cost: at most 10 + eligible groups + concurrent candidates plans (6 cascade split variants, the
-// greedy flips, all plain, 2 fine, 1 narrow, 1 per k (2 per k at head_dim 256), 1 with the TMA
+// greedy flips, all plain, 2 fine, 1 narrow, 1 per k (costed twice at head_dim 256), 1 with the TMA
 // decode); each plan is O(items).
 struct Scored {
   double us = 0;
@@ -416,11 +417,16 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     o.balance_stream = true;  // 64 pairs on 112 CTAs: the chunks alone leave them unbalanced
     return o;
   };
+  // Each k's plan is built once; head_dim 256 costs it again below.
+  std::vector<std::pair<PlanOptions, CascadePlan>> modes;
   for (const int k : base.concurrent_candidates) {
     if (k >= sms) continue;
-    const PlanOptions o = options_for(k);
-    const double us = PredictPlan(batch, pool, o, params, candidates);
+    PlanOptions o = options_for(k);
+    CascadePlan plan = PlanFixed(batch, pool, o);
+    ++*candidates;
+    const double us = PredictCost(plan, params).total_us;
     if (us < best.us) best = Scored{us, o, none};
+    modes.emplace_back(std::move(o), std::move(plan));
   }
   if (best.options.concurrent_decode_sms == 0) return std::nullopt;
   // Where the mode wins, its k: the candidate with the least predicted step at the decode's
@@ -434,10 +440,9 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     CostModelParams at_dim = params;
     at_dim.concurrent_sm_gbs = params.concurrent_sm_gbs_d256;
     double least = 0;
-    for (const int k : base.concurrent_candidates) {
-      if (k >= sms) continue;
-      const PlanOptions o = options_for(k);
-      const double us = PredictPlan(batch, pool, o, at_dim, candidates);
+    for (const auto& [o, plan] : modes) {
+      ++*candidates;  // evaluated again, not rebuilt
+      const double us = PredictCost(plan, at_dim).total_us;
       if (least == 0 || us < least) least = us, best.options = o;
     }
   }

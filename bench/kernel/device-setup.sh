@@ -17,12 +17,13 @@ pack_logs() {
   tar -C "$OUT" -czf "/tmp/$SETUP_TAG-all.tgz" --exclude=all.tgz . && mv "/tmp/$SETUP_TAG-all.tgz" "$OUT/all.tgz"
 }
 # run_gpu_tests FILTER: the carried GPU tests whose names match FILTER (brief log: $OUT/tests.log),
-# then one summary line; nothing when the tarball holds no test binary. Time limit:
-# $GPU_TESTS_TIMEOUT s (200).
+# then one summary line and the failed tests (at most 20); nothing when the tarball holds no test
+# binary. Time limit: $GPU_TESTS_TIMEOUT s (200).
 run_gpu_tests() {
   [ -x /tmp/b/prefixd_gpu_tests ] || return 0
   timeout "${GPU_TESTS_TIMEOUT:-200}" /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$1" >"$OUT/tests.log" 2>&1
   echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$OUT/tests.log" | sed 's/ (.*//' | sort -u | head -20
 }
 # run_variants NAME VARIANTS BENCH_ARGS...: one kernel-benchmark call timing each shape once per
 # variant (--variants; no baseline, no graph replay, one request checked), its table in

@@ -119,6 +119,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_persistent_ = EnvFlag("PREFIXD_DECODE_PERSISTENT", decode_persistent_);
   decode_tma_ = EnvFlag("PREFIXD_DECODE_TMA", decode_tma_);
   decode_tma_diag_ = int(EnvInteger("PREFIXD_DECODE_TMA_DIAG", 0, 2, decode_tma_diag_));
+  decode_tma_swap_ab_ = EnvFlag("PREFIXD_DECODE_TMA_SWAP_AB", decode_tma_swap_ab_);
   concurrent_tma_ = EnvFlag("PREFIXD_CONCURRENT_DECODE_TMA", concurrent_tma_);
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
@@ -150,9 +151,13 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   // where the prefix runs on the persistent sm_90a kernel (one CTA per SM, the grid the mode caps),
   // the fused kernel is off and the owner allows it (BackendOptions::concurrent_prefix_decode).
   if (concurrent_auto && options.concurrent_prefix_decode && !fused_ &&
-      PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1 && num_sms_ >= 8)
+      PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1 && num_sms_ >= 8) {
     for (const double share : {0.15, 0.21})
       concurrent_candidates_.push_back(std::max(1, int(std::lround(share * num_sms_))));
+    // The TMA decode's own: its best k measured 20-64 of the H200's 132 SMs (session 51), scaled.
+    for (const int k : {20, 28, 36, 48, 56, 64})
+      concurrent_tma_candidates_.push_back(std::max(1, int(std::lround(double(k) * num_sms_ / 132))));
+  }
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";
   if (decode_kernel_ != DecodeKernel::kAuto)
@@ -170,6 +175,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_persistent_) d << " [decode persistent]";
   if (decode_tma_) d << " [decode TMA]";
   if (decode_tma_diag_ != 0) d << " [decode TMA diagnostics " << decode_tma_diag_ << ": WRONG results]";
+  if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
@@ -185,7 +191,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!concurrent_candidates_.empty()) {
     d << " [concurrent prefix/decode where the planner chooses it: decode SMs";
     for (const int k : concurrent_candidates_) d << " " << k;
-    if (concurrent_tma_) d << ", the persistent TMA decode where it fits";
+    if (concurrent_tma_) {
+      d << ", the persistent TMA decode where it fits, or on";
+      for (const int k : concurrent_tma_candidates_) d << " " << k;
+    }
     d << "]";
   }
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
@@ -347,6 +356,7 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   o.concurrent_decode_sms = concurrent_decode_sms_;
   if (concurrent_decode_sms_ == 0) o.concurrent_candidates = concurrent_candidates_;
   o.concurrent_tma_candidate = concurrent_tma_ && !o.concurrent_candidates.empty();
+  if (o.concurrent_tma_candidate) o.concurrent_tma_candidates = concurrent_tma_candidates_;
   const int64_t overhead = EnvInteger("PREFIXD_PREFIX_BALANCE_OVERHEAD", -1, 10000, -1);
   if (overhead >= 0) o.balance_item_overhead_tiles = double(overhead) / 100.0;
   // PREFIXD_PREFIX_BALANCE_MIN_GAIN=n: the smallest predicted gain that balances, in hundredths of a
@@ -709,6 +719,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       if (decode_mma_warps_ == 0) p.mma_warps = 8;  // one CTA per SM (the TMA kernel also runs 4)
     }
     p.tma_diag = decode_tma_diag_;
+    p.tma_swap_ab = decode_tma_swap_ab_;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;

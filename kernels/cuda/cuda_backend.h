@@ -49,6 +49,8 @@
 //   PREFIXD_DECODE_TMA=0|1                a one-CTA-per-SM streaming decode with its K/V tiles copied
 //                                         by the TMA (decode_stream_tma.h; sm_90a) (0)
 //   PREFIXD_DECODE_TMA_DIAG=0|1|2         its diagnostics, WRONG results: copies only / arithmetic only
+//   PREFIXD_DECODE_TMA_SWAP_AB=0|1        its tiles' arithmetic with the query heads as the mma's N
+//                                         (SwapAbDecodeTile, half the mma) or 0 as its M (1)
 //   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
 //                                         decode kernel (items, page-table entries, queries, first
 //                                         K/V rows) into L2 at its end (DecodeL2Warmup,
@@ -285,6 +287,7 @@ class CudaBackend final : public Backend {
   bool decode_persistent_ = false;   // PREFIXD_DECODE_PERSISTENT
   bool decode_tma_ = false;          // PREFIXD_DECODE_TMA
   int decode_tma_diag_ = 0;          // PREFIXD_DECODE_TMA_DIAG
+  bool decode_tma_swap_ab_ = true;   // PREFIXD_DECODE_TMA_SWAP_AB
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
   static constexpr int64_t kDefaultDecodeWarmupBytes = int64_t(4) << 20;
   int64_t decode_warmup_bytes_ = kDefaultDecodeWarmupBytes;  // PREFIXD_DECODE_WARMUP_MIB
@@ -292,6 +295,7 @@ class CudaBackend final : public Backend {
   // stream_ then has the highest) and the fork/join events of RunCascade, all made at construction.
   int concurrent_decode_sms_ = 0;
   std::vector<int> concurrent_candidates_;  // PREFIXD_CONCURRENT_DECODE_SMS unset or auto
+  std::vector<int> concurrent_tma_candidates_;  // ... the TMA decode's (PlanOptions::concurrent_tma_candidates)
   bool concurrent_tma_ = true;               // PREFIXD_CONCURRENT_DECODE_TMA
   int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;

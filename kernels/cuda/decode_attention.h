@@ -121,6 +121,9 @@ struct DecodeAttentionParams {
   // Diagnostics of the TMA kernel (PREFIXD_DECODE_TMA_DIAG; WRONG results on purpose): 1 copies
   // only (no arithmetic), 2 arithmetic only (no copies: the stages' stale contents).
   int tma_diag = 0;
+  // The TMA kernel's tile arithmetic with the query heads as the N of the mma (SwapAbDecodeTile:
+  // half the mma per token, decode_stream_tma_sm90a.cuh) or, false, as the M (MmaDecodeTile).
+  bool tma_swap_ab = true;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;

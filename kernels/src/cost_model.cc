@@ -94,9 +94,14 @@ CostModelParams CostModelParams::H200() {
   // the prefix and took k = 20, which session 49 (run 3) measured 2.5% slower than k = 28 (32/8 B256
   // P32768 S256: 507.3 against 494.6 µs fp16, 496.5 / 483.2 bf16).
   c.concurrent_sm_gbs_d256 = 34;
-  // Session 48 (run 1, the trace): the persistent TMA decode streamed 268 MB in 236 µs beside the
-  // head_dim-128 prefix on 20 SMs and 537 MB in 337 µs on 28 (57 GB/s each).
-  c.concurrent_tma_sm_gbs = 57;
+  // Session 51 (run 3): the persistent TMA decode (its tiles' arithmetic with the heads as the
+  // mma's N) alone on k = 20-64 SMs, 32/8 D128 B256 (2048 items), fp16: per round of one item per
+  // warp 8.8 µs at S128, 15.1 at S256, 27.7 at S512 (rounds = ceil(2048 / 8k), k = 20-36), i.e.
+  // 2.5 µs + the item's bytes at 10.7 GB/s; from k = 48 on the rounds shrink faster than the time:
+  // 268 MB in 87-96 µs and 537 MB in 160-172 µs, ~3.1-3.3 TB/s in all.
+  c.concurrent_tma_item_us = 2.5;
+  c.concurrent_tma_warp_gbs = 10.7;
+  c.concurrent_tma_gbs = 3150;
   return c;
 }
 
@@ -136,7 +141,9 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(merge_gbs, true, false),
       PREFIXD_TOP(concurrent_sm_gbs, false, false),
       PREFIXD_TOP(concurrent_sm_gbs_d256, false, false),
-      PREFIXD_TOP(concurrent_tma_sm_gbs, false, false),
+      PREFIXD_TOP(concurrent_tma_item_us, false, false),
+      PREFIXD_TOP(concurrent_tma_warp_gbs, false, false),
+      PREFIXD_TOP(concurrent_tma_gbs, false, false),
   };
 #undef PREFIXD_TOP
 #undef PREFIXD_DEC
@@ -304,6 +311,22 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
   return p;
 }
 
+namespace {
+
+// When the persistent TMA decode on the plan's k SMs ends (cost_model.h): its 8 warps per SM
+// (kernels/cuda/sm90a/decode_stream_tma_sm90a.cuh) take whole items round-robin.
+double TmaDecodeEndUs(const PlanProfile& p, const CostModelParams& c) {
+  constexpr int kWarpsPerSm = 8;
+  if (p.decode_items <= 0) return 0;
+  const int64_t warps = int64_t(kWarpsPerSm) * p.concurrent_decode_sms;
+  const double rounds = double((p.decode_items + warps - 1) / warps);
+  const double item_bytes = p.decode_streamed_bytes / double(p.decode_items);
+  const double round_us = c.concurrent_tma_item_us + item_bytes / (c.concurrent_tma_warp_gbs * 1e3);
+  return std::max(rounds * round_us, p.decode_streamed_bytes / (c.concurrent_tma_gbs * 1e3));
+}
+
+}  // namespace
+
 CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
   CostBreakdown out;
   double prefix_bytes_us = 0, decode_bytes_us = 0;  // the parts' HBM/L2 byte times alone
@@ -344,10 +367,10 @@ CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
     out.merge_us = c.merge_launch_us + p.merge_rows * c.merge_row_ns * 1e-3 + p.merge_bytes / (c.merge_gbs * 1e9) * 1e6;
   if (out.prefix_us > 0 && out.decode_us > 0 && p.concurrent_decode_sms > 0) {
     // Concurrent (cost_model.h): the decode beside the prefix on k SMs, the rest of it after.
-    // The persistent TMA decode never leaves its k SMs: its end is its bytes at their rate.
-    const double beside_gbs =
-        p.concurrent_decode_sms * (p.concurrent_decode_tma ? c.concurrent_tma_sm_gbs : c.concurrent_sm_gbs);
-    const double beside_us = p.decode_streamed_bytes / (beside_gbs * 1e9) * 1e6;
+    // The persistent TMA decode never leaves its k SMs: its end is its rounds of items.
+    const double beside_us =
+        p.concurrent_decode_tma ? TmaDecodeEndUs(p, c)
+                                : p.decode_streamed_bytes / (p.concurrent_decode_sms * c.concurrent_sm_gbs * 1e9) * 1e6;
     const double decode_end = beside_us <= out.prefix_us || p.concurrent_decode_tma
                                   ? beside_us
                                   : out.prefix_us + (1.0 - out.prefix_us / beside_us) * out.decode_us;

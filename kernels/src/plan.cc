@@ -88,6 +88,8 @@ void ValidateOptions(const PlanOptions& o) {
                     "plan options: concurrent_decode_sms must be ≥ 0 (0: off), got " << o.concurrent_decode_sms);
   for (const int k : o.concurrent_candidates)
     PREFIXD_CHECK_ARG(k >= 1, "plan options: concurrent_candidates must be ≥ 1, got " << k);
+  for (const int k : o.concurrent_tma_candidates)
+    PREFIXD_CHECK_ARG(k >= 1, "plan options: concurrent_tma_candidates must be ≥ 1, got " << k);
   PREFIXD_CHECK_ARG(!o.concurrent_decode_tma || o.concurrent_decode_sms > 0,
                     "plan options: concurrent_decode_tma needs concurrent_decode_sms > 0");
   PREFIXD_CHECK_ARG(o.prefix_target_items >= 0,
@@ -373,6 +375,21 @@ std::optional<Scored> ScoreNarrowCascade(const DecodeBatch& batch, const KvPoolS
   return Scored{PredictPlan(batch, pool, o, params, candidates), o, std::vector<uint8_t>(batch.groups.size(), 0)};
 }
 
+// ScoreConcurrentCascade's result: the mode's plan, or nothing where the best is one after the other.
+std::optional<Scored> ModeOrNone(const Scored& best) {
+  if (best.options.concurrent_decode_sms == 0) return std::nullopt;
+  return best;
+}
+
+// How much before the model's prefix part the concurrent TMA decode must end to be taken at the
+// other decode's k (ScoreConcurrentCascade).
+constexpr double kTmaFitMargin = 0.15;
+// The shorter of the two parts, one after the other, that the TMA decode's own candidates need
+// (ScoreConcurrentCascade): the overlap hides at most that part, and the mode adds the merge step
+// (~11 µs) and a second launch. Below it the model's small-step error exceeds the gain: it had the
+// mode 20% faster at 32/8 B256 P1024 S32 (prefix ~17 µs), and every S = 32 shape measured slower.
+constexpr double kTmaMinPartUs = 30;
+
 // The concurrent mode's plans of the all-cascade winner's options `winner` (PlanOptions::
 // concurrent_candidates): for each k, the decode on k SMs beside a prefix grid of SMs − k CTAs
 // (the prefix target and balance scaled to them, the stream balance, every request through the
@@ -428,43 +445,69 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     if (us < best.us) best = Scored{us, o, none};
     modes.emplace_back(std::move(o), std::move(plan));
   }
-  if (best.options.concurrent_decode_sms == 0) return std::nullopt;
-  // Where the mode wins, its k: the candidate with the least predicted step at the decode's
-  // measured rate beside the prefix at this head_dim (concurrent_sm_gbs_d256 at 256). At the rate of
-  // head_dim 128 the model had the decode on 20 SMs end ~33 µs after the head_dim-256 prefix and took
-  // k = 20, measured 2.5% slower than k = 28 (32/8 B256 P32768 S256, bench/RESULTS.md session 49).
-  // The mode itself stays decided at concurrent_sm_gbs: at 34 GB/s the model's gain at that shape
-  // (2.4%) falls under plain_margin, where 8.9% was measured (its head_dim-256 prefix is ~23% slow);
-  // so does the step's reported prediction, as for the TMA decode below.
-  if (pool.head_dim > 128 && params.concurrent_sm_gbs_d256 != params.concurrent_sm_gbs) {
-    CostModelParams at_dim = params;
-    at_dim.concurrent_sm_gbs = params.concurrent_sm_gbs_d256;
-    double least = 0;
-    for (const auto& [o, plan] : modes) {
-      ++*candidates;  // evaluated again, not rebuilt
-      const double us = PredictCost(plan, at_dim).total_us;
-      if (least == 0 || us < least) least = us, best.options = o;
-    }
-  }
-  // Where the mode wins, its decode as the persistent TMA decode on the k SMs, where the backend
-  // and the shape have it and the model has it end clearly before the prefix part (by
-  // plain_margin): it streams more per SM than the other decode but never leaves the k SMs. It
-  // measured 0.1-3.7% faster at the six shapes where the model has it fit (32/8 B128-256
-  // P32768-65536 S256-512, fp16 and bf16: no tail of the other decode's CTAs after the prefix's
-  // end) and 9-11% slower at P32768 S512, where its bytes outlast the prefix (bench/RESULTS.md
-  // session 48). The choice of the mode itself stays on the other decode's
-  // prediction (also the step's reported prediction), so that the mode is taken where it was before
-  // (session 47's measured choices).
   const bool tma = base.concurrent_tma_candidate && TmaDecodeBuilt(batch.num_qo_heads / pool.num_kv_heads, pool.head_dim) &&
                    (pool.dtype == DType::kFloat16 || pool.dtype == DType::kBFloat16);
-  if (tma) {
-    PlanOptions t = best.options;
-    t.concurrent_decode_tma = true;
-    const CostBreakdown c = PredictCost(PlanFixed(batch, pool, t), params);
-    ++*candidates;
-    if (c.concurrent_decode_end_us <= c.prefix_us * (1.0 - base.plain_margin)) best.options = t;
+  // `best` compares at the model's predicted step; `mode_us` is that of the mode's plan as chosen
+  // (the TMA decode's where it takes it below), for the TMA decode's own candidates after it.
+  double mode_us = best.us;
+  if (best.options.concurrent_decode_sms > 0) {
+    // Where the mode wins, its k: the candidate with the least predicted step at the decode's
+    // measured rate beside the prefix at this head_dim (concurrent_sm_gbs_d256 at 256). At the rate of
+    // head_dim 128 the model had the decode on 20 SMs end ~33 µs after the head_dim-256 prefix and took
+    // k = 20, measured 2.5% slower than k = 28 (32/8 B256 P32768 S256, bench/RESULTS.md session 49).
+    // The mode itself stays decided at concurrent_sm_gbs: at 34 GB/s the model's gain at that shape
+    // (2.4%) falls under plain_margin, where 8.9% was measured (its head_dim-256 prefix is ~23% slow);
+    // so does the step's reported prediction, as for the TMA decode below.
+    if (pool.head_dim > 128 && params.concurrent_sm_gbs_d256 != params.concurrent_sm_gbs) {
+      CostModelParams at_dim = params;
+      at_dim.concurrent_sm_gbs = params.concurrent_sm_gbs_d256;
+      double least = 0;
+      for (const auto& [o, plan] : modes) {
+        ++*candidates;  // evaluated again, not rebuilt
+        const double us = PredictCost(plan, at_dim).total_us;
+        if (least == 0 || us < least) least = us, best.options = o;
+      }
+    }
+    // Where the mode wins, its decode as the persistent TMA decode on the k SMs, where the backend
+    // and the shape have it and the model has it end clearly before the prefix part (by
+    // kTmaFitMargin): it streams more per SM than the other decode but never leaves the k SMs. It
+    // measured 0.1-3.7% faster at the six shapes where it fit (32/8 B128-256 P32768-65536
+    // S256-512, fp16 and bf16: no tail of the other decode's CTAs after the prefix's end) and 9-11%
+    // slower at P32768 S512, where its bytes outlast the prefix (bench/RESULTS.md session 48). The
+    // margin: the model's prefix part on SMs − k CTAs runs ~11% above the measured one at these
+    // shapes, its TMA decode's rounds within a few % (session 51), so "fits" needs the decode to
+    // end 15% before the predicted prefix (B256 P32768 S256: 72% of it; S512: 94%). The choice of
+    // the mode itself stays on the other decode's prediction, so that the mode is taken where it
+    // was before (session 47's measured choices).
+    if (tma) {
+      PlanOptions t = best.options;
+      t.concurrent_decode_tma = true;
+      const CostBreakdown c = PredictCost(PlanFixed(batch, pool, t), params);
+      ++*candidates;
+      if (c.concurrent_decode_end_us <= c.prefix_us * (1.0 - kTmaFitMargin)) best.options = t, mode_us = c.total_us;
+    }
   }
-  return best;
+  // The mode with the TMA decode on each of its own candidates k (concurrent_tma_candidates: more
+  // SMs than the other decode's, since its step is max(prefix, its rounds of items), which balance
+  // at k = 20-64 on the measured shapes), scored by the model's rounds (cost_model.h), where one
+  // predicts less than the choice above (the caller takes the mode only for a gain of more than
+  // plain_margin over the step one after the other). Measured with it (session 51, run 3): 9-12%
+  // faster at 32/8 D128 B128-256 P8192-16384 S128-256 and B256 P8192 S512, 3% at B256 P32768 S512;
+  // slower at S32 and B64, where the model does not take it.
+  if (tma && !base.concurrent_tma_candidates.empty()) {
+    ++*candidates;
+    const CostBreakdown one_after_other = PredictCost(PlanFixed(batch, pool, sequential), params);
+    if (std::min(one_after_other.prefix_us, one_after_other.decode_us) < kTmaMinPartUs) return ModeOrNone(best);
+    for (const int k : base.concurrent_tma_candidates) {
+      if (k >= sms) continue;
+      PlanOptions o = options_for(k);
+      o.concurrent_decode_tma = true;
+      ++*candidates;
+      const double us = PredictCost(PlanFixed(batch, pool, o), params).total_us;
+      if (us < mode_us) best = Scored{us, o, none}, mode_us = us;
+    }
+  }
+  return ModeOrNone(best);
 }
 
 // A lower bound of the cost model's time for a layout with the given plain groups, without

@@ -504,6 +504,9 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
   const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
   if (kernels::cuda::sm90a::DeviceReady()) {
     EXPECT_EQ(candidates, (std::vector<int>{int(std::lround(0.15 * sms)), int(std::lround(0.21 * sms))}));
+    std::vector<int> tma_candidates;  // the TMA decode's own: 20-64 of 132 SMs, scaled
+    for (const int k : {20, 28, 36, 48, 56, 64}) tma_candidates.push_back(std::max(1, int(std::lround(double(k) * sms / 132))));
+    EXPECT_EQ(Device().DefaultPlanOptions().concurrent_tma_candidates, tma_candidates);
     EXPECT_NE(Device().Describe().find("where the planner chooses it"), std::string::npos) << Device().Describe();
   }
   // An owner that turns the mode off (the multi-rank engine: BackendOptions::concurrent_prefix_decode).
@@ -540,9 +543,10 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
 // A concurrent plan whose decode is the persistent TMA decode on its k SMs (CascadePlan::
 // concurrent_decode_tma, the planner's choice where the decode fits beside the prefix): correct
 // against the float64 oracle at GQA 4 and 8, head_dim 64 and 128, fp16 and bf16, and run as that
-// kernel where it is built (the backend counts those steps); at shapes it is not built for (GQA 2,
-// head_dim 256) and on a backend with PREFIXD_CONCURRENT_DECODE_TMA=0 the plan runs with the other
-// decode, also correct.
+// kernel where it is built (the backend counts those steps), at the planner's smallest k and at the
+// largest of the TMA decode's own candidates (PlanOptions::concurrent_tma_candidates); at shapes it
+// is not built for (GQA 2, head_dim 256) and on a backend with PREFIXD_CONCURRENT_DECODE_TMA=0 the
+// plan runs with the other decode, also correct.
 TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
@@ -564,18 +568,20 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
     const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
     const CascadeInputs in = MakeCascadeInputs(c, rng);
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-    PlanOptions o = ConcurrentModeOptions(sms, candidates.front());
-    o.concurrent_decode_tma = true;
-    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
-    ASSERT_EQ(plan.concurrent_decode_tma, 1) << c.name;
-    for (Backend* backend : {&Device(), tma_off.get()}) {
-      auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
-      const bool on = backend == &Device();
-      SCOPED_TRACE(c.name + (on ? "" : " (PREFIXD_CONCURRENT_DECODE_TMA=0)"));
-      const int64_t steps = cuda.concurrent_steps(), tma_steps = cuda.concurrent_tma_steps();
-      ExpectMatchesOracle(RunStep(*backend, in.pool, c.layer, plan, in.q), want, c.dtype, c.name);
-      EXPECT_EQ(cuda.concurrent_steps() - steps, 1);
-      EXPECT_EQ(cuda.concurrent_tma_steps() - tma_steps, on && built ? 1 : 0);
+    for (const int k : {candidates.front(), Device().DefaultPlanOptions().concurrent_tma_candidates.back()}) {
+      PlanOptions o = ConcurrentModeOptions(sms, k);
+      o.concurrent_decode_tma = true;
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+      ASSERT_EQ(plan.concurrent_decode_tma, 1) << c.name;
+      for (Backend* backend : {&Device(), tma_off.get()}) {
+        auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+        const bool on = backend == &Device();
+        SCOPED_TRACE(c.name + " k = " + std::to_string(k) + (on ? "" : " (PREFIXD_CONCURRENT_DECODE_TMA=0)"));
+        const int64_t steps = cuda.concurrent_steps(), tma_steps = cuda.concurrent_tma_steps();
+        ExpectMatchesOracle(RunStep(*backend, in.pool, c.layer, plan, in.q), want, c.dtype, c.name);
+        EXPECT_EQ(cuda.concurrent_steps() - steps, 1);
+        EXPECT_EQ(cuda.concurrent_tma_steps() - tma_steps, on && built ? 1 : 0);
+      }
     }
   }
 #endif
@@ -698,20 +704,30 @@ TEST(CudaFusedCascade, NaNOutsideTheRequestsNeverReachesAState) {
 
 // The decode confined to exactly the k SMs the prefix grid leaves (PREFIXD_DECODE_PERSISTENT: one
 // CTA per SM looping over the items), as the cp.async streaming kernel and with its tiles copied
-// by the TMA (PREFIXD_DECODE_TMA, where it applies: sm_90a), at k = 1, 36 and SMs − 1; every
-// cascade case and the fused kernel's (page sizes 1-64, item boundaries anywhere: the TMA kernel's
-// lane-copied tiles).
+// by the TMA (PREFIXD_DECODE_TMA, where it applies: sm_90a; its tiles' arithmetic with the heads
+// as the mma's N, the default, and as its M, PREFIXD_DECODE_TMA_SWAP_AB=0), at k = 1, 36 and
+// SMs − 1; every cascade case and the fused kernel's (page sizes 1-64, item boundaries anywhere:
+// the TMA kernel's lane-copied tiles).
 TEST(CudaConcurrentCascade, DecodeOnExactlyTheFreeSms) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  for (const char* tma : {"0", "1"}) {
+  struct Decode {
+    const char* tma;
+    const char* swap_ab;
+  };
+  for (const Decode d : {Decode{"0", "1"}, Decode{"1", "1"}, Decode{"1", "0"}}) {
     for (const int k : {1, ConcurrentDecodeSms(36), sms - 1}) {
-      SCOPED_TRACE(std::string("PREFIXD_DECODE_TMA=") + tma + " PREFIXD_CONCURRENT_DECODE_SMS=" + std::to_string(k));
+      SCOPED_TRACE(std::string("PREFIXD_DECODE_TMA=") + d.tma + " PREFIXD_DECODE_TMA_SWAP_AB=" + d.swap_ab +
+                   " PREFIXD_CONCURRENT_DECODE_SMS=" + std::to_string(k));
       std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(k)},
                                                                  {"PREFIXD_DECODE_PERSISTENT", "1"},
-                                                                 {"PREFIXD_DECODE_TMA", tma}});
-      EXPECT_EQ(backend->Describe().find("[decode TMA]") != std::string::npos, tma[0] == '1') << backend->Describe();
+                                                                 {"PREFIXD_DECODE_TMA", d.tma},
+                                                                 {"PREFIXD_DECODE_TMA_SWAP_AB", d.swap_ab}});
+      const std::string describe = backend->Describe();
+      EXPECT_EQ(describe.find("[decode TMA]") != std::string::npos, d.tma[0] == '1') << describe;
+      EXPECT_EQ(describe.find("[decode TMA tiles: heads as M]") != std::string::npos, d.tma[0] == '1' && d.swap_ab[0] == '0')
+          << describe;
       for (const CascadeCase& c : FusedCascadeCases()) ExpectConcurrentCascadeCorrect(*backend, c, rng);
     }
   }

@@ -101,44 +101,155 @@ __device__ __forceinline__ void CpAsyncArriveOnBarrier(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
+// ---- The tile's arithmetic with the query heads as the N of the mma ("swap AB")
+//
+// Why: MmaDecodeTile puts the g ≤ 8 query heads in the M = 16 rows of m16n8k16, so at g = 4 three
+// quarters of its 32 mma per 16 tokens are padding, and its Q·Kᵀ is two chains of 8 dependent mma.
+// This kernel's warps are bound by that arithmetic, not by their copies (Nsight Compute, session
+// 51: ~350 instructions per 16-token tile, 0.37 issued per cycle per scheduler; copies alone 1.7 ×
+// faster than the whole). With the heads as N = 8 (the fused kernel's suffix warps do the same,
+// suffix_warps_sm90a.cuh): Sᵀ = K·qᵀ is 16 tokens × 8 heads, Oᵀ += Vᵀ·Pᵀ is head_dim × 8 heads, 16
+// mma per tile instead of 32, half the O accumulators, and Pᵀ goes from Sᵀ's C layout to the B
+// operand by two movmatrix transposes. Sᵀ runs as two chains of HEAD_DIM / 32 mma (even and odd k
+// steps) added at the end.
+
+// One warp's state: Oᵀ's m tiles (o[mt]: dims 16·mt + lane/4 (+ 8) × heads 2·(lane % 4) + {0, 1},
+// the C fragment), and per head column c of the lane (head 2·(lane % 4) + c) the running max
+// (scaled, base 2) and this lane's part of the running sum (its tokens only; summed over the lanes
+// at the item's end).
+template <int HEAD_DIM>
+struct SwapAbState {
+  float o[HEAD_DIM / 16][4];
+  float m[2], l[2];
+  __device__ __forceinline__ void Reset() {
+#pragma unroll
+    for (int mt = 0; mt < HEAD_DIM / 16; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[mt][e] = 0.f;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.f;
+  }
+};
+
+// q as the B operand of Sᵀ = K·qᵀ (k = head_dim, n = 8 heads): q_b[ks] holds head lane / 4's dims
+// 16·ks + 2·(lane % 4) + {0, 1} and + 8; zeros for heads past heads.rows.
+template <typename T, int HEAD_DIM>
+__device__ __forceinline__ void LoadSwapAbQueries(const DecodeAttentionParams& p, const DecodeWorkItem& item,
+                                                  decode::GroupHeads heads, int lane, uint32_t (&q_b)[HEAD_DIM / 16][2]) {
+  const int head = lane / 4;
+  const T* q = static_cast<const T*>(p.q) + (int64_t(item.request) * p.num_qo_heads + heads.first + head) * HEAD_DIM +
+               2 * (lane % 4);
+#pragma unroll
+  for (int ks = 0; ks < HEAD_DIM / 16; ++ks) {
+    q_b[ks][0] = head < heads.rows ? *reinterpret_cast<const uint32_t*>(q + 16 * ks) : 0u;
+    q_b[ks][1] = head < heads.rows ? *reinterpret_cast<const uint32_t*>(q + 16 * ks + 8) : 0u;
+  }
+}
+
+// One 16-token tile (K at k_tile, V one tile after it, in the panel layout; tokens [tile_first,
+// + 16), those at or past kv_end masked; their V rows are zeros): Sᵀ → online softmax per head →
+// Oᵀ += Vᵀ·Pᵀ.
+template <typename T, int HEAD_DIM>
+__device__ __forceinline__ void SwapAbDecodeTile(const uint32_t (&q_b)[HEAD_DIM / 16][2], uint32_t k_tile, int tile_first,
+                                                 int kv_end, float scale, int lane, SwapAbState<HEAD_DIM>& st) {
+  using Mma = MmaOp<T>;
+  constexpr int KSTEPS = HEAD_DIM / 16, MTILES = HEAD_DIM / 16;
+  const uint32_t v_tile = k_tile + TileBytes<HEAD_DIM>();
+  // Sᵀ = K·qᵀ: A = K rows lane % 16, 16-byte chunk 2·ks + lane / 16 (ldmatrix's four 8×8 blocks).
+  float s[4] = {0.f, 0.f, 0.f, 0.f}, s_odd[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int ks = 0; ks < KSTEPS; ++ks) {
+    uint32_t a[4];
+    LdMatrixX4(a, k_tile + PanelOffset(lane % 16, 2 * ks + lane / 16));
+    Mma::Run(ks % 2 == 0 ? s : s_odd, a, q_b[ks][0], q_b[ks][1]);
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) s[e] += s_odd[e];
+  // Elements: 0 (token lane/4, head h), 1 (lane/4, h + 1), 2 (lane/4 + 8, h), 3 (lane/4 + 8, h + 1).
+  if (tile_first + 16 > kv_end) {  // the item's last tile: mask the tokens past its end
+    const int token = tile_first + lane / 4;
+    if (token >= kv_end) s[0] = s[1] = -INFINITY;
+    if (token + 8 >= kv_end) s[2] = s[3] = -INFINITY;
+  }
+  // Each head's max over the tile's 16 tokens: the lane's two, then across the 8 lanes of its column.
+  float col_max[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
+#pragma unroll
+  for (int x = 4; x < 32; x *= 2)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) col_max[c] = fmaxf(col_max[c], __shfl_xor_sync(0xffffffffu, col_max[c], x));
+  float subtract[2], rescale[2];
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const float new_max = fmaxf(st.m[c], col_max[c] * scale);
+    subtract[c] = SafeMax(new_max);
+    rescale[c] = FastExp2(st.m[c] - subtract[c]);  // 0 while nothing was seen (m = −inf)
+    st.m[c] = new_max;
+  }
+  const float p0 = FastExp2(fmaf(s[0], scale, -subtract[0])), p1 = FastExp2(fmaf(s[1], scale, -subtract[1]));
+  const float p2 = FastExp2(fmaf(s[2], scale, -subtract[0])), p3 = FastExp2(fmaf(s[3], scale, -subtract[1]));
+  st.l[0] = fmaf(st.l[0], rescale[0], p0 + p2);
+  st.l[1] = fmaf(st.l[1], rescale[1], p1 + p3);
+  // Pᵀ (k = tokens, n = heads) as the B operand: the transposes of Sᵀ's two 8×8 halves.
+  const uint32_t b0 = MovMatrixTrans(Mma::Pack(p0, p1)), b1 = MovMatrixTrans(Mma::Pack(p2, p3));
+  // Oᵀ += Vᵀ·Pᵀ: A = Vᵀ by transposed ldmatrix, V rows lane % 8 + 8·(lane / 16), chunk 2·mt + (lane / 8) % 2.
+#pragma unroll
+  for (int mt = 0; mt < MTILES; ++mt) {
+    st.o[mt][0] *= rescale[0];
+    st.o[mt][1] *= rescale[1];
+    st.o[mt][2] *= rescale[0];
+    st.o[mt][3] *= rescale[1];
+    uint32_t a[4];
+    LdMatrixX4Trans(a, v_tile + PanelOffset(lane % 8 + 8 * (lane / 16), 2 * mt + (lane / 8) % 2));
+    Mma::Run(st.o[mt], a, b0, b1);
+  }
+}
+
 }  // namespace tma_decode
 
-// A finished warp state (row quad_row < GQA of the lane, columns 8·dt + quad_col + {0, 1}) as a
-// normalised state (v, s); the empty state is (0, −inf).
-template <int HEAD_DIM>
-struct LaneState {
-  float2 v[HEAD_DIM / 8];
+// One lane's part of one query head's normalised state: N groups of VEC consecutive values (group
+// j at dim DimOf(j) of the head) and the head's LSE s; the empty state is (0, −inf).
+template <int N, int VEC>
+struct HeadPart {
+  float v[N][VEC];
   float s;
 };
 
-template <int HEAD_DIM>
-__device__ __forceinline__ LaneState<HEAD_DIM> NormaliseWarpState(const decode::MmaWarpState<HEAD_DIM>& st) {
-  LaneState<HEAD_DIM> out;
-  const float sum = QuadSum(st.row_sum[0]);  // groups of ≤ 8 heads: one row half (MmaRowHalves)
-  const bool empty = !(sum > 0.f);
-  const float inv = empty ? 0.f : 1.f / sum;
-#pragma unroll
-  for (int dt = 0; dt < HEAD_DIM / 8; ++dt) out.v[dt] = make_float2(st.o[dt][0] * inv, st.o[dt][1] * inv);
-  out.s = empty ? -INFINITY : st.row_max[0] + log2f(sum);
-  return out;
+template <int VEC>
+__device__ __forceinline__ void LoadValues(const float* src, float (&x)[VEC]) {
+  if constexpr (VEC == 2) {
+    const float2 t = __ldcg(reinterpret_cast<const float2*>(src));
+    x[0] = t.x, x[1] = t.y;
+  } else {
+    x[0] = __ldcg(src);
+  }
+}
+template <int VEC>
+__device__ __forceinline__ void StoreValues(float* dst, const float (&x)[VEC]) {
+  if constexpr (VEC == 2) *reinterpret_cast<float2*>(dst) = make_float2(x[0], x[1]);
+  else *dst = x[0];
+}
+template <typename T, int VEC>
+__device__ __forceinline__ void StoreOutput(T* dst, const float (&x)[VEC]) {
+  if constexpr (VEC == 2) {
+    if constexpr (std::is_same_v<T, __half>) *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(x[0], x[1]);
+    else *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(x[0], x[1]);
+  } else {
+    *dst = T(x[0]);
+  }
 }
 
-// The end of one warp's item: its state to the item's slot, or (item.finish) ⊕ the request's
-// prefix-chunk states (slots [run_begin, + slot_offset), read from L2 after the prefix grid) into
-// o / v_out / s_out. Lanes of rows ≥ GQA (the m16 tile's padding) write nothing.
-template <typename T, int HEAD_DIM, int GQA>
-__device__ __forceinline__ void FinishWarpItem(const DecodeAttentionParams& p, const DecodeWorkItem& item, int run_begin,
-                                               const decode::MmaWarpState<HEAD_DIM>& st, int lane) {
-  constexpr int DT = HEAD_DIM / 8;
-  const int quad_row = lane / 4, quad_col = 2 * (lane % 4);
-  LaneState<HEAD_DIM> own = NormaliseWarpState(st);
-  if (quad_row >= GQA) return;
-  const int head = item.kv_head * GQA + quad_row;
+// The end of one warp's item for one query head `head` (of all num_qo_heads): the lane's part of
+// its state to the item's slot, or (item.finish) ⊕ the request's prefix-chunk states (slots
+// [run_begin, + slot_offset), read from L2 after the prefix grid) into o / v_out / s_out. The lane
+// with writes_lse writes the LSE.
+template <typename T, int HEAD_DIM, int N, int VEC, typename DimOf>
+__device__ __forceinline__ void FinishHead(const DecodeAttentionParams& p, const DecodeWorkItem& item, int run_begin,
+                                           int head, HeadPart<N, VEC>& own, DimOf dim_of, bool writes_lse) {
   if (!item.finish) {
     const int64_t row = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + head;
 #pragma unroll
-    for (int dt = 0; dt < DT; ++dt) *reinterpret_cast<float2*>(p.partial_v + row * HEAD_DIM + 8 * dt + quad_col) = own.v[dt];
-    if (lane % 4 == 0) p.partial_s[row] = own.s;
+    for (int j = 0; j < N; ++j) StoreValues<VEC>(p.partial_v + row * HEAD_DIM + dim_of(j), own.v[j]);
+    if (writes_lse) p.partial_s[row] = own.s;
     return;
   }
   // Running (M, W, acc): max LSE, sum of weights and weighted v relative to 2^M; an empty state
@@ -152,34 +263,82 @@ __device__ __forceinline__ void FinishWarpItem(const DecodeAttentionParams& p, c
       const float rescale = exp2f(run_m - s);
       run_w *= rescale;
 #pragma unroll
-      for (int dt = 0; dt < DT; ++dt) own.v[dt] = make_float2(own.v[dt].x * rescale, own.v[dt].y * rescale);
+      for (int j = 0; j < N; ++j)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) own.v[j][e] *= rescale;
       run_m = s;
     }
     const float w = exp2f(s - run_m);
     run_w += w;
 #pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {
-      const float2 v = __ldcg(reinterpret_cast<const float2*>(p.partial_v + row * HEAD_DIM + 8 * dt + quad_col));
-      own.v[dt] = make_float2(fmaf(w, v.x, own.v[dt].x), fmaf(w, v.y, own.v[dt].y));
+    for (int j = 0; j < N; ++j) {
+      float v[VEC];
+      LoadValues<VEC>(p.partial_v + row * HEAD_DIM + dim_of(j), v);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) own.v[j][e] = fmaf(w, v[e], own.v[j][e]);
     }
   }
   const bool empty = run_w == 0.f;
   const float inv = empty ? 0.f : 1.f / run_w;
   const int64_t out_row = int64_t(item.request) * p.num_qo_heads + head;
 #pragma unroll
-  for (int dt = 0; dt < DT; ++dt) {
-    const float2 v = make_float2(own.v[dt].x * inv, own.v[dt].y * inv);
-    const int64_t out = out_row * HEAD_DIM + 8 * dt + quad_col;
-    if (p.v_out != nullptr) *reinterpret_cast<float2*>(p.v_out + out) = v;
-    if (p.o != nullptr) {
-      if constexpr (std::is_same_v<T, __half>) *reinterpret_cast<__half2*>(static_cast<T*>(p.o) + out) = __floats2half2_rn(v.x, v.y);
-      else *reinterpret_cast<__nv_bfloat162*>(static_cast<T*>(p.o) + out) = __floats2bfloat162_rn(v.x, v.y);
-    }
+  for (int j = 0; j < N; ++j) {
+    float v[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) v[e] = own.v[j][e] * inv;
+    const int64_t out = out_row * HEAD_DIM + dim_of(j);
+    if (p.v_out != nullptr) StoreValues<VEC>(p.v_out + out, v);
+    if (p.o != nullptr) StoreOutput<T, VEC>(static_cast<T*>(p.o) + out, v);
   }
-  if (p.s_out != nullptr && lane % 4 == 0) p.s_out[out_row] = empty ? -INFINITY : run_m + log2f(run_w);
+  if (p.s_out != nullptr && writes_lse) p.s_out[out_row] = empty ? -INFINITY : run_m + log2f(run_w);
 }
 
-template <typename T, int HEAD_DIM, int GQA, int WARPS>
+// A finished MmaDecodeTile state: row quad_row < GQA of the lane is its head (columns 8·dt +
+// quad_col + {0, 1}); lanes of rows ≥ GQA (the m16 tile's padding) write nothing.
+template <typename T, int HEAD_DIM, int GQA>
+__device__ __forceinline__ void FinishWarpItem(const DecodeAttentionParams& p, const DecodeWorkItem& item, int run_begin,
+                                               const decode::MmaWarpState<HEAD_DIM>& st, int lane) {
+  constexpr int DT = HEAD_DIM / 8;
+  const int quad_row = lane / 4, quad_col = 2 * (lane % 4);
+  const float sum = QuadSum(st.row_sum[0]);  // groups of ≤ 8 heads: one row half (MmaRowHalves)
+  if (quad_row >= GQA) return;
+  const bool empty = !(sum > 0.f);
+  const float inv = empty ? 0.f : 1.f / sum;
+  HeadPart<DT, 2> own;
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt) own.v[dt][0] = st.o[dt][0] * inv, own.v[dt][1] = st.o[dt][1] * inv;
+  own.s = empty ? -INFINITY : st.row_max[0] + log2f(sum);
+  FinishHead<T, HEAD_DIM>(p, item, run_begin, item.kv_head * GQA + quad_row, own,
+                          [&](int dt) { return 8 * dt + quad_col; }, lane % 4 == 0);
+}
+
+// A finished SwapAbDecodeTile state: the lane's columns c = 0, 1 are heads 2·(lane % 4) + c (those
+// < GQA write), its values dims 16·mt + lane / 4 (+ 8).
+template <typename T, int HEAD_DIM, int GQA>
+__device__ __forceinline__ void FinishSwapAbItem(const DecodeAttentionParams& p, const DecodeWorkItem& item, int run_begin,
+                                                 tma_decode::SwapAbState<HEAD_DIM>& st, int lane) {
+  constexpr int MTILES = HEAD_DIM / 16;
+#pragma unroll
+  for (int c = 0; c < 2; ++c)
+#pragma unroll
+    for (int x = 4; x < 32; x *= 2) st.l[c] += __shfl_xor_sync(0xffffffffu, st.l[c], x);
+  const int r0 = lane / 4;
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const int head = 2 * (lane % 4) + c;
+    if (head >= GQA) continue;
+    const bool empty = !(st.l[c] > 0.f);
+    const float inv = empty ? 0.f : 1.f / st.l[c];
+    HeadPart<2 * MTILES, 1> own;
+#pragma unroll
+    for (int j = 0; j < 2 * MTILES; ++j) own.v[j][0] = st.o[j / 2][c + 2 * (j % 2)] * inv;
+    own.s = empty ? -INFINITY : st.m[c] + log2f(st.l[c]);
+    FinishHead<T, HEAD_DIM>(p, item, run_begin, item.kv_head * GQA + head, own,
+                            [&](int j) { return 16 * (j / 2) + r0 + 8 * (j % 2); }, r0 == 0);
+  }
+}
+
+template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB>
 __global__ void __launch_bounds__(32 * WARPS, 1)
     DecodeStreamTmaKernel(const __grid_constant__ DecodeAttentionParams p, const __grid_constant__ CUtensorMap k_map,
                           const __grid_constant__ CUtensorMap v_map) {
@@ -317,23 +476,32 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   int index = first_item;
   DecodeWorkItem item{};
   int2 bases{};
-  uint32_t q_frag[HEAD_DIM / 16][4];
+  // The queries as the A operand of MmaDecodeTile (4 registers per k step) or the B operand of
+  // SwapAbDecodeTile (2), and the matching state.
+  constexpr int Q_REGS = SWAP_AB ? 2 : 4;
+  using State = std::conditional_t<SWAP_AB, SwapAbState<HEAD_DIM>, decode::MmaWarpState<HEAD_DIM>>;
+  auto load_queries = [&](const DecodeWorkItem& it, uint32_t (&q)[HEAD_DIM / 16][Q_REGS]) {
+    const decode::GroupHeads heads = decode::ItemHeads<GQA>(p, it.kv_head);
+    if constexpr (SWAP_AB) LoadSwapAbQueries<T, HEAD_DIM>(p, it, heads, lane, q);
+    else decode::LoadMmaQueries<T, HEAD_DIM>(p, it, heads, lane, q);
+  };
+  uint32_t q_frag[HEAD_DIM / 16][Q_REGS];
   if (index < p.num_items) {
     item = p.items[index];
     bases = decode::ItemBases(p, item, index);  // {page_indptr, state_indptr}[item.request]
-    decode::LoadMmaQueries<T, HEAD_DIM>(p, item, decode::ItemHeads<GQA>(p, item.kv_head), lane, q_frag);
+    load_queries(item, q_frag);
   }
   while (index < p.num_items) {
     const int next_index = index + item_stride;
     DecodeWorkItem next_item{};
     int2 next_bases{};
-    uint32_t q_next[HEAD_DIM / 16][4];
+    uint32_t q_next[HEAD_DIM / 16][Q_REGS];
     if (next_index < p.num_items) {
       next_item = p.items[next_index];
       next_bases = decode::ItemBases(p, next_item, next_index);
-      decode::LoadMmaQueries<T, HEAD_DIM>(p, next_item, decode::ItemHeads<GQA>(p, next_item.kv_head), lane, q_next);
+      load_queries(next_item, q_next);
     }
-    decode::MmaWarpState<HEAD_DIM> state;
+    State state;
     state.Reset();
     const int num_tiles = tiles_of(item);
     for (int t = 0; t < num_tiles; ++t) {
@@ -352,33 +520,38 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
         }
       }
       __syncwarp();  // the tile (and its zeroed rows) is visible to the whole warp
-      if (p.tma_diag != 1)  // 1: copies only
-        decode::MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, k_tile, tile_first, item.kv_end, p.sm_scale_log2, lane_offsets,
-                                                lane, state);
+      if (p.tma_diag != 1) {  // 1: copies only
+        if constexpr (SWAP_AB)
+          SwapAbDecodeTile<T, HEAD_DIM>(q_frag, k_tile, tile_first, item.kv_end, p.sm_scale_log2, lane, state);
+        else
+          decode::MmaDecodeTile<T, HEAD_DIM, GQA>(q_frag, k_tile, tile_first, item.kv_end, p.sm_scale_log2,
+                                                  lane_offsets, lane, state);
+      }
       __syncwarp();  // all reads of this stage are done before a later issue refills it
       if (++compute_stage == kStages) compute_stage = 0, compute_phase ^= 1;
     }
     // With a programmatic launch the prefix grid may still run: a finishing item reads its states.
     if (item.finish) decode::WaitForPrefixGrid();
-    FinishWarpItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
+    if constexpr (SWAP_AB) FinishSwapAbItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
+    else FinishWarpItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
     index = next_index;
     item = next_item;
     bases = next_bases;
 #pragma unroll
     for (int ks = 0; ks < HEAD_DIM / 16; ++ks)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) q_frag[ks][e] = q_next[ks][e];
+      for (int e = 0; e < Q_REGS; ++e) q_frag[ks][e] = q_next[ks][e];
   }
   // This grid completes only after the prefix grid it may overlap (decode_attention.h).
   decode::WaitForPrefixGrid();
 }
 
 // Launch: one CTA per SM on at most max_sms SMs (the shared memory keeps a second one out).
-template <typename T, int HEAD_DIM, int GQA, int WARPS>
+template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB>
 void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
                                 cudaStream_t stream) {
   constexpr int smem = tma_decode::SmemBytes<HEAD_DIM, WARPS>();
-  RaiseDynamicSmemLimitOnce<DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS>>(smem);  // once per device
+  RaiseDynamicSmemLimitOnce<DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB>>(smem);  // once per device
   cudaLaunchConfig_t config{};
   // Each warp takes whole items: as many CTAs as give every warp one (at most max_sms).
   const int ctas = std::min(p.max_sms, (p.num_items + WARPS - 1) / WARPS);
@@ -391,14 +564,18 @@ void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMa
   attribute[0].val.programmaticStreamSerializationAllowed = p.overlap_prefix ? 1 : 0;
   config.attrs = attribute;
   config.numAttrs = 1;
-  PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS>, p, k_map, v_map));
+  PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB>, p, k_map, v_map));
 }
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeStreamTma(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
                            cudaStream_t stream) {
-  if (p.mma_warps == 4) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4>(p, k_map, v_map, stream);
-  LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8>(p, k_map, v_map, stream);
+  if (p.tma_swap_ab) {
+    if (p.mma_warps == 4) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
+    return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, true>(p, k_map, v_map, stream);
+  }
+  if (p.mma_warps == 4) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, false>(p, k_map, v_map, stream);
+  LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, false>(p, k_map, v_map, stream);
 }
 
 }  // namespace prefixd::kernels::cuda::sm90a

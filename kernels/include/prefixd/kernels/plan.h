@@ -166,6 +166,9 @@ struct PlanOptions {
   // prefix part by more than plain_margin.
   bool concurrent_decode_tma = false;
   bool concurrent_tma_candidate = false;
+  // ... and where the mode with the other decode is not chosen, the k the planner may choose for
+  // the mode with the TMA decode (with concurrent_tma_candidate; scored by the model's rounds).
+  std::vector<int> concurrent_tma_candidates;
   // ... and only from this head_dim up. At head_dim 64 the mode measured slower on every shape
   // tried (32/8 and 32/32 B256 P32768 S256: +7 and +4%, bench/RESULTS.md session 47), where the
   // model predicts 3-5% faster: it underestimates the sequential step's overlap (~15 µs measured,

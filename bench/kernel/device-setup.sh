@@ -3,7 +3,7 @@
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds,
-# run_probe_rounds).
+# run_probe_rounds, run_ncu_stalls).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -126,4 +126,21 @@ run_probe_rounds() {
     timeout 120 $probe "$@" >"$OUT/probe-$b$i.txt" 2>&1
     echo "probe $b $i rc=$? $(grep -E '^wgmma' "$OUT/probe-$b$i.txt" | awk '{printf "%s ", $12}')"
   done; done
+}
+# run_ncu_stalls NAME KERNEL_REGEX PER COMMAND...: Nsight Compute's PC sampling (clocks not locked)
+# on one launch of the kernels matching KERNEL_REGEX (the fourth) that COMMAND makes; the details
+# page and the source page (SASS, CSV) in $OUT/NAME-details.txt and $OUT/NAME-sass.csv, then the
+# launch's time and issue rates and bench/kernel/ncu_stalls.py's stall table (instructions per PER
+# units, e.g. the kernel's tiles; 0: none).
+run_ncu_stalls() {
+  local name=$1 kernel=$2 per=$3; shift 3
+  timeout 150 ncu --kernel-name "regex:$kernel" --launch-skip 3 --launch-count 1 --clock-control none \
+    --section SpeedOfLight --section WarpStateStats --section SourceCounters --section SchedulerStats \
+    --section MemoryWorkloadAnalysis -f -o "$OUT/$name" "$@" >"$OUT/$name-ncu.txt" 2>&1
+  echo "ncu $name rc=$?"
+  ncu -i "$OUT/$name.ncu-rep" --page details --print-details all >"$OUT/$name-details.txt" 2>&1
+  grep -E "Duration|Issued Warp|No Eligible|Eligible Warps|DRAM Throughput" "$OUT/$name-details.txt" | head -8
+  ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass >"$OUT/$name-sass.csv" 2>&1
+  rm -f "$OUT/$name.ncu-rep"
+  python3 bench/kernel/ncu_stalls.py "$OUT/$name-sass.csv" --top 24 --per "$per"
 }

@@ -6,6 +6,8 @@
 #   3. the suffix part alone on k = 12/20/36 SMs, new and old, and new arithmetic only (DIAG=2);
 #   4. the steps: the planner's choice and forced k at 32/8 D128 B256 P8192/P32768 S256, fp16 and
 #      bf16, new against old.
+# (Its Nsight Compute lines are device-setup.sh's run_ncu_stalls since the run, which wrote them out
+# here with the same ncu options less the memory section.)
 #   CARRY=.carry/s51b bash bench/kernel/s51-swap-ab.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,15 +15,8 @@ cd "$(dirname "$0")/../.."
 C=PREFIXD_CONCURRENT_DECODE_SMS; T=PREFIXD_DECODE_PERSISTENT=1+PREFIXD_DECODE_TMA=1; OLD=PREFIXD_DECODE_TMA_SWAP_AB=0
 GPU_TESTS_TIMEOUT=250 run_gpu_tests '*DecodeOnExactlyTheFreeSms*:*ThePlansTmaDecode*:*NaNOutsideTheRequests*:*CudaDecodeVariantTest*'
 run_sanitizers 'CudaConcurrentCascade.ThePlansTmaDecodeRunsOnTheKSms'
-timeout 120 ncu --kernel-name regex:DecodeStreamTma --launch-skip 3 --launch-count 1 --clock-control none \
-  --section SpeedOfLight --section WarpStateStats --section SourceCounters --section SchedulerStats \
-  -f -o "$OUT/prof" $B -d 128 --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16 --no-baseline --no-graph -c 0 -n 3 -w 1 \
-  --copy-gib 1 --gemm-n 2048 --settle-ms 0 --variants "$C=20+$T" >"$OUT/ncu.txt" 2>&1
-echo "ncu rc=$?"
-ncu -i "$OUT/prof.ncu-rep" --page details --print-details all >"$OUT/details.txt" 2>&1
-grep -E "Duration|Issued Warp|No Eligible|Eligible Warps" "$OUT/details.txt" | head -6
-ncu -i "$OUT/prof.ncu-rep" --page source --csv --print-source sass >"$OUT/sass.csv" 2>&1
-rm -f "$OUT/prof.ncu-rep"
+run_ncu_stalls prof DecodeStreamTma 32768 $B -d 128 --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16 --no-baseline \
+  --no-graph -c 0 -n 3 -w 1 --copy-gib 1 --gemm-n 2048 --settle-ms 0 --variants "$C=20+$T"
 V=""
 for k in 12 20 36; do V="$V,$C=$k+$T,$C=$k+$T+$OLD,$C=$k+$T+PREFIXD_DECODE_TMA_DIAG=2"; done
 RUN_TIMEOUT=150 run_variants rates "${V#,}" -d 128 --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16

@@ -7,33 +7,18 @@
 #      on purpose): the stall totals and the SASS lines with the most samples;
 #   2. the suffix part alone on k = 12/20/36 SMs: as built, copies only (DIAG=1), arithmetic only
 #      (DIAG=2), at P1024 / P8192 / P32768 (the step's totals beside it).
+# (As run, the Nsight Compute lines were written out here with an inline parser that read the wrong
+# header row; they are device-setup.sh's run_ncu_stalls since, and the stall tables in
+# bench/RESULTS.md were computed from run 1's sass-*.csv with bench/kernel/ncu_stalls.py.)
 #   CARRY=.carry/s51a bash bench/kernel/s51-tma-profile.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s51-tma
 C=PREFIXD_CONCURRENT_DECODE_SMS; T=PREFIXD_DECODE_PERSISTENT=1+PREFIXD_DECODE_TMA=1
 for diag in 0 2; do
-  timeout 150 ncu --kernel-name regex:DecodeStreamTma --launch-skip 3 --launch-count 1 --clock-control none \
-    --section SpeedOfLight --section WarpStateStats --section SourceCounters --section SchedulerStats \
-    --section MemoryWorkloadAnalysis -f -o "$OUT/prof-$diag" \
-    $B -d 128 --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16 --no-baseline --no-graph -c 0 -n 3 -w 1 \
-    --copy-gib 1 --gemm-n 2048 --settle-ms 0 --variants "$C=20+$T+PREFIXD_DECODE_TMA_DIAG=$diag" >"$OUT/ncu-$diag.txt" 2>&1
-  echo "ncu diag $diag rc=$?"
-  ncu -i "$OUT/prof-$diag.ncu-rep" --page details --print-details all >"$OUT/details-$diag.txt" 2>&1
-  grep -E "Duration|Eligible|Issued Warp|Warp Cycles Per Issued|No Eligible|DRAM Throughput|Memory Throughput" "$OUT/details-$diag.txt" | head -12
-  ncu -i "$OUT/prof-$diag.ncu-rep" --page source --csv --print-source sass >"$OUT/sass-$diag.csv" 2>&1
-  python3 - "$OUT/sass-$diag.csv" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-head = rows[0]; body = [r for r in rows[1:] if len(r) == len(head)]
-col = next(i for i, h in enumerate(head) if h.startswith("Warp Stall Sampling (All"))
-src = next(i for i, h in enumerate(head) if h == "Source")
-total = sum(float(r[col] or 0) for r in body)
-print(f"samples {total:.0f}; top lines:")
-for r in sorted(body, key=lambda r: -float(r[col] or 0))[:24]:
-    print(f"  {100*float(r[col] or 0)/total:5.1f}%  {r[src][:80]}")
-PY
-  rm -f "$OUT/prof-$diag.ncu-rep"
+  run_ncu_stalls "prof-$diag" DecodeStreamTma 32768 $B -d 128 --heads 32/8 -b 256 -p 1024 -s 256 --dtype fp16 \
+    --no-baseline --no-graph -c 0 -n 3 -w 1 --copy-gib 1 --gemm-n 2048 --settle-ms 0 \
+    --variants "$C=20+$T+PREFIXD_DECODE_TMA_DIAG=$diag"
 done
 V=default
 for k in 12 20 36; do V="$V,$C=$k+$T,$C=$k+$T+PREFIXD_DECODE_TMA_DIAG=1,$C=$k+$T+PREFIXD_DECODE_TMA_DIAG=2"; done

@@ -991,7 +991,10 @@ TEST(CostModel, ConcurrentDecodeEndsAsItsKernelStreams) {
 // concurrent_tma_candidate), against the one-CTA-per-item decode at the planner's k, each pair
 // measured in one process (H200, fp16, 32/8 D128; bench/RESULTS.md session 48, runs 1 and 4): taken
 // where it measured faster, not where its bytes outlast the prefix (P32768 S512); never where it is
-// not built (head_dim 256) or not offered; and only where the mode itself is chosen.
+// not built (head_dim 256) or not offered; and only where the mode itself is chosen. (These times
+// are of the TMA decode before session 51's tiles. Here the TMA decode's own candidates are off;
+// with them the planner takes it at P32768 S512 k = 28, which the new tiles measured 3% faster at
+// B128 and 0.6% slower at B256, session 51 run 5.)
 TEST(CostModel, PlannerChoosesTheTmaDecodeWhereItMeasuredFaster) {
   struct Case {
     int batch, prefix, suffix;

@@ -21,7 +21,9 @@
 // differs from the cp.async kernels:
 //  - a tile lands in the TMA's 128-byte swizzled layout: head_dim / 64 panels of 16 rows × 128
 //    bytes (16-byte chunk c of row r at (c ^ (r mod 8)) · 16), K's panels then V's. The ldmatrix
-//    addresses (TmaLaneOffsets) follow it; the arithmetic is MmaDecodeTile's;
+//    addresses follow it; the arithmetic is SwapAbDecodeTile's (below: the heads as the mma's N;
+//    since session 51) or, with DecodeAttentionParams::tma_swap_ab off, MmaDecodeTile's
+//    (TmaLaneOffsets);
 //  - each stage has a transaction barrier; lane 0 arms it and issues the boxes (one 16-row box
 //    per panel of K and of V, from tensor maps over the pool, evict-first), and the warp waits on
 //    it instead of on cp.async groups;

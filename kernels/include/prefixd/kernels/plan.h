@@ -162,12 +162,13 @@ struct PlanOptions {
   // decode on exactly the k SMs (CascadePlan::concurrent_decode_tma; it never spreads to the SMs the
   // prefix CTAs free, so it pays where its bytes fit beside the prefix). With concurrent_tma_candidate
   // (the backend can run it: sm_90a) the planner, where it chooses the mode, takes it if the shape
-  // has it (TmaDecodeBuilt, decode_kernel_choice.h) and the cost model has it end before the
-  // prefix part by more than plain_margin.
+  // has it (TmaDecodeBuilt, decode_kernel_choice.h) and the cost model has it end clearly before
+  // the prefix part (15%, plan.cc).
   bool concurrent_decode_tma = false;
   bool concurrent_tma_candidate = false;
-  // ... and where the mode with the other decode is not chosen, the k the planner may choose for
-  // the mode with the TMA decode (with concurrent_tma_candidate; scored by the model's rounds).
+  // ... and the k the planner may also choose for the mode with the TMA decode (with
+  // concurrent_tma_candidate; scored by the model's rounds of its items, taken where that step
+  // predicts less than the choice above, where both parts one after the other take ≥ 30 µs).
   std::vector<int> concurrent_tma_candidates;
   // ... and only from this head_dim up. At head_dim 64 the mode measured slower on every shape
   // tried (32/8 and 32/32 B256 P32768 S256: +7 and +4%, bench/RESULTS.md session 47), where the

@@ -120,6 +120,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_tma_ = EnvFlag("PREFIXD_DECODE_TMA", decode_tma_);
   decode_tma_diag_ = int(EnvInteger("PREFIXD_DECODE_TMA_DIAG", 0, 2, decode_tma_diag_));
   decode_tma_swap_ab_ = EnvFlag("PREFIXD_DECODE_TMA_SWAP_AB", decode_tma_swap_ab_);
+  decode_tma_warps_ = EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 0) == 1 ? 12 : 8;
   concurrent_tma_ = EnvFlag("PREFIXD_CONCURRENT_DECODE_TMA", concurrent_tma_);
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
@@ -176,6 +177,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_tma_) d << " [decode TMA]";
   if (decode_tma_diag_ != 0) d << " [decode TMA diagnostics " << decode_tma_diag_ << ": WRONG results]";
   if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
+  if (decode_tma_warps_ != 8) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
@@ -720,6 +722,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     }
     p.tma_diag = decode_tma_diag_;
     p.tma_swap_ab = decode_tma_swap_ab_;
+    p.tma_warps = decode_tma_swap_ab_ ? decode_tma_warps_ : 8;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;

@@ -574,6 +574,7 @@ void LaunchDecodeStreamTma(const DecodeAttentionParams& p, const CUtensorMap& k_
                            cudaStream_t stream) {
   if (p.tma_swap_ab) {
     if (p.mma_warps == 4) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
+    if (p.tma_warps == 12) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 12, true>(p, k_map, v_map, stream);
     return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, true>(p, k_map, v_map, stream);
   }
   if (p.mma_warps == 4) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, false>(p, k_map, v_map, stream);

@@ -52,7 +52,9 @@
 //   PREFIXD_DECODE_TMA_SWAP_AB=0|1        its tiles' arithmetic with the query heads as the mma's N
 //                                         (SwapAbDecodeTile, half the mma) or 0 as its M (1)
 //   PREFIXD_DECODE_TMA_WARPS=8|12         its warps per CTA (with the heads as N): 8 with 3 ring
-//                                         stages each, or 12 with 2 (8)
+//                                         stages each, or 12 with 2 (8; 12 is faster alone, but the
+//                                         planner's k assumes 8: with it, set
+//                                         PREFIXD_CONCURRENT_DECODE_SMS=k, bench/RESULTS.md s51)
 //   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
 //                                         decode kernel (items, page-table entries, queries, first
 //                                         K/V rows) into L2 at its end (DecodeL2Warmup,

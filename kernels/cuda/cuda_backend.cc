@@ -709,7 +709,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
     } else if (tma_decode) {
-      // One CTA of 8 warps on each of the k SMs.
+      // One CTA on each of the k SMs (8 warps, or PREFIXD_DECODE_TMA_WARPS).
       p.max_sms = concurrent_k;
       p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
       p.stream_items = p.stream_tma = true;
@@ -722,7 +722,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     }
     p.tma_diag = decode_tma_diag_;
     p.tma_swap_ab = decode_tma_swap_ab_;
-    p.tma_warps = decode_tma_swap_ab_ ? decode_tma_warps_ : 8;
+    p.tma_warps = decode_tma_warps_;
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;

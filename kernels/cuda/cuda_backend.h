@@ -110,9 +110,10 @@
 // launched normally (no PDL: a programmatic dependency on the prefix grid would serialise it
 // again), so that its CTAs take the k SMs the prefix grid leaves free (and every SM once prefix
 // CTAs exit); or, where the plan says so (CascadePlan::concurrent_decode_tma, the planner's choice
-// where the decode's bytes fit beside the prefix), the persistent TMA decode on exactly the k SMs:
-// 57 GB/s per SM beside the prefix against the other's ~40, so that at 32/8 B256 P32768 S256 it
-// ends before the prefix (273.3 → 269.8 µs fp16, bench/RESULTS.md session 48). The main stream is created with the highest priority and the second with the lowest,
+// where the model has it pay), the persistent TMA decode on exactly the k SMs, which streams more
+// per SM than the other (at 32/8 B256 P32768 S256 it ends before the prefix, 273.3 → 269.8 µs fp16,
+// bench/RESULTS.md session 48; on 36-64 SMs it makes the mode pay at P8192-16384, session 51). The
+// main stream is created with the highest priority and the second with the lowest,
 // so that pending prefix CTAs are dispatched first. The decode kernel then cannot read finished
 // prefix states, so no decode item finishes its request: LoadPlan loads every such plan unfused
 // (DecodeWorkItem::finish = 0, merge_requests = every request; the same ⊕ to float rounding) and

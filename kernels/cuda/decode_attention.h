@@ -124,8 +124,8 @@ struct DecodeAttentionParams {
   // The TMA kernel's tile arithmetic with the query heads as the N of the mma (SwapAbDecodeTile:
   // half the mma per token, decode_stream_tma_sm90a.cuh) or, false, as the M (MmaDecodeTile).
   bool tma_swap_ab = true;
-  // ... and its warps per CTA where mma_warps is not 4: 8 (3 ring stages each) or, with
-  // tma_swap_ab, 12 (2 stages each, 168 registers).
+  // ... and its warps per CTA where mma_warps is not 4: 8 (3 ring stages each) or 12 (2 stages
+  // each, 168 registers; with tma_swap_ab only, the launcher runs 8 without it).
   int tma_warps = 8;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.

@@ -268,10 +268,12 @@ CascadePlan PlanFixed(const DecodeBatch& batch, const KvPoolShape& pool, const P
 //     of more than plain_margin over the winner so far (not where the tiny-prefix rule covers a
 //     group);
 //  5. where an all-cascade layout won: the concurrent mode's plans of its options, one per
-//     concurrent_candidates k (ScoreConcurrentCascade), for a gain of more than plain_margin.
-// Cost: at most 10 + eligible groups + concurrent candidates plans (6 cascade split variants, the
-// greedy flips, all plain, 2 fine, 1 narrow, 1 per k (costed twice at head_dim 256), 1 with the TMA
-// decode); each plan is O(items).
+//     concurrent_candidates and concurrent_tma_candidates k (ScoreConcurrentCascade), for a gain
+//     of more than plain_margin.
+// Cost: at most 10 + eligible groups + concurrent candidates plans built (6 cascade split
+// variants, the greedy flips, all plain, 2 fine, 1 narrow, 1 one after the other, 1 per k); each
+// plan is O(items), and so is each costing of one (a k's plan is costed again at head_dim 256 and
+// with the TMA decode).
 struct Scored {
   double us = 0;
   PlanOptions options;
@@ -423,27 +425,45 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   // must come from the overlap, not from a balance the step could have without it.
   PlanOptions sequential = winner;
   sequential.balance_stream = true;
-  Scored best{PredictPlan(batch, pool, sequential, params, candidates), sequential, none};
-  // The mode's options with the decode on k SMs.
-  auto options_for = [&](int k) {
+  const CostBreakdown one_after_other = PredictCost(PlanFixed(batch, pool, sequential), params);
+  ++*candidates;
+  Scored best{one_after_other.total_us, sequential, none};
+  // The mode's options and plan with the decode on k SMs, each built once: the TMA decode's plan
+  // differs only in CascadePlan::concurrent_decode_tma, which CostWithTma sets for its costing.
+  struct Mode {
+    PlanOptions options;
+    CascadePlan plan;
+  };
+  std::vector<Mode> modes;
+  modes.reserve(base.concurrent_candidates.size() + base.concurrent_tma_candidates.size());  // mode_for's references stay
+  auto mode_for = [&](int k) -> Mode& {
+    for (Mode& m : modes)
+      if (m.options.concurrent_decode_sms == k) return m;
     PlanOptions o = winner;
     o.concurrent_decode_sms = k;
     o.fuse_merge = false;  // the decode cannot read prefix states it runs beside
     o.prefix_target_items = std::max(1, int(std::lround(double(target) * (sms - k) / sms)));
     o.balance_prefix_ctas = base.balance_prefix_ctas > k ? base.balance_prefix_ctas - k : 0;
     o.balance_stream = true;  // 64 pairs on 112 CTAs: the chunks alone leave them unbalanced
-    return o;
-  };
-  // Each k's plan is built once; head_dim 256 costs it again below.
-  std::vector<std::pair<PlanOptions, CascadePlan>> modes;
-  for (const int k : base.concurrent_candidates) {
-    if (k >= sms) continue;
-    PlanOptions o = options_for(k);
     CascadePlan plan = PlanFixed(batch, pool, o);
     ++*candidates;
-    const double us = PredictCost(plan, params).total_us;
-    if (us < best.us) best = Scored{us, o, none};
-    modes.emplace_back(std::move(o), std::move(plan));
+    modes.push_back(Mode{std::move(o), std::move(plan)});
+    return modes.back();
+  };
+  auto cost_with_tma = [&](Mode& m) {
+    ++*candidates;
+    m.plan.concurrent_decode_tma = 1;
+    const CostBreakdown c = PredictCost(m.plan, params);
+    m.plan.concurrent_decode_tma = 0;
+    PlanOptions o = m.options;
+    o.concurrent_decode_tma = true;
+    return std::pair{c, o};
+  };
+  for (const int k : base.concurrent_candidates) {
+    if (k >= sms) continue;
+    Mode& m = mode_for(k);
+    const double us = PredictCost(m.plan, params).total_us;
+    if (us < best.us) best = Scored{us, m.options, none};
   }
   const bool tma = base.concurrent_tma_candidate && TmaDecodeBuilt(batch.num_qo_heads / pool.num_kv_heads, pool.head_dim) &&
                    (pool.dtype == DType::kFloat16 || pool.dtype == DType::kBFloat16);
@@ -462,10 +482,10 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
       CostModelParams at_dim = params;
       at_dim.concurrent_sm_gbs = params.concurrent_sm_gbs_d256;
       double least = 0;
-      for (const auto& [o, plan] : modes) {
-        ++*candidates;  // evaluated again, not rebuilt
-        const double us = PredictCost(plan, at_dim).total_us;
-        if (least == 0 || us < least) least = us, best.options = o;
+      for (const Mode& m : modes) {
+        ++*candidates;  // costed again, not rebuilt
+        const double us = PredictCost(m.plan, at_dim).total_us;
+        if (least == 0 || us < least) least = us, best.options = m.options;
       }
     }
     // Where the mode wins, its decode as the persistent TMA decode on the k SMs, where the backend
@@ -480,11 +500,8 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     // the mode itself stays on the other decode's prediction, so that the mode is taken where it
     // was before (session 47's measured choices).
     if (tma) {
-      PlanOptions t = best.options;
-      t.concurrent_decode_tma = true;
-      const CostBreakdown c = PredictCost(PlanFixed(batch, pool, t), params);
-      ++*candidates;
-      if (c.concurrent_decode_end_us <= c.prefix_us * (1.0 - kTmaFitMargin)) best.options = t, mode_us = c.total_us;
+      const auto [c, o] = cost_with_tma(mode_for(best.options.concurrent_decode_sms));
+      if (c.concurrent_decode_end_us <= c.prefix_us * (1.0 - kTmaFitMargin)) best.options = o, mode_us = c.total_us;
     }
   }
   // The mode with the TMA decode on each of its own candidates k (concurrent_tma_candidates: more
@@ -494,17 +511,11 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   // plain_margin over the step one after the other). Measured with it (session 51, run 3): 9-12%
   // faster at 32/8 D128 B128-256 P8192-16384 S128-256 and B256 P8192 S512, 3% at B256 P32768 S512;
   // slower at S32 and B64, where the model does not take it.
-  if (tma && !base.concurrent_tma_candidates.empty()) {
-    ++*candidates;
-    const CostBreakdown one_after_other = PredictCost(PlanFixed(batch, pool, sequential), params);
-    if (std::min(one_after_other.prefix_us, one_after_other.decode_us) < kTmaMinPartUs) return ModeOrNone(best);
+  if (tma && std::min(one_after_other.prefix_us, one_after_other.decode_us) >= kTmaMinPartUs) {
     for (const int k : base.concurrent_tma_candidates) {
       if (k >= sms) continue;
-      PlanOptions o = options_for(k);
-      o.concurrent_decode_tma = true;
-      ++*candidates;
-      const double us = PredictCost(PlanFixed(batch, pool, o), params).total_us;
-      if (us < mode_us) best = Scored{us, o, none}, mode_us = us;
+      const auto [c, o] = cost_with_tma(mode_for(k));
+      if (c.total_us < mode_us) best = Scored{c.total_us, o, none}, mode_us = c.total_us;
     }
   }
   return ModeOrNone(best);

@@ -1236,7 +1236,8 @@ TEST(PlanConcurrent, RecordsItsDecodeSmsAndRoundTrips) {
 }
 
 // ... and its decode kernel (PlanOptions::concurrent_decode_tma): recorded, round-tripped, and
-// refused without k (in the options and in a plan) or as anything but 0 and 1.
+// refused without k (in the options and in a plan) or as anything but 0 and 1; a TMA candidate
+// k < 1 refused.
 TEST(PlanConcurrent, RecordsItsTmaDecodeAndRoundTrips) {
   KvPoolShape pool;
   const DecodeBatch batch = GroupsBatch({{64, 4096}, {3, 0}}, 256, 32, 16, &pool, 8);
@@ -1257,6 +1258,10 @@ TEST(PlanConcurrent, RecordsItsTmaDecodeAndRoundTrips) {
   }
   o.concurrent_decode_sms = 0;
   EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "concurrent_decode_tma");
+  // ... and the TMA decode's own candidates must be k ≥ 1.
+  o.concurrent_decode_tma = false;
+  o.concurrent_tma_candidates = {20, 0};
+  EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "concurrent_tma_candidates");
 }
 
 // The stream over the heads on the 112 CTAs a concurrent decode on 20 SMs leaves (32/8 B256

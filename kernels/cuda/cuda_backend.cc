@@ -16,6 +16,7 @@
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
+#include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
 #include "prefixd/kernels/prefix_l2_hint.h"
@@ -120,7 +121,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_tma_ = EnvFlag("PREFIXD_DECODE_TMA", decode_tma_);
   decode_tma_diag_ = int(EnvInteger("PREFIXD_DECODE_TMA_DIAG", 0, 2, decode_tma_diag_));
   decode_tma_swap_ab_ = EnvFlag("PREFIXD_DECODE_TMA_SWAP_AB", decode_tma_swap_ab_);
-  decode_tma_warps_ = EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 0) == 1 ? 12 : 8;
+  decode_tma_warps_ = EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8;
+  // The warps that will run (the launcher's rules: 12 only with the heads as N, 4 where the MMA
+  // warps are forced to 4), so that the planner's model counts the same rounds.
+  if (!decode_tma_swap_ab_) decode_tma_warps_ = 8;
+  if (decode_mma_warps_ == 4) decode_tma_warps_ = 4;
   concurrent_tma_ = EnvFlag("PREFIXD_CONCURRENT_DECODE_TMA", concurrent_tma_);
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
@@ -177,7 +182,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_tma_) d << " [decode TMA]";
   if (decode_tma_diag_ != 0) d << " [decode TMA diagnostics " << decode_tma_diag_ << ": WRONG results]";
   if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
-  if (decode_tma_warps_ != 8) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
+  if (decode_tma_warps_ != 12) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
@@ -359,6 +364,13 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   if (concurrent_decode_sms_ == 0) o.concurrent_candidates = concurrent_candidates_;
   o.concurrent_tma_candidate = concurrent_tma_ && !o.concurrent_candidates.empty();
   if (o.concurrent_tma_candidate) o.concurrent_tma_candidates = concurrent_tma_candidates_;
+  // The model's TMA decode rounds are fitted for 12 warps per CTA (CostModelParams::H200); with
+  // fewer, its rounds for those.
+  if (o.concurrent_tma_candidate && decode_tma_warps_ != 12) {
+    auto model = std::make_shared<CostModelParams>(CostModelParams::H200());
+    model->SetTmaDecodeWarps(decode_tma_warps_);
+    o.cost_model = std::move(model);
+  }
   const int64_t overhead = EnvInteger("PREFIXD_PREFIX_BALANCE_OVERHEAD", -1, 10000, -1);
   if (overhead >= 0) o.balance_item_overhead_tiles = double(overhead) / 100.0;
   // PREFIXD_PREFIX_BALANCE_MIN_GAIN=n: the smallest predicted gain that balances, in hundredths of a
@@ -709,7 +721,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
     } else if (tma_decode) {
-      // One CTA on each of the k SMs (8 warps, or PREFIXD_DECODE_TMA_WARPS).
+      // One CTA on each of the k SMs (12 warps, or PREFIXD_DECODE_TMA_WARPS).
       p.max_sms = concurrent_k;
       p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
       p.stream_items = p.stream_tma = true;

@@ -51,10 +51,9 @@
 //   PREFIXD_DECODE_TMA_DIAG=0|1|2         its diagnostics, WRONG results: copies only / arithmetic only
 //   PREFIXD_DECODE_TMA_SWAP_AB=0|1        its tiles' arithmetic with the query heads as the mma's N
 //                                         (SwapAbDecodeTile, half the mma) or 0 as its M (1)
-//   PREFIXD_DECODE_TMA_WARPS=8|12         its warps per CTA (with the heads as N): 8 with 3 ring
-//                                         stages each, or 12 with 2 (8; 12 is faster alone, but the
-//                                         planner's k assumes 8: with it, set
-//                                         PREFIXD_CONCURRENT_DECODE_SMS=k, bench/RESULTS.md s51)
+//   PREFIXD_DECODE_TMA_WARPS=8|12         its warps per CTA (with the heads as N): 12 with 2 ring
+//                                         stages each, or 8 with 3 (12; the planner's model counts
+//                                         the rounds of the warps that run, bench/RESULTS.md s52)
 //   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
 //                                         decode kernel (items, page-table entries, queries, first
 //                                         K/V rows) into L2 at its end (DecodeL2Warmup,
@@ -293,7 +292,7 @@ class CudaBackend final : public Backend {
   bool decode_tma_ = false;          // PREFIXD_DECODE_TMA
   int decode_tma_diag_ = 0;          // PREFIXD_DECODE_TMA_DIAG
   bool decode_tma_swap_ab_ = true;   // PREFIXD_DECODE_TMA_SWAP_AB
-  int decode_tma_warps_ = 8;         // PREFIXD_DECODE_TMA_WARPS
+  int decode_tma_warps_ = 12;        // PREFIXD_DECODE_TMA_WARPS (the warps that run: 8 without swap-AB)
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
   static constexpr int64_t kDefaultDecodeWarmupBytes = int64_t(4) << 20;
   int64_t decode_warmup_bytes_ = kDefaultDecodeWarmupBytes;  // PREFIXD_DECODE_WARMUP_MIB

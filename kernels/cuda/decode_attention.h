@@ -124,9 +124,9 @@ struct DecodeAttentionParams {
   // The TMA kernel's tile arithmetic with the query heads as the N of the mma (SwapAbDecodeTile:
   // half the mma per token, decode_stream_tma_sm90a.cuh) or, false, as the M (MmaDecodeTile).
   bool tma_swap_ab = true;
-  // ... and its warps per CTA where mma_warps is not 4: 8 (3 ring stages each) or 12 (2 stages
-  // each, 168 registers; with tma_swap_ab only, the launcher runs 8 without it).
-  int tma_warps = 8;
+  // ... and its warps per CTA where mma_warps is not 4: 12 (2 ring stages each at head_dim 128,
+  // 168 registers) or 8 (3 stages); with tma_swap_ab only, the launcher runs 8 without it.
+  int tma_warps = 12;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;

@@ -94,15 +94,29 @@ CostModelParams CostModelParams::H200() {
   // the prefix and took k = 20, which session 49 (run 3) measured 2.5% slower than k = 28 (32/8 B256
   // P32768 S256: 507.3 against 494.6 µs fp16, 496.5 / 483.2 bf16).
   c.concurrent_sm_gbs_d256 = 34;
-  // Session 51 (run 3): the persistent TMA decode (its tiles' arithmetic with the heads as the
-  // mma's N) alone on k = 20-64 SMs, 32/8 D128 B256 (2048 items), fp16: per round of one item per
-  // warp 8.8 µs at S128, 15.1 at S256, 27.7 at S512 (rounds = ceil(2048 / 8k), k = 20-36), i.e.
-  // 2.5 µs + the item's bytes at 10.7 GB/s; from k = 48 on the rounds shrink faster than the time:
-  // 268 MB in 87-96 µs and 537 MB in 160-172 µs, ~3.1-3.3 TB/s in all.
-  c.concurrent_tma_item_us = 2.5;
-  c.concurrent_tma_warp_gbs = 10.7;
-  c.concurrent_tma_gbs = 3150;
+  // The persistent TMA decode: 12 warps per CTA (SetTmaDecodeWarps).
+  c.SetTmaDecodeWarps(12);
   return c;
+}
+
+void CostModelParams::SetTmaDecodeWarps(int warps) {
+  concurrent_tma_warps = warps;
+  concurrent_tma_gbs = 3150;
+  if (warps == 12) {
+    // Session 52 (run 1): 12 warps of 2 ring stages, alone on k = 20-64 SMs, 32/8 D128 B256 (2048
+    // items), fp16: per round of one item per warp 9.9-10.0 µs at S128, 17.1 at S256, 31.2-31.5 at
+    // S512 (rounds = ceil(2048 / 12k), k = 20 and 28), i.e. 2.8 µs + the item's bytes at 9.2 GB/s;
+    // from k = 48 on the bytes bound it: 268 MB in 83-95 µs, 537 MB in 154-175 µs (3.1-3.5 TB/s).
+    concurrent_tma_item_us = 2.8;
+    concurrent_tma_warp_gbs = 9.2;
+    return;
+  }
+  // Session 51 (run 3): 8 warps of 3 stages (and any other count, for its rounds), the same
+  // shapes: per round 8.8 µs at S128, 15.1 at S256, 27.7 at S512 (rounds = ceil(2048 / 8k), k =
+  // 20-36), i.e. 2.5 µs + the item's bytes at 10.7 GB/s; from k = 48 on 268 MB in 87-96 µs and 537
+  // MB in 160-172 µs, ~3.1-3.3 TB/s in all.
+  concurrent_tma_item_us = 2.5;
+  concurrent_tma_warp_gbs = 10.7;
 }
 
 const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
@@ -141,6 +155,7 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(merge_gbs, true, false),
       PREFIXD_TOP(concurrent_sm_gbs, false, false),
       PREFIXD_TOP(concurrent_sm_gbs_d256, false, false),
+      PREFIXD_TOP(concurrent_tma_warps, false, false),
       PREFIXD_TOP(concurrent_tma_item_us, false, false),
       PREFIXD_TOP(concurrent_tma_warp_gbs, false, false),
       PREFIXD_TOP(concurrent_tma_gbs, false, false),
@@ -313,12 +328,11 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
 
 namespace {
 
-// When the persistent TMA decode on the plan's k SMs ends (cost_model.h): its 8 warps per SM
+// When the persistent TMA decode on the plan's k SMs ends (cost_model.h): its warps
 // (kernels/cuda/sm90a/decode_stream_tma_sm90a.cuh) take whole items round-robin.
 double TmaDecodeEndUs(const PlanProfile& p, const CostModelParams& c) {
-  constexpr int kWarpsPerSm = 8;
   if (p.decode_items <= 0) return 0;
-  const int64_t warps = int64_t(kWarpsPerSm) * p.concurrent_decode_sms;
+  const int64_t warps = std::max<int64_t>(1, std::llround(c.concurrent_tma_warps)) * p.concurrent_decode_sms;
   const double rounds = double((p.decode_items + warps - 1) / warps);
   const double item_bytes = p.decode_streamed_bytes / double(p.decode_items);
   const double round_us = c.concurrent_tma_item_us + item_bytes / (c.concurrent_tma_warp_gbs * 1e3);

@@ -515,7 +515,9 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     for (const int k : base.concurrent_tma_candidates) {
       if (k >= sms) continue;
       const auto [c, o] = cost_with_tma(mode_for(k));
-      if (c.total_us < mode_us) best = Scored{c.total_us, o, none}, mode_us = c.total_us;
+      // ≤: the candidate at the k taken above is that same plan, now scored at its own prediction
+      // (the caller's margin then weighs the TMA decode's step, not the other decode's).
+      if (c.total_us <= mode_us) best = Scored{c.total_us, o, none}, mode_us = c.total_us;
     }
   }
   return ModeOrNone(best);

@@ -39,8 +39,9 @@
 //          it is done or the prefix ends, the rest of its bytes at its own rate after that:
 //          step = step_fixed_us + max(prefix, decode_end, both parts' byte times) + merge (every
 //          request merged). With the persistent TMA decode (plan.concurrent_decode_tma) the decode
-//          stays on its k SMs however long the prefix takes; each of its 8k warps takes whole
-//          items, round-robin, so it ends after ceil(items / 8k) rounds of one item each:
+//          stays on its k SMs however long the prefix takes; each of its w·k warps (w =
+//          concurrent_tma_warps per CTA) takes whole items, round-robin, so it ends after
+//          ceil(items / (w·k)) rounds of one item each:
 //          decode_end = max(rounds · (concurrent_tma_item_us + item bytes / concurrent_tma_warp_gbs),
 //                           its bytes / concurrent_tma_gbs)   (item bytes: the mean item's).
 //  step    = step_fixed_us + prefix + decode + merge − overlap, when both parts run
@@ -110,13 +111,18 @@ struct CostModelParams {
   // chooses k among its candidates once the mode is chosen (plan.cc, ScoreConcurrentCascade; the
   // mode itself is decided at concurrent_sm_gbs, as measured in sessions 47-49).
   double concurrent_sm_gbs_d256 = 34;
-  // ... the persistent TMA decode on exactly the k SMs (CascadePlan::concurrent_decode_tma): per
-  // item of a warp a fixed time and its bytes at one warp's rate, and the bytes all its warps
-  // stream at most (the memory system's share it gets under the benchmark's flush). Measured
-  // alone on the H200 at k = 20-64 (bench/RESULTS.md, session 51).
-  double concurrent_tma_item_us = 2.5;
-  double concurrent_tma_warp_gbs = 10.7;
+  // ... the persistent TMA decode on exactly the k SMs (CascadePlan::concurrent_decode_tma): its
+  // warps per CTA (DecodeAttentionParams::tma_warps, not fitted), per item of a warp a fixed time
+  // and its bytes at one warp's rate, and the bytes all its warps stream at most (the memory
+  // system's share it gets under the benchmark's flush). Measured alone on the H200 at k = 20-64
+  // (bench/RESULTS.md, sessions 51-52); SetTmaDecodeWarps sets the four for the CTA's warps.
+  double concurrent_tma_warps = 12;
+  double concurrent_tma_item_us = 2.8;
+  double concurrent_tma_warp_gbs = 9.2;
   double concurrent_tma_gbs = 3150;
+  // The TMA decode's fields above for a CTA of `warps` warps: 12 (the default) or 8 as measured;
+  // any other count takes 8's rates for its rounds (only 4, a diagnostic, is built).
+  void SetTmaDecodeWarps(int warps);
 
   // The H200 defaults (132 SMs), fitted to bench/RESULTS.md.
   static CostModelParams H200();

@@ -390,7 +390,9 @@ constexpr double kTmaFitMargin = 0.15;
 // (ScoreConcurrentCascade): the overlap hides at most that part, and the mode adds the merge step
 // (~11 µs) and a second launch. Below it the model's small-step error exceeds the gain: it had the
 // mode 20% faster at 32/8 B256 P1024 S32 (prefix ~17 µs), and every S = 32 shape measured slower.
-constexpr double kTmaMinPartUs = 30;
+// 20 since session 52: at 30 it left out 32/8 B128 P8192 and P16384 S128 (decode parts ~25 µs),
+// which the 12-warp TMA decode ran 12% and 9% faster (k = 28 and 20; bench/RESULTS.md session 52).
+constexpr double kTmaMinPartUs = 20;
 
 // The concurrent mode's plans of the all-cascade winner's options `winner` (PlanOptions::
 // concurrent_candidates): for each k, the decode on k SMs beside a prefix grid of SMs − k CTAs
@@ -508,9 +510,10 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   // SMs than the other decode's, since its step is max(prefix, its rounds of items), which balance
   // at k = 20-64 on the measured shapes), scored by the model's rounds (cost_model.h), where one
   // predicts less than the choice above (the caller takes the mode only for a gain of more than
-  // plain_margin over the step one after the other). Measured with it (session 51, run 3): 9-12%
-  // faster at 32/8 D128 B128-256 P8192-16384 S128-256 and B256 P8192 S512, 3% at B256 P32768 S512;
-  // slower at S32 and B64, where the model does not take it.
+  // plain_margin over the step one after the other). Measured with it at 12 warps per CTA (session
+  // 52, run 3): 6-15% faster at 32/8 D128 B128-256 P8192-16384 S128-256, 7% at B128-256 P32768
+  // S256, 10% and 15% at B256 P8192 and P32768 S512; even at P32768 S128; slower at S32, where the
+  // model does not take it.
   if (tma && std::min(one_after_other.prefix_us, one_after_other.decode_us) >= kTmaMinPartUs) {
     for (const int k : base.concurrent_tma_candidates) {
       if (k >= sms) continue;

@@ -43,7 +43,10 @@
 //          concurrent_tma_warps per CTA) takes whole items, round-robin, so it ends after
 //          ceil(items / (w·k)) rounds of one item each:
 //          decode_end = max(rounds · (concurrent_tma_item_us + item bytes / concurrent_tma_warp_gbs),
-//                           its bytes / concurrent_tma_gbs)   (item bytes: the mean item's).
+//                           its bytes / concurrent_tma_gbs)   (item bytes: the mean item's);
+//          beside it the prefix part is concurrent_tma_prefix_scale × the capped grid's above, and
+//          the two slow each other by concurrent_tma_interference_us per MB of decode bytes streamed
+//          while the prefix runs (decode bytes · min(1, prefix / decode_end)).
 //  step    = step_fixed_us + prefix + decode + merge − overlap, when both parts run
 //            overlap = min(pdl_overlap_us + pdl_overlap_frac · decode, prefix, decode,
 //                          prefix + decode − max(prefix, decode, prefix bytes + decode bytes times))
@@ -120,6 +123,11 @@ struct CostModelParams {
   double concurrent_tma_item_us = 2.8;
   double concurrent_tma_warp_gbs = 9.2;
   double concurrent_tma_gbs = 3150;
+  // ... and the step around it (not fitted by the calibration; the H200's session 52 run 3, 120
+  // steps at k = 20-64): the capped prefix grid's part beside it against the model's above (1 /
+  // 1.08), and what the two parts cost each other per MB of decode bytes beside the prefix.
+  double concurrent_tma_prefix_scale = 0.925;
+  double concurrent_tma_interference_us = 0.02;
   // The TMA decode's fields above for a CTA of `warps` warps: 12 (the default) or 8 as measured;
   // any other count takes 8's rates for its rounds (only 4, a diagnostic, is built).
   void SetTmaDecodeWarps(int warps);
@@ -154,6 +162,7 @@ struct CostBreakdown {
   double overlap_us = 0;
   double total_us = 0;  // step_fixed_us + parts − overlap
   double concurrent_decode_end_us = 0;  // a concurrent step's decode end (0: not concurrent)
+  double interference_us = 0;           // what the TMA decode's concurrent parts cost each other
 };
 
 // What the model needs from a plan, computed once (PredictCost is then cheap: the calibration

@@ -9,10 +9,10 @@
 // cp.async kernel, with the same 128 KiB in flight per SM, reached 38 GB/s per SM there: every
 // 16-byte copy is one of the SM's outstanding L1 requests. A TMA box is one request per 2 KiB.
 //
-// Layout and schedule: one CTA of 8 warps (4 with mma_warps = 4) per SM (at most max_sms CTAs);
-// each WARP takes whole
-// items (blockIdx.x + (warp + WARPS·i) · gridDim.x) and walks their 16-token tiles through its own
-// ring of tiles (K and V; 192 KiB per CTA in all, tma_decode::Stages) in shared memory, copies
+// Layout and schedule: one CTA of 12 warps (DecodeAttentionParams::tma_warps; 8 with the heads as
+// the mma's M, 4 with mma_warps = 4) per SM (at most max_sms CTAs); each WARP takes whole items
+// (blockIdx.x + (warp + WARPS·i) · gridDim.x) and walks their 16-token tiles through its own ring of
+// tiles (K and V; 192 KiB per CTA in all, tma_decode::Stages) in shared memory, copies
 // running all but one stage ahead of its arithmetic and across item boundaries, the next item's
 // queries loaded during the current one.
 // No barrier ties the warps: the first version split each item over the CTA's warps, as the
@@ -48,9 +48,11 @@ namespace prefixd::kernels::cuda::sm90a {
 
 namespace tma_decode {
 
-// One CTA per SM of WARPS warps (8, or 4 with DecodeAttentionParams::mma_warps = 4), each with a
-// ring of Stages() tiles: 192 KiB of K/V per SM, split over the warps (at head_dim 128: 8 warps × 3
-// tiles, 2 in flight while one is computed, or 4 × 6).
+// One CTA per SM of WARPS warps (12 or 8: DecodeAttentionParams::tma_warps; 4 with mma_warps = 4),
+// each with a ring of Stages() tiles: 192 KiB of K/V per SM, split over the warps (at head_dim 128:
+// 12 warps × 2 tiles, one in flight while one is computed; 8 × 3; 4 × 6). 12 × 2 streams faster
+// than 8 × 3 (bench/RESULTS.md, sessions 51-52): the warps' arithmetic is latency-bound, and a
+// third warp per scheduler hides more of it than the third stage per warp did.
 constexpr int kRingBudget = 192 * 1024;
 constexpr int kTileRows = decode::kMmaWarpTokens;  // 16 tokens: one box per panel
 constexpr int kPanelBytes = kTileRows * 128;

@@ -496,11 +496,14 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     // measured 0.1-3.7% faster at the six shapes where it fit (32/8 B128-256 P32768-65536
     // S256-512, fp16 and bf16: no tail of the other decode's CTAs after the prefix's end) and 9-11%
     // slower at P32768 S512, where its bytes outlast the prefix (bench/RESULTS.md session 48). The
-    // margin: the model's prefix part on SMs − k CTAs runs ~11% above the measured one at these
+    // margin: the model's prefix part on SMs − k CTAs ran ~11% above the measured one at these
     // shapes, its TMA decode's rounds within a few % (session 51), so "fits" needs the decode to
-    // end 15% before the predicted prefix (B256 P32768 S256: 72% of it; S512: 94%). The choice of
-    // the mode itself stays on the other decode's prediction, so that the mode is taken where it
-    // was before (session 47's measured choices).
+    // end 15% before the predicted prefix (B256 P32768 S256: 72% of it; S512: 94%). Since session
+    // 52 the TMA costing scales that prefix by concurrent_tma_prefix_scale (0.925); the margin
+    // stays, and the CPU test of session 48's measured swap-ins still holds with both. The choice
+    // of the mode itself stays on the other decode's prediction, so that the mode is taken where
+    // it was before (session 47's measured choices); the own candidates below may then take it at
+    // the TMA decode's own prediction.
     if (tma) {
       const auto [c, o] = cost_with_tma(mode_for(best.options.concurrent_decode_sms));
       if (c.concurrent_decode_end_us <= c.prefix_us * (1.0 - kTmaFitMargin)) best.options = o, mode_us = c.total_us;

@@ -943,9 +943,9 @@ TEST(CostModel, PlannerChoosesTheConcurrentModeWhereItMeasuredFaster) {
 }
 
 // The model's concurrent step (cost_model.h): the persistent TMA decode ends after its rounds of
-// one item per warp (12 per SM, or 8 as SetTmaDecodeWarps sets) on its k SMs, or at its bytes over concurrent_tma_gbs if that is
-// later, however long the prefix runs; the other decode spreads over every
-// SM once the prefix ends, so with more prefix it ends later but not by its whole beside-time; a
+// one item per warp (12 per SM, or 8 as SetTmaDecodeWarps sets) on its k SMs, or at its bytes over
+// concurrent_tma_gbs if that is later, however long the prefix runs; the other decode spreads over
+// every SM once the prefix ends, so with more prefix it ends later but not by its whole beside-time; a
 // step one after the other has no concurrent decode end.
 TEST(CostModel, ConcurrentDecodeEndsAsItsKernelStreams) {
   const CostModelParams params = CostModelParams::H200();
@@ -1204,8 +1204,9 @@ TEST(CostModel, PlannerChoosesTheTmaModeWhereItMeasuredFaster) {
       {256, 32768, 32, 234.5, {252.6, 267.3, 282.6, 334.3, 357.4, 392.0}},
       {256, 32768, 512, 343.3, {322.8, 291.9, 308.3, 368.4, 397.7, 431.0}},
   };
-  // Two ties, P32768 S128 at B128 and B256 (the TMA decode on 20 SMs −0.3% and −0.2%: the prefix
-  // on 112 CTAs bounds both steps), where the model's step one after the other runs 6-10% high.
+  // Two ties, P32768 S128 at B128 and B256 (the TMA decode on 20 SMs −0.3% and −0.2% here, +0.6%
+  // and +1.7% against the step one after the other in run 4: the prefix on 112 CTAs bounds both
+  // steps), where the model's step one after the other runs 6-10% high.
   // Every shape where some k measured more than 5% faster is taken, but B64 P32768 S512 (95.1 at k
   // = 28 against 101.1): its prefix is memory-bound at GQA 4 and B64 (ScoreConcurrentCascade).
   EXPECT_LE(CheckTmaModeChoices(cases, CostModelParams::H200(), /*ties=*/2), 1);

@@ -399,7 +399,8 @@ CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
       // larger k), and the step exceeded max(prefix, decode) + merge by more the more decode bytes
       // streamed beside the prefix (~12 µs for 268 MB at k = 20). Fitted so that the step's k is
       // ranked as measured (1 / 1.08, and 0.02 µs per MB: within 1% of the best k on all 20
-      // shapes; mean error of the step −0.4%, rms 5%), not to the parts' own errors.
+      // shapes; mean error of the step −0.5%, rms 5.3%; bench/kernel/tma_mode_fit.py), not to the
+      // parts' own errors.
       out.prefix_us *= c.concurrent_tma_prefix_scale;
       const double beside_mb = p.decode_streamed_bytes * 1e-6 * std::min(1.0, out.prefix_us / std::max(decode_end, 1e-9));
       out.interference_us = c.concurrent_tma_interference_us * beside_mb;

@@ -1109,6 +1109,12 @@ int CheckTmaModeChoices(const std::vector<TmaModeCase>& cases, const CostModelPa
       std::printf("  32/8 D128 %-18s measured %6.1f, best %6.1f | chose k = %d (TMA %d), measured %6.1f, predicted %6.1f |",
                   name.c_str(), c.sequential_us, best, plan.concurrent_decode_sms, plan.concurrent_decode_tma, chosen,
                   report.predicted_us);
+      // The model's step at each forced k, then (for bench/kernel/tma_mode_fit.py) its parts
+      // without the TMA step's prefix scale and interference, one "fit," line per k.
+      CostModelParams raw = model;
+      raw.concurrent_tma_prefix_scale = 1;
+      raw.concurrent_tma_interference_us = 0;
+      std::string parts;
       for (const int k : kTmaModeCandidates) {
         PlanOptions f = o;
         f.choose_layout = false;
@@ -1119,9 +1125,16 @@ int CheckTmaModeChoices(const std::vector<TmaModeCase>& cases, const CostModelPa
         f.prefix_target_items = 132 - k;
         f.balance_prefix_ctas = 132 - k;
         f.balance_stream = true;
-        std::printf(" %6.1f", PredictCost(PlanCascade(batch, pool, f), model).total_us);
+        const CascadePlan forced = PlanCascade(batch, pool, f);
+        std::printf(" %6.1f", PredictCost(forced, model).total_us);
+        const CostBreakdown r = PredictCost(forced, raw);
+        char line[160];
+        std::snprintf(line, sizeof line, "  fit,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n", c.batch, c.prefix, c.suffix, k,
+                      r.prefix_us, r.concurrent_decode_end_us, r.merge_us, ProfilePlan(forced, raw).decode_streamed_bytes * 1e-6,
+                      raw.step_fixed_us);
+        parts += line;
       }
-      std::printf("\n");
+      std::printf("\n%s", parts.c_str());
     }
     if (best < c.sequential_us * 0.95 && plan.concurrent_decode_sms == 0) ++missed;
     if (plan.concurrent_decode_sms > 0) {

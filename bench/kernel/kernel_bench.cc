@@ -754,6 +754,8 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
                      (p.report.min_decode_chunk == std::numeric_limits<int>::max() ? " nosplit" : "") +
                      (p.report.prefix_tile_rows != base.prefix_tile_rows ? " r" + std::to_string(p.report.prefix_tile_rows)
                                                                          : std::string());
+  if (p.report.concurrent_decode_sms > 0)
+    p.choice_name += " k" + std::to_string(p.report.concurrent_decode_sms) + (p.report.concurrent_decode_tma ? " tma" : "");
   return p;
 }
 
@@ -777,7 +779,7 @@ struct PlannerRow {
 };
 
 void PrintPlannerHeader(bool measured) {
-  std::printf("#\n# %5s %7s %4s %5s %6s %5s | %10s %10s %10s %-18s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s\n",
+  std::printf("#\n# %5s %7s %4s %5s %6s %5s | %10s %10s %10s %-22s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s\n",
               "dtype", "Hqo/Hkv", "D", "B", "P", "S", "cascade_us", "plain_us", "choice_us", "choice", "pred_casc",
               "pred_plain", "pred_choice", measured ? "ratio" : "-", measured ? "check" : "", "narrow_us",
               "pred_narrow", "half_us", "pred_half");
@@ -790,7 +792,7 @@ void PrintPlannerRow(const PlannerRow& r, bool measured) {
   if (measured) status = r.wrong ? "WRONG" : r.Ratio() > 1.05 ? "SLOW" : "OK";
   // The narrow and half cascades' columns come last, so that logs parsed by their first columns
   // (planner_offline_eval.py) read the same.
-  std::printf("  %5s %7s %4d %5d %6d %5d | %10s %10s %10s %-18s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s\n",
+  std::printf("  %5s %7s %4d %5d %6d %5d | %10s %10s %10s %-22s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s\n",
               kernels::DTypeName(s.dtype), heads.c_str(), s.head_dim, s.batch, s.prefix, s.suffix,
               Fmt("%.1f", r.cascade_us).c_str(), Fmt("%.1f", r.plain_us).c_str(), Fmt("%.1f", r.choice_us).c_str(),
               r.plans.choice_name.c_str(), Fmt("%.1f", r.plans.pred_cascade).c_str(),
@@ -893,7 +895,7 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
 int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t seed0, bool check,
                     const std::string& calibrate_path, kernels::CostModelParams params) {
   const bool calibrate = !calibrate_path.empty();
-  kernels::PlanOptions base = kernels::H200PlanOptions();
+  kernels::PlanOptions base = kernels::H200BackendPlanOptions();
   if (use_gpu) base = backend->DefaultPlanOptions();
   std::printf("# plan options: target_items %d, prefix_target_items %d, prefix_tile_rows %d (narrow %d), "
               "min_prefix_chunk %d (fine %d), min_decode_chunk %d, tiny prefix %d tokens (plain within %.0f%%; "

@@ -15,9 +15,10 @@ import re,sys,subprocess,collections
 def parse(path):
     d={}
     for line in open(path):
-        m=re.match(r'\s+(fp16|bf16)\s+(\d+)/(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+) \|\s+(\S+)\s+(\S+)\s+(\S+) (.{18}) \|',line)
+        m=re.match(r'\s+(fp16|bf16)\s+(\d+)/(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+) \|\s+(\S+)\s+(\S+)\s+(\S+) (.{18,}?) \|',line)
         if m:
             g=m.groups()
+            # (the choice's column is 18 wide before session 52, 22 after: a concurrent choice's name is longer)
             # session 24 on: the narrow cascade's time and prediction are the last two columns ('-': not timed)
             cols=line.split('|')
             narrow=half=float('nan')

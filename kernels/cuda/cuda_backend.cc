@@ -152,17 +152,14 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                                    << num_sms_ - 1 << "], got '" << concurrent_env << "'");
     }
   }
-  // The planner's candidates (PlanOptions::concurrent_candidates): 15% and 21% of the SMs (20 and
-  // 28 of the H200's 132, the best k measured at head_dim 128 and 256, bench/RESULTS.md session 45),
-  // where the prefix runs on the persistent sm_90a kernel (one CTA per SM, the grid the mode caps),
-  // the fused kernel is off and the owner allows it (BackendOptions::concurrent_prefix_decode).
+  // The planner's candidates (PlanOptions::concurrent_candidates, ConcurrentDecodeCandidates; the
+  // TMA decode's own, ConcurrentTmaDecodeCandidates), where the prefix runs on the persistent
+  // sm_90a kernel (one CTA per SM, the grid the mode caps), the fused kernel is off and the owner
+  // allows it (BackendOptions::concurrent_prefix_decode).
   if (concurrent_auto && options.concurrent_prefix_decode && !fused_ &&
       PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1 && num_sms_ >= 8) {
-    for (const double share : {0.15, 0.21})
-      concurrent_candidates_.push_back(std::max(1, int(std::lround(share * num_sms_))));
-    // The TMA decode's own: its best k measured 20-64 of the H200's 132 SMs (session 51), scaled.
-    for (const int k : {20, 28, 36, 48, 56, 64})
-      concurrent_tma_candidates_.push_back(std::max(1, int(std::lround(double(k) * num_sms_ / 132))));
+    concurrent_candidates_ = ConcurrentDecodeCandidates(num_sms_);
+    concurrent_tma_candidates_ = ConcurrentTmaDecodeCandidates(num_sms_);
   }
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";

@@ -508,4 +508,26 @@ PlanOptions H200PlanOptions() {
   return o;
 }
 
+std::vector<int> ConcurrentDecodeCandidates(int num_sms) {
+  std::vector<int> k;
+  for (const double share : {0.15, 0.21}) k.push_back(std::max(1, int(std::lround(share * num_sms))));
+  return k;
+}
+
+std::vector<int> ConcurrentTmaDecodeCandidates(int num_sms) {
+  std::vector<int> k;
+  for (const int h200 : {20, 28, 36, 48, 56, 64}) k.push_back(std::max(1, int(std::lround(double(h200) * num_sms / 132))));
+  return k;
+}
+
+PlanOptions H200BackendPlanOptions() {
+  PlanOptions o = H200PlanOptions();
+  o.balance_prefix_ctas = 132;
+  o.concurrent_candidates = ConcurrentDecodeCandidates(132);
+  o.concurrent_tma_candidate = true;
+  o.concurrent_tma_candidates = ConcurrentTmaDecodeCandidates(132);
+  o.choose_layout = true;
+  return o;
+}
+
 }  // namespace prefixd::kernels

@@ -1073,15 +1073,28 @@ struct TmaModeCase {
 };
 constexpr int kTmaModeCandidates[6] = {20, 28, 36, 48, 56, 64};
 
+// The CUDA backend's options on an H200 (H200BackendPlanOptions), with `model`.
 PlanOptions TmaModeOptions(const CostModelParams& model) {
-  PlanOptions o = H200PlanOptions();
-  o.choose_layout = true;
-  o.balance_prefix_ctas = 132;
-  o.concurrent_candidates = {20, 28};
-  o.concurrent_tma_candidate = true;
-  o.concurrent_tma_candidates = {20, 28, 36, 48, 56, 64};
+  PlanOptions o = H200BackendPlanOptions();
   o.cost_model = std::make_shared<CostModelParams>(model);
   return o;
+}
+
+// The concurrent mode's candidates as the CUDA backend offers them: the H200's measured k (the
+// tables below are timed at those), scaled to other SM counts; and the backend's H200 options.
+TEST(CostModel, ConcurrentCandidatesAreTheH200sScaled) {
+  EXPECT_EQ(ConcurrentDecodeCandidates(132), (std::vector<int>{20, 28}));
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(132), (std::vector<int>{20, 28, 36, 48, 56, 64}));
+  EXPECT_EQ(ConcurrentDecodeCandidates(114), (std::vector<int>{17, 24}));
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(66), (std::vector<int>{10, 14, 18, 24, 28, 32}));
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(1), (std::vector<int>{1, 1, 1, 1, 1, 1}));
+  const PlanOptions o = H200BackendPlanOptions();
+  EXPECT_TRUE(o.choose_layout);
+  EXPECT_EQ(o.balance_prefix_ctas, 132);
+  EXPECT_EQ(o.concurrent_candidates, ConcurrentDecodeCandidates(132));
+  EXPECT_TRUE(o.concurrent_tma_candidate);
+  EXPECT_EQ(o.concurrent_tma_candidates, ConcurrentTmaDecodeCandidates(132));
+  EXPECT_EQ(o.concurrent_decode_sms, 0);  // the planner's choice, not a forced k
 }
 
 // Where the planner takes the mode, its k measured no slower than the step one after the other

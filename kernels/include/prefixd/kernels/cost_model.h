@@ -215,9 +215,24 @@ CostModelParams FitCostModel(const std::vector<CostSample>& samples, const CostM
                              int max_rounds = 400);
 
 // The CUDA backend's DefaultPlanOptions on a 132-SM H200 with the persistent wgmma prefix kernel
-// (kernels/cuda/cuda_backend.cc), its layout choice aside (choose_layout stays off here, so that a
-// plan is the layout asked for): what the measured rows behind CostModelParams::H200() were
-// planned with, and what predictions without a GPU assume.
+// (kernels/cuda/cuda_backend.cc) as they were before its prefix balance (session 44) and the
+// concurrent mode (session 47), its layout choice aside (choose_layout stays off here, so that a
+// plan is the layout asked for): what the measured rows behind most of CostModelParams::H200()
+// were planned with.
 PlanOptions H200PlanOptions();
+
+// The concurrent prefix/decode mode's candidate decode SM counts k on a device of `num_sms` SMs
+// (PlanOptions::concurrent_candidates, concurrent_tma_candidates), as the CUDA backend offers them:
+// 15% and 21% of the SMs (20 and 28 of the H200's 132: the best k measured at head_dim 128 and 256,
+// bench/RESULTS.md session 45), and for the persistent TMA decode the H200's 20, 28, 36, 48, 56 and
+// 64, scaled (its best k measured there, sessions 51-52).
+std::vector<int> ConcurrentDecodeCandidates(int num_sms);
+std::vector<int> ConcurrentTmaDecodeCandidates(int num_sms);
+
+// The CUDA backend's DefaultPlanOptions on a 132-SM H200 with no environment settings: H200PlanOptions
+// with the prefix balanced over every SM, the concurrent mode's candidates (the TMA decode's too)
+// and the layout choice on. What the planner chooses there (prefixd_kernel_bench --planner-check
+// without a GPU, the planner's CPU tests of the concurrent mode).
+PlanOptions H200BackendPlanOptions();
 
 }  // namespace prefixd::kernels

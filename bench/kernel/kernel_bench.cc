@@ -892,11 +892,14 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
 #endif
 
 // Runs --calibrate and/or --planner-check over cfg.shapes; returns the process exit status.
+// `params`: the --cost-model file's (model_given) or the built-in H200 parameters; without a file,
+// the backend's own model where its options carry one (its TMA decode's warps, DefaultPlanOptions).
 int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t seed0, bool check,
-                    const std::string& calibrate_path, kernels::CostModelParams params) {
+                    const std::string& calibrate_path, kernels::CostModelParams params, bool model_given) {
   const bool calibrate = !calibrate_path.empty();
   kernels::PlanOptions base = kernels::H200BackendPlanOptions();
   if (use_gpu) base = backend->DefaultPlanOptions();
+  if (!model_given && base.cost_model) params = *base.cost_model;
   std::printf("# plan options: target_items %d, prefix_target_items %d, prefix_tile_rows %d (narrow %d), "
               "min_prefix_chunk %d (fine %d), min_decode_chunk %d, tiny prefix %d tokens (plain within %.0f%%; "
               "head_dim %d)%s\n",
@@ -1154,7 +1157,8 @@ int Main(int argc, char** argv) {
     std::printf("# cost model: %s\n", args.count("cost-model") ? args["cost-model"].as<std::string>().c_str()
                                                                : "built-in H200 defaults");
     return RunPlannerModes(backend.get(), use_gpu, cfg, args["seed"].as<uint64_t>(), args.count("planner-check") > 0,
-                           args.count("calibrate") ? args["calibrate"].as<std::string>() : std::string(), params);
+                           args.count("calibrate") ? args["calibrate"].as<std::string>() : std::string(), params,
+                           args.count("cost-model") > 0);
   }
   PrintHeader();
 

@@ -377,12 +377,6 @@ std::optional<Scored> ScoreNarrowCascade(const DecodeBatch& batch, const KvPoolS
   return Scored{PredictPlan(batch, pool, o, params, candidates), o, std::vector<uint8_t>(batch.groups.size(), 0)};
 }
 
-// ScoreConcurrentCascade's result: the mode's plan, or nothing where the best is one after the other.
-std::optional<Scored> ModeOrNone(const Scored& best) {
-  if (best.options.concurrent_decode_sms == 0) return std::nullopt;
-  return best;
-}
-
 // How much before the model's prefix part the concurrent TMA decode must end to be taken at the
 // other decode's k (ScoreConcurrentCascade).
 constexpr double kTmaFitMargin = 0.15;
@@ -431,7 +425,7 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   ++*candidates;
   Scored best{one_after_other.total_us, sequential, none};
   // The mode's options and plan with the decode on k SMs, each built once: the TMA decode's plan
-  // differs only in CascadePlan::concurrent_decode_tma, which CostWithTma sets for its costing.
+  // differs only in CascadePlan::concurrent_decode_tma, which cost_with_tma sets for its costing.
   struct Mode {
     PlanOptions options;
     CascadePlan plan;
@@ -526,7 +520,8 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
       if (c.total_us <= mode_us) best = Scored{c.total_us, o, none}, mode_us = c.total_us;
     }
   }
-  return ModeOrNone(best);
+  if (best.options.concurrent_decode_sms == 0) return std::nullopt;  // one after the other is best
+  return best;
 }
 
 // A lower bound of the cost model's time for a layout with the given plain groups, without

@@ -22,6 +22,7 @@
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/state.h"
@@ -503,10 +504,10 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
   if (kernels::cuda::sm90a::DeviceReady()) {
-    EXPECT_EQ(candidates, (std::vector<int>{int(std::lround(0.15 * sms)), int(std::lround(0.21 * sms))}));
-    std::vector<int> tma_candidates;  // the TMA decode's own: 20-64 of 132 SMs, scaled
-    for (const int k : {20, 28, 36, 48, 56, 64}) tma_candidates.push_back(std::max(1, int(std::lround(double(k) * sms / 132))));
-    EXPECT_EQ(Device().DefaultPlanOptions().concurrent_tma_candidates, tma_candidates);
+    // 15% and 21% of the SMs, and the TMA decode's own 20-64 of 132 scaled (their values: the CPU
+    // test CostModel.ConcurrentCandidatesAreTheH200sScaled).
+    EXPECT_EQ(candidates, kernels::ConcurrentDecodeCandidates(sms));
+    EXPECT_EQ(Device().DefaultPlanOptions().concurrent_tma_candidates, kernels::ConcurrentTmaDecodeCandidates(sms));
     EXPECT_NE(Device().Describe().find("where the planner chooses it"), std::string::npos) << Device().Describe();
   }
   // An owner that turns the mode off (the multi-rank engine: BackendOptions::concurrent_prefix_decode).
@@ -705,9 +706,10 @@ TEST(CudaFusedCascade, NaNOutsideTheRequestsNeverReachesAState) {
 // The decode confined to exactly the k SMs the prefix grid leaves (PREFIXD_DECODE_PERSISTENT: one
 // CTA per SM looping over the items), as the cp.async streaming kernel and with its tiles copied
 // by the TMA (PREFIXD_DECODE_TMA, where it applies: sm_90a; its tiles' arithmetic with the heads
-// as the mma's N, the default, as 12 warps per CTA, the default, and as 8, PREFIXD_DECODE_TMA_WARPS=8,
-// and as its M, PREFIXD_DECODE_TMA_SWAP_AB=0, 8 warps), at k = 1, 36 and SMs − 1; every cascade case and the fused kernel's (page sizes 1-64, item boundaries anywhere:
-// the TMA kernel's lane-copied tiles).
+// as the mma's N, the default, as 12 warps per CTA, the default, and as 8,
+// PREFIXD_DECODE_TMA_WARPS=8, and as its M, PREFIXD_DECODE_TMA_SWAP_AB=0, 8 warps), at k = 1, 36
+// and SMs − 1; every cascade case and the fused kernel's (page sizes 1-64, item boundaries
+// anywhere: the TMA kernel's lane-copied tiles).
 TEST(CudaConcurrentCascade, DecodeOnExactlyTheFreeSms) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);

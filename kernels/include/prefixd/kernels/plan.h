@@ -168,7 +168,8 @@ struct PlanOptions {
   bool concurrent_tma_candidate = false;
   // ... and the k the planner may also choose for the mode with the TMA decode (with
   // concurrent_tma_candidate; scored by the model's rounds of its items, taken where that step
-  // predicts less than the choice above, where both parts one after the other take ≥ 30 µs).
+  // predicts less than the choice above, where both parts one after the other take ≥ 20 µs:
+  // kTmaMinPartUs, plan.cc).
   std::vector<int> concurrent_tma_candidates;
   // ... and only from this head_dim up. At head_dim 64 the mode measured slower on every shape
   // tried (32/8 and 32/32 B256 P32768 S256: +7 and +4%, bench/RESULTS.md session 47), where the

@@ -121,11 +121,9 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_tma_ = EnvFlag("PREFIXD_DECODE_TMA", decode_tma_);
   decode_tma_diag_ = int(EnvInteger("PREFIXD_DECODE_TMA_DIAG", 0, 2, decode_tma_diag_));
   decode_tma_swap_ab_ = EnvFlag("PREFIXD_DECODE_TMA_SWAP_AB", decode_tma_swap_ab_);
-  decode_tma_warps_ = EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8;
-  // The warps that will run (the launcher's rules: 12 only with the heads as N, 4 where the MMA
-  // warps are forced to 4), so that the planner's model counts the same rounds.
-  if (!decode_tma_swap_ab_) decode_tma_warps_ = 8;
-  if (decode_mma_warps_ == 4) decode_tma_warps_ = 4;
+  // The warps that will run, so that the planner's model counts the same rounds as the launcher.
+  decode_tma_warps_ = TmaDecodeWarps(decode_tma_swap_ab_, decode_mma_warps_,
+                                     EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8);
   concurrent_tma_ = EnvFlag("PREFIXD_CONCURRENT_DECODE_TMA", concurrent_tma_);
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);

@@ -292,7 +292,7 @@ class CudaBackend final : public Backend {
   bool decode_tma_ = false;          // PREFIXD_DECODE_TMA
   int decode_tma_diag_ = 0;          // PREFIXD_DECODE_TMA_DIAG
   bool decode_tma_swap_ab_ = true;   // PREFIXD_DECODE_TMA_SWAP_AB
-  int decode_tma_warps_ = 12;        // PREFIXD_DECODE_TMA_WARPS (the warps that run: 8 without swap-AB)
+  int decode_tma_warps_ = 12;        // PREFIXD_DECODE_TMA_WARPS, as TmaDecodeWarps runs them
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
   static constexpr int64_t kDefaultDecodeWarmupBytes = int64_t(4) << 20;
   int64_t decode_warmup_bytes_ = kDefaultDecodeWarmupBytes;  // PREFIXD_DECODE_WARMUP_MIB

@@ -124,8 +124,8 @@ struct DecodeAttentionParams {
   // The TMA kernel's tile arithmetic with the query heads as the N of the mma (SwapAbDecodeTile:
   // half the mma per token, decode_stream_tma_sm90a.cuh) or, false, as the M (MmaDecodeTile).
   bool tma_swap_ab = true;
-  // ... and its warps per CTA where mma_warps is not 4: 12 (2 ring stages each at head_dim 128,
-  // 168 registers) or 8 (3 stages); with tma_swap_ab only, the launcher runs 8 without it.
+  // ... and its warps per CTA as asked: 12 (2 ring stages each at head_dim 128, 168 registers)
+  // or 8 (3 stages); TmaDecodeWarps (below) says which run.
   int tma_warps = 12;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
@@ -144,6 +144,17 @@ struct DecodeAttentionParams {
   bool prefetch_next_wave = true;
   int next_wave_items = 0;
 };
+
+// The TMA decode kernel's warps per CTA that run (decode_stream_tma_sm90a.cuh), the one rule for
+// its launcher and for the planner's model of its rounds: 4 where the tensor-core warps are forced
+// to 4 (mma_warps), 12 only with the heads as the mma's N (tma_swap_ab: the heads as M have no
+// registers for a third warp per scheduler), 8 otherwise.
+constexpr int TmaDecodeWarps(bool tma_swap_ab, int mma_warps, int tma_warps) {
+  if (mma_warps == 4) return 4;
+  return tma_swap_ab && tma_warps == 12 ? 12 : 8;
+}
+static_assert(TmaDecodeWarps(true, 0, 12) == 12 && TmaDecodeWarps(true, 8, 8) == 8 && TmaDecodeWarps(false, 0, 12) == 8 &&
+              TmaDecodeWarps(true, 4, 12) == 4 && TmaDecodeWarps(false, 4, 8) == 4);
 
 // Whether a kernel whose CTA step covers step_tokens tokens runs its shallow pipeline of `stages`
 // stages (stages − 1 steps in flight) for `params` (DecodePipeline).

@@ -48,7 +48,7 @@ namespace prefixd::kernels::cuda::sm90a {
 
 namespace tma_decode {
 
-// One CTA per SM of WARPS warps (12 or 8: DecodeAttentionParams::tma_warps; 4 with mma_warps = 4),
+// One CTA per SM of WARPS warps (TmaDecodeWarps, decode_attention.h: 12, 8 or 4),
 // each with a ring of Stages() tiles: 192 KiB of K/V per SM, split over the warps (at head_dim 128:
 // 12 warps × 2 tiles, one in flight while one is computed; 8 × 3; 4 × 6). 12 × 2 streams faster
 // than 8 × 3 (bench/RESULTS.md, sessions 51-52): the warps' arithmetic is latency-bound, and a
@@ -574,13 +574,16 @@ void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMa
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeStreamTma(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
                            cudaStream_t stream) {
-  if (p.tma_swap_ab) {
-    if (p.mma_warps == 4) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
-    if (p.tma_warps == 12) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 12, true>(p, k_map, v_map, stream);
-    return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, true>(p, k_map, v_map, stream);
+  switch (TmaDecodeWarps(p.tma_swap_ab, p.mma_warps, p.tma_warps)) {
+    case 4:
+      if (p.tma_swap_ab) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
+      return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, false>(p, k_map, v_map, stream);
+    case 12:
+      return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 12, true>(p, k_map, v_map, stream);
+    default:
+      if (p.tma_swap_ab) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, true>(p, k_map, v_map, stream);
+      return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, false>(p, k_map, v_map, stream);
   }
-  if (p.mma_warps == 4) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, false>(p, k_map, v_map, stream);
-  LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, false>(p, k_map, v_map, stream);
 }
 
 }  // namespace prefixd::kernels::cuda::sm90a

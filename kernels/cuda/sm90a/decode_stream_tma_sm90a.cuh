@@ -500,22 +500,16 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     DecodeWorkItem next_item{};
     int2 next_bases{};
     uint32_t q_next[HEAD_DIM / 16][Q_REGS];
-    // The next item's descriptor, then its queries (whose addresses wait for it: a DRAM round trip
-    // after the flush), loaded once this item's first copy is issued, so that the copies stay in
-    // flight through that wait instead of starting after it.
-    auto load_next = [&] {
-      if (next_index >= p.num_items) return;
+    if (next_index < p.num_items) {
       next_item = p.items[next_index];
       next_bases = decode::ItemBases(p, next_item, next_index);
       load_queries(next_item, q_next);
-    };
+    }
     State state;
     state.Reset();
     const int num_tiles = tiles_of(item);
-    if (num_tiles == 0) load_next();
     for (int t = 0; t < num_tiles; ++t) {
       issue();
-      if (t == 0) load_next();
       const int tile_first = item.kv_begin + t * kTileRows;
       const int rows = min(kTileRows, item.kv_end - tile_first);
       const uint32_t k_tile = warp_ring + compute_stage * 2 * TILE;

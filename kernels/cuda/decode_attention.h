@@ -147,8 +147,9 @@ struct DecodeAttentionParams {
 
 // The TMA decode kernel's warps per CTA that run (decode_stream_tma_sm90a.cuh), the one rule for
 // its launcher and for the planner's model of its rounds: 4 where the tensor-core warps are forced
-// to 4 (mma_warps), 12 only with the heads as the mma's N (tma_swap_ab: the heads as M have no
-// registers for a third warp per scheduler), 8 otherwise.
+// to 4 (mma_warps), 12 only with the heads as the mma's N (tma_swap_ab; the only 12-warp
+// instantiation: the heads-as-M tiles take 197 registers at 8 warps, 12 warps allow 168), 8
+// otherwise.
 constexpr int TmaDecodeWarps(bool tma_swap_ab, int mma_warps, int tma_warps) {
   if (mma_warps == 4) return 4;
   return tma_swap_ab && tma_warps == 12 ? 12 : 8;

@@ -342,6 +342,71 @@ __device__ __forceinline__ void FinishSwapAbItem(const DecodeAttentionParams& p,
   }
 }
 
+// One finishing item's ⊕ from the slots (DecodeAttentionParams::finish_after_items): for each of
+// its g heads the run [run_begin, + slot_offset] (the prefix chunks' states and the item's own,
+// written to its slot) into o / v_out / s_out. Lane l holds dims 4l .. 4l + 3 of every head; the
+// loads of BATCH states of all g heads go out together (one L2 latency per BATCH states, not one
+// per state and head), and each head is merged online (running max, rescaled sum).
+template <typename T, int HEAD_DIM, int GQA>
+__device__ __forceinline__ void FinishItemFromSlots(const DecodeAttentionParams& p, const DecodeWorkItem& item,
+                                                    int run_begin, int lane) {
+  constexpr int D4 = HEAD_DIM / 4;
+  constexpr int BATCH = GQA >= 8 ? 2 : GQA >= 4 ? 4 : 8;  // ≤ 16 float4 loads in flight per lane
+  const bool active = lane < D4;
+  const int n = item.slot_offset + 1, head0 = item.kv_head * GQA;
+  float m[GQA], w_sum[GQA];
+  float4 acc[GQA];
+#pragma unroll
+  for (int h = 0; h < GQA; ++h) m[h] = -INFINITY, w_sum[h] = 0.f, acc[h] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int i0 = 0; i0 < n; i0 += BATCH) {
+    float s[BATCH][GQA];
+    float4 x[BATCH][GQA];
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k)
+#pragma unroll
+      for (int h = 0; h < GQA; ++h) {
+        const bool in_run = i0 + k < n;
+        const int64_t row = int64_t(run_begin + i0 + k) * p.num_qo_heads + head0 + h;
+        s[k][h] = in_run ? __ldcg(p.partial_s + row) : -INFINITY;
+        x[k][h] = in_run && active ? __ldcg(reinterpret_cast<const float4*>(p.partial_v + row * HEAD_DIM) + lane)
+                                   : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k)
+#pragma unroll
+      for (int h = 0; h < GQA; ++h) {
+        const float sk = s[k][h];
+        if (sk == -INFINITY) continue;  // empty (or past the run): its v, possibly poison, never read in
+        if (sk > m[h]) {                // new max: rescale what was summed (2^−inf = 0 at the start)
+          const float rescale = exp2f(m[h] - sk);
+          w_sum[h] *= rescale;
+          acc[h].x *= rescale, acc[h].y *= rescale, acc[h].z *= rescale, acc[h].w *= rescale;
+          m[h] = sk;
+        }
+        const float w = exp2f(sk - m[h]);
+        w_sum[h] += w;
+        acc[h].x = fmaf(w, x[k][h].x, acc[h].x), acc[h].y = fmaf(w, x[k][h].y, acc[h].y);
+        acc[h].z = fmaf(w, x[k][h].z, acc[h].z), acc[h].w = fmaf(w, x[k][h].w, acc[h].w);
+      }
+  }
+#pragma unroll
+  for (int h = 0; h < GQA; ++h) {
+    const bool empty = w_sum[h] == 0.f;
+    const float inv = empty ? 0.f : 1.f / w_sum[h];
+    const int64_t out_row = int64_t(item.request) * p.num_qo_heads + head0 + h;
+    if (active) {
+      const float lo[2] = {acc[h].x * inv, acc[h].y * inv}, hi[2] = {acc[h].z * inv, acc[h].w * inv};
+      const int64_t out = out_row * HEAD_DIM + 4 * lane;
+      if (p.v_out != nullptr) *reinterpret_cast<float4*>(p.v_out + out) = make_float4(lo[0], lo[1], hi[0], hi[1]);
+      if (p.o != nullptr) {
+        StoreOutput<T, 2>(static_cast<T*>(p.o) + out, lo);
+        StoreOutput<T, 2>(static_cast<T*>(p.o) + out + 2, hi);
+      }
+    }
+    if (p.s_out != nullptr && lane == 0) p.s_out[out_row] = empty ? -INFINITY : m[h] + log2f(w_sum[h]);
+  }
+}
+
 template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB>
 __global__ void __launch_bounds__(32 * WARPS, 1)
     DecodeStreamTmaKernel(const __grid_constant__ DecodeAttentionParams p, const __grid_constant__ CUtensorMap k_map,
@@ -534,10 +599,13 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
       __syncwarp();  // all reads of this stage are done before a later issue refills it
       if (++compute_stage == kStages) compute_stage = 0, compute_phase ^= 1;
     }
-    // With a programmatic launch the prefix grid may still run: a finishing item reads its states.
-    if (item.finish) decode::WaitForPrefixGrid();
-    if constexpr (SWAP_AB) FinishSwapAbItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
-    else FinishWarpItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
+    // With a programmatic launch the prefix grid may still run: a finishing item reads its states
+    // (after the warp's last item instead, with finish_after_items: its state to its slot now).
+    DecodeWorkItem ends = item;
+    if (p.finish_after_items) ends.finish = 0;
+    if (ends.finish) decode::WaitForPrefixGrid();
+    if constexpr (SWAP_AB) FinishSwapAbItem<T, HEAD_DIM, GQA>(p, ends, bases.y, state, lane);
+    else FinishWarpItem<T, HEAD_DIM, GQA>(p, ends, bases.y, state, lane);
     index = next_index;
     item = next_item;
     bases = next_bases;
@@ -548,6 +616,22 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   }
   // This grid completes only after the prefix grid it may overlap (decode_attention.h).
   decode::WaitForPrefixGrid();
+  if (!p.finish_after_items) return;
+  // The warp's finishing items, from their slots (its own stores above are visible to the whole
+  // warp after the __syncwarp); the next item's descriptor loads while one is merged.
+  __syncwarp();
+  auto finishing_from = [&](int i) {
+    for (; i < p.num_items; i += item_stride)
+      if (p.items[i].finish) return i;
+    return p.num_items;
+  };
+  for (int i = finishing_from(first_item); i < p.num_items;) {
+    const DecodeWorkItem it = p.items[i];
+    const int run_begin = decode::ItemBases(p, it, i).y;
+    const int next = finishing_from(i + item_stride);
+    FinishItemFromSlots<T, HEAD_DIM, GQA>(p, it, run_begin, lane);
+    i = next;
+  }
 }
 
 // Launch: one CTA per SM on at most max_sms SMs (the shared memory keeps a second one out).

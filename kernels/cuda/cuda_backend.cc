@@ -689,6 +689,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.trigger_dependents_at_start = one_stream && decode_pdl_;
     PrefixAttention(p, stream);
   }
+  bool decode_lets_merge_launch = false;  // the decode's CTAs trigger at entry (allow_dependents_at_start)
   if (decode_part) {
     DecodeAttentionParams p;
     p.kernel = decode_kernel_;
@@ -745,6 +746,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       // Its finishing items (ConcurrentStep::kMergeInDecode) after all of its warp's items: one
       // wait for the prefix grid it runs beside, not one per item.
       p.finish_after_items = plan_.decode_finishes;
+      p.allow_dependents_at_start = one_stream && merge_pdl_;
       if (concurrent && parts == kAllParts) ++concurrent_tma_steps_;
       if (concurrent && parts == kAllParts && p.finish_after_items) ++merge_in_decode_steps_;
     } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
@@ -764,6 +766,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.prefetch_next_wave = decode_next_wave_;
     p.pipeline = decode_pipeline_;
     DecodeAttention(p, decode_stream);
+    decode_lets_merge_launch = p.allow_dependents_at_start && DecodeStreamTmaApplies(p);
   }
   // The join comes before any early return: the call's stream (and so Synchronize, a graph capture's end,
   // the merge, the next step) always waits for the decode kernel.
@@ -797,8 +800,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.packed_row = args.merge_packed_row;
   m.packed_out = args.merge_packed_out;
   m.max_run_states = plan_.max_merge_run_states;
-  // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
-  m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
+  // Right behind the prefix kernel (no decode launch in between): scheduled while it drains; or
+  // behind a decode whose CTAs let it launch at their entry (the concurrent step on one stream: the
+  // decode completes only after the prefix grid, so the merge's wait covers both).
+  m.programmatic_launch = merge_pdl_ && ((prefix_part && !decode_part) || decode_lets_merge_launch);
   cuda::MergeStates(m, stream);
 }
 

@@ -133,6 +133,11 @@ struct DecodeAttentionParams {
   // concurrent step on one stream, ConcurrentStep::kMergeInDecode). false: each finishing item
   // waits and finishes at its end.
   bool finish_after_items = false;
+  // The TMA kernel's CTAs let a programmatic dependent (the merge kernel) launch at their entry:
+  // all of them are resident on their k SMs, and the merge's CTAs then take SMs as CTAs of this
+  // grid or of the prefix grid exit, instead of after a launch once this grid completes (the
+  // backend's concurrent step on one stream).
+  bool allow_dependents_at_start = false;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;

@@ -343,17 +343,18 @@ __device__ __forceinline__ void FinishSwapAbItem(const DecodeAttentionParams& p,
 }
 
 // One finishing item's ⊕ from the slots (DecodeAttentionParams::finish_after_items): for each of
-// its g heads the run [run_begin, + slot_offset] (the prefix chunks' states and the item's own,
-// written to its slot) into o / v_out / s_out. Lane l holds dims 4l .. 4l + 3 of every head; the
-// loads of BATCH states of all g heads go out together (one L2 latency per BATCH states, not one
-// per state and head), and each head is merged online (running max, rescaled sum).
+// its g heads the run [run_begin, + n) (the prefix chunks' states, then the item's own, written to
+// its slot) into o / v_out / s_out. Lane l holds dims 4l .. 4l + 3 of every head. The loads of
+// BATCH states of all g heads go out together (20 float4 per lane: a run of up to 5 states at
+// GQA 4 in one L2 latency; the chain of latencies per item, not bandwidth, bounds this merge:
+// session 54, run 1), and each head is merged online (running max, rescaled sum).
 template <typename T, int HEAD_DIM, int GQA>
-__device__ __forceinline__ void FinishItemFromSlots(const DecodeAttentionParams& p, const DecodeWorkItem& item,
+__device__ __forceinline__ void FinishItemFromSlots(const DecodeAttentionParams& p, int request, int kv_head, int n,
                                                     int run_begin, int lane) {
   constexpr int D4 = HEAD_DIM / 4;
-  constexpr int BATCH = GQA >= 8 ? 2 : GQA >= 4 ? 4 : 8;  // ≤ 16 float4 loads in flight per lane
+  constexpr int BATCH = GQA >= 16 ? 1 : 20 / GQA < 16 ? 20 / GQA : 16;
   const bool active = lane < D4;
-  const int n = item.slot_offset + 1, head0 = item.kv_head * GQA;
+  const int head0 = kv_head * GQA;
   float m[GQA], w_sum[GQA];
   float4 acc[GQA];
 #pragma unroll
@@ -393,7 +394,7 @@ __device__ __forceinline__ void FinishItemFromSlots(const DecodeAttentionParams&
   for (int h = 0; h < GQA; ++h) {
     const bool empty = w_sum[h] == 0.f;
     const float inv = empty ? 0.f : 1.f / w_sum[h];
-    const int64_t out_row = int64_t(item.request) * p.num_qo_heads + head0 + h;
+    const int64_t out_row = int64_t(request) * p.num_qo_heads + head0 + h;
     if (active) {
       const float lo[2] = {acc[h].x * inv, acc[h].y * inv}, hi[2] = {acc[h].z * inv, acc[h].w * inv};
       const int64_t out = out_row * HEAD_DIM + 4 * lane;
@@ -404,6 +405,29 @@ __device__ __forceinline__ void FinishItemFromSlots(const DecodeAttentionParams&
       }
     }
     if (p.s_out != nullptr && lane == 0) p.s_out[out_row] = empty ? -INFINITY : m[h] + log2f(w_sum[h]);
+  }
+}
+
+// A warp's finishing items (items first, first + stride, ...) from their slots, after the prefix
+// grid: their descriptors and run offsets loaded 32 at a time, one per lane (one latency for them
+// all, not two per item), then each item's ⊕ (FinishItemFromSlots).
+template <typename T, int HEAD_DIM, int GQA>
+__device__ __forceinline__ void FinishItemsFromSlots(const DecodeAttentionParams& p, int first, int stride, int lane) {
+  for (int base = first; base < p.num_items; base += 32 * stride) {
+    const int mine = base + lane * stride;
+    DecodeWorkItem it{};
+    int run_begin = 0;
+    if (mine < p.num_items) {
+      it = p.items[mine];
+      run_begin = decode::ItemBases(p, it, mine).y;
+    }
+    for (uint32_t todo = __ballot_sync(0xffffffffu, mine < p.num_items && it.finish != 0); todo != 0; todo &= todo - 1) {
+      const int j = __ffs(todo) - 1;
+      FinishItemFromSlots<T, HEAD_DIM, GQA>(p, __shfl_sync(0xffffffffu, it.request, j),
+                                            __shfl_sync(0xffffffffu, it.kv_head, j),
+                                            __shfl_sync(0xffffffffu, it.slot_offset, j) + 1,
+                                            __shfl_sync(0xffffffffu, run_begin, j), lane);
+    }
   }
 }
 
@@ -430,6 +454,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   const T* v_pool = static_cast<const T*>(p.v);
   auto tiles_of = [](const DecodeWorkItem& it) { return (it.kv_end - it.kv_begin + kTileRows - 1) / kTileRows; };
 
+  if (p.allow_dependents_at_start) AllowDependentLaunch();
   // Each warp's barriers are its own: lane 0 sets them up, the warp waits for that.
   if (lane == 0) {
     for (int s = 0; s < kStages; ++s) MbarrierInit(warp_bars + 8 * s, 1);
@@ -618,20 +643,9 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   decode::WaitForPrefixGrid();
   if (!p.finish_after_items) return;
   // The warp's finishing items, from their slots (its own stores above are visible to the whole
-  // warp after the __syncwarp); the next item's descriptor loads while one is merged.
+  // warp after the __syncwarp).
   __syncwarp();
-  auto finishing_from = [&](int i) {
-    for (; i < p.num_items; i += item_stride)
-      if (p.items[i].finish) return i;
-    return p.num_items;
-  };
-  for (int i = finishing_from(first_item); i < p.num_items;) {
-    const DecodeWorkItem it = p.items[i];
-    const int run_begin = decode::ItemBases(p, it, i).y;
-    const int next = finishing_from(i + item_stride);
-    FinishItemFromSlots<T, HEAD_DIM, GQA>(p, it, run_begin, lane);
-    i = next;
-  }
+  FinishItemsFromSlots<T, HEAD_DIM, GQA>(p, first_item, item_stride, lane);
 }
 
 // Launch: one CTA per SM on at most max_sms SMs (the shared memory keeps a second one out).

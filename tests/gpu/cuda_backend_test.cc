@@ -394,8 +394,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentCascadeTest, ::testing::ValuesIn(
 // SMs: `pdl` (the decode a programmatic dependent of the prefix, the merge kernel after it), and
 // `pdl-merge` with every decode as the TMA decode (PREFIXD_DECODE_PERSISTENT=1 PREFIXD_DECODE_TMA=1),
 // which then finishes its one-chunk requests itself after the prefix grid.
-std::unique_ptr<Backend> MakeOneStreamBackend(int k, const char* step) {
-  EnvSettings settings = {{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(k)}, {"PREFIXD_CONCURRENT_STEP", step}};
+std::unique_ptr<Backend> MakeOneStreamBackend(int k, const char* step, EnvSettings settings = {}) {
+  settings.emplace_back("PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(k));
+  settings.emplace_back("PREFIXD_CONCURRENT_STEP", step);
   if (std::string(step) == "pdl-merge") {
     settings.emplace_back("PREFIXD_DECODE_PERSISTENT", "1");
     settings.emplace_back("PREFIXD_DECODE_TMA", "1");
@@ -427,7 +428,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentOneStreamTest, ::testing::ValuesI
 
 // The switch is read at construction, checked and named by Describe(); on one stream with the ⊕ in
 // the decode, at every cap from one prefix CTA to one decode SM, GQA 4 / D 128 and GQA 8 / D 64,
-// split suffixes and requests without one (those stay with the merge kernel).
+// split suffixes and requests without one (those stay with the merge kernel), and with runs of
+// states short enough to stage in shared memory and too long for it.
 TEST(CudaConcurrentCascade, OneStreamAtAnyDecodeSmCount) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
@@ -450,6 +452,10 @@ TEST(CudaConcurrentCascade, OneStreamAtAnyDecodeSmCount) {
           << "no step finished its requests in the TMA decode";
 #endif
   }
+  // Prefix chunks of 64 tokens: runs of up to 48 states, too long to stage in a warp's ring (the
+  // TMA decode then merges them from L2), beside short ones.
+  std::unique_ptr<Backend> fine = MakeOneStreamBackend(sms / 2, "pdl-merge", {{"PREFIXD_MIN_PREFIX_CHUNK", "64"}});
+  for (const CascadeCase& c : cases) ExpectConcurrentCascadeCorrect(*fine, c, rng);
 }
 
 // Every cap from one prefix CTA (k = SMs − 1) to almost the whole device (k = 1), on a long prefix

@@ -125,10 +125,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_tma_warps_ = TmaDecodeWarps(decode_tma_swap_ab_, decode_mma_warps_,
                                      EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8);
   concurrent_tma_ = EnvFlag("PREFIXD_CONCURRENT_DECODE_TMA", concurrent_tma_);
-  constexpr ConcurrentStep kSteps[] = {ConcurrentStep::kTwoStreams, ConcurrentStep::kOneStream,
-                                       ConcurrentStep::kMergeInDecode};
-  concurrent_step_ = kSteps[EnvChoice("PREFIXD_CONCURRENT_STEP", {"streams", "pdl", "pdl-merge"},
-                                      int(concurrent_step_))];
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
@@ -203,9 +199,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     }
     d << "]";
   }
-  if (concurrent_step_ != ConcurrentStep::kTwoStreams && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
-    d << " [concurrent step on one stream" << (concurrent_step_ == ConcurrentStep::kMergeInDecode ? ", ⊕ in the TMA decode" : "")
-      << "]";
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -480,25 +473,16 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   const int concurrent_k = concurrent_decode_sms_ > 0 ? concurrent_decode_sms_
                            : decode_stream_ != nullptr ? std::min(given.concurrent_decode_sms, num_sms_ - 1)
                                                        : 0;
-  // ... except on one stream with the ⊕ in the plan's TMA decode (ConcurrentStep::kMergeInDecode),
-  // which finishes its requests after the prefix grid: there the merge is fused in again.
-  // (The plan's TMA decode, or every decode as the TMA decode: PREFIXD_DECODE_PERSISTENT=1 with
-  // PREFIXD_DECODE_TMA=1, for comparisons.)
-  const bool concurrent_tma = concurrent_k > 0 && concurrent_tma_ && given.concurrent_decode_tma != 0;
-  const bool merge_in_decode = concurrent_k > 0 && concurrent_step_ == ConcurrentStep::kMergeInDecode &&
-                               (concurrent_tma || (decode_persistent_ && decode_tma_));
-  CascadePlan adjusted;
-  const bool unfuse = !merge_in_decode && (concurrent_k > 0 || (fused_ && fused_merge_kernel_)) &&
+  CascadePlan unfused;
+  const bool unfuse = (concurrent_k > 0 || (fused_ && fused_merge_kernel_)) &&
                       int64_t(given.merge_requests.size()) < given.num_requests;
   if (unfuse) {
-    adjusted = given;
-    for (DecodeWorkItem& it : adjusted.decode_items) it.finish = 0;
-    adjusted.merge_requests.resize(size_t(given.num_requests));
-    for (int32_t r = 0; r < given.num_requests; ++r) adjusted.merge_requests[size_t(r)] = r;
-  } else if (merge_in_decode) {
-    adjusted = FuseMergeIntoDecode(given);
+    unfused = given;
+    for (DecodeWorkItem& it : unfused.decode_items) it.finish = 0;
+    unfused.merge_requests.resize(size_t(given.num_requests));
+    for (int32_t r = 0; r < given.num_requests; ++r) unfused.merge_requests[size_t(r)] = r;
   }
-  const CascadePlan& plan = unfuse || merge_in_decode ? adjusted : given;
+  const CascadePlan& plan = unfuse ? unfused : given;
   // Prefix items may have more rows than the kernel's M tile (PrefixAttentionTileRows depends on
   // head_dim, DefaultPlanOptions does not know it): the kernel walks such an item tile by tile.
   const int64_t state_floats = int64_t(plan.num_slots()) * plan.num_qo_heads * plan.head_dim;
@@ -625,8 +609,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.prefix_balanced_ctas = plan.prefix_balanced_ctas;
   loaded.fused = fused;
   loaded.concurrent_decode_sms = concurrent_k;
-  loaded.concurrent_decode_tma = concurrent_tma;
-  loaded.decode_finishes = plan.DecodeReadsPrefixStates();
+  loaded.concurrent_decode_tma = concurrent_k > 0 && concurrent_tma_ && plan.concurrent_decode_tma != 0;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
   if (fused) loaded.request_finished = d + o_finished;
   for (int k = 0; fused && k < 3; ++k) {
@@ -664,11 +647,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const int concurrent_k = plan_.concurrent_decode_sms;
   const bool concurrent = concurrent_k > 0 && prefix_part && decode_part;
   if (concurrent && parts == kAllParts) ++concurrent_steps_;
-  // On one stream (ConcurrentStep): the decode a programmatic dependent of the prefix, launched at
-  // the prefix CTAs' entry. Also the only safe way for a plan whose decode items finish requests.
-  const bool one_stream = concurrent && (concurrent_step_ != ConcurrentStep::kTwoStreams || plan_.decode_finishes);
   cudaStream_t decode_stream = stream;
-  if (concurrent && !one_stream) {
+  if (concurrent) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream));
     PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(decode_stream_, fork_, 0));
     decode_stream = decode_stream_;
@@ -686,10 +666,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // bench/RESULTS.md session 22).
     const bool narrow_prefix = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
     if (concurrent_k == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
-    p.trigger_dependents_at_start = one_stream && decode_pdl_;
     PrefixAttention(p, stream);
   }
-  bool decode_lets_merge_launch = false;  // the decode's CTAs trigger at entry (allow_dependents_at_start)
   if (decode_part) {
     DecodeAttentionParams p;
     p.kernel = decode_kernel_;
@@ -705,10 +683,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.v_out = args.v_out;
     p.s_out = args.s_out;
     // The prefix kernel was the previous launch on the stream (and a normal one): the decode grid
-    // may start while it drains (decode_attention.h), or, on one stream, beside it from its start.
-    // Concurrent on two streams: launched normally on the other stream (its griddepcontrol.wait is
-    // then a no-op; no item reads prefix states).
-    p.overlap_prefix = decode_pdl_ && prefix_part && (!concurrent || one_stream);
+    // may start while it drains (decode_attention.h). Concurrent: launched normally on the other
+    // stream (its griddepcontrol.wait is then a no-op; no item reads prefix states).
+    p.overlap_prefix = decode_pdl_ && prefix_part && !concurrent;
     p.max_item_tokens = plan_.max_decode_item_tokens;  // before DecodeUsesTensorCores below reads it
     // Warps per CTA of the tensor-core decode kernel: 2 (4 CTAs per SM) where the items fill the
     // SMs; 4 where there are at most two items per SM (e.g. 32 long suffixes × 8 KV heads), so
@@ -743,19 +720,12 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       p.max_sms = concurrent_k;
       p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
       p.stream_items = p.stream_tma = true;
-      // Its finishing items (ConcurrentStep::kMergeInDecode) after all of its warp's items: one
-      // wait for the prefix grid it runs beside, not one per item.
-      p.finish_after_items = plan_.decode_finishes;
-      p.allow_dependents_at_start = one_stream && merge_pdl_;
       if (concurrent && parts == kAllParts) ++concurrent_tma_steps_;
-      if (concurrent && parts == kAllParts && p.finish_after_items) ++merge_in_decode_steps_;
     } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
       // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
       p.max_sms = concurrent_k > 0 && plan_.num_prefix_items > 0 ? concurrent_k : num_sms_;
       if (decode_mma_warps_ == 0) p.mma_warps = 8;  // one CTA per SM (the TMA kernel also runs 4)
-      p.finish_after_items = plan_.decode_finishes && concurrent_k > 0;  // as the plan's TMA decode above
-      if (concurrent && parts == kAllParts && p.finish_after_items && DecodeStreamTmaApplies(p)) ++merge_in_decode_steps_;
     }
     p.tma_diag = decode_tma_diag_;
     p.tma_swap_ab = decode_tma_swap_ab_;
@@ -766,11 +736,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.prefetch_next_wave = decode_next_wave_;
     p.pipeline = decode_pipeline_;
     DecodeAttention(p, decode_stream);
-    decode_lets_merge_launch = p.allow_dependents_at_start && DecodeStreamTmaApplies(p);
   }
   // The join comes before any early return: the call's stream (and so Synchronize, a graph capture's end,
   // the merge, the next step) always waits for the decode kernel.
-  if (concurrent && !one_stream) {
+  if (concurrent) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(join_, decode_stream_));
     PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream, join_, 0));
   }
@@ -800,10 +769,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.packed_row = args.merge_packed_row;
   m.packed_out = args.merge_packed_out;
   m.max_run_states = plan_.max_merge_run_states;
-  // Right behind the prefix kernel (no decode launch in between): scheduled while it drains; or
-  // behind a decode whose CTAs let it launch at their entry (the concurrent step on one stream: the
-  // decode completes only after the prefix grid, so the merge's wait covers both).
-  m.programmatic_launch = merge_pdl_ && ((prefix_part && !decode_part) || decode_lets_merge_launch);
+  // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
+  m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream);
 }
 

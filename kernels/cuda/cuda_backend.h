@@ -80,10 +80,6 @@
 //   PREFIXD_CONCURRENT_DECODE_TMA=0|1     its decode as the persistent TMA decode on exactly the k
 //                                         SMs where the plan says so (CascadePlan::
 //                                         concurrent_decode_tma), and the planner's candidate (1)
-//   PREFIXD_CONCURRENT_STEP=streams|pdl|pdl-merge  how (ConcurrentStep): two streams, one
-//                                         stream with the decode a programmatic dependent of the
-//                                         prefix, or that with the TMA decode's ⊕ of its requests
-//                                         after the prefix grid (streams)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -126,13 +122,6 @@
 // planner's chunks alone left 64 pairs on 112 CTAs: the prefix part 392 µs instead of ~241). The
 // main stream waits for the second (fork/join with events, created at construction, so the step
 // stays capturable in a CUDA graph) before the merge kernel does all the ⊕.
-// PREFIXD_CONCURRENT_STEP (ConcurrentStep) runs the same step on ONE stream instead: the decode a
-// programmatic dependent of the capped prefix grid, whose CTAs let it launch at their entry
-// (PrefixAttentionParams::trigger_dependents_at_start), so that it starts on the k SMs they leave;
-// it waits (griddepcontrol.wait) for the prefix grid at its end. With merge-in-decode and the
-// plan's TMA decode, the plan is loaded with the merge fused into the decode items again
-// (FuseMergeIntoDecode) and the TMA decode finishes those requests itself after that wait
-// (DecodeAttentionParams::finish_after_items); the merge kernel keeps only split suffixes.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -149,12 +138,6 @@
 #include "prefixd/kernels/fused_schedule.h"
 
 namespace prefixd::kernels::cuda {
-
-// How a concurrent step (CascadePlan::concurrent_decode_sms) runs its prefix and decode kernels
-// beside each other (above): on two streams, forked and joined, the merge kernel finishing every
-// request; on one stream, the decode a programmatic dependent of the prefix; or so and with the
-// plan's TMA decode finishing its one-chunk requests itself.
-enum class ConcurrentStep { kTwoStreams, kOneStream, kMergeInDecode };
 
 class CudaBackend final : public Backend {
  public:
@@ -199,9 +182,6 @@ class CudaBackend final : public Backend {
   int loaded_concurrent_decode_sms() const { return plan_loaded_ ? plan_.concurrent_decode_sms : 0; }
   // The concurrent steps whose decode ran as the persistent TMA decode on the k SMs so far.
   int64_t concurrent_tma_steps() const { return concurrent_tma_steps_; }
-  // ... of those, the steps whose TMA decode finished requests after the prefix grid
-  // (ConcurrentStep::kMergeInDecode).
-  int64_t merge_in_decode_steps() const { return merge_in_decode_steps_; }
 
   // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
   // the kernel benchmark times them one by one).
@@ -267,9 +247,6 @@ class CudaBackend final : public Backend {
     // ... with the decode as the persistent TMA decode on exactly those SMs (CascadePlan::
     // concurrent_decode_tma, where PREFIXD_CONCURRENT_DECODE_TMA allows it).
     bool concurrent_decode_tma = false;
-    // Some decode item finishes its request (CascadePlan::DecodeReadsPrefixStates): a concurrent
-    // step then runs on one stream (the decode must wait for the prefix grid's states).
-    bool decode_finishes = false;
     const int32_t* request_finished = nullptr;  // [num_requests] (FusedCascadeParams::request_finished)
     struct FusedLists {
       const int32_t* cta_indptr = nullptr;
@@ -325,9 +302,7 @@ class CudaBackend final : public Backend {
   std::vector<int> concurrent_candidates_;  // PREFIXD_CONCURRENT_DECODE_SMS unset or auto
   std::vector<int> concurrent_tma_candidates_;  // ... the TMA decode's (PlanOptions::concurrent_tma_candidates)
   bool concurrent_tma_ = true;               // PREFIXD_CONCURRENT_DECODE_TMA
-  ConcurrentStep concurrent_step_ = ConcurrentStep::kTwoStreams;  // PREFIXD_CONCURRENT_STEP
   int64_t concurrent_tma_steps_ = 0;
-  int64_t merge_in_decode_steps_ = 0;
   int64_t concurrent_steps_ = 0;
   cudaStream_t decode_stream_ = nullptr;
   cudaEvent_t fork_ = nullptr, join_ = nullptr;

@@ -127,17 +127,6 @@ struct DecodeAttentionParams {
   // ... and its warps per CTA as asked: 12 (2 ring stages each at head_dim 128, 168 registers)
   // or 8 (3 stages); TmaDecodeWarps (below) says which run.
   int tma_warps = 12;
-  // The TMA kernel's finishing items write their states to their slots like the others, and each
-  // warp finishes them (the ⊕ with the prefix states) after all of its items, behind ONE wait for
-  // the prefix grid: for a decode that runs beside the prefix grid from its start (the backend's
-  // concurrent step on one stream, ConcurrentStep::kMergeInDecode). false: each finishing item
-  // waits and finishes at its end.
-  bool finish_after_items = false;
-  // The TMA kernel's CTAs let a programmatic dependent (the merge kernel) launch at their entry:
-  // all of them are resident on their k SMs, and the merge's CTAs then take SMs as CTAs of this
-  // grid or of the prefix grid exit, instead of after a launch once this grid completes (the
-  // backend's concurrent step on one stream).
-  bool allow_dependents_at_start = false;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;

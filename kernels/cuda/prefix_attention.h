@@ -126,12 +126,6 @@ struct PrefixAttentionParams {
   // Optional: the decode kernel's start to pull into L2 at this kernel's end (above).
   DecodeL2Warmup decode_warmup;
 
-  // The sm_90a kernel's CTAs let a programmatic dependent grid launch at their entry (instead of
-  // at their last item, settings.trigger_dependents): the backend's concurrent step on one stream,
-  // whose decode grid then runs beside this capped grid from its start (it still waits for this
-  // grid's completion before it reads a prefix state or exits). The mma.sync kernel ignores it.
-  bool trigger_dependents_at_start = false;
-
   // Diagnostics (prefix_probe --timeline; null otherwise): the sm_90a kernel writes globaltimer
   // stamps [CTA][kTimelineSlots] of its phases (prefix_attention_sm90a.cuh, TimelineSlot).
   unsigned long long* timeline = nullptr;

@@ -723,34 +723,6 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
   return PlanChosen(batch, pool, options, report);
 }
 
-CascadePlan FuseMergeIntoDecode(const CascadePlan& plan) {
-  CascadePlan fused = plan;
-  // A request qualifies (Validate's rule for finishing items) where every KV head has one item,
-  // covering the whole suffix, in the run's only suffix slot.
-  const int32_t b = plan.num_requests, h = plan.num_kv_heads;
-  std::vector<int32_t> heads_seen(size_t(b) * size_t(h), 0);
-  std::vector<uint8_t> whole(size_t(b), 1);
-  for (const DecodeWorkItem& it : plan.decode_items) {
-    const int32_t r = it.request;
-    const int32_t run = plan.state_indptr[r + 1] - plan.state_indptr[r];
-    const int32_t first = plan.group_num_chunks[plan.request_group[r]];
-    ++heads_seen[size_t(r) * size_t(h) + size_t(it.kv_head)];
-    if (it.kv_begin != 0 || it.kv_end != plan.suffix.SeqLen(r, plan.page_size) || it.slot_offset != first ||
-        run != first + 1)
-      whole[size_t(r)] = 0;
-  }
-  auto one_chunk = [&](int32_t r) {
-    for (int32_t k = 0; k < h; ++k)
-      if (heads_seen[size_t(r) * size_t(h) + size_t(k)] != 1) return false;
-    return whole[size_t(r)] != 0;
-  };
-  for (DecodeWorkItem& it : fused.decode_items) it.finish = one_chunk(it.request) ? 1 : 0;
-  fused.merge_requests.clear();
-  for (int32_t r = 0; r < plan.num_requests; ++r)
-    if (!one_chunk(r)) fused.merge_requests.push_back(r);
-  return fused;
-}
-
 bool CascadePlan::MergeNeedsDecode() const {
   if (merge_requests.empty() || decode_items.empty()) return false;
   std::vector<char> merged(size_t(num_requests), 0);

@@ -390,74 +390,6 @@ TEST_P(CudaConcurrentCascadeTest, MatchesFloat64OracleAndCpuBackend) {
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentCascadeTest, ::testing::ValuesIn(CascadeCases()),
                          [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
-// The concurrent step on one stream (PREFIXD_CONCURRENT_STEP, cuda_backend.h) with the decode on k
-// SMs: `pdl` (the decode a programmatic dependent of the prefix, the merge kernel after it), and
-// `pdl-merge` with every decode as the TMA decode (PREFIXD_DECODE_PERSISTENT=1 PREFIXD_DECODE_TMA=1),
-// which then finishes its one-chunk requests itself after the prefix grid.
-std::unique_ptr<Backend> MakeOneStreamBackend(int k, const char* step, EnvSettings settings = {}) {
-  settings.emplace_back("PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(k));
-  settings.emplace_back("PREFIXD_CONCURRENT_STEP", step);
-  if (std::string(step) == "pdl-merge") {
-    settings.emplace_back("PREFIXD_DECODE_PERSISTENT", "1");
-    settings.emplace_back("PREFIXD_DECODE_TMA", "1");
-  }
-  return MakeCudaBackendWithEnv(settings);
-}
-Backend& OneStream() {
-  static std::unique_ptr<Backend> backend = MakeOneStreamBackend(ConcurrentDecodeSms(32), "pdl");
-  return *backend;
-}
-Backend& MergeInDecode() {
-  static std::unique_ptr<Backend> backend = MakeOneStreamBackend(ConcurrentDecodeSms(32), "pdl-merge");
-  return *backend;
-}
-
-class CudaConcurrentOneStreamTest : public ::testing::TestWithParam<CascadeCase> {};
-
-TEST_P(CudaConcurrentOneStreamTest, MatchesFloat64OracleAndCpuBackend) {
-  PREFIXD_REQUIRE_GPU();
-  PREFIXD_SEEDED_RNG(rng);
-  for (Backend* backend : {&OneStream(), &MergeInDecode()}) {
-    SCOPED_TRACE(backend->Describe());
-    ExpectConcurrentCascadeCorrect(*backend, GetParam(), rng);
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentOneStreamTest, ::testing::ValuesIn(CascadeCases()),
-                         [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
-
-// The switch is read at construction, checked and named by Describe(); on one stream with the ⊕ in
-// the decode, at every cap from one prefix CTA to one decode SM, GQA 4 / D 128 and GQA 8 / D 64,
-// split suffixes and requests without one (those stay with the merge kernel), and with runs of
-// states short enough to stage in shared memory and too long for it.
-TEST(CudaConcurrentCascade, OneStreamAtAnyDecodeSmCount) {
-  PREFIXD_REQUIRE_GPU();
-  PREFIXD_SEEDED_RNG(rng);
-  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  EXPECT_PREFIXD_ERROR(MakeOneStreamBackend(2, "one"), ErrorKind::kInvalidArgument, "PREFIXD_CONCURRENT_STEP");
-  EXPECT_NE(OneStream().Describe().find("concurrent step on one stream]"), std::string::npos) << OneStream().Describe();
-  EXPECT_NE(MergeInDecode().Describe().find("⊕ in the TMA decode"), std::string::npos) << MergeInDecode().Describe();
-  EXPECT_EQ(Concurrent().Describe().find("one stream"), std::string::npos) << Concurrent().Describe();
-  const CascadeCase cases[] = {
-      {"long_prefix_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1}}, {0, {40}}, {600, {1300}}}, true},
-      {"long_prefix_bf16_h64kv8_d64", kBF16, 64, 8, 64, 16, {{2500, {5, 1000}}, {129, {0, 3}}}},
-  };
-  for (const int k : {1, sms / 2, sms - 1}) {
-    SCOPED_TRACE("PREFIXD_CONCURRENT_DECODE_SMS=" + std::to_string(k));
-    std::unique_ptr<Backend> backend = MakeOneStreamBackend(k, "pdl-merge");
-    for (const CascadeCase& c : cases) ExpectConcurrentCascadeCorrect(*backend, c, rng);
-#ifdef PREFIXD_HAVE_CUDA
-    if (kernels::TmaDecodeBuilt(4, 128))
-      EXPECT_GT(dynamic_cast<kernels::cuda::CudaBackend&>(*backend).merge_in_decode_steps(), 0)
-          << "no step finished its requests in the TMA decode";
-#endif
-  }
-  // Prefix chunks of 64 tokens: runs of up to 48 states, too long to stage in a warp's ring (the
-  // TMA decode then merges them from L2), beside short ones.
-  std::unique_ptr<Backend> fine = MakeOneStreamBackend(sms / 2, "pdl-merge", {{"PREFIXD_MIN_PREFIX_CHUNK", "64"}});
-  for (const CascadeCase& c : cases) ExpectConcurrentCascadeCorrect(*fine, c, rng);
-}
-
 // Every cap from one prefix CTA (k = SMs − 1) to almost the whole device (k = 1), on a long prefix
 // (many prefix items per CTA) with GQA 4 / D 128 and GQA 8 / D 64 and split suffixes.
 TEST(CudaConcurrentCascade, AnyDecodeSmCount) {
@@ -625,10 +557,6 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
   EXPECT_TRUE(Device().DefaultPlanOptions().concurrent_tma_candidate);
   const std::unique_ptr<Backend> tma_off = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "0"}});
   EXPECT_FALSE(tma_off->DefaultPlanOptions().concurrent_tma_candidate);
-  // The same plans on one stream (PREFIXD_CONCURRENT_STEP), the merge kernel after the decode or
-  // the ⊕ in the TMA decode.
-  const std::unique_ptr<Backend> one_stream = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STEP", "pdl"}});
-  const std::unique_ptr<Backend> merge_in_decode = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STEP", "pdl-merge"}});
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   const CascadeCase cases[] = {
       {"tma_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true},
@@ -646,17 +574,14 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
       o.concurrent_decode_tma = true;
       const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
       ASSERT_EQ(plan.concurrent_decode_tma, 1) << c.name;
-      for (Backend* backend : {&Device(), tma_off.get(), one_stream.get(), merge_in_decode.get()}) {
+      for (Backend* backend : {&Device(), tma_off.get()}) {
         auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
-        const bool on = backend != tma_off.get();
-        SCOPED_TRACE(c.name + " k = " + std::to_string(k) + " on " + backend->Describe());
+        const bool on = backend == &Device();
+        SCOPED_TRACE(c.name + " k = " + std::to_string(k) + (on ? "" : " (PREFIXD_CONCURRENT_DECODE_TMA=0)"));
         const int64_t steps = cuda.concurrent_steps(), tma_steps = cuda.concurrent_tma_steps();
-        const int64_t merged_in_decode = cuda.merge_in_decode_steps();
         ExpectMatchesOracle(RunStep(*backend, in.pool, c.layer, plan, in.q), want, c.dtype, c.name);
         EXPECT_EQ(cuda.concurrent_steps() - steps, 1);
         EXPECT_EQ(cuda.concurrent_tma_steps() - tma_steps, on && built ? 1 : 0);
-        // Every case has a request whose suffix is one chunk.
-        EXPECT_EQ(cuda.merge_in_decode_steps() - merged_in_decode, backend == merge_in_decode.get() && built ? 1 : 0);
       }
     }
   }
@@ -1746,16 +1671,6 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
   size_t roots = 0;
   ExpectCapturedStepReplays(Concurrent(), &roots);
   EXPECT_GE(roots, 2u) << "the prefix and decode kernels should be independent graph nodes";
-#endif
-}
-
-// ... and on one stream, the decode a programmatic dependent of the prefix (a programmatic edge in
-// the graph), with the ⊕ in the TMA decode.
-TEST(CudaGraph, OneStreamConcurrentStepReplaysCorrectly) {
-  PREFIXD_REQUIRE_GPU();
-#ifdef PREFIXD_HAVE_CUDA
-  size_t roots = 0;
-  ExpectCapturedStepReplays(MergeInDecode(), &roots);
 #endif
 }
 

@@ -342,159 +342,6 @@ __device__ __forceinline__ void FinishSwapAbItem(const DecodeAttentionParams& p,
   }
 }
 
-// The deferred ⊕ of finishing items (DecodeAttentionParams::finish_after_items): for each of an
-// item's g heads, the run of n slots from run_begin (the prefix chunks' states, then the item's
-// own, written to its slot) into o / v_out / s_out. Lane l holds dims 4l .. 4l + 3 of every head;
-// each head is merged online (running max m, weight sum w, weighted sum acc relative to 2^m).
-struct RunningHead {
-  float m = -INFINITY, w = 0.f;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  __device__ __forceinline__ void Add(float s, const float4& x) {
-    if (s == -INFINITY) return;  // an empty state: its v, possibly poison, is never read in
-    if (s > m) {                 // new max: rescale what was summed (2^−inf = 0 at the start)
-      const float rescale = exp2f(m - s);
-      w *= rescale;
-      acc.x *= rescale, acc.y *= rescale, acc.z *= rescale, acc.w *= rescale;
-      m = s;
-    }
-    const float weight = exp2f(s - m);
-    w += weight;
-    acc.x = fmaf(weight, x.x, acc.x), acc.y = fmaf(weight, x.y, acc.y);
-    acc.z = fmaf(weight, x.z, acc.z), acc.w = fmaf(weight, x.w, acc.w);
-  }
-};
-
-template <typename T, int HEAD_DIM>
-__device__ __forceinline__ void StoreFinishedHead(const DecodeAttentionParams& p, int request, int head,
-                                                  const RunningHead& r, int lane) {
-  const bool empty = r.w == 0.f;
-  const float inv = empty ? 0.f : 1.f / r.w;
-  const int64_t out_row = int64_t(request) * p.num_qo_heads + head;
-  if (lane < HEAD_DIM / 4) {
-    const float lo[2] = {r.acc.x * inv, r.acc.y * inv}, hi[2] = {r.acc.z * inv, r.acc.w * inv};
-    const int64_t out = out_row * HEAD_DIM + 4 * lane;
-    if (p.v_out != nullptr) *reinterpret_cast<float4*>(p.v_out + out) = make_float4(lo[0], lo[1], hi[0], hi[1]);
-    if (p.o != nullptr) {
-      StoreOutput<T, 2>(static_cast<T*>(p.o) + out, lo);
-      StoreOutput<T, 2>(static_cast<T*>(p.o) + out + 2, hi);
-    }
-  }
-  if (p.s_out != nullptr && lane == 0) p.s_out[out_row] = empty ? -INFINITY : r.m + log2f(r.w);
-}
-
-// One item's ⊕ straight from L2 (a run too long to stage, below): BATCH states of all g heads
-// loaded together.
-template <typename T, int HEAD_DIM, int GQA>
-__device__ __forceinline__ void FinishItemFromSlots(const DecodeAttentionParams& p, int request, int kv_head, int n,
-                                                    int run_begin, int lane) {
-  constexpr int BATCH = GQA >= 16 ? 1 : 16 / GQA;
-  const bool active = lane < HEAD_DIM / 4;
-  const int head0 = kv_head * GQA;
-  RunningHead heads[GQA];
-  for (int i0 = 0; i0 < n; i0 += BATCH) {
-    float s[BATCH][GQA];
-    float4 x[BATCH][GQA];
-#pragma unroll
-    for (int k = 0; k < BATCH; ++k)
-#pragma unroll
-      for (int h = 0; h < GQA; ++h) {
-        const bool in_run = i0 + k < n;
-        const int64_t row = int64_t(run_begin + i0 + k) * p.num_qo_heads + head0 + h;
-        s[k][h] = in_run ? __ldcg(p.partial_s + row) : -INFINITY;
-        x[k][h] = in_run && active ? __ldcg(reinterpret_cast<const float4*>(p.partial_v + row * HEAD_DIM) + lane)
-                                   : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-#pragma unroll
-    for (int k = 0; k < BATCH; ++k)
-#pragma unroll
-      for (int h = 0; h < GQA; ++h) heads[h].Add(s[k][h], x[k][h]);
-  }
-#pragma unroll
-  for (int h = 0; h < GQA; ++h) StoreFinishedHead<T, HEAD_DIM>(p, request, head0 + h, heads[h], lane);
-}
-
-// A warp's finishing items (items first, first + stride, ...), after the prefix grid. Their
-// descriptors and run offsets are loaded 32 at a time, one per lane. Then rounds: as many items'
-// runs as fit the warp's ring (`staging` bytes at `stage`, free after its last tile) and have at
-// most 32 (state, head) pairs in all are copied in by cp.async, their LSEs loaded one pair per lane,
-// and after ONE wait the items are merged from shared memory. Per-item loads waited for in turn
-// cost ~2.5 µs an item (session 54, run 2: the 12-warp kernel at its 168-register cap); a round
-// costs one latency. A run that cannot be staged is merged from L2 (FinishItemFromSlots).
-template <typename T, int HEAD_DIM, int GQA>
-__device__ __forceinline__ void FinishItemsFromSlots(const DecodeAttentionParams& p, int first, int stride, int lane,
-                                                     uint32_t stage, uint32_t staging) {
-  constexpr int PIECES = GQA * HEAD_DIM / 4;        // 16-byte pieces of one state's g heads (contiguous)
-  constexpr uint32_t STATE_BYTES = 16u * PIECES;
-  for (int base = first; base < p.num_items; base += 32 * stride) {
-    const int mine = base + lane * stride;
-    DecodeWorkItem it{};
-    int run_begin = 0;
-    if (mine < p.num_items) {
-      it = p.items[mine];
-      run_begin = decode::ItemBases(p, it, mine).y;
-    }
-    auto from = [&](int j) {  // item j's (request, kv_head, n, run_begin), by shuffle (uniform)
-      return make_int4(__shfl_sync(0xffffffffu, it.request, j), __shfl_sync(0xffffffffu, it.kv_head, j),
-                       __shfl_sync(0xffffffffu, it.slot_offset, j) + 1, __shfl_sync(0xffffffffu, run_begin, j));
-    };
-    uint32_t todo = __ballot_sync(0xffffffffu, mine < p.num_items && it.finish != 0);
-    while (todo != 0) {
-      // This round's items: copies issued in order; lane l loads the LSE of the round's pair l.
-      uint32_t round = 0, used = 0;
-      int pairs = 0;
-      float s_lane = -INFINITY;
-      for (uint32_t rest = todo; rest != 0; rest &= rest - 1) {
-        const int4 d = from(__ffs(rest) - 1);
-        if (used + uint32_t(d.z) * STATE_BYTES > staging || pairs + d.z * GQA > 32) break;
-        for (int c = lane; c < d.z * PIECES; c += 32) {
-          const float* src = p.partial_v + (int64_t(d.w + c / PIECES) * p.num_qo_heads + d.y * GQA) * HEAD_DIM +
-                             4 * (c % PIECES);
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(stage + used + 16u * c), "l"(src) : "memory");
-        }
-        const int pair = lane - pairs;
-        if (pair >= 0 && pair < d.z * GQA)
-          s_lane = __ldcg(p.partial_s + int64_t(d.w + pair / GQA) * p.num_qo_heads + d.y * GQA + pair % GQA);
-        used += uint32_t(d.z) * STATE_BYTES;
-        pairs += d.z * GQA;
-        round |= rest & (~rest + 1);
-      }
-      if (round == 0) {  // the next item's run does not fit alone
-        const int4 d = from(__ffs(todo) - 1);
-        FinishItemFromSlots<T, HEAD_DIM, GQA>(p, d.x, d.y, d.z, d.w, lane);
-        todo &= todo - 1;
-        continue;
-      }
-      asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-      __syncwarp();
-      used = 0;
-      pairs = 0;
-      for (uint32_t rest = round; rest != 0; rest &= rest - 1) {
-        const int4 d = from(__ffs(rest) - 1);
-        RunningHead heads[GQA];
-        for (int i = 0; i < d.z; ++i)
-#pragma unroll
-          for (int h = 0; h < GQA; ++h) {
-            const float s = __shfl_sync(0xffffffffu, s_lane, pairs + i * GQA + h);
-            float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (lane < HEAD_DIM / 4) {
-              const uint32_t at = stage + used + uint32_t(i) * STATE_BYTES + 16u * (h * (HEAD_DIM / 4) + lane);
-              asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                           : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w)
-                           : "r"(at));
-            }
-            heads[h].Add(s, x);
-          }
-#pragma unroll
-        for (int h = 0; h < GQA; ++h) StoreFinishedHead<T, HEAD_DIM>(p, d.x, d.y * GQA + h, heads[h], lane);
-        used += uint32_t(d.z) * STATE_BYTES;
-        pairs += d.z * GQA;
-      }
-      __syncwarp();  // every lane's reads of the stage are done before the next round's copies
-      todo &= ~round;
-    }
-  }
-}
-
 template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB>
 __global__ void __launch_bounds__(32 * WARPS, 1)
     DecodeStreamTmaKernel(const __grid_constant__ DecodeAttentionParams p, const __grid_constant__ CUtensorMap k_map,
@@ -518,7 +365,6 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   const T* v_pool = static_cast<const T*>(p.v);
   auto tiles_of = [](const DecodeWorkItem& it) { return (it.kv_end - it.kv_begin + kTileRows - 1) / kTileRows; };
 
-  if (p.allow_dependents_at_start) AllowDependentLaunch();
   // Each warp's barriers are its own: lane 0 sets them up, the warp waits for that.
   if (lane == 0) {
     for (int s = 0; s < kStages; ++s) MbarrierInit(warp_bars + 8 * s, 1);
@@ -688,13 +534,10 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
       __syncwarp();  // all reads of this stage are done before a later issue refills it
       if (++compute_stage == kStages) compute_stage = 0, compute_phase ^= 1;
     }
-    // With a programmatic launch the prefix grid may still run: a finishing item reads its states
-    // (after the warp's last item instead, with finish_after_items: its state to its slot now).
-    DecodeWorkItem ends = item;
-    if (p.finish_after_items) ends.finish = 0;
-    if (ends.finish) decode::WaitForPrefixGrid();
-    if constexpr (SWAP_AB) FinishSwapAbItem<T, HEAD_DIM, GQA>(p, ends, bases.y, state, lane);
-    else FinishWarpItem<T, HEAD_DIM, GQA>(p, ends, bases.y, state, lane);
+    // With a programmatic launch the prefix grid may still run: a finishing item reads its states.
+    if (item.finish) decode::WaitForPrefixGrid();
+    if constexpr (SWAP_AB) FinishSwapAbItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
+    else FinishWarpItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
     index = next_index;
     item = next_item;
     bases = next_bases;
@@ -705,11 +548,6 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   }
   // This grid completes only after the prefix grid it may overlap (decode_attention.h).
   decode::WaitForPrefixGrid();
-  if (!p.finish_after_items) return;
-  // The warp's finishing items, from their slots (its own stores above are visible to the whole
-  // warp after the __syncwarp).
-  __syncwarp();
-  FinishItemsFromSlots<T, HEAD_DIM, GQA>(p, first_item, item_stride, lane, warp_ring, uint32_t(kStages * 2 * TILE));
 }
 
 // Launch: one CTA per SM on at most max_sms SMs (the shared memory keeps a second one out).

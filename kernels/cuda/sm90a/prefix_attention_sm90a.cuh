@@ -47,7 +47,6 @@
 #include "kernels/cuda/attention_state.cuh"
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/prefix_attention.h"
-#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
 #include "kernels/cuda/smem_limit.cuh"
@@ -241,10 +240,6 @@ __device__ __forceinline__ int NextItemOfCta(const PrefixAttentionParams& p, int
 // retire instead of after the last one. Only scheduling moves: the decode kernel still waits
 // (griddepcontrol.wait) for this grid's completion and memory flush before it reads a prefix state
 // or exits. No deadlock: all CTAs of this grid are resident when the trigger completes.
-// kTriggerAtStart (PrefixAttentionParams::trigger_dependents_at_start): every CTA signals at its
-// entry instead, so that the dependent grid starts beside this one on the SMs its capped grid
-// leaves (the backend's concurrent step on one stream).
-enum TriggerMode { kTriggerNever = 0, kTriggerAtLastItem = 1, kTriggerAtStart = 2 };
 __device__ __forceinline__ void MaybeTriggerDependents(bool trigger, int next_item) {
   if (trigger && next_item < 0) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
@@ -913,8 +908,6 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
                                const __grid_constant__ CUtensorMap tmap_v, const __grid_constant__ CUtensorMap tmap_q,
                                const int q_tma, const int trigger_dependents, const int kv_evict) {
   // q_tma: 0 every Q row by cp.async, 1 whole warpgroups' by TMA, 2 every warpgroup's (QByTma).
-  // trigger_dependents: a TriggerMode.
-  if (trigger_dependents == kTriggerAtStart) AllowDependentLaunch();
   const CUtensorMap* const q_map = q_tma != 0 ? &tmap_q : nullptr;
   const bool q_partial = q_tma == 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -931,7 +924,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x < 32) {
       if (threadIdx.x == 0)
-        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents == kTriggerAtLastItem,
+        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
                           static_cast<L2Evict>(kv_evict));
       __syncwarp();
       if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params);
@@ -944,7 +937,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     }
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents == kTriggerAtLastItem);
+    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents != 0);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }
 }
@@ -965,9 +958,6 @@ struct WgmmaLaunch {
   // on unless PREFIXD_PREFIX_PDL_TRIGGER=0). Off: the dependent decode grid launches as the last
   // CTA exits.
   bool trigger_dependents = true;
-  // ... or at every CTA's entry (PrefixAttentionParams::trigger_dependents_at_start), whatever the
-  // setting above.
-  bool trigger_at_start = false;
   // L2 eviction priority of the prefix K/V tile loads (PrefixKernelSettings::kv_l2_hint, or the
   // plan's PrefixAttentionParams::kv_evict_first; kNone: no cache hint).
   L2Evict kv_evict = L2Evict::kNone;
@@ -986,8 +976,7 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0,
-      l.trigger_at_start ? kTriggerAtStart : l.trigger_dependents ? kTriggerAtLastItem : kTriggerNever,
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? 1 : 0,
       static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }

@@ -322,33 +322,6 @@ TEST(PlanCascade, FusedMergeFinishesOneChunkSuffixesInTheirDecodeItems) {
   ASSERT_EQ(unfused.decode_items.size(), plan.decode_items.size());
   for (const DecodeWorkItem& it : unfused.decode_items) EXPECT_EQ(it.finish, 0);
   ExpectFinishedOnce(s.batch, unfused, false);
-
-  // The merge fused back in afterwards (the CUDA backend's concurrent step with the ⊕ in its
-  // decode): the plan made with fuse_merge, and a fixed point.
-  const CascadePlan refused = FuseMergeIntoDecode(unfused);
-  refused.Validate();
-  ExpectSamePlan(refused, plan);
-  ExpectSamePlan(FuseMergeIntoDecode(plan), plan);
-}
-
-// FuseMergeIntoDecode leaves a request to the merge step unless each of its KV heads has one item
-// covering the whole suffix in the run's only suffix slot (what Validate asks of finishing items).
-TEST(PlanCascade, FuseMergeIntoDecodeOnlyWhereAnItemCoversTheSuffix) {
-  PREFIXD_SEEDED_RNG(rng);
-  const BatchSetup s = MakeSetup({{512, {40, 33}}}, 8, 2, 16, rng);
-  PlanOptions o;
-  o.fuse_merge = false;
-  const CascadePlan unfused = PlanCascade(s.batch, s.shape, o);
-  ASSERT_EQ(unfused.decode_items.size(), 4u);  // 2 requests × 2 KV heads, one chunk each
-  // Request 0's head-1 item cut short (a plan another planner made), request 1 left whole.
-  CascadePlan cut = unfused;
-  for (DecodeWorkItem& it : cut.decode_items)
-    if (it.request == 0 && it.kv_head == 1) it.kv_end -= 8;
-  cut.Validate();
-  const CascadePlan fused = FuseMergeIntoDecode(cut);
-  fused.Validate();
-  EXPECT_EQ(fused.merge_requests, (std::vector<int32_t>{0}));
-  for (const DecodeWorkItem& it : fused.decode_items) EXPECT_EQ(it.finish, it.request == 1 ? 1 : 0);
 }
 
 TEST(PlanCascade, EmptyBatchGivesAnEmptyPlan) {

@@ -263,13 +263,6 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
 CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
                         PlanReport* report);
 
-// The plan with the merge fused into the decode items wherever PlanCascade's fuse_merge would
-// have put it: every decode item of a request whose suffix is one chunk (one item per KV head)
-// finishes it, and the request leaves merge_requests. Slots and items are unchanged, so a plan
-// made without fuse_merge (the concurrent mode's) becomes the one made with it. For a backend
-// whose decode finishes its requests after the prefix grid it runs beside (cuda_backend.h).
-CascadePlan FuseMergeIntoDecode(const CascadePlan& plan);
-
 // Whether a group can be planned as plain decode: its prefix is empty or fills whole pages.
 bool CanPlanPlain(const PrefixGroup& group, int page_size);
 // The batch with every group g where plain[g] != 0 rewritten as plain decode: its prefix pages

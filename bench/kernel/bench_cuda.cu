@@ -247,7 +247,12 @@ CapturedGraph::CapturedGraph(void* stream, const std::function<void()>& fn) : st
   }
   PREFIXD_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
   graph_ = graph;
-  PREFIXD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  // The kernel nodes keep the priorities of the streams they were captured from (the concurrent
+  // step's prefix on the highest, its decode on the lowest, cuda_backend.h) only with this flag;
+  // without it every node runs at the launch stream's priority, the decode's CTAs may be
+  // dispatched before the prefix's, and the replay of the head_dim-256 concurrent step measured up
+  // to 40 µs slower than the stream-launched one (sessions 45-53).
+  PREFIXD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority));
   exec_ = exec;
 }
 

@@ -619,7 +619,8 @@ Backend& Fused() {
       GTEST_SKIP() << "the fused cascade kernel needs an sm_90a build and a compute capability 9.0 GPU"; \
   } while (0)
 
-void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes);  // CUDA graphs, below
+// CUDA graphs, below; *kernel_priorities (if given): the captured kernel nodes' priorities.
+void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes, std::vector<int>* kernel_priorities = nullptr);
 
 int64_t FusedLaunches(Backend& backend) { return dynamic_cast<kernels::cuda::CudaBackend&>(backend).fused_launches(); }
 
@@ -1607,7 +1608,7 @@ TEST(CudaCastStates, RoundsToNearestEvenLikeTheHost) {
 #ifdef PREFIXD_HAVE_CUDA
 // Captures one RunCascade of `device` and replays it twice (the second time with new queries);
 // *root_nodes: the captured graph's root nodes (kernels with no dependency).
-void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes) {
+void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes, std::vector<int>* kernel_priorities) {
   PREFIXD_SEEDED_RNG(rng);
   const std::vector<GroupSpec> groups = {{700, {17, 40, 1}}, {0, {300}}, {130, {0, 9}}};
   const KvPoolShape shape{1, PagesNeeded(groups, 16) + 2, 16, 8, 128, kF16};
@@ -1635,7 +1636,22 @@ void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes) {
   device.RunCascade(args);
   ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
   ASSERT_EQ(cudaGraphGetRootNodes(graph, nullptr, root_nodes), cudaSuccess);
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  if (kernel_priorities != nullptr) {
+    size_t count = 0;
+    ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+    std::vector<cudaGraphNode_t> nodes(count);
+    ASSERT_EQ(cudaGraphGetNodes(graph, nodes.data(), &count), cudaSuccess);
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type;
+      ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+      if (type != cudaGraphNodeTypeKernel) continue;
+      cudaLaunchAttributeValue value{};
+      ASSERT_EQ(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributePriority, &value), cudaSuccess);
+      kernel_priorities->push_back(value.priority);
+    }
+  }
+  // With the captured streams' priorities (the concurrent step's prefix first; cuda_backend.h).
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority), cudaSuccess);
 
   for (int replay = 0; replay < 2; ++replay) {
     if (replay == 1) {  // new queries in the captured buffer
@@ -1669,8 +1685,16 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
   size_t roots = 0;
-  ExpectCapturedStepReplays(Concurrent(), &roots);
+  std::vector<int> priorities;
+  ExpectCapturedStepReplays(Concurrent(), &roots, &priorities);
   EXPECT_GE(roots, 2u) << "the prefix and decode kernels should be independent graph nodes";
+  // The streams' priorities travel into the nodes (the prefix's above the decode's), which a graph
+  // instantiated with cudaGraphInstantiateFlagUseNodePriority then keeps (cuda_backend.h).
+  ASSERT_GE(priorities.size(), 2u);
+  int least = 0, greatest = 0;
+  ASSERT_EQ(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
+  EXPECT_NE(std::find(priorities.begin(), priorities.end(), greatest), priorities.end()) << "no node at the prefix's priority";
+  EXPECT_NE(std::find(priorities.begin(), priorities.end(), least), priorities.end()) << "no node at the decode's priority";
 #endif
 }
 

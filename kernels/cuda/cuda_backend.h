@@ -122,10 +122,9 @@
 // planner's chunks alone left 64 pairs on 112 CTAs: the prefix part 392 µs instead of ~241). The
 // main stream waits for the second (fork/join with events, created at construction, so the step
 // stays capturable in a CUDA graph) before the merge kernel does all the ⊕. A captured step keeps
-// the two priorities only in a graph instantiated with cudaGraphInstantiateFlagUseNodePriority
-// (otherwise every node runs at the launch stream's priority: at head_dim 256, where the decode is
-// one CTA per item, its CTAs then took SMs before the prefix's and the replay was up to 40 µs
-// slower, bench/RESULTS.md session 54).
+// the two priorities only in a graph instantiated with cudaGraphInstantiateFlagUseNodePriority;
+// otherwise every node runs at the launch stream's priority (measured no slower on the H200 at
+// head_dim 64-256, bench/RESULTS.md session 54, runs 4-5).
 #pragma once
 
 #include <cuda_runtime.h>

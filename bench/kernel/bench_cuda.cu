@@ -102,8 +102,14 @@ const char* FlushModeName(FlushMode mode) {
   return "?";
 }
 
-std::vector<float> TimeOnStream(void* stream_ptr, const std::function<void()>& fn, const TimingOptions& o) {
+std::vector<float> TimeOnStream(void* stream, const std::function<void()>& fn, const TimingOptions& o) {
+  return TimeOnStreamInterleaved(stream, {fn}, o).front();
+}
+
+std::vector<std::vector<float>> TimeOnStreamInterleaved(void* stream_ptr, const std::vector<std::function<void()>>& fns,
+                                                        const TimingOptions& o) {
   auto stream = static_cast<cudaStream_t>(stream_ptr);
+  const size_t n = fns.size();
   static Flusher flusher;  // one 256 MiB buffer for the process
   int iteration = 0;
   auto flush = [&] {
@@ -115,10 +121,11 @@ std::vector<float> TimeOnStream(void* stream_ptr, const std::function<void()>& f
       PREFIXD_CUDA_CHECK_LAUNCH();
     }
   };
-  for (int i = 0; i < o.warmups; ++i) {
-    flush();
-    fn();
-  }
+  for (int i = 0; i < o.warmups; ++i)
+    for (const auto& fn : fns) {
+      flush();
+      fn();
+    }
   PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   int* flag = nullptr;
@@ -127,27 +134,29 @@ std::vector<float> TimeOnStream(void* stream_ptr, const std::function<void()>& f
   PREFIXD_CUDA_CHECK(cudaHostAlloc(&timed_out, sizeof(int), cudaHostAllocMapped));
   *flag = 0;
   *timed_out = 0;
-  std::vector<cudaEvent_t> start(o.iters), stop(o.iters);
-  for (int i = 0; i < o.iters; ++i) {
-    PREFIXD_CUDA_CHECK(cudaEventCreate(&start[i]));
-    PREFIXD_CUDA_CHECK(cudaEventCreate(&stop[i]));
+  // Event pair e = i · n + f times iteration i of function f.
+  const size_t events = size_t(o.iters) * n;
+  std::vector<cudaEvent_t> start(events), stop(events);
+  for (size_t e = 0; e < events; ++e) {
+    PREFIXD_CUDA_CHECK(cudaEventCreate(&start[e]));
+    PREFIXD_CUDA_CHECK(cudaEventCreate(&stop[e]));
   }
   HoldKernel<<<1, 1, 0, stream>>>(flag, timed_out);
   PREFIXD_CUDA_CHECK_LAUNCH();
-  for (int i = 0; i < o.iters; ++i) {
+  for (size_t e = 0; e < events; ++e) {
     flush();
-    PREFIXD_CUDA_CHECK(cudaEventRecord(start[i], stream));
-    fn();
-    PREFIXD_CUDA_CHECK(cudaEventRecord(stop[i], stream));
+    PREFIXD_CUDA_CHECK(cudaEventRecord(start[e], stream));
+    fns[e % n]();
+    PREFIXD_CUDA_CHECK(cudaEventRecord(stop[e], stream));
   }
   __atomic_store_n(flag, 1, __ATOMIC_SEQ_CST);
   PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream));
   const bool hold_timed_out = *timed_out != 0;
-  std::vector<float> ms(o.iters);
-  for (int i = 0; i < o.iters; ++i) {
-    PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
-    cudaEventDestroy(start[i]);
-    cudaEventDestroy(stop[i]);
+  std::vector<std::vector<float>> ms(n, std::vector<float>(size_t(o.iters)));
+  for (size_t e = 0; e < events; ++e) {
+    PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&ms[e % n][e / n], start[e], stop[e]));
+    cudaEventDestroy(start[e]);
+    cudaEventDestroy(stop[e]);
   }
   cudaFreeHost(flag);
   cudaFreeHost(timed_out);

@@ -33,6 +33,12 @@ struct TimingOptions {
 // milliseconds. Throws prefixd::Error when the stream hold times out (a hung GPU is reported,
 // not waited on forever).
 std::vector<float> TimeOnStream(void* stream, const std::function<void()>& fn, const TimingOptions& options);
+// The same for several functions, interleaved iteration by iteration (warm-ups too), one vector
+// of milliseconds per function: so that a drift of the GPU's clock over the run (it slows under a
+// long compute-bound load: the head_dim-256 prefix kernel +2.5% over 105 launches, bench/RESULTS.md
+// session 54) biases none of them against another.
+std::vector<std::vector<float>> TimeOnStreamInterleaved(void* stream, const std::vector<std::function<void()>>& fns,
+                                                        const TimingOptions& options);
 
 // Median time of an empty kernel under the same method (the floor of any timed region).
 double EmptyRegionUs(void* stream, const TimingOptions& options);

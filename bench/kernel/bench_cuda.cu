@@ -259,8 +259,8 @@ CapturedGraph::CapturedGraph(void* stream, const std::function<void()>& fn) : st
   // The kernel nodes keep the priorities of the streams they were captured from (the concurrent
   // step's prefix on the highest, its decode on the lowest, cuda_backend.h) only with this flag;
   // without it every node runs at the launch stream's priority. (Not the cause of the replay's
-  // intermittent excess at head_dim 256: it also shows with the flag, and on steps that are not
-  // concurrent, bench/RESULTS.md session 54, runs 4-5.)
+  // intermittent excess at head_dim 256, which was the clock's drift over the run: bench/RESULTS.md
+  // session 54, runs 4-7.)
   PREFIXD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority));
   exec_ = exec;
 }

@@ -6,7 +6,7 @@
 // time of the prefix part (multi-query kernel), the suffix part (paged decode kernel, which also
 // finishes the requests the plan lets it: plan.h's fused merge), the merge (only for the plan's
 // merge_requests; 0 when there are none, as with S ≤ 256 here),
-// the whole RunCascade, its CUDA-graph replay, and the non-cascade baseline (every request decodes
+// the whole RunCascade and its CUDA-graph replay (timed interleaved), and the non-cascade baseline (every request decodes
 // prefix + suffix through its own page table); the floors from the measured copy bandwidth and GEMM
 // rate; and a check of the results against the CPU backend on a sample of requests.
 //
@@ -1009,7 +1009,7 @@ int Main(int argc, char** argv) {
     ("no-fuse", "plan without the fused merge (every request through the merge kernel)")
     ("c,check", "requests checked against the CPU backend per shape (0: no check)", cxxopts::value<int>()->default_value("2"))
     ("no-baseline", "skip the non-cascade baseline")
-    ("no-graph", "skip the CUDA-graph replay")
+    ("no-graph", "skip the CUDA-graph replay (otherwise timed interleaved with the step)")
     ("cpu", "run the CPU backend even when a GPU is present")
     ("device", "CUDA device ordinal", cxxopts::value<int>()->default_value("0"))
     ("copy-gib", "size of the copy that measures bandwidth (GiB)", cxxopts::value<int>()->default_value("4"))

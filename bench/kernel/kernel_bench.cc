@@ -5,8 +5,8 @@
 // Per shape (one prefix group of B requests sharing a P-token prefix, each with S suffix tokens):
 // time of the prefix part (multi-query kernel), the suffix part (paged decode kernel, which also
 // finishes the requests the plan lets it: plan.h's fused merge), the merge (only for the plan's
-// merge_requests; 0 when there are none, as with S ≤ 256 here),
-// the whole RunCascade and its CUDA-graph replay (timed interleaved), and the non-cascade baseline (every request decodes
+// merge_requests; 0 when there are none, as with S ≤ 256 here), the whole RunCascade and its
+// CUDA-graph replay (timed interleaved), and the non-cascade baseline (every request decodes
 // prefix + suffix through its own page table); the floors from the measured copy bandwidth and GEMM
 // rate; and a check of the results against the CPU backend on a sample of requests.
 //

@@ -710,36 +710,59 @@ TEST(CudaFusedCascade, NaNOutsideTheRequestsNeverReachesAState) {
 // as the mma's N, the default, as 12 warps per CTA, the default, and as 8,
 // PREFIXD_DECODE_TMA_WARPS=8, and as its M, PREFIXD_DECODE_TMA_SWAP_AB=0, 8 warps), at k = 1, 36
 // and SMs − 1; every cascade case and the fused kernel's (page sizes 1-64, item boundaries
-// anywhere: the TMA kernel's lane-copied tiles).
-TEST(CudaConcurrentCascade, DecodeOnExactlyTheFreeSms) {
+// anywhere: the TMA kernel's lane-copied tiles). One test per decode form and k, so that the
+// suite's shards share them (as one test it took 157-211 s of one shard).
+struct FreeSmDecode {
+  const char* tma;
+  const char* swap_ab;
+  const char* warps;
+  int k;  // 1, or 0 for ConcurrentDecodeSms(36), or -1 for SMs − 1 (the device's count, known at run time)
+};
+
+std::string FreeSmDecodeName(const ::testing::TestParamInfo<FreeSmDecode>& info) {
+  const FreeSmDecode& d = info.param;
+  return std::string("tma") + d.tma + "_swapab" + d.swap_ab + "_warps" + d.warps + "_k" +
+         (d.k == 1 ? "1" : d.k == 0 ? "36" : "sms_minus_1");
+}
+
+std::vector<FreeSmDecode> FreeSmDecodes() {
+  std::vector<FreeSmDecode> all;
+  for (const FreeSmDecode form : {FreeSmDecode{"0", "1", "12", 0}, FreeSmDecode{"1", "1", "12", 0},
+                                  FreeSmDecode{"1", "1", "8", 0}, FreeSmDecode{"1", "0", "12", 0}})
+    for (const int k : {1, 0, -1}) {
+      FreeSmDecode d = form;
+      d.k = k;
+      all.push_back(d);
+    }
+  return all;
+}
+
+class CudaDecodeOnFreeSmsTest : public ::testing::TestWithParam<FreeSmDecode> {};
+
+TEST_P(CudaDecodeOnFreeSmsTest, DecodeOnExactlyTheFreeSms) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
+  const FreeSmDecode& d = GetParam();
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  struct Decode {
-    const char* tma;
-    const char* swap_ab;
-    const char* warps;
-  };
-  for (const Decode d : {Decode{"0", "1", "12"}, Decode{"1", "1", "12"}, Decode{"1", "1", "8"}, Decode{"1", "0", "12"}}) {
-    for (const int k : {1, ConcurrentDecodeSms(36), sms - 1}) {
-      SCOPED_TRACE(std::string("PREFIXD_DECODE_TMA=") + d.tma + " PREFIXD_DECODE_TMA_SWAP_AB=" + d.swap_ab +
-                   " PREFIXD_DECODE_TMA_WARPS=" + d.warps + " PREFIXD_CONCURRENT_DECODE_SMS=" + std::to_string(k));
-      std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(k)},
-                                                                 {"PREFIXD_DECODE_PERSISTENT", "1"},
-                                                                 {"PREFIXD_DECODE_TMA", d.tma},
-                                                                 {"PREFIXD_DECODE_TMA_SWAP_AB", d.swap_ab},
-                                                                 {"PREFIXD_DECODE_TMA_WARPS", d.warps}});
-      const std::string describe = backend->Describe();
-      EXPECT_EQ(describe.find("[decode TMA]") != std::string::npos, d.tma[0] == '1') << describe;
-      EXPECT_EQ(describe.find("[decode TMA tiles: heads as M]") != std::string::npos, d.tma[0] == '1' && d.swap_ab[0] == '0')
-          << describe;
-      // 12 warps run only with the heads as N: without, 8 (and the planner's model counts 8).
-      EXPECT_EQ(describe.find("[decode TMA: 8 warps per CTA]") != std::string::npos, d.warps[0] == '8' || d.swap_ab[0] == '0')
-          << describe;
-      for (const CascadeCase& c : FusedCascadeCases()) ExpectConcurrentCascadeCorrect(*backend, c, rng);
-    }
-  }
+  const int k = d.k == 1 ? 1 : d.k == 0 ? ConcurrentDecodeSms(36) : sms - 1;
+  SCOPED_TRACE(std::string("PREFIXD_DECODE_TMA=") + d.tma + " PREFIXD_DECODE_TMA_SWAP_AB=" + d.swap_ab +
+               " PREFIXD_DECODE_TMA_WARPS=" + d.warps + " PREFIXD_CONCURRENT_DECODE_SMS=" + std::to_string(k));
+  std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(k)},
+                                                             {"PREFIXD_DECODE_PERSISTENT", "1"},
+                                                             {"PREFIXD_DECODE_TMA", d.tma},
+                                                             {"PREFIXD_DECODE_TMA_SWAP_AB", d.swap_ab},
+                                                             {"PREFIXD_DECODE_TMA_WARPS", d.warps}});
+  const std::string describe = backend->Describe();
+  EXPECT_EQ(describe.find("[decode TMA]") != std::string::npos, d.tma[0] == '1') << describe;
+  EXPECT_EQ(describe.find("[decode TMA tiles: heads as M]") != std::string::npos, d.tma[0] == '1' && d.swap_ab[0] == '0')
+      << describe;
+  // 12 warps run only with the heads as N: without, 8 (and the planner's model counts 8).
+  EXPECT_EQ(describe.find("[decode TMA: 8 warps per CTA]") != std::string::npos, d.warps[0] == '8' || d.swap_ab[0] == '0')
+      << describe;
+  for (const CascadeCase& c : FusedCascadeCases()) ExpectConcurrentCascadeCorrect(*backend, c, rng);
 }
+
+INSTANTIATE_TEST_SUITE_P(Forms, CudaDecodeOnFreeSmsTest, ::testing::ValuesIn(FreeSmDecodes()), FreeSmDecodeName);
 
 // NaN bits in every slot outside the requests' prefixes and suffixes (unused pages, the tails of
 // partly filled pages) on the default backend, the concurrent one and the persistent TMA decode:

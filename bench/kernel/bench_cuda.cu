@@ -25,6 +25,7 @@ namespace prefixd::bench {
 namespace {
 
 constexpr size_t kFlushBytes = size_t(256) << 20;  // > 4× the H200's 60 MiB L2
+constexpr size_t kMaxRegionsPerHold = 64;           // timed regions queued behind one hold kernel
 constexpr long long kHoldMaxCycles = 40'000'000'000LL;  // ~20 s at 2 GHz: then give up, loudly
 
 // Spins until the host sets *flag (host-mapped memory), so that everything queued behind it
@@ -132,7 +133,6 @@ std::vector<std::vector<float>> TimeOnStreamInterleaved(void* stream_ptr, const 
   int* timed_out = nullptr;
   PREFIXD_CUDA_CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
   PREFIXD_CUDA_CHECK(cudaHostAlloc(&timed_out, sizeof(int), cudaHostAllocMapped));
-  *flag = 0;
   *timed_out = 0;
   // Event pair e = i · n + f times iteration i of function f.
   const size_t events = size_t(o.iters) * n;
@@ -141,20 +141,29 @@ std::vector<std::vector<float>> TimeOnStreamInterleaved(void* stream_ptr, const 
     PREFIXD_CUDA_CHECK(cudaEventCreate(&start[e]));
     PREFIXD_CUDA_CHECK(cudaEventCreate(&stop[e]));
   }
-  HoldKernel<<<1, 1, 0, stream>>>(flag, timed_out);
-  PREFIXD_CUDA_CHECK_LAUNCH();
-  for (size_t e = 0; e < events; ++e) {
-    flush();
-    PREFIXD_CUDA_CHECK(cudaEventRecord(start[e], stream));
-    fns[e % n]();
-    PREFIXD_CUDA_CHECK(cudaEventRecord(stop[e], stream));
+  // In rounds of whole iterations, each queued behind its own hold: a step enqueues up to ~9
+  // operations with its flush and events, and a stream held by a spinning kernel cannot take
+  // thousands (the host's launch would block, and the hold time out). Each round's first region
+  // still follows its flush, so the GPU is busy before it as before every other region.
+  const size_t per_round = std::max<size_t>(1, kMaxRegionsPerHold / n) * n;
+  bool hold_timed_out = false;
+  for (size_t round = 0; round < events && !hold_timed_out; round += per_round) {
+    *flag = 0;
+    HoldKernel<<<1, 1, 0, stream>>>(flag, timed_out);
+    PREFIXD_CUDA_CHECK_LAUNCH();
+    for (size_t e = round; e < std::min(events, round + per_round); ++e) {
+      flush();
+      PREFIXD_CUDA_CHECK(cudaEventRecord(start[e], stream));
+      fns[e % n]();
+      PREFIXD_CUDA_CHECK(cudaEventRecord(stop[e], stream));
+    }
+    __atomic_store_n(flag, 1, __ATOMIC_SEQ_CST);
+    PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    hold_timed_out = *timed_out != 0;
   }
-  __atomic_store_n(flag, 1, __ATOMIC_SEQ_CST);
-  PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const bool hold_timed_out = *timed_out != 0;
   std::vector<std::vector<float>> ms(n, std::vector<float>(size_t(o.iters)));
   for (size_t e = 0; e < events; ++e) {
-    PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&ms[e % n][e / n], start[e], stop[e]));
+    if (!hold_timed_out) PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&ms[e % n][e / n], start[e], stop[e]));
     cudaEventDestroy(start[e]);
     cudaEventDestroy(stop[e]);
   }

@@ -419,35 +419,38 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
 
   const TimingOptions t = TimingFor(cfg);
   using CB = kernels::cuda::CudaBackend;
-  auto time_us = [&](const std::function<void()>& fn) { return Median(TimeOnStream(stream, fn, t)) * 1e3; };
+  // Every timed region of the row: its parts alone, the step and (cfg.graph) the step's CUDA-graph
+  // replay, timed interleaved (TimeOnStreamInterleaved) so that the clock's drift over a long
+  // compute-bound run favours none of them (session 54: the one timed last carried it).
+  std::vector<std::function<void()>> regions;
+  std::vector<double*> results;
+  auto timed = [&](double* us, std::function<void()> fn) {
+    regions.push_back(std::move(fn));
+    results.push_back(us);
+  };
+  row.prefix_us = row.suffix_us = row.merge_us = 0;
   if (gpu.fused_plan_loaded()) {
     // The fused cascade (PREFIXD_FUSED=1): the parts are the fused kernel fed only the prefix
-    // items, or only the decode items (partial states, no ⊕); the ⊕ is inside the whole step.
+    // items, or only the decode items (partial states, no ⊕, no arrival counters); the ⊕ is inside
+    // the whole step.
     row.fused = true;
     row.note += " fused";
-    row.prefix_us = row.prefix_items > 0 ? time_us([&] { gpu.RunFusedItemsOnly(args, CB::kPrefixPart); }) : 0;
-    row.suffix_us = row.decode_items > 0 ? time_us([&] { gpu.RunFusedItemsOnly(args, CB::kDecodePart); }) : 0;
-    row.merge_us = 0;
+    if (row.prefix_items > 0) timed(&row.prefix_us, [&] { gpu.RunFusedItemsOnly(args, CB::kPrefixPart); });
+    if (row.decode_items > 0) timed(&row.suffix_us, [&] { gpu.RunFusedItemsOnly(args, CB::kDecodePart); });
   } else {
-    if (row.prefix_items > 0) row.prefix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kPrefixPart); });
-    else row.prefix_us = 0;
-    if (row.decode_items > 0) row.suffix_us = time_us([&] { gpu.RunCascadeParts(args, CB::kDecodePart); });
-    else row.suffix_us = 0;
+    if (row.prefix_items > 0) timed(&row.prefix_us, [&] { gpu.RunCascadeParts(args, CB::kPrefixPart); });
+    if (row.decode_items > 0) timed(&row.suffix_us, [&] { gpu.RunCascadeParts(args, CB::kDecodePart); });
     // No merge launch at all when the decode kernel finishes every request.
-    row.merge_us = plan.merge_requests.empty() ? 0 : time_us([&] { gpu.RunCascadeParts(args, CB::kMergePart); });
+    if (!plan.merge_requests.empty()) timed(&row.merge_us, [&] { gpu.RunCascadeParts(args, CB::kMergePart); });
   }
-  // The step and its CUDA-graph replay timed interleaved (TimeOnStreamInterleaved): timed one
-  // after the other, the replay came second and carried the clock's drift (session 54).
+  timed(&row.total_us, [&] { gpu.RunCascade(args); });
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
     graph = std::make_unique<CapturedGraph>(stream, [&] { gpu.RunCascade(args); });
-    const std::vector<std::vector<float>> ms =
-        TimeOnStreamInterleaved(stream, {[&] { gpu.RunCascade(args); }, [&] { graph->Launch(); }}, t);
-    row.total_us = Median(ms[0]) * 1e3;
-    row.graph_us = Median(ms[1]) * 1e3;
-  } else {
-    row.total_us = time_us([&] { gpu.RunCascade(args); });
+    timed(&row.graph_us, [&] { graph->Launch(); });
   }
+  const std::vector<std::vector<float>> ms = TimeOnStreamInterleaved(stream, regions, t);
+  for (size_t i = 0; i < regions.size(); ++i) *results[i] = Median(ms[i]) * 1e3;
 
   // Check: outputs poisoned, one step (and one graph replay), sampled rows vs the CPU backend.
   std::vector<int> sample;
@@ -483,7 +486,8 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   if (cfg.baseline && s.prefix % s.page_size == 0) {
     const CascadePlan flat = kernels::PlanCascade(Flatten(batch, s), pool, plan_options);
     gpu.LoadPlan(flat);
-    row.base_us = time_us([&] { gpu.RunCascade(args); });
+    // Another plan, so not among the interleaved regions above.
+    row.base_us = Median(TimeOnStream(stream, [&] { gpu.RunCascade(args); }, t)) * 1e3;
     if (cfg.check > 0 &&
         !CheckRows(run_and_download([&] { gpu.RunCascade(args); }), want, sample, s.h_qo, s.head_dim, s.dtype, &row))
       row.note += " baseline-wrong";

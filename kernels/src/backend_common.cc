@@ -15,7 +15,10 @@ const char* BackendKindName(BackendKind kind) {
 }
 
 float ResolveSmScale(float sm_scale, int head_dim) {
-  PREFIXD_CHECK_ARG(std::isfinite(sm_scale), "sm_scale must be finite, got " << sm_scale);
+  // The kernels take each tile's max of the unscaled scores and scale it (max(x)·c = max(x·c) only
+  // for c ≥ 0), so a negative scale would give wrong results, not an error: refuse it here.
+  PREFIXD_CHECK_ARG(std::isfinite(sm_scale) && sm_scale >= 0.f,
+                    "sm_scale must be finite and ≥ 0 (0: 1/sqrt(head_dim)), got " << sm_scale);
   return sm_scale == 0.f ? 1.f / std::sqrt(float(head_dim)) : sm_scale;
 }
 

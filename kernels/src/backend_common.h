@@ -9,7 +9,7 @@
 
 namespace prefixd::kernels {
 
-// 1/sqrt(head_dim) when sm_scale is 0; throws kInvalidArgument for a non-finite scale.
+// 1/sqrt(head_dim) when sm_scale is 0; throws kInvalidArgument for a non-finite or negative scale.
 float ResolveSmScale(float sm_scale, int head_dim);
 
 // Throws kInvalidArgument when the plan (serialised into plan_ints int32) exceeds the limits.

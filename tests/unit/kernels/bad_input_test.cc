@@ -142,6 +142,9 @@ TEST_F(BadInput, RunArgumentsDisagreeWithThePlan) {
   a.sm_scale = std::nanf("");
   EXPECT_INVALID_ARGUMENT(backend->RunCascade(a), "sm_scale");
   a = Args();
+  a.sm_scale = -0.125f;  // the kernels' online softmax assumes a scale ≥ 0
+  EXPECT_INVALID_ARGUMENT(backend->RunCascade(a), "sm_scale must be finite and ≥ 0");
+  a = Args();
   float packed[4];
   a.merge_packed_out = packed;  // without merge_packed_row
   EXPECT_INVALID_ARGUMENT(backend->RunCascade(a), "merge_packed_row and merge_packed_out go together");

@@ -41,7 +41,7 @@ struct CascadeArgs {
   KvPoolView kv;               // the pool (all layers)
   int layer = 0;
   const void* q = nullptr;     // [B][H_qo][D] in kv.shape.dtype
-  float sm_scale = 0.f;        // 0: 1/sqrt(head_dim)
+  float sm_scale = 0.f;        // ≥ 0; 0: 1/sqrt(head_dim)
   void* o = nullptr;           // [B][H_qo][D] in kv.shape.dtype, or null
   float* v_out = nullptr;      // [B][H_qo][D] fp32 final states, or null
   float* s_out = nullptr;      // [B][H_qo] fp32 final base-2 LSE, or null
@@ -83,7 +83,7 @@ struct PrefixAttentionArgs {
   const void* q = nullptr;     // [n][H_qo][D] in kv.shape.dtype
   bool causal = false;
   int q_offset = 0;            // causal only
-  float sm_scale = 0.f;
+  float sm_scale = 0.f;        // ≥ 0; 0: 1/sqrt(head_dim)
   float* v_out = nullptr;      // [n][H_qo][D] fp32
   float* s_out = nullptr;      // [n][H_qo] fp32 (base 2)
 };

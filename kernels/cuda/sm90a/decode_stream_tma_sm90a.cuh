@@ -42,6 +42,7 @@
 
 #include "kernels/cuda/decode_attention_mma.cuh"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
+#include "kernels/cuda/sm90a/swap_ab_softmax.cuh"
 #include "kernels/cuda/smem_limit.cuh"
 
 namespace prefixd::kernels::cuda::sm90a {
@@ -160,41 +161,24 @@ __device__ __forceinline__ void SwapAbDecodeTile(const uint32_t (&q_b)[HEAD_DIM 
   constexpr int KSTEPS = HEAD_DIM / 16, MTILES = HEAD_DIM / 16;
   const uint32_t v_tile = k_tile + TileBytes<HEAD_DIM>();
   // Sᵀ = K·qᵀ: A = K rows lane % 16, 16-byte chunk 2·ks + lane / 16 (ldmatrix's four 8×8 blocks).
-  float s[4] = {0.f, 0.f, 0.f, 0.f}, s_odd[4] = {0.f, 0.f, 0.f, 0.f};
+  float s[1][4] = {{0.f, 0.f, 0.f, 0.f}}, s_odd[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
   for (int ks = 0; ks < KSTEPS; ++ks) {
     uint32_t a[4];
     LdMatrixX4(a, k_tile + PanelOffset(lane % 16, 2 * ks + lane / 16));
-    Mma::Run(ks % 2 == 0 ? s : s_odd, a, q_b[ks][0], q_b[ks][1]);
+    Mma::Run(ks % 2 == 0 ? s[0] : s_odd, a, q_b[ks][0], q_b[ks][1]);
   }
 #pragma unroll
-  for (int e = 0; e < 4; ++e) s[e] += s_odd[e];
+  for (int e = 0; e < 4; ++e) s[0][e] += s_odd[e];
   // Elements: 0 (token lane/4, head h), 1 (lane/4, h + 1), 2 (lane/4 + 8, h), 3 (lane/4 + 8, h + 1).
   if (tile_first + 16 > kv_end) {  // the item's last tile: mask the tokens past its end
     const int token = tile_first + lane / 4;
-    if (token >= kv_end) s[0] = s[1] = -INFINITY;
-    if (token + 8 >= kv_end) s[2] = s[3] = -INFINITY;
+    if (token >= kv_end) s[0][0] = s[0][1] = -INFINITY;
+    if (token + 8 >= kv_end) s[0][2] = s[0][3] = -INFINITY;
   }
-  // Each head's max over the tile's 16 tokens: the lane's two, then across the 8 lanes of its column.
-  float col_max[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
-#pragma unroll
-  for (int x = 4; x < 32; x *= 2)
-#pragma unroll
-    for (int c = 0; c < 2; ++c) col_max[c] = fmaxf(col_max[c], __shfl_xor_sync(0xffffffffu, col_max[c], x));
-  float subtract[2], rescale[2];
-#pragma unroll
-  for (int c = 0; c < 2; ++c) {
-    const float new_max = fmaxf(st.m[c], col_max[c] * scale);
-    subtract[c] = SafeMax(new_max);
-    rescale[c] = FastExp2(st.m[c] - subtract[c]);  // 0 while nothing was seen (m = −inf)
-    st.m[c] = new_max;
-  }
-  const float p0 = FastExp2(fmaf(s[0], scale, -subtract[0])), p1 = FastExp2(fmaf(s[1], scale, -subtract[1]));
-  const float p2 = FastExp2(fmaf(s[2], scale, -subtract[0])), p3 = FastExp2(fmaf(s[3], scale, -subtract[1]));
-  st.l[0] = fmaf(st.l[0], rescale[0], p0 + p2);
-  st.l[1] = fmaf(st.l[1], rescale[1], p1 + p3);
-  // Pᵀ (k = tokens, n = heads) as the B operand: the transposes of Sᵀ's two 8×8 halves.
-  const uint32_t b0 = MovMatrixTrans(Mma::Pack(p0, p1)), b1 = MovMatrixTrans(Mma::Pack(p2, p3));
+  float rescale[2];
+  uint32_t b[1][2];  // Pᵀ (k = tokens, n = heads) as the B operand
+  SwapAbSoftmax<T, 1>(s, scale, st.m, st.l, rescale, b);
   // Oᵀ += Vᵀ·Pᵀ: A = Vᵀ by transposed ldmatrix, V rows lane % 8 + 8·(lane / 16), chunk 2·mt + (lane / 8) % 2.
 #pragma unroll
   for (int mt = 0; mt < MTILES; ++mt) {
@@ -204,7 +188,7 @@ __device__ __forceinline__ void SwapAbDecodeTile(const uint32_t (&q_b)[HEAD_DIM 
     st.o[mt][3] *= rescale[1];
     uint32_t a[4];
     LdMatrixX4Trans(a, v_tile + PanelOffset(lane % 8 + 8 * (lane / 16), 2 * mt + (lane / 8) % 2));
-    Mma::Run(st.o[mt], a, b0, b1);
+    Mma::Run(st.o[mt], a, b[0][0], b[0][1]);
   }
 }
 

@@ -39,6 +39,7 @@
 #include "kernels/cuda/cascade_fused.h"
 #include "kernels/cuda/mma_sm80.cuh"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
+#include "kernels/cuda/sm90a/swap_ab_softmax.cuh"
 
 namespace prefixd::kernels::cuda::sm90a {
 
@@ -243,42 +244,16 @@ struct SuffixWarps {
         }
       }
     }
-    // Mask, scale, online softmax per column (head): rows 16u + lane/4 (+8) are tokens.
+    // Mask, then the online softmax per column (head): rows 16u + lane/4 (+8) are tokens.
     const int r0 = lane / 4;
-    const float scale = f.attn.sm_scale_log2;
 #pragma unroll
     for (int u = 0; u < 2; ++u)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) s[u][i] = (SW::SUB * u + r0 + 8 * (i / 2) < valid) ? s[u][i] * scale : -INFINITY;
-    float cm[2] = {fmaxf(fmaxf(s[0][0], s[0][2]), fmaxf(s[1][0], s[1][2])),
-                   fmaxf(fmaxf(s[0][1], s[0][3]), fmaxf(s[1][1], s[1][3]))};
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      cm[c] = fmaxf(cm[c], __shfl_xor_sync(0xffffffffu, cm[c], 4));
-      cm[c] = fmaxf(cm[c], __shfl_xor_sync(0xffffffffu, cm[c], 8));
-      cm[c] = fmaxf(cm[c], __shfl_xor_sync(0xffffffffu, cm[c], 16));
-    }
-    float alpha[2], safe[2];
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      const float mn = fmaxf(st.m[c], cm[c]);
-      safe[c] = SafeMax(mn);
-      alpha[c] = FastExp2(st.m[c] - safe[c]);  // 0 while nothing was seen (m = −inf)
-      st.m[c] = mn;
-    }
-    uint32_t b[2][2];  // Pᵀ per subtile as the B operand: the transposes of Sᵀ's two 8×8 halves
-    float add[2] = {0.f, 0.f};
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const float p0 = FastExp2(s[u][0] - safe[0]), p1 = FastExp2(s[u][1] - safe[1]);
-      const float p2 = FastExp2(s[u][2] - safe[0]), p3 = FastExp2(s[u][3] - safe[1]);
-      add[0] += p0 + p2;
-      add[1] += p1 + p3;
-      b[u][0] = MovMatrixTrans(MmaOp<T>::Pack(p0, p1));
-      b[u][1] = MovMatrixTrans(MmaOp<T>::Pack(p2, p3));
-    }
-    st.l[0] = st.l[0] * alpha[0] + add[0];
-    st.l[1] = st.l[1] * alpha[1] + add[1];
+      for (int i = 0; i < 4; ++i)
+        if (SW::SUB * u + r0 + 8 * (i / 2) >= valid) s[u][i] = -INFINITY;
+    float alpha[2];
+    uint32_t b[2][2];  // Pᵀ per subtile as the B operand
+    SwapAbSoftmax<T, 2>(s, f.attn.sm_scale_log2, st.m, st.l, alpha, b);
 #pragma unroll
     for (int i = 0; i < SW::WARP_MTILES; ++i) {
       st.o[i][0] *= alpha[0];

@@ -162,6 +162,10 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   // Checked here, before anything divides by it (the pool checks it again).
   PREFIXD_CHECK_ARG(page_size > 0 && page_size <= 4096, "--page-size must be in [1, 4096], got " << page_size);
   const int32_t shard_min = Opt<int32_t>(args, "shard-min-tokens", def.shard_min_tokens);
+  // Checked here: the placement would refuse every question one by one, and a negative count of
+  // checks would silently check none.
+  PREFIXD_CHECK_ARG(shard_min >= 1, "--shard-min-tokens must be ≥ 1, got " << shard_min);
+  PREFIXD_CHECK_ARG(args["check"].as<int>() >= 0, "--check must be ≥ 0, got " << args["check"].as<int>());
   // The workload: rank 0 reads it (a malformed line stops the job with its line number).
   Workload workload;
   if (rank == 0) {

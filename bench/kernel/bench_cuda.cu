@@ -142,9 +142,10 @@ std::vector<std::vector<float>> TimeOnStreamInterleaved(void* stream_ptr, const 
     PREFIXD_CUDA_CHECK(cudaEventCreate(&stop[e]));
   }
   // In rounds of whole iterations, each queued behind its own hold: a step enqueues up to ~9
-  // operations with its flush and events, and a stream held by a spinning kernel cannot take
-  // thousands (the host's launch would block, and the hold time out). Each round's first region
-  // still follows its flush, so the GPU is busy before it as before every other region.
+  // operations with its flush and events, and the driver's launch queue behind a spinning kernel is
+  // finite (were it full, the host's next launch would block and the hold time out; not measured,
+  // a bound kept well inside). Each round's first region still follows its flush, so the GPU is
+  // busy before it as before every other region.
   const size_t per_round = std::max<size_t>(1, kMaxRegionsPerHold / n) * n;
   bool hold_timed_out = false;
   for (size_t round = 0; round < events && !hold_timed_out; round += per_round) {

@@ -43,6 +43,7 @@
 
 #ifdef PREFIXD_HAVE_CUDA
 #include "bench/kernel/bench_cuda.h"
+#include "bench/kernel/beside_load.h"
 #include "kernels/cuda/cuda_backend.h"
 #endif
 
@@ -198,6 +199,7 @@ struct Config {
   int gemm_n = 8192;
   int settle_ms = 1000;  // idle after the ceilings (--settle-ms)
   std::vector<Variant> variants;  // empty: the backend as the environment sets it, once
+  std::vector<std::string> beside;  // --beside: loads timed beside a concurrent plan's prefix part
 };
 
 double Median(std::vector<float> v) {
@@ -443,6 +445,23 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
     // No merge launch at all when the decode kernel finishes every request.
     if (!plan.merge_requests.empty()) timed(&row.merge_us, [&] { gpu.RunCascadeParts(args, CB::kMergePart); });
   }
+  // --beside: the prefix part again with each synthetic load on the k SMs a concurrent plan leaves
+  // to its decode (beside_load.h), to tell what slows it there.
+  std::unique_ptr<BesideRunner> beside;
+  std::vector<double> beside_us(cfg.beside.size(), 0.0);
+  if (!cfg.beside.empty() && plan.concurrent_decode_sms > 0 && row.prefix_items > 0 && !gpu.fused_plan_loaded()) {
+    beside = std::make_unique<BesideRunner>(plan.concurrent_decode_sms);
+    for (size_t i = 0; i < cfg.beside.size(); ++i) {
+      const BesideLoad load = ParseBesideLoad(cfg.beside[i]);
+      timed(&beside_us[i], [&, load] {
+        beside->Start(stream, load);
+        gpu.RunCascadeParts(args, CB::kPrefixPart);
+        beside->Stop(stream);
+      });
+    }
+  } else if (!cfg.beside.empty()) {
+    row.note += " beside(not a concurrent plan)";
+  }
   timed(&row.total_us, [&] { gpu.RunCascade(args); });
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
@@ -451,6 +470,18 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   }
   const std::vector<std::vector<float>> ms = TimeOnStreamInterleaved(stream, regions, t);
   for (size_t i = 0; i < regions.size(); ++i) *results[i] = Median(ms[i]) * 1e3;
+  if (beside) {
+    char text[64];
+    row.note += " beside(k=" + std::to_string(plan.concurrent_decode_sms) + ", prefix us:";
+    for (size_t i = 0; i < cfg.beside.size(); ++i) {
+      const BesideLoad load = ParseBesideLoad(cfg.beside[i]);
+      const double mhz = beside->MeanClockMhz(load);
+      if (mhz > 0) std::snprintf(text, sizeof(text), " %s %.1f (%.0f MHz)", cfg.beside[i].c_str(), beside_us[i], mhz);
+      else std::snprintf(text, sizeof(text), " %s %.1f", cfg.beside[i].c_str(), beside_us[i]);
+      row.note += text;
+    }
+    row.note += ")";
+  }
 
   // Check: outputs poisoned, one step (and one graph replay), sampled rows vs the CPU backend.
   std::vector<int> sample;
@@ -1014,6 +1045,9 @@ int Main(int argc, char** argv) {
     ("c,check", "requests checked against the CPU backend per shape (0: no check)", cxxopts::value<int>()->default_value("2"))
     ("no-baseline", "skip the non-cascade baseline")
     ("no-graph", "skip the CUDA-graph replay (otherwise timed interleaved with the step)")
+    ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
+               "left to the decode (none, spin, fma, dram, l2; see bench/kernel/beside_load.h)",
+     cxxopts::value<std::vector<std::string>>())
     ("cpu", "run the CPU backend even when a GPU is present")
     ("device", "CUDA device ordinal", cxxopts::value<int>()->default_value("0"))
     ("copy-gib", "size of the copy that measures bandwidth (GiB)", cxxopts::value<int>()->default_value("4"))
@@ -1068,6 +1102,14 @@ int Main(int argc, char** argv) {
   cfg.fuse = !args.count("no-fuse");
   cfg.baseline = !args.count("no-baseline");
   cfg.graph = !args.count("no-graph");
+  if (args.count("beside")) {
+    cfg.beside = args["beside"].as<std::vector<std::string>>();
+#ifdef PREFIXD_HAVE_CUDA
+    for (const std::string& load : cfg.beside) ParseBesideLoad(load);  // refused before any work
+#else
+    PREFIXD_THROW(ErrorKind::kInvalidArgument, "--beside needs the CUDA backend (this build has none)");
+#endif
+  }
   cfg.copy_bytes = int64_t(args["copy-gib"].as<int>()) << 30;
   cfg.gemm_n = args["gemm-n"].as<int>();
   PREFIXD_CHECK_ARG(cfg.iters >= 1 && cfg.warmups >= 0, "--iters must be ≥ 1 and --warmup ≥ 0");

@@ -101,10 +101,10 @@ BesideRunner::BesideRunner(int ctas) : ctas_(ctas) {
   PREFIXD_CUDA_CHECK(cudaMalloc(&sink_, sizeof(uint4)));
   PREFIXD_CUDA_CHECK(cudaMalloc(&clocks_, kClockWords * sizeof(unsigned long long)));
   PREFIXD_CUDA_CHECK(cudaMemset(clocks_, 0, kClockWords * sizeof(unsigned long long)));
-  int device = 0, smem = 0;
+  int device = 0;
   PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-  PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BesideKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&smem_bytes_, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BesideKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_));
 }
 
 BesideRunner::~BesideRunner() {
@@ -126,11 +126,8 @@ void BesideRunner::Start(void* stream, BesideLoad load) {
   PREFIXD_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(started_), main));
   PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(side, static_cast<cudaEvent_t>(started_), 0));
   if (load != BesideLoad::kNone) {
-    int device = 0, smem = 0;
-    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const bool dram = load == BesideLoad::kDram;
-    BesideKernel<<<ctas_, kThreads, smem, side>>>(load, flag_, generation_,
+    BesideKernel<<<ctas_, kThreads, size_t(smem_bytes_), side>>>(load, flag_, generation_,
                                                    static_cast<const uint4*>(dram ? dram_ : l2_),
                                                    int64_t((dram ? kDramBytes : kL2Bytes) / sizeof(uint4)),
                                                    static_cast<uint4*>(sink_), clocks_ + 2 * int(load));

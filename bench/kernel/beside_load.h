@@ -36,6 +36,7 @@ class BesideRunner {
 
  private:
   int ctas_;
+  int smem_bytes_ = 0;  // a whole SM's shared memory, asked by each CTA of the load
   uint32_t generation_ = 0;
   void* side_ = nullptr;     // cudaStream_t
   void* started_ = nullptr;  // cudaEvent_t: what `stream` queued before the load

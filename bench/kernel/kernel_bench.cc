@@ -448,18 +448,20 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   // --beside: the prefix part again with each synthetic load on the k SMs a concurrent plan leaves
   // to its decode (beside_load.h), to tell what slows it there.
   std::unique_ptr<BesideRunner> beside;
-  std::vector<double> beside_us(cfg.beside.size(), 0.0);
-  if (!cfg.beside.empty() && plan.concurrent_decode_sms > 0 && row.prefix_items > 0 && !gpu.fused_plan_loaded()) {
+  std::vector<BesideLoad> beside_loads;
+  for (const std::string& name : cfg.beside) beside_loads.push_back(ParseBesideLoad(name));
+  std::vector<double> beside_us(beside_loads.size(), 0.0);
+  if (!beside_loads.empty() && plan.concurrent_decode_sms > 0 && row.prefix_items > 0 && !gpu.fused_plan_loaded()) {
     beside = std::make_unique<BesideRunner>(plan.concurrent_decode_sms);
-    for (size_t i = 0; i < cfg.beside.size(); ++i) {
-      const BesideLoad load = ParseBesideLoad(cfg.beside[i]);
+    for (size_t i = 0; i < beside_loads.size(); ++i) {
+      const BesideLoad load = beside_loads[i];
       timed(&beside_us[i], [&, load] {
         beside->Start(stream, load);
         gpu.RunCascadeParts(args, CB::kPrefixPart);
         beside->Stop(stream);
       });
     }
-  } else if (!cfg.beside.empty()) {
+  } else if (!beside_loads.empty()) {
     row.note += " beside(not a concurrent plan)";
   }
   timed(&row.total_us, [&] { gpu.RunCascade(args); });
@@ -473,11 +475,11 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   if (beside) {
     char text[64];
     row.note += " beside(k=" + std::to_string(plan.concurrent_decode_sms) + ", prefix us:";
-    for (size_t i = 0; i < cfg.beside.size(); ++i) {
-      const BesideLoad load = ParseBesideLoad(cfg.beside[i]);
-      const double mhz = beside->MeanClockMhz(load);
-      if (mhz > 0) std::snprintf(text, sizeof(text), " %s %.1f (%.0f MHz)", cfg.beside[i].c_str(), beside_us[i], mhz);
-      else std::snprintf(text, sizeof(text), " %s %.1f", cfg.beside[i].c_str(), beside_us[i]);
+    for (size_t i = 0; i < beside_loads.size(); ++i) {
+      const char* name = BesideLoadName(beside_loads[i]);
+      const double mhz = beside->MeanClockMhz(beside_loads[i]);
+      if (mhz > 0) std::snprintf(text, sizeof(text), " %s %.1f (%.0f MHz)", name, beside_us[i], mhz);
+      else std::snprintf(text, sizeof(text), " %s %.1f", name, beside_us[i]);
       row.note += text;
     }
     row.note += ")";

@@ -124,7 +124,12 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   // The warps that will run, so that the planner's model counts the same rounds as the launcher.
   decode_tma_warps_ = TmaDecodeWarps(decode_tma_swap_ab_, decode_mma_warps_,
                                      EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8);
-  concurrent_tma_ = EnvFlag("PREFIXD_CONCURRENT_DECODE_TMA", concurrent_tma_);
+  // PREFIXD_CONCURRENT_DECODE_TMA=force: with a forced k (PREFIXD_CONCURRENT_DECODE_SMS=k), every
+  // plan's decode as the persistent TMA decode too (where the launch can take it), so that any k
+  // can be timed with it; the planner's own candidates stop at 20 of 132 SMs.
+  const int concurrent_tma = EnvChoice("PREFIXD_CONCURRENT_DECODE_TMA", {"0", "1", "force"}, concurrent_tma_ ? 1 : 0);
+  concurrent_tma_ = concurrent_tma != 0;
+  concurrent_tma_forced_ = concurrent_tma == 2;
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
@@ -189,7 +194,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     d << "]";
   }
   if (concurrent_decode_sms_ > 0)
-    d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge]";
+    d << " [concurrent prefix/decode: prefix grid <= " << num_sms_ - concurrent_decode_sms_ << " CTAs, unfused merge"
+      << (concurrent_tma_forced_ ? ", the persistent TMA decode" : "") << "]";
   if (!concurrent_candidates_.empty()) {
     d << " [concurrent prefix/decode where the planner chooses it: decode SMs";
     for (const int k : concurrent_candidates_) d << " " << k;
@@ -357,6 +363,7 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // Forced concurrent: every plan for it. Otherwise the planner's candidates (with choose_layout).
   o.concurrent_decode_sms = concurrent_decode_sms_;
   if (concurrent_decode_sms_ == 0) o.concurrent_candidates = concurrent_candidates_;
+  o.concurrent_decode_tma = concurrent_decode_sms_ > 0 && concurrent_tma_forced_;
   o.concurrent_tma_candidate = concurrent_tma_ && !o.concurrent_candidates.empty();
   if (o.concurrent_tma_candidate) o.concurrent_tma_candidates = concurrent_tma_candidates_;
   // The model's TMA decode rounds are fitted for 12 warps per CTA (CostModelParams::H200); with

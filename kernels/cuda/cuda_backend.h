@@ -77,9 +77,10 @@
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (1; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=auto|k  concurrent prefix/decode (below): auto (the default) where
 //                                         the planner chooses it, k every step on k SMs, 0 never
-//   PREFIXD_CONCURRENT_DECODE_TMA=0|1     its decode as the persistent TMA decode on exactly the k
+//   PREFIXD_CONCURRENT_DECODE_TMA=0|1|force its decode as the persistent TMA decode on exactly the k
 //                                         SMs where the plan says so (CascadePlan::
-//                                         concurrent_decode_tma), and the planner's candidate (1)
+//                                         concurrent_decode_tma), and the planner's candidate (1);
+//                                         force: also every plan of a forced k
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -305,6 +306,7 @@ class CudaBackend final : public Backend {
   std::vector<int> concurrent_candidates_;  // PREFIXD_CONCURRENT_DECODE_SMS unset or auto
   std::vector<int> concurrent_tma_candidates_;  // ... the TMA decode's (PlanOptions::concurrent_tma_candidates)
   bool concurrent_tma_ = true;               // PREFIXD_CONCURRENT_DECODE_TMA
+  bool concurrent_tma_forced_ = false;       // ... =force (with a forced k)
   int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;
   cudaStream_t decode_stream_ = nullptr;

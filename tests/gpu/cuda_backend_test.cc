@@ -13,13 +13,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <tuple>
 #include <vector>
 
+#include "prefixd/common/env.h"
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/cost_model.h"
@@ -1958,6 +1961,98 @@ TEST(CudaCascade, EveryGroupSizeLoadsAndMatchesTheOracle) {
     const StepResult got = RunStep(Device(), pool, 0, plan, q);
     ExpectMatchesOracle(got, NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(64.0)), kF16, "g " + std::to_string(g));
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random shapes beyond every listed case. Each draw picks the KV heads (1-8), the GQA group (1-16,
+// 3 and 5 among them), head_dim, page size (1-64), dtype, flat or peaky queries and 1-3 random
+// groups (RandomGroups: empty prefixes and suffixes among them), and runs one step on three
+// backends, each with its own plan options, against the float64 oracle: the default (the planner's
+// choices, layouts included), a forced concurrent step with the persistent TMA decode on k of
+// {1, 20, 48} SMs (PREFIXD_CONCURRENT_DECODE_TMA=force; a shape it cannot take runs the other
+// decode), and the fused kernel (or its fallback for shapes it does not take). The draws come from
+// the test seed, fresh each run (PREFIXD_TEST_SEED reproduces a failure's); PREFIXD_FUZZ_CASES sets
+// their number (24).
+
+// A random cascade case whose float64 oracle stays cheap (≤ ~1e8 multiply-adds) and whose pool fits
+// TestLimits().
+CascadeCase RandomCascadeCase(std::mt19937_64& rng, int index) {
+  auto pick = [&rng](std::initializer_list<int> choices) { return *(choices.begin() + rng() % choices.size()); };
+  CascadeCase c;
+  c.num_kv_heads = pick({1, 2, 4, 8});
+  const int gqa = pick({1, 2, 3, 4, 4, 5, 8, 16});
+  while (c.num_kv_heads > 1 && c.num_kv_heads * gqa > TestLimits().max_qo_heads) c.num_kv_heads /= 2;
+  c.num_qo_heads = c.num_kv_heads * gqa;
+  c.head_dim = pick({64, 128, 256});
+  c.page_size = pick({1, 5, 8, 16, 16, 32, 64});
+  c.dtype = rng() % 2 == 0 ? kF16 : kBF16;
+  c.peaky = rng() % 2 == 0;
+  c.groups = RandomGroups(rng, 1 + int(rng() % 3), 24, 2500, 600);
+  auto tokens = [&c] {
+    int64_t all = 0, slots = 0;
+    for (const GroupSpec& g : c.groups) {
+      slots += g.prefix_tokens;
+      for (const int s : g.suffix_lens) all += g.prefix_tokens + s, slots += s;
+    }
+    return std::pair{all, slots};
+  };
+  // Halve the lengths until the oracle's work and the pool's slots (with a page of slack per
+  // sequence) are within bounds.
+  for (;;) {
+    const auto [all, slots] = tokens();
+    int64_t sequences = 0;
+    for (const GroupSpec& g : c.groups) sequences += 1 + int64_t(g.suffix_lens.size());
+    if (all * c.num_qo_heads * c.head_dim <= 100'000'000 && slots + sequences * c.page_size <= TestLimits().max_slots / 2)
+      break;
+    for (GroupSpec& g : c.groups) {
+      g.prefix_tokens /= 2;
+      for (int& s : g.suffix_lens) s /= 2;
+    }
+  }
+  c.name = "fuzz" + std::to_string(index) + (c.dtype == kF16 ? "_fp16" : "_bf16") + "_h" + std::to_string(c.num_qo_heads) +
+           "kv" + std::to_string(c.num_kv_heads) + "_d" + std::to_string(c.head_dim) + "_p" +
+           std::to_string(c.page_size) + (c.peaky ? "_peaky" : "");
+  return c;
+}
+
+TEST(CudaCascadeFuzz, RandomShapesMatchTheOracle) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const int cases = int(EnvInteger("PREFIXD_FUZZ_CASES", 1, 100000, 24));
+  std::map<int, std::unique_ptr<Backend>> concurrent;  // by k, made on first use
+  const bool fused = kernels::cuda::FusedCascadeReady();
+  int64_t tma_steps = 0, fused_steps = 0;
+  for (int i = 0; i < cases; ++i) {
+    const CascadeCase c = RandomCascadeCase(rng, i);
+    const int k = ConcurrentDecodeSms(*(std::initializer_list<int>{1, 20, 48}.begin() + rng() % 3));
+    std::string groups;
+    for (const GroupSpec& g : c.groups)
+      groups += " {" + std::to_string(g.prefix_tokens) + ": " + std::to_string(g.suffix_lens.size()) + " suffixes}";
+    SCOPED_TRACE(c.name + ", groups" + groups + ", concurrent k = " + std::to_string(k));
+    std::unique_ptr<Backend>& conc = concurrent[k];
+    if (conc == nullptr) {
+      conc = MakeCudaBackendWithEnv(
+          {{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(k)}, {"PREFIXD_CONCURRENT_DECODE_TMA", "force"}});
+      ASSERT_TRUE(conc->DefaultPlanOptions().concurrent_decode_tma) << "=force did not reach the plan options";
+    }
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    std::vector<std::pair<const char*, Backend*>> backends = {{"default", &Device()}, {"concurrent", conc.get()}};
+    if (fused) backends.emplace_back("fused", &Fused());
+    for (const auto& [which, backend] : backends) {
+      auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+      const int64_t tma_before = cuda.concurrent_tma_steps(), fused_before = cuda.fused_launches();
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, backend->DefaultPlanOptions());
+      ExpectMatchesOracle(RunStep(*backend, in.pool, c.layer, plan, in.q), want, c.dtype, c.name + " on " + which);
+      tma_steps += cuda.concurrent_tma_steps() - tma_before;
+      fused_steps += cuda.fused_launches() - fused_before;
+    }
+  }
+  std::cout << "[ fuzz     ] " << cases << " random shapes, each on " << (fused ? 3 : 2)
+            << " backends; the TMA decode ran " << tma_steps << " concurrent steps, the fused kernel " << fused_steps
+            << " steps (PREFIXD_TEST_SEED=" << seed << ")\n";
+#endif
 }
 
 TEST(CudaBackendInfo, DescribesTheDevice) {

@@ -126,7 +126,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                                      EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8);
   // PREFIXD_CONCURRENT_DECODE_TMA=force: with a forced k (PREFIXD_CONCURRENT_DECODE_SMS=k), every
   // plan's decode as the persistent TMA decode too (where the launch can take it), so that any k
-  // can be timed with it; the planner's own candidates stop at 20 of 132 SMs.
+  // can be timed with it (the planner's own candidates for it start at 20 of 132 SMs).
   const int concurrent_tma = EnvChoice("PREFIXD_CONCURRENT_DECODE_TMA", {"0", "1", "force"}, concurrent_tma_ ? 1 : 0);
   concurrent_tma_ = concurrent_tma != 0;
   concurrent_tma_forced_ = concurrent_tma == 2;

@@ -481,6 +481,16 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
   EXPECT_TRUE(off->DefaultPlanOptions().concurrent_candidates.empty());
   EXPECT_TRUE(Concurrent().DefaultPlanOptions().concurrent_candidates.empty()) << "forced: no choice to make";
   EXPECT_EQ(Concurrent().DefaultPlanOptions().concurrent_decode_sms, ConcurrentDecodeSms(32));
+  // Its decode: =force gives a forced k's plans the persistent TMA decode (and says so); without a
+  // forced k it changes nothing; any other word is refused.
+  EXPECT_FALSE(Concurrent().DefaultPlanOptions().concurrent_decode_tma);
+  const std::unique_ptr<Backend> forced = MakeCudaBackendWithEnv(
+      {{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(ConcurrentDecodeSms(20))}, {"PREFIXD_CONCURRENT_DECODE_TMA", "force"}});
+  EXPECT_TRUE(forced->DefaultPlanOptions().concurrent_decode_tma);
+  EXPECT_NE(forced->Describe().find("the persistent TMA decode]"), std::string::npos) << forced->Describe();
+  EXPECT_FALSE(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "force"}})->DefaultPlanOptions().concurrent_decode_tma);
+  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "forced"}}), ErrorKind::kInvalidArgument,
+                       "PREFIXD_CONCURRENT_DECODE_TMA");
 }
 
 // The options of a plan for the concurrent mode with the decode on k of the device's `sms` SMs, as
@@ -1976,8 +1986,11 @@ TEST(CudaCascade, EveryGroupSizeLoadsAndMatchesTheOracle) {
 
 // A random cascade case whose float64 oracle stays cheap (≤ ~1e8 multiply-adds) and whose pool fits
 // TestLimits().
+// One of `choices`, uniformly.
+int PickOne(std::mt19937_64& rng, std::initializer_list<int> choices) { return *(choices.begin() + rng() % choices.size()); }
+
 CascadeCase RandomCascadeCase(std::mt19937_64& rng, int index) {
-  auto pick = [&rng](std::initializer_list<int> choices) { return *(choices.begin() + rng() % choices.size()); };
+  auto pick = [&rng](std::initializer_list<int> choices) { return PickOne(rng, choices); };
   CascadeCase c;
   c.num_kv_heads = pick({1, 2, 4, 8});
   const int gqa = pick({1, 2, 3, 4, 4, 5, 8, 16});
@@ -2025,7 +2038,7 @@ TEST(CudaCascadeFuzz, RandomShapesMatchTheOracle) {
   int64_t tma_steps = 0, fused_steps = 0;
   for (int i = 0; i < cases; ++i) {
     const CascadeCase c = RandomCascadeCase(rng, i);
-    const int k = ConcurrentDecodeSms(*(std::initializer_list<int>{1, 20, 48}.begin() + rng() % 3));
+    const int k = ConcurrentDecodeSms(PickOne(rng, {1, 20, 48}));
     std::string groups;
     for (const GroupSpec& g : c.groups)
       groups += " {" + std::to_string(g.prefix_tokens) + ": " + std::to_string(g.suffix_lens.size()) + " suffixes}";

@@ -28,6 +28,10 @@ generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${PREFIXD_CMAKE_ARGS:-}
+elif [ ! -f "$build_dir/build.ninja" ] && [ ! -f "$build_dir/Makefile" ]; then
+  # A cache without build files is a configure that failed (e.g. run before the packages were
+  # installed): configure again, keeping the generator the cache names.
+  cmake -S . -B "$build_dir" ${PREFIXD_CMAKE_ARGS:-}
 fi
 echo "# setup: building in $build_dir with $jobs jobs"
 cmake --build "$build_dir" -j "$jobs"

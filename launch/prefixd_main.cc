@@ -186,10 +186,11 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.worker.pool.dtype = kernels::ParseDType(args["dtype"].as<std::string>());
   eo.worker.pool.page_size = page_size;
 
-  // The KV pool: --pages-per-rank, or sized from the workload; on GPUs never more than the fullest
-  // rank's device holds (an explicit size that does not fit stops here, with the figures, rather
-  // than in a failed cudaMalloc; a workload size that does not fit is capped, and the questions
-  // whose documents then find no room are refused one by one, with the pages they need).
+  // The KV pool: --pages-per-rank, or sized from the workload; never more than the fullest rank
+  // holds, its GPU or, on the CPU backend, its share of the host's memory (an explicit size that
+  // does not fit stops here, with the figures, rather than in a failed allocation; a workload size
+  // that does not fit is capped, and the questions whose documents then find no room are refused
+  // one by one, with the pages they need).
   const bool auto_pages = args["pages-per-rank"].as<int>() == 0;
   std::vector<int32_t> pages_wire{args["pages-per-rank"].as<int>()};
   if (rank == 0 && auto_pages) pages_wire[0] = AutoPagesPerRank(workload, ranks, page_size, shard_min);
@@ -197,7 +198,7 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   eo.worker.pool.num_pages = pages_wire[0];
   eo.worker.pool.Validate();  // the shape's own errors first (BytesPerPage multiplies its fields)
   const coordinator::KvPoolRoom room = coordinator::FindKvPoolRoom(MPI_COMM_WORLD, rank_device, eo.worker.pool);
-  if (eo.worker.pool.num_pages > room.pages) {  // never on the CPU backend (room.pages: INT64_MAX)
+  if (eo.worker.pool.num_pages > room.pages) {
     const std::string shortfall = coordinator::KvPoolShortfall(eo.worker.pool, room);
     if (!auto_pages) PREFIXD_THROW(ErrorKind::kOutOfMemory, "--pages-per-rank asks for " << shortfall);
     if (room.pages < 1) PREFIXD_THROW(ErrorKind::kOutOfMemory, "the workload asks for " << shortfall);

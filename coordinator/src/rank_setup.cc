@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "prefixd/comm/mpi_check.h"
 #include "prefixd/common/error.h"
@@ -40,15 +41,43 @@ int64_t PagesThatFit(int64_t free_bytes, int64_t total_bytes, int64_t page_bytes
   return std::max<int64_t>(0, free_bytes - ReservedDeviceBytes(total_bytes)) / page_bytes;
 }
 
+int64_t ReservedHostBytes(int64_t share_bytes) { return std::max<int64_t>(int64_t(1) << 30, share_bytes / 2); }
+
+int64_t HostAvailableBytes() {
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kib = -1;
+    while (std::fgets(line, sizeof(line), f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    std::fclose(f);
+    if (kib >= 0) return int64_t(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page_bytes = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_bytes > 0 ? int64_t(pages) * page_bytes : 0;
+}
+
 KvPoolRoom FindKvPoolRoom(MPI_Comm comm, const RankDevice& device, const kernels::KvPoolShape& pool) {
   KvPoolRoom room;
-  if (!device.cuda) {
-    room.pages = std::numeric_limits<int64_t>::max();
-    return room;
+  room.host = !device.cuda;
+  const int64_t page_bytes = pool.BytesPerPage();
+  int64_t mine[3] = {0, 0, 0};  // pages, free (or share) bytes, reserved bytes
+  if (device.cuda) {
+    const kernels::DeviceMemory m = kernels::CudaDeviceMemory(device.device);
+    mine[0] = PagesThatFit(m.free_bytes, m.total_bytes, page_bytes);
+    mine[1] = m.free_bytes;
+    mine[2] = ReservedDeviceBytes(m.total_bytes);
+  } else {
+    // The ranks on one host share its memory: each sizes its pool from its part of it.
+    MPI_Comm local = MPI_COMM_NULL;
+    PREFIXD_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
+    int local_ranks = 1;
+    PREFIXD_MPI_CHECK(MPI_Comm_size(local, &local_ranks));
+    PREFIXD_MPI_CHECK(MPI_Comm_free(&local));
+    const int64_t share = HostAvailableBytes() / local_ranks;
+    mine[1] = share;
+    mine[2] = ReservedHostBytes(share);
+    mine[0] = std::max<int64_t>(0, share - mine[2]) / page_bytes;
   }
-  const kernels::DeviceMemory m = kernels::CudaDeviceMemory(device.device);
-  const int64_t mine[3] = {PagesThatFit(m.free_bytes, m.total_bytes, pool.BytesPerPage()), m.free_bytes,
-                           ReservedDeviceBytes(m.total_bytes)};
   int size = 0;
   PREFIXD_MPI_CHECK(MPI_Comm_size(comm, &size));
   std::vector<int64_t> all(3 * size_t(size));
@@ -72,8 +101,10 @@ std::string FormatBytes(double bytes) {
 std::string KvPoolShortfall(const kernels::KvPoolShape& pool, const KvPoolRoom& room) {
   const double page_bytes = double(pool.BytesPerPage());
   return std::to_string(pool.num_pages) + " KV pages per rank (" + FormatBytes(page_bytes * pool.num_pages) +
-         "), but the fullest rank's GPU has " + FormatBytes(double(room.free_bytes)) + " free, of which " +
-         FormatBytes(double(room.reserved_bytes)) + " stay for workspaces and NCCL: room for " +
+         (room.host ? "), but the fullest rank's share of host memory is " + FormatBytes(double(room.free_bytes)) +
+                           ", of which " + FormatBytes(double(room.reserved_bytes)) + " stay for workspaces: room for "
+                     : "), but the fullest rank's GPU has " + FormatBytes(double(room.free_bytes)) + " free, of which " +
+                           FormatBytes(double(room.reserved_bytes)) + " stay for workspaces and NCCL: room for ") +
          std::to_string(room.pages) + " pages of " + FormatBytes(page_bytes) + " (K and V of " +
          std::to_string(pool.page_size) + " tokens in " + std::to_string(pool.num_layers) + " layers)";
 }

@@ -1,6 +1,7 @@
-// The KV pool's room on a GPU (coordinator/rank_setup.h): the pure part of the cap that the main job
-// and the scaling benchmark put on a pool sized from the workload. The device query and the
-// collective run on GPU ranks only (bench/RESULTS.md, session 30).
+// The KV pool's room on a GPU or, on the CPU backend, in host memory (coordinator/rank_setup.h): the
+// pure part of the cap that the main job and the scaling benchmark put on a pool sized from the
+// workload (bench/RESULTS.md, session 30; host memory since session 57). The collective itself runs
+// in the main job's tests (tests/CMakeLists.txt: main_job_refuses_a_pool_larger_than_the_host).
 #include <gtest/gtest.h>
 
 #include "prefixd/common/error.h"
@@ -58,6 +59,25 @@ TEST(KvPoolRoom, ShortfallNamesWhatWasAskedAndWhatFits) {
             "stay for workspaces and NCCL: room for 256 pages of 2.00 MiB (K and V of 16 tokens in 32 layers)");
   EXPECT_EQ(FormatBytes(double(kGiB)), "1.00 GiB");
   EXPECT_EQ(FormatBytes(512.0 * 1024), "0.50 MiB");
+}
+
+TEST(KvPoolRoom, HostReserveIsHalfOrOneGib) {
+  EXPECT_EQ(ReservedHostBytes(kGiB + kGiB / 2), kGiB);  // half would be 0.75 GiB
+  EXPECT_EQ(ReservedHostBytes(12 * kGiB), 6 * kGiB);    // one of two ranks on a 24 GiB machine
+  EXPECT_GT(HostAvailableBytes(), 0);                  // this machine has some memory available
+}
+
+TEST(KvPoolRoom, HostShortfallSaysHostMemory) {
+  kernels::KvPoolShape pool = TwoMibPages();
+  pool.num_pages = 40000;
+  KvPoolRoom room;
+  room.host = true;
+  room.pages = 1536;
+  room.free_bytes = 4 * kGiB;
+  room.reserved_bytes = kGiB;
+  EXPECT_EQ(KvPoolShortfall(pool, room),
+            "40000 KV pages per rank (78.12 GiB), but the fullest rank's share of host memory is 4.00 GiB, of which "
+            "1.00 GiB stay for workspaces: room for 1536 pages of 2.00 MiB (K and V of 16 tokens in 32 layers)");
 }
 
 }  // namespace

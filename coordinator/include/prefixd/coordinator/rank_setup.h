@@ -33,19 +33,30 @@ std::unique_ptr<kernels::Backend> MakeRankBackend(const RankDevice& device, bool
 int64_t ReservedDeviceBytes(int64_t total_bytes);
 // Pages of page_bytes that fit in free_bytes of a device of total_bytes beside its reserve (≥ 0).
 int64_t PagesThatFit(int64_t free_bytes, int64_t total_bytes, int64_t page_bytes);
+// Host memory a CPU-backend rank keeps beside its KV pool, of its share of the host's available
+// memory: its workspaces, the main job's unshared check, MPI's buffers and whatever else runs on the
+// host (the CPU backend is a development backend, not the machine's only tenant): max(1 GiB, half).
+int64_t ReservedHostBytes(int64_t share_bytes);
+// The host's available memory (Linux: MemAvailable of /proc/meminfo; elsewhere free pages).
+int64_t HostAvailableBytes();
 
-// Room for a KV pool of `pool`'s shape (its num_pages aside) on the GPU ranks of `comm`: what the
-// fullest one holds. Collective over `comm`; on the CPU backend pages is INT64_MAX (host memory is
-// not sized here) and the byte figures 0.
+// Room for a KV pool of `pool`'s shape (its num_pages aside) on every rank of `comm`: what the
+// fullest one holds. On GPUs, its free device memory beside ReservedDeviceBytes; on the CPU
+// backend, its share of the host's available memory (divided among the ranks on that host) beside
+// ReservedHostBytes, so that a workload too large for the host is capped or refused with the figures
+// instead of failing in an allocation. Collective over `comm`.
 struct KvPoolRoom {
+  bool host = false;           // the CPU backend: the figures are host memory
   int64_t pages = 0;           // pages that fit on every rank
-  int64_t free_bytes = 0;      // the fullest rank's free device memory
-  int64_t reserved_bytes = 0;  // of which kept beside the pool (ReservedDeviceBytes)
+  int64_t free_bytes = 0;      // the fullest rank's free device memory, or its share of the host's
+  int64_t reserved_bytes = 0;  // of which kept beside the pool (ReservedDeviceBytes, ReservedHostBytes)
 };
 KvPoolRoom FindKvPoolRoom(MPI_Comm comm, const RankDevice& device, const kernels::KvPoolShape& pool);
 // Why a pool of `pool`'s shape and num_pages does not fit in `room`, for an error or a notice: "N KV
 // pages per rank (X GiB), but the fullest rank's GPU has F GiB free, of which R stay for
-// workspaces and NCCL: room for P pages of S (K and V of T tokens in L layers)".
+// workspaces and NCCL: room for P pages of S (K and V of T tokens in L layers)"; on the CPU
+// backend "... but the fullest rank's share of host memory is F GiB, of which R stay for
+// workspaces: ...".
 std::string KvPoolShortfall(const kernels::KvPoolShape& pool, const KvPoolRoom& room);
 // Bytes as "1.50 GiB" (from 1 GiB) or "12.00 MiB".
 std::string FormatBytes(double bytes);

@@ -376,8 +376,8 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   const int64_t overhead = EnvInteger("PREFIXD_PREFIX_BALANCE_OVERHEAD", -1, 10000, -1);
   if (overhead >= 0) o.balance_item_overhead_tiles = double(overhead) / 100.0;
   // PREFIXD_PREFIX_BALANCE_MIN_GAIN=n: the smallest predicted gain that balances, in hundredths of a
-  // percent (PlanOptions::balance_min_gain; for comparisons).
-  const int64_t min_gain = EnvInteger("PREFIXD_PREFIX_BALANCE_MIN_GAIN", -1, 10000, -1);
+  // percent (PlanOptions::balance_min_gain, which must stay below 1; for comparisons).
+  const int64_t min_gain = EnvInteger("PREFIXD_PREFIX_BALANCE_MIN_GAIN", -1, 9999, -1);
   if (min_gain >= 0) o.balance_min_gain = double(min_gain) / 10000.0;
   // PREFIXD_DECODE_TARGET_ITEMS=n: the decode items' target instead (suffixes split until their
   // items reach it; for comparisons).

@@ -73,7 +73,7 @@
 //   PREFIXD_DECODE_TARGET_ITEMS=n         DefaultPlanOptions().target_items (2 × SMs)
 //   PREFIXD_MIN_PREFIX_CHUNK=n            DefaultPlanOptions().min_prefix_chunk (512)
 //   PREFIXD_FINE_PREFIX_CHUNK=n           DefaultPlanOptions().fine_prefix_chunk (128; 0: off)
-//   PREFIXD_TINY_PREFIX_TOKENS=n          DefaultPlanOptions().tiny_prefix_tokens (128; 0: off)
+//   PREFIXD_TINY_PREFIX_TOKENS=n          DefaultPlanOptions().tiny_prefix_tokens (256; 0: off)
 //   PREFIXD_CHOOSE_LAYOUT=0|1             DefaultPlanOptions().choose_layout (1; built-in H200 cost model)
 //   PREFIXD_CONCURRENT_DECODE_SMS=auto|k  concurrent prefix/decode (below): auto (the default) where
 //                                         the planner chooses it, k every step on k SMs, 0 never

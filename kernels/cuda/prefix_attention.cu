@@ -93,7 +93,8 @@ PrefixKernelSettings PrefixKernelSettings::FromEnvironment() {
   s.trigger_dependents = EnvFlag("PREFIXD_PREFIX_PDL_TRIGGER", s.trigger_dependents);
   s.overlap = EnvChoice("PREFIXD_SM90A_SCHEDULE", {"overlap", "plain"}, s.overlap ? 0 : 1) == 0;
   s.max_ctas = int32_t(EnvInteger("PREFIXD_SM90A_MAX_CTAS", 0, 1 << 20, s.max_ctas));
-  s.stages = int32_t(EnvInteger("PREFIXD_SM90A_STAGES", 0, 1 << 20, s.stages));
+  // 2 or 3: the kernel has two rings, the 2-stage one and a deeper one (3 stages, 4 at head_dim 64).
+  s.stages = EnvChoice("PREFIXD_SM90A_STAGES", {"2", "3"}, s.stages > 2 ? 1 : 0) == 1 ? 3 : 2;
   constexpr PrefixKvL2Hint kHints[] = {PrefixKvL2Hint::kPlan, PrefixKvL2Hint::kNone, PrefixKvL2Hint::kEvictFirst,
                                        PrefixKvL2Hint::kEvictLast};
   s.kv_l2_hint = kHints[EnvChoice("PREFIXD_SM90A_KV_POLICY", {"plan", "normal", "first", "last"}, 0)];

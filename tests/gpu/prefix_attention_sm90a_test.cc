@@ -371,7 +371,7 @@ TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
       {"PREFIXD_SM90A_STAGES", "two"},    {"PREFIXD_SM90A_MAX_CTAS", "-3"}, {"PREFIXD_SM90A_SCHEDULE", "fast"},
       {"PREFIXD_SM90A_KV_POLICY", "auto"}, {"PREFIXD_PREFIX_PDL_TRIGGER", "yes"}, {"PREFIXD_SM90A_CONSUMERS", "3"},
       {"PREFIXD_SM90A_CONSUMERS", "narrow"}, {"PREFIXD_SM90A_Q_TMA_PARTIAL", "no"}, {"PREFIXD_SM90A_KV_TILE", "64"},
-      {"PREFIXD_SM90A_KV_TILE", "256"}};
+      {"PREFIXD_SM90A_KV_TILE", "256"},   {"PREFIXD_SM90A_STAGES", "4"},    {"PREFIXD_SM90A_STAGES", "0"}};
   for (const auto& [name, value] : bad) {
     ScopedEnv env;
     env.Set(name, value);

@@ -197,6 +197,7 @@ struct Config {
 #endif
   int64_t copy_bytes = int64_t(4) << 30;
   int gemm_n = 8192;
+  int gemm_reps = 10;
   int settle_ms = 1000;  // idle after the ceilings (--settle-ms)
   std::vector<Variant> variants;  // empty: the backend as the environment sets it, once
   std::vector<std::string> beside;  // --beside: loads timed beside a concurrent plan's prefix part
@@ -1054,6 +1055,8 @@ int Main(int argc, char** argv) {
     ("device", "CUDA device ordinal", cxxopts::value<int>()->default_value("0"))
     ("copy-gib", "size of the copy that measures bandwidth (GiB)", cxxopts::value<int>()->default_value("4"))
     ("gemm-n", "size n of the n^3 GEMM that measures the tensor-core rate", cxxopts::value<int>()->default_value("8192"))
+    ("gemm-reps", "timed repetitions of that GEMM (the median is the rate; more: a sustained load, e.g. to read "
+                  "the clock it runs at)", cxxopts::value<int>()->default_value("10"))
     ("settle-ms", "idle time after the ceilings' sustained load, before the first shape (ms; the clocks "
                   "recover from it, otherwise the first shape is timed slow)", cxxopts::value<int>()->default_value("1000"))
     ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("12345"))
@@ -1114,6 +1117,10 @@ int Main(int argc, char** argv) {
   }
   cfg.copy_bytes = int64_t(args["copy-gib"].as<int>()) << 30;
   cfg.gemm_n = args["gemm-n"].as<int>();
+  cfg.gemm_reps = args["gemm-reps"].as<int>();
+  PREFIXD_CHECK_ARG(cfg.gemm_n >= 256 && cfg.gemm_n <= 65536, "--gemm-n must be in [256, 65536], got " << cfg.gemm_n);
+  PREFIXD_CHECK_ARG(cfg.gemm_reps >= 1 && cfg.gemm_reps <= 100000,
+                    "--gemm-reps must be in [1, 100000], got " << cfg.gemm_reps);
   PREFIXD_CHECK_ARG(cfg.iters >= 1 && cfg.warmups >= 0, "--iters must be ≥ 1 and --warmup ≥ 0");
   if (args.count("variants"))
     for (const std::string& v : args["variants"].as<std::vector<std::string>>()) cfg.variants.push_back(ParseVariant(v));
@@ -1171,7 +1178,7 @@ int Main(int argc, char** argv) {
     backend = kernels::MakeCudaBackend(backend_options);
     std::printf("# backend: %s\n", backend->Describe().c_str());
     ceilings.copy_bw = MeasureCopyBandwidth(cfg.copy_bytes, 10);
-    ceilings.gemm = MeasureGemmRate(cfg.gemm_n, 10);
+    ceilings.gemm = MeasureGemmRate(cfg.gemm_n, cfg.gemm_reps);
     // The GEMM's ~15 ms at full power leave the SM clock lowered for a while: without a pause the
     // first shape's prefix part was timed up to 15% slow (H200, bench/RESULTS.md session 43), the
     // later shapes not (each follows its predecessor's CPU check, an idle gap).
@@ -1188,8 +1195,8 @@ int Main(int argc, char** argv) {
     }
     std::printf("# plan: fused merge %s (--no-fuse turns it off)\n", cfg.fuse ? "on" : "off");
     std::printf("# ceilings measured now: copy BW %.2f TB/s = (read+written bytes)/time of a %d GiB D2D copy;\n"
-                "#   GEMM %.0f TFLOP/s = cuBLAS fp16 %d^3 (fp32 accumulation) on random data\n",
-                ceilings.copy_bw / 1e12, int(cfg.copy_bytes >> 30), ceilings.gemm / 1e12, cfg.gemm_n);
+                "#   GEMM %.0f TFLOP/s = cuBLAS fp16 %d^3 (fp32 accumulation) on random data, median of %d\n",
+                ceilings.copy_bw / 1e12, int(cfg.copy_bytes >> 30), ceilings.gemm / 1e12, cfg.gemm_n, cfg.gemm_reps);
 #endif
   } else {
     backend = kernels::MakeCpuBackend(backend_options);

@@ -111,6 +111,10 @@ std::vector<std::vector<float>> TimeOnStreamInterleaved(void* stream_ptr, const 
                                                         const TimingOptions& o) {
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   const size_t n = fns.size();
+  // A function's first run may allocate or synchronize, which behind the hold kernel below would
+  // block the host until the hold times out: it runs untimed first, as a warm-up.
+  PREFIXD_CHECK_ARG(o.warmups >= 1 && o.iters >= 1,
+                    "TimeOnStream: needs ≥ 1 warm-up and ≥ 1 iteration, got " << o.warmups << " and " << o.iters);
   static Flusher flusher;  // one 256 MiB buffer for the process
   int iteration = 0;
   auto flush = [&] {

@@ -1121,7 +1121,10 @@ int Main(int argc, char** argv) {
   PREFIXD_CHECK_ARG(cfg.gemm_n >= 256 && cfg.gemm_n <= 65536, "--gemm-n must be in [256, 65536], got " << cfg.gemm_n);
   PREFIXD_CHECK_ARG(cfg.gemm_reps >= 1 && cfg.gemm_reps <= 100000,
                     "--gemm-reps must be in [1, 100000], got " << cfg.gemm_reps);
-  PREFIXD_CHECK_ARG(cfg.iters >= 1 && cfg.warmups >= 0, "--iters must be ≥ 1 and --warmup ≥ 0");
+  // At least one warm-up: a shape's first run may allocate or wait on the device (workspaces, the
+  // plan's first upload), which behind the stream's hold kernel would wait until the hold times out.
+  PREFIXD_CHECK_ARG(cfg.iters >= 1 && cfg.warmups >= 1, "--iters and --warmup must be ≥ 1, got " << cfg.iters << " and "
+                                                                                                 << cfg.warmups);
   if (args.count("variants"))
     for (const std::string& v : args["variants"].as<std::vector<std::string>>()) cfg.variants.push_back(ParseVariant(v));
 

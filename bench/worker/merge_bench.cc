@@ -134,7 +134,7 @@ int Run(int argc, char** argv) {
   prefixd::bench::TimingOptions timing;
   timing.iters = args["iters"].as<int>();
   timing.warmups = args["warmup"].as<int>();
-  PREFIXD_CHECK_ARG(timing.iters > 0 && timing.warmups >= 0, "--iters must be positive, --warmup not negative");
+  PREFIXD_CHECK_ARG(timing.iters > 0 && timing.warmups >= 1, "--iters and --warmup must be ≥ 1 (the first run is untimed)");
   std::vector<Shape> shapes;
   for (int g : args["gpus"].as<std::vector<int>>()) {
     PREFIXD_CHECK_ARG(g >= 2 && batch % g == 0, "--gpus: each count must be >= 2 and divide --batch, got " << g);

@@ -85,7 +85,8 @@ class NcclComm final : public Comm {
       PeerExchangeOptions po;
       po.slot_bytes = options_.peer_slot_bytes;
       // PREFIXD_PEER_DIRECT=0 (A/B runs): every receive through a slot.
-      const bool direct = !register_ && EnvFlag("PREFIXD_PEER_DIRECT", true);
+      const bool direct_setting = EnvFlag("PREFIXD_PEER_DIRECT", true);  // read (and checked) either way
+      const bool direct = !register_ && direct_setting;
       po.arena_bytes = direct ? options_.peer_arena_bytes : 0;
       po.blocks = int(EnvInteger("PREFIXD_PEER_BLOCKS", 1, PeerExchange::kMaxBlocks, po.blocks));  // A/B runs
       peer_ = PeerExchange::Create(mpi_, device_, po);

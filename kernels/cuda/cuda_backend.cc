@@ -213,6 +213,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (prefix_settings_.consumer_wgs != 0)
     d << " [prefix CTA width forced: " << prefix_settings_.consumer_wgs << " consumer warpgroup(s)]";
   description_ = d.str();
+  // The planner's settings (PREFIXD_CHOOSE_LAYOUT, PREFIXD_MIN_PREFIX_CHUNK, ...) are read for each
+  // plan; read them once now too, so that a malformed one is refused when the backend is made
+  // rather than at the first step.
+  (void)DefaultPlanOptions();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
   try {
@@ -357,8 +361,8 @@ PlanOptions CudaBackend::DefaultPlanOptions() const {
   // PREFIXD_PREFIX_BALANCE_OVERHEAD=n sets an item's fixed cost to n hundredths of a K/V tile
   // instead of the head_dim's measured one (for comparisons).
   const bool persistent_prefix = PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1;
-  o.balance_prefix_ctas =
-      persistent_prefix && EnvFlag("PREFIXD_PREFIX_BALANCE", true) ? num_sms_ - concurrent_decode_sms_ : 0;
+  const bool balance = EnvFlag("PREFIXD_PREFIX_BALANCE", true);  // read (and checked) on every kernel
+  o.balance_prefix_ctas = persistent_prefix && balance ? num_sms_ - concurrent_decode_sms_ : 0;
   o.balance_stream = EnvFlag("PREFIXD_PREFIX_BALANCE_STREAM", concurrent_decode_sms_ > 0);
   // Forced concurrent: every plan for it. Otherwise the planner's candidates (with choose_layout).
   o.concurrent_decode_sms = concurrent_decode_sms_;

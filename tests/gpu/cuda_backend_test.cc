@@ -883,6 +883,26 @@ TEST(CudaCascade, DecodeWarmupChangesNoResultAndBadSettingsAreRefused) {
 #endif
 }
 
+// The planner's settings, read for each plan, are checked when the backend is made: a malformed one
+// stops the program at start-up, naming the variable, not at its first step.
+TEST(CudaCascade, MalformedPlannerSettingsAreRefusedAtConstruction) {
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_REQUIRE_GPU();
+  const std::pair<const char*, const char*> bad[] = {
+      {"PREFIXD_CHOOSE_LAYOUT", "yes"},        {"PREFIXD_MIN_PREFIX_CHUNK", "0"},
+      {"PREFIXD_FINE_PREFIX_CHUNK", "x"},      {"PREFIXD_TINY_PREFIX_TOKENS", "-2"},
+      {"PREFIXD_PREFIX_TARGET_ITEMS", "1e3"},  {"PREFIXD_DECODE_TARGET_ITEMS", "0"},
+      {"PREFIXD_PREFIX_BALANCE", "on"},        {"PREFIXD_PREFIX_BALANCE_MIN_GAIN", "10000"},
+      {"PREFIXD_PREFIX_TILE_ROWS", "many"},    {"PREFIXD_NARROW_TILE_ROWS", "-1"}};
+  for (const auto& [name, value] : bad) {
+    SCOPED_TRACE(std::string(name) + "=" + value);
+    EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{name, value}}), ErrorKind::kInvalidArgument, name);
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 // The fused step is ONE kernel: a captured step has a single root node and replays correctly.
 TEST(CudaGraph, FusedStepIsOneNodeAndReplaysCorrectly) {
 #ifdef PREFIXD_HAVE_CUDA

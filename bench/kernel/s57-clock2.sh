@@ -35,19 +35,6 @@ for i in 1 2 3; do
 done
 sleep 1
 kill $smi 2>/dev/null; wait $smi 2>/dev/null
-python3 - "$OUT/smi.csv" "$OUT/marks.txt" <<'PY'
-import sys
-marks = dict(l.split(' ', 1) for l in open(sys.argv[2]).read().split('\n') if l)
-rows = [[f.strip() for f in l.split(',')] for l in open(sys.argv[1]) if l.count(',') == 3]
-for name, a, b in (("GEMM 8192^3 x700", "G0", "G1"), ("prefix 32/8 B256 P32768 S32 x2000", "P0", "P1")):
-    lo, hi = marks[a].strip(), marks[b].strip()
-    s = [(float(r[1].split()[0]), float(r[2].split()[0]), r[3]) for r in rows if lo <= r[0] <= hi and float(r[1].split()[0]) > 300]
-    if not s: print(name, "no busy samples"); continue
-    w = sorted(x[0] for x in s); c = sorted(x[1] for x in s)
-    thr = {}
-    for x in s: thr[x[2]] = thr.get(x[2], 0) + 1
-    print(f"{name}: {len(s)} busy samples, power median {w[len(w)//2]:.0f} W (max {w[-1]:.0f}), "
-          f"SM clock median {c[len(c)//2]:.0f} MHz (p10 {c[len(c)//10]:.0f}, p90 {c[9*len(c)//10]:.0f}), throttle reasons {thr}")
-    print("   clock trace (every 5th busy sample, MHz):", " ".join(str(int(x[1])) for x in s[::5]))
-PY
+python3 bench/kernel/smi_phases.py "$OUT/smi.csv" "$OUT/marks.txt" "GEMM 8192^3 x700:G0:G1" \
+  "prefix 32/8 B256 P32768 S32 x2000:P0:P1"
 pack_logs

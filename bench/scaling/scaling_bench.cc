@@ -504,6 +504,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                     "batch, layers and iters must be ≥ 1; suffix and warmup ≥ 0");
   const int64_t strong_prefix = opt("prefix", 262144, 4096);
   const int64_t weak_prefix = opt("prefix-per-gpu", 131072, 2048);
+  // Checked here, before the table's header: the placement would refuse them only at the first row.
+  PREFIXD_CHECK_ARG(strong_prefix >= 1 && weak_prefix >= 1,
+                    "--prefix and --prefix-per-gpu must be ≥ 1, got " << strong_prefix << " and " << weak_prefix);
   const double tol = !use_cuda ? 1e-3 : base.dtype == kernels::DType::kFloat16 ? 2e-3 : 1e-2;
 
   std::vector<int> gpus;

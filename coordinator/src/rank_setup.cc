@@ -41,7 +41,7 @@ int64_t PagesThatFit(int64_t free_bytes, int64_t total_bytes, int64_t page_bytes
   return std::max<int64_t>(0, free_bytes - ReservedDeviceBytes(total_bytes)) / page_bytes;
 }
 
-int64_t ReservedHostBytes(int64_t share_bytes) { return std::max<int64_t>(int64_t(1) << 30, share_bytes / 2); }
+int64_t ReservedHostBytes(int64_t share_bytes) { return share_bytes / 2; }
 
 int64_t HostAvailableBytes() {
   if (FILE* f = std::fopen("/proc/meminfo", "r")) {

@@ -61,9 +61,9 @@ TEST(KvPoolRoom, ShortfallNamesWhatWasAskedAndWhatFits) {
   EXPECT_EQ(FormatBytes(512.0 * 1024), "0.50 MiB");
 }
 
-TEST(KvPoolRoom, HostReserveIsHalfOrOneGib) {
-  EXPECT_EQ(ReservedHostBytes(kGiB + kGiB / 2), kGiB);  // half would be 0.75 GiB
+TEST(KvPoolRoom, HostReserveIsHalfTheShare) {
   EXPECT_EQ(ReservedHostBytes(12 * kGiB), 6 * kGiB);    // one of two ranks on a 24 GiB machine
+  EXPECT_EQ(ReservedHostBytes(kGiB / 2), kGiB / 4);     // a small machine keeps room for small pools
   EXPECT_GT(HostAvailableBytes(), 0);                  // this machine has some memory available
 }
 

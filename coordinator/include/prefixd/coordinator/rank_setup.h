@@ -35,7 +35,8 @@ int64_t ReservedDeviceBytes(int64_t total_bytes);
 int64_t PagesThatFit(int64_t free_bytes, int64_t total_bytes, int64_t page_bytes);
 // Host memory a CPU-backend rank keeps beside its KV pool, of its share of the host's available
 // memory: its workspaces, the main job's unshared check, MPI's buffers and whatever else runs on the
-// host (the CPU backend is a development backend, not the machine's only tenant): max(1 GiB, half).
+// host (the CPU backend is a development backend, not the machine's only tenant): half of it (no
+// fixed floor, so that a small machine still runs small workloads).
 int64_t ReservedHostBytes(int64_t share_bytes);
 // The host's available memory (Linux: MemAvailable of /proc/meminfo; elsewhere free pages).
 int64_t HostAvailableBytes();

@@ -100,13 +100,15 @@ std::string FormatBytes(double bytes) {
 
 std::string KvPoolShortfall(const kernels::KvPoolShape& pool, const KvPoolRoom& room) {
   const double page_bytes = double(pool.BytesPerPage());
+  const std::string free_bytes = FormatBytes(double(room.free_bytes));
+  const std::string kept_bytes = FormatBytes(double(room.reserved_bytes));
+  const std::string where =
+      room.host ? "share of host memory is " + free_bytes + ", of which " + kept_bytes + " stay for workspaces"
+                : "GPU has " + free_bytes + " free, of which " + kept_bytes + " stay for workspaces and NCCL";
   return std::to_string(pool.num_pages) + " KV pages per rank (" + FormatBytes(page_bytes * pool.num_pages) +
-         (room.host ? "), but the fullest rank's share of host memory is " + FormatBytes(double(room.free_bytes)) +
-                           ", of which " + FormatBytes(double(room.reserved_bytes)) + " stay for workspaces: room for "
-                     : "), but the fullest rank's GPU has " + FormatBytes(double(room.free_bytes)) + " free, of which " +
-                           FormatBytes(double(room.reserved_bytes)) + " stay for workspaces and NCCL: room for ") +
-         std::to_string(room.pages) + " pages of " + FormatBytes(page_bytes) + " (K and V of " +
-         std::to_string(pool.page_size) + " tokens in " + std::to_string(pool.num_layers) + " layers)";
+         "), but the fullest rank's " + where + ": room for " + std::to_string(room.pages) + " pages of " +
+         FormatBytes(page_bytes) + " (K and V of " + std::to_string(pool.page_size) + " tokens in " +
+         std::to_string(pool.num_layers) + " layers)";
 }
 
 std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, const RankDevice& device, MPI_Comm control,

@@ -99,8 +99,8 @@ PrefixKernelSettings PrefixKernelSettings::FromEnvironment() {
                                        PrefixKvL2Hint::kEvictLast};
   s.kv_l2_hint = kHints[EnvChoice("PREFIXD_SM90A_KV_POLICY", {"plan", "normal", "first", "last"}, 0)];
   s.consumer_wgs = int32_t(EnvChoice("PREFIXD_SM90A_CONSUMERS", {"auto", "1", "2"}, 0));
-  constexpr int32_t kTiles[] = {0, 128, 192};
-  s.kv_tile = kTiles[EnvChoice("PREFIXD_SM90A_KV_TILE", {"auto", "128", "192"}, 0)];
+  constexpr int32_t kTiles[] = {0, 128, 160, 192};
+  s.kv_tile = kTiles[EnvChoice("PREFIXD_SM90A_KV_TILE", {"auto", "128", "160", "192"}, 0)];
   return s;
 }
 

@@ -58,8 +58,9 @@ struct PrefixKernelSettings {
   // PREFIXD_SM90A_CONSUMERS=auto|1|2: consumer warpgroups per CTA (0 = auto: the narrow CTA of one
   // where every item has at most 64 rows, PrefixAttentionParams::max_item_rows; otherwise two).
   int32_t consumer_wgs = 0;
-  // PREFIXD_SM90A_KV_TILE=auto|128|192: tokens per K/V tile at head_dim 64 (0 = auto: the plan's,
-  // PrefixAttentionParams::kv_tile_tokens; other head_dims have one tile and ignore it).
+  // PREFIXD_SM90A_KV_TILE=auto|128|160|192: tokens per K/V tile (0 = auto: the plan's,
+  // PrefixAttentionParams::kv_tile_tokens): 128 or 192 at head_dim 64, 128 or 160 at head_dim 128;
+  // a tile the head_dim has no kernel for is ignored there (head_dim 256 has one).
   int32_t kv_tile = 0;
   // The variables above; an unset one keeps its default, a malformed one throws kInvalidArgument.
   static PrefixKernelSettings FromEnvironment();
@@ -100,7 +101,7 @@ struct PrefixAttentionParams {
   // more rows than the hint are still computed correctly.
   int max_item_rows = 0;
   // Host-side: tokens per K/V tile of the sm_90a kernel, the plan's (ChoosePrefixKvTileTokens in
-  // prefixd/kernels/prefix_kv_tile.h; 128 or 192 at head_dim 64); 0: the head_dim's default
+  // prefixd/kernels/prefix_kv_tile.h: 128 or 192 at head_dim 64, 128 or 160 at 128); 0: the head_dim's default
   // (DefaultPrefixKvTileTokens). Only speed depends on it. settings.kv_tile, where set, wins.
   int kv_tile_tokens = 0;
 

@@ -1,5 +1,7 @@
 #include "prefixd/kernels/prefix_kv_tile.h"
 
+#include <algorithm>
+
 namespace prefixd::kernels {
 
 double PrefixKvTileCost(const CascadePlan& plan, int tile_tokens) {
@@ -7,15 +9,26 @@ double PrefixKvTileCost(const CascadePlan& plan, int tile_tokens) {
   for (const PrefixWorkItem& it : plan.prefix_items) {
     const int64_t tokens = int64_t(it.kv_end) - it.kv_begin;
     if (tokens <= 0) continue;
-    cost += double((tokens + tile_tokens - 1) / tile_tokens) * (tile_tokens + kPrefixKvTileTurnTokens);
+    cost += double((tokens + tile_tokens - 1) / tile_tokens) * (tile_tokens + PrefixKvTileTurnTokens(plan.head_dim));
   }
   return cost;
 }
 
 int ChoosePrefixKvTileTokens(const CascadePlan& plan) {
   const int tile = DefaultPrefixKvTileTokens(plan.head_dim);
-  if (plan.head_dim != 64) return tile;
-  return PrefixKvTileCost(plan, 128) < PrefixKvTileCost(plan, tile) ? 128 : tile;
+  const int other = AlternatePrefixKvTileTokens(plan.head_dim);
+  if (other == 0) return tile;
+  if (plan.head_dim == 128) {
+    int32_t max_rows = 0;
+    int64_t tokens = 0, items = 0;
+    for (const PrefixWorkItem& it : plan.prefix_items) {
+      max_rows = std::max(max_rows, it.row_end - it.row_begin);
+      if (it.kv_end > it.kv_begin) tokens += it.kv_end - it.kv_begin, ++items;
+    }
+    if (max_rows <= kPrefixNarrowItemRows) return tile;
+    if (plan.concurrent_decode_sms > 0 && tokens < int64_t(kConcurrentLongTileItemTokens) * items) return tile;
+  }
+  return PrefixKvTileCost(plan, other) < PrefixKvTileCost(plan, tile) ? other : tile;
 }
 
 }  // namespace prefixd::kernels

@@ -28,6 +28,7 @@
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/plan.h"
+#include "prefixd/kernels/prefix_kv_tile.h"
 #include "prefixd/kernels/state.h"
 #include "support/backend_step.h"
 #include "support/test_support.h"
@@ -416,6 +417,39 @@ TEST(CudaConcurrentCascade, AnyDecodeSmCount) {
 // the rule's thresholds lifted: 64 requests of GQA 4 (256 rows per KV head: 2 row tiles) × 2 KV heads
 // × 2 chunks = 8 items, their tails on 4 more CTAs; every head_dim (its own K/V tile), two groups of
 // one prefix length, a peaky case. Then the same by the stream over the heads (empty items among them).
+// Head_dim 128's longer K/V tile as the plan chooses it (ChoosePrefixKvTileTokens: long items in
+// wide CTAs take 160 tokens): items that no 160-token tile divides, whose last box is shifted back
+// over the previous tile and whose chunk ends are masked mid-tile; fp16 and bf16, one chunk and
+// several, the same plan with the 128-token tile forced beside it.
+TEST(CudaCascade, HeadDim128LongTilePlansMatchTheOracle) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  std::vector<int> suffixes(64);
+  for (int& n : suffixes) n = int(rng() % 70);
+  const CascadeCase cases[] = {
+      {"long_tile_fp16_h8kv2_d128", kF16, 8, 2, 128, 16, {{4001, suffixes}}},
+      {"long_tile_peaky_bf16_h8kv2_d128", kBF16, 8, 2, 128, 16, {{6150, suffixes}}, true},
+  };
+  for (const CascadeCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    for (int target_items : {2, 12}) {  // one chunk per (KV head, row tile) pair, or three
+      PlanOptions o = CascadeOptions(Device());  // as PrefixKvTile.PlannedLongItemsInWideCtasTakeTheLongTile
+      o.prefix_tile_rows = 128;
+      o.prefix_target_items = target_items;
+      o.min_prefix_chunk = 64;
+      o.balance_prefix_ctas = 0;  // the balancer would cut the 4 pairs' tails over the idle SMs
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+      ASSERT_EQ(ChoosePrefixKvTileTokens(plan), 160) << "the case does not take the long tile";
+      const std::string what = c.name + ", " + std::to_string(target_items) + " items wanted";
+      ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, plan, in.q), want, c.dtype, what);
+      const std::unique_ptr<Backend> forced = MakeCudaBackendWithEnv({{"PREFIXD_SM90A_KV_TILE", "128"}});
+      ExpectMatchesOracle(RunStep(*forced, in.pool, c.layer, plan, in.q), want, c.dtype, what + " (128 forced)");
+    }
+  }
+}
+
 TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);

@@ -260,6 +260,19 @@ std::vector<KernelCase> Cases() {
     if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("PoisonGroups", 0) == 0)
       out.push_back({"wgmma", "", 0, 3, s, "", false, "", false, "128"});
   }
+  // Head_dim 128's longer tiles (PREFIXD_SM90A_KV_TILE=160, AlternatePrefixKvTileTokens): a tile
+  // that no 128-aligned chunk boundary or page size divides, so its shifted last box and the
+  // masked columns of chunk ends are exercised on every scenario; both schedules and CTA widths,
+  // and a 3-CTA grid.
+  for (const Scenario& s : Scenarios())
+    if (WgmmaApplies(s) && s.head_dim == 128) out.push_back({"wgmma", "", 0, 0, s, "", false, "", false, "160"});
+  for (const Scenario& s : WgmmaScenarios()) {
+    if (s.head_dim != 128) continue;
+    for (const char* schedule : {"", "plain"}) out.push_back({"wgmma", schedule, 0, 0, s, "", false, "", false, "160"});
+    out.push_back({"wgmma", "", 0, 0, s, "", false, "1", false, "160"});
+    if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("PoisonGroups", 0) == 0)
+      out.push_back({"wgmma", "", 0, 3, s, "", false, "", false, "160"});
+  }
   return out;
 }
 
@@ -337,14 +350,15 @@ TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
 }
 
 // A K/V tile the kernel has no configuration for (PrefixAttentionParams::kv_tile_tokens: 128 or 192
-// at head_dim 64, the default elsewhere) is refused before anything is launched; the settings'
-// forced tile applies at head_dim 64 only, so a forced 192 at head_dim 128 is not an error.
+// at head_dim 64, 128 or 160 at 128, the default at 256) is refused before anything is launched; a
+// forced tile of the settings applies only where the head_dim has it, so a forced 192 at head_dim
+// 128 is not an error.
 TEST(PrefixAttentionKernelSelection, UnknownKvTileIsRefused) {
   PREFIXD_REQUIRE_GPU();
   if (!(sm90a::Built() && sm90a::DeviceReady()))
     GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()
                  << "; it needs a compute capability 9.0 GPU)";
-  for (const auto& [head_dim, tile] : {std::pair<int, int>{64, 96}, {64, 256}, {128, 192}, {256, 128}}) {
+  for (const auto& [head_dim, tile] : {std::pair<int, int>{64, 96}, {64, 256}, {64, 160}, {128, 192}, {128, 176}, {256, 128}, {256, 160}}) {
     SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", tile " + std::to_string(tile));
     PrefixAttentionParams p;
     p.num_qo_heads = 8;
@@ -371,7 +385,7 @@ TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {
       {"PREFIXD_SM90A_STAGES", "two"},    {"PREFIXD_SM90A_MAX_CTAS", "-3"}, {"PREFIXD_SM90A_SCHEDULE", "fast"},
       {"PREFIXD_SM90A_KV_POLICY", "auto"}, {"PREFIXD_PREFIX_PDL_TRIGGER", "yes"}, {"PREFIXD_SM90A_CONSUMERS", "3"},
       {"PREFIXD_SM90A_CONSUMERS", "narrow"}, {"PREFIXD_SM90A_Q_TMA_PARTIAL", "no"}, {"PREFIXD_SM90A_KV_TILE", "64"},
-      {"PREFIXD_SM90A_KV_TILE", "256"},   {"PREFIXD_SM90A_STAGES", "4"},    {"PREFIXD_SM90A_STAGES", "0"}};
+      {"PREFIXD_SM90A_KV_TILE", "256"},   {"PREFIXD_SM90A_KV_TILE", "176"}, {"PREFIXD_SM90A_STAGES", "4"},    {"PREFIXD_SM90A_STAGES", "0"}};
   for (const auto& [name, value] : bad) {
     ScopedEnv env;
     env.Set(name, value);

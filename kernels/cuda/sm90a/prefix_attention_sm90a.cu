@@ -14,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string>
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
@@ -233,16 +234,19 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   WgmmaLaunch l;
   l.params = params;
   const int64_t row_elems = int64_t(params.num_kv_heads) * params.head_dim;
-  // Tokens per K/V tile: at head_dim 64 the settings' (a test or benchmark forcing one; the other
-  // head_dims have one tile and ignore them), else the plan's (ChoosePrefixKvTileTokens), else the
+  // Tokens per K/V tile: the settings' where the head_dim has that tile (a test or benchmark
+  // forcing one; others are ignored), else the plan's (ChoosePrefixKvTileTokens), else the
   // head_dim's default.
-  const bool forced = params.head_dim == 64 && params.settings.kv_tile > 0;
-  const int asked = forced ? params.settings.kv_tile : params.kv_tile_tokens;
   const int tile_default = DefaultPrefixKvTileTokens(params.head_dim);
-  PREFIXD_CHECK_ARG(asked == 0 || asked == tile_default || (params.head_dim == 64 && asked == 128),
+  const int tile_other = AlternatePrefixKvTileTokens(params.head_dim);
+  const int forced_tile = params.settings.kv_tile;
+  const bool forced = forced_tile > 0 && (forced_tile == tile_default || forced_tile == tile_other);
+  const int asked = forced ? forced_tile : params.kv_tile_tokens;
+  PREFIXD_CHECK_ARG(asked == 0 || asked == tile_default || (tile_other > 0 && asked == tile_other),
                     "sm_90a prefix attention: no " << asked << "-token K/V tiles at head_dim " << params.head_dim
-                                                   << " (" << tile_default
-                                                   << (params.head_dim == 64 ? " or 128)" : " only)"));
+                                                   << " (" << tile_default << " only"
+                                                   << (tile_other > 0 ? " or " + std::to_string(tile_other) : std::string())
+                                                   << ")");
   l.tile_tokens = asked > 0 ? asked : tile_default;
   // One box per K/V tile and 64-column panel: the tile's tokens.
   l.tmap_k = CachedKvMap(params.k, row_elems, params.token_stride, params.dtype, l.tile_tokens);

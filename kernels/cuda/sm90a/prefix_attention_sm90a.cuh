@@ -965,7 +965,8 @@ struct WgmmaLaunch {
   // and overlap are then ignored.
   bool narrow = false;
   // Tokens per K/V tile: the configuration's BLOCK_N and the rows of tmap_k / tmap_v's boxes. The
-  // head_dim's default, or 128 at head_dim 64 (then always the 2-stage ring).
+  // head_dim's default or its alternate (AlternatePrefixKvTileTokens: 128 at head_dim 64, 160 at
+  // 128), which always takes the 2-stage ring.
   int tile_tokens = 0;
 };
 
@@ -1024,6 +1025,10 @@ template <typename T, int HEAD_DIM>
 void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
   if constexpr (HEAD_DIM == 64) {
     if (l.tile_tokens == 128) return RunWgmmaTiles<T, 64, 128>(l, stream);
+  }
+  if constexpr (HEAD_DIM == 128) {
+    constexpr int kLong = AlternatePrefixKvTileTokens(128);  // 160: no more spills than 128 (prefix_kv_tile.h)
+    if (l.tile_tokens == kLong) return RunWgmmaTiles<T, 128, kLong>(l, stream);
   }
   RunWgmmaTiles<T, HEAD_DIM, 0>(l, stream);
 }

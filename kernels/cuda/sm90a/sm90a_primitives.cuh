@@ -265,18 +265,19 @@ __device__ __forceinline__ uint64_t MnMajorDescriptor(uint32_t tile, int ks, uin
   return SmemDescriptor(tile + ks * 16 * 128, panel_bytes, 1024);
 }
 
-// wgmma.mma_async m64nNk16, fp32 accumulators, for the element type T and N ∈ {8, 64, 128, 256}.
-// The accumulator operand lists are long and differ only in length, so one macro writes the eight
+// wgmma.mma_async m64nNk16, fp32 accumulators, for the element type T and N ∈ {8, 64, 128, 160, 192,
+// 256}. The accumulator operand lists are long and differ only in length, so one macro writes the
 // specialisations (fp16/bf16 × N); each has SS (A and B K-major in shared memory) and RS (A from
 // registers a0..a3, B MN-major in shared memory), D[64×N] (+)= A[64×16] · B[16×N].
 template <typename T, int N>
 struct Wgmma;
 
-// "{%0, ..., %3}" / "{%0, ..., %31}" / "{%0, ..., %63}" / "{%0, ..., %127}": the accumulator
-// registers of N = 8 / 64 / 128 / 256.
+// "{%0, ..., %3}" / "{%0, ..., %31}" / ... / "{%0, ..., %127}": the accumulator registers of
+// N = 8 / 64 / 128 / 160 / 192 / 256.
 #define PREFIXD_WGMMA_D_REGS_4 "{%0, %1, %2, %3}"
 #define PREFIXD_WGMMA_D_REGS_32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define PREFIXD_WGMMA_D_REGS_64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define PREFIXD_WGMMA_D_REGS_80 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
 #define PREFIXD_WGMMA_D_REGS_96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
 #define PREFIXD_WGMMA_D_REGS_128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 // Eight accumulator operands from d[i].
@@ -289,6 +290,8 @@ struct Wgmma;
 #define PREFIXD_WGMMA_D_OPS_64 \
   PREFIXD_WGMMA_D_OPS_32, PREFIXD_WGMMA_D_OPS_8(32), PREFIXD_WGMMA_D_OPS_8(40), PREFIXD_WGMMA_D_OPS_8(48), \
       PREFIXD_WGMMA_D_OPS_8(56)
+#define PREFIXD_WGMMA_D_OPS_80 \
+  PREFIXD_WGMMA_D_OPS_64, PREFIXD_WGMMA_D_OPS_8(64), PREFIXD_WGMMA_D_OPS_8(72)
 #define PREFIXD_WGMMA_D_OPS_96                                                                           \
   PREFIXD_WGMMA_D_OPS_64, PREFIXD_WGMMA_D_OPS_8(64), PREFIXD_WGMMA_D_OPS_8(72), PREFIXD_WGMMA_D_OPS_8(80), \
       PREFIXD_WGMMA_D_OPS_8(88)
@@ -328,6 +331,8 @@ PREFIXD_DEFINE_WGMMA(__half, "f16", 64, 32, "%32", "%33", "%34", "%32", "%33", "
 PREFIXD_DEFINE_WGMMA(__nv_bfloat16, "bf16", 64, 32, "%32", "%33", "%34", "%32", "%33", "%34", "%35", "%36", "%37")
 PREFIXD_DEFINE_WGMMA(__half, "f16", 128, 64, "%64", "%65", "%66", "%64", "%65", "%66", "%67", "%68", "%69")
 PREFIXD_DEFINE_WGMMA(__nv_bfloat16, "bf16", 128, 64, "%64", "%65", "%66", "%64", "%65", "%66", "%67", "%68", "%69")
+PREFIXD_DEFINE_WGMMA(__half, "f16", 160, 80, "%80", "%81", "%82", "%80", "%81", "%82", "%83", "%84", "%85")
+PREFIXD_DEFINE_WGMMA(__nv_bfloat16, "bf16", 160, 80, "%80", "%81", "%82", "%80", "%81", "%82", "%83", "%84", "%85")
 PREFIXD_DEFINE_WGMMA(__half, "f16", 192, 96, "%96", "%97", "%98", "%96", "%97", "%98", "%99", "%100", "%101")
 PREFIXD_DEFINE_WGMMA(__nv_bfloat16, "bf16", 192, 96, "%96", "%97", "%98", "%96", "%97", "%98", "%99", "%100", "%101")
 PREFIXD_DEFINE_WGMMA(__half, "f16", 256, 128, "%128", "%129", "%130", "%128", "%129", "%130", "%131", "%132", "%133")
@@ -336,12 +341,14 @@ PREFIXD_DEFINE_WGMMA(__nv_bfloat16, "bf16", 256, 128, "%128", "%129", "%130", "%
 #undef PREFIXD_DEFINE_WGMMA
 #undef PREFIXD_WGMMA_D_OPS_128
 #undef PREFIXD_WGMMA_D_OPS_96
+#undef PREFIXD_WGMMA_D_OPS_80
 #undef PREFIXD_WGMMA_D_OPS_64
 #undef PREFIXD_WGMMA_D_OPS_32
 #undef PREFIXD_WGMMA_D_OPS_8
 #undef PREFIXD_WGMMA_D_OPS_4
 #undef PREFIXD_WGMMA_D_REGS_128
 #undef PREFIXD_WGMMA_D_REGS_96
+#undef PREFIXD_WGMMA_D_REGS_80
 #undef PREFIXD_WGMMA_D_REGS_64
 #undef PREFIXD_WGMMA_D_REGS_32
 #undef PREFIXD_WGMMA_D_REGS_4

@@ -1,16 +1,20 @@
 // ChoosePrefixKvTileTokens (prefix_kv_tile.h): the sm_90a prefix kernel's K/V tile for a plan.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
+#include "prefixd/kernels/page_table.h"
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
+#include "unit/kernels/random_batch.h"
 
 namespace prefixd::kernels {
 namespace {
 
-// A plan with only what the rule reads: head_dim and prefix items of these token counts.
-CascadePlan ItemsPlan(int head_dim, const std::vector<int>& item_tokens) {
+// A plan with only what the rule reads: head_dim and prefix items of these token counts, each of
+// `rows` query rows (128: the wide CTA's row tile).
+CascadePlan ItemsPlan(int head_dim, const std::vector<int>& item_tokens, int rows = 128) {
   CascadePlan plan;
   plan.head_dim = head_dim;
   int begin = 0;
@@ -18,6 +22,7 @@ CascadePlan ItemsPlan(int head_dim, const std::vector<int>& item_tokens) {
     PrefixWorkItem it{};
     it.kv_begin = begin;
     it.kv_end = begin + tokens;
+    it.row_end = rows;
     plan.prefix_items.push_back(it);
     begin += tokens;
   }
@@ -60,15 +65,84 @@ TEST(PrefixKvTile, HeadDim64ChoosesByTheItems) {
 TEST(PrefixKvTile, CostCountsWholeTilesAndTheTurn) {
   const CascadePlan plan = ItemsPlan(64, {1, 128, 129, 0});
   // 1 → 1 tile, 128 → 1, 129 → 2 (of 128); the empty item nothing.
-  EXPECT_DOUBLE_EQ(PrefixKvTileCost(plan, 128), 4.0 * (128 + kPrefixKvTileTurnTokens));
-  EXPECT_DOUBLE_EQ(PrefixKvTileCost(plan, 192), 3.0 * (192 + kPrefixKvTileTurnTokens));
+  EXPECT_DOUBLE_EQ(PrefixKvTileCost(plan, 128), 4.0 * (128 + PrefixKvTileTurnTokens(64)));
+  EXPECT_DOUBLE_EQ(PrefixKvTileCost(plan, 192), 3.0 * (192 + PrefixKvTileTurnTokens(64)));
+  // The turn is the head_dim's: at 128 a tile's fixed cost is half as many tokens of its work.
+  const CascadePlan plan128 = ItemsPlan(128, {1, 160, 161});
+  EXPECT_DOUBLE_EQ(PrefixKvTileCost(plan128, 160), 4.0 * (160 + PrefixKvTileTurnTokens(128)));
+  EXPECT_LT(PrefixKvTileTurnTokens(128), PrefixKvTileTurnTokens(64));
 }
 
-TEST(PrefixKvTile, OtherHeadDimsKeepTheirOneTile) {
-  for (int d : {128, 256}) {
-    EXPECT_EQ(ChoosePrefixKvTileTokens(ItemsPlan(d, {128})), DefaultPrefixKvTileTokens(d));
-    EXPECT_EQ(ChoosePrefixKvTileTokens(ItemsPlan(d, {16384})), DefaultPrefixKvTileTokens(d));
+TEST(PrefixKvTile, HeadDim128ChoosesByTheItemsInWideCtas) {
+  EXPECT_EQ(AlternatePrefixKvTileTokens(128), 160);
+  struct Case {
+    std::vector<int> items;
+    int rows;
+    int expected;
+  };
+  const Case cases[] = {
+      {{16384, 16384}, 128, 160},  // 103 · 180 against 128 · 148 per item
+      {{4096, 4096}, 128, 160},    // 26 · 180 = 4680 against 32 · 148 = 4736
+      {{1024, 1024}, 128, 128},    // 7 · 180 = 1260 against 8 · 148 = 1184 (measured 4% slower with 160)
+      {{128}, 128, 128},           // one tile either way, a fifth of the 160-token one masked
+      {{160}, 128, 160},           // one tile against two
+      {{16384, 16384}, 64, 128},   // the narrow CTA: 160 measured slower at every length
+      {{16384}, 1, 128},
+      {{16384, 16384}, 65, 160},   // 65 rows: the wide CTA
+      {{}, 128, 128},              // no prefix items: the default
+  };
+  for (const Case& c : cases) {
+    const CascadePlan plan = ItemsPlan(128, c.items, c.rows);
+    SCOPED_TRACE(testing::Message() << "items " << c.items.size() << ", first "
+                                    << (c.items.empty() ? 0 : c.items[0]) << ", rows " << c.rows);
+    EXPECT_EQ(ChoosePrefixKvTileTokens(plan), c.expected);
   }
+}
+
+TEST(PrefixKvTile, HeadDim128ConcurrentPlansTakeTheLongTileForLongItemsOnly) {
+  // The concurrent mode's items of 4096 tokens: the longer tile measured slower in the step there.
+  CascadePlan plan = ItemsPlan(128, std::vector<int>(128, 4096));
+  EXPECT_EQ(ChoosePrefixKvTileTokens(plan), 160);  // sequential: the cost model's choice
+  plan.concurrent_decode_sms = 36;
+  EXPECT_EQ(ChoosePrefixKvTileTokens(plan), 128);
+  // Items averaging at least kConcurrentLongTileItemTokens (32/8 B256 P32768's ~10900): the long tile.
+  CascadePlan long_items = ItemsPlan(128, {10922, 10923, 10923, 0});  // the empty item not counted
+  long_items.concurrent_decode_sms = 20;
+  EXPECT_EQ(ChoosePrefixKvTileTokens(long_items), 160);
+  CascadePlan edge = ItemsPlan(128, {kConcurrentLongTileItemTokens - 1});
+  edge.concurrent_decode_sms = 20;
+  EXPECT_EQ(ChoosePrefixKvTileTokens(edge), 128);
+}
+
+// The planner's items for the GPU cascade test of the long tile (tests/gpu/cuda_backend_test.cc,
+// HeadDim128LongTilePlansMatchTheOracle): its plan options give long items in wide CTAs.
+TEST(PrefixKvTile, PlannedLongItemsInWideCtasTakeTheLongTile) {
+  std::mt19937_64 rng(7);
+  for (int prefix : {4001, 6150}) {
+    const std::vector<test::GroupSpec> groups = {{prefix, std::vector<int>(64, 9)}};
+    const KvPoolShape shape{1, test::PagesNeeded(groups, 16) + 3, 16, 2, 128, DType::kFloat16};
+    PageAllocator alloc(shape.num_pages);
+    const DecodeBatch batch = test::BuildBatch(groups, 8, 16, alloc, rng);
+    for (int target_items : {2, 12}) {
+      SCOPED_TRACE(testing::Message() << "prefix " << prefix << ", " << target_items << " items wanted");
+      PlanOptions o;
+      o.choose_layout = false;
+      o.prefix_tile_rows = 128;
+      o.prefix_target_items = target_items;
+      o.min_prefix_chunk = 64;
+      o.balance_prefix_ctas = 0;
+      const CascadePlan plan = PlanCascade(batch, shape, o);
+      ASSERT_FALSE(plan.prefix_items.empty());
+      for (const PrefixWorkItem& it : plan.prefix_items) EXPECT_GT(it.row_end - it.row_begin, kPrefixNarrowItemRows);
+      EXPECT_EQ(ChoosePrefixKvTileTokens(plan), 160);
+    }
+  }
+}
+
+TEST(PrefixKvTile, HeadDim256KeepsItsOneTile) {
+  EXPECT_EQ(AlternatePrefixKvTileTokens(256), 0);
+  for (const std::vector<int>& items : {std::vector<int>{128}, std::vector<int>{16384}})
+    EXPECT_EQ(ChoosePrefixKvTileTokens(ItemsPlan(256, items)), DefaultPrefixKvTileTokens(256));
 }
 
 }  // namespace

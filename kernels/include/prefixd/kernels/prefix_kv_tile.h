@@ -1,14 +1,23 @@
 // Tokens per K/V tile of the sm_90a prefix kernel for a plan: a pure CPU decision, taken once when
 // a backend loads the plan (like PrefixKvEvictFirst, prefix_l2_hint.h).
 //
-// Why a choice: at head_dim 64 the kernel's default tile is 192 tokens (a third fewer per-tile turns
-// than 128: prefix parts 6-9% faster on long prefixes, H200, bench/RESULTS.md session 43). But an
-// item shorter than a tile still pays a whole one: a 128-token item in a 192-token tile computes a
-// third more and zeroes the V rows before its run, and a 256-token item takes two 192-token tiles
-// where two 128-token ones do less. Measured there (session 43, run 9): the cascades at P = 128 and
-// 256 1-1.5 µs slower than with 128-token tiles, which put 32/8 B256 P128 S32 6.1% behind plain
-// decode. So at head_dim 64 the plan's items decide: the tile that costs less over them, counting
-// each tile as its tokens plus a fixed turn (kPrefixKvTileTurnTokens).
+// Why a choice: a longer tile spreads each tile's fixed turn (barrier waits, the max and O's
+// rescale, descriptors) over more tokens, but an item shorter than a tile still pays a whole one,
+// and an item's last tile is mostly masked when the tile does not divide it.
+//   head_dim 64: the default is 192 tokens (prefix parts 6-9% faster on long prefixes than 128,
+//     H200, bench/RESULTS.md session 43), but the cascades at P = 128 and 256 were 1-1.5 µs slower
+//     than with 128-token tiles, which put 32/8 B256 P128 S32 6.1% behind plain decode (session 43,
+//     run 9): 128 for plans of short items.
+//   head_dim 128: the default is 128 tokens; 160 (the longest without new register spills in the
+//     overlapped schedule) takes the B256 P32768 prefix parts 2.0-2.3% lower, but items of 1024
+//     tokens 4% higher (seven 160-token tiles against eight of 128), and the narrow CTA (items of
+//     at most 64 rows) 1-2% higher at every length (session 58, run 1): 160 for plans of long items
+//     in wide CTAs only. In the concurrent mode (the decode on k SMs beside the prefix) it took
+//     32/8 B256 P32768 S256's step 4.3 µs lower (items of ~10900 tokens) but P8192's 1.4 µs higher
+//     (items of 4096; its prefix alone 0.7 µs lower): there only where the items average at least
+//     kConcurrentLongTileItemTokens.
+// So the plan's items decide between the head_dim's two tiles: the one that costs less over them,
+// counting each tile as its tokens plus the fixed turn (PrefixKvTileTurnTokens).
 #pragma once
 
 #include "prefixd/kernels/plan.h"
@@ -21,16 +30,29 @@ namespace prefixd::kernels {
 // session 43).
 constexpr int DefaultPrefixKvTileTokens(int head_dim) { return head_dim == 256 ? 64 : head_dim == 64 ? 192 : 128; }
 
-// The per-tile turn (barrier waits, the max and O's rescale, descriptors) in tokens of tile work:
-// 40 fits the long-prefix gain, (L/192)(192 + t) / ((L/128)(128 + t)) = 0.92 (session 43).
-inline constexpr int kPrefixKvTileTurnTokens = 40;
+// The kernel's other tile at a head_dim, 0 where it has one only (256).
+constexpr int AlternatePrefixKvTileTokens(int head_dim) { return head_dim == 64 ? 128 : head_dim == 128 ? 160 : 0; }
 
-// Σ over the plan's prefix items of ⌈tokens / tile⌉ · (tile + kPrefixKvTileTurnTokens): the model
-// ChoosePrefixKvTileTokens compares.
+// The per-tile turn in tokens of tile work, fitted to the long-prefix gains of the longer tile:
+// (L/192)(192 + t) / ((L/128)(128 + t)) = 0.92 at head_dim 64 gives t = 40 (session 43); at 128 the
+// 2.0-2.4% of 128 items of 16384 tokens (103 tiles of 160 against 128 of 128) give t = 20-22
+// (session 58): the same time per turn, at twice the time per token.
+constexpr int PrefixKvTileTurnTokens(int head_dim) { return head_dim == 64 ? 40 : 20; }
+
+// The concurrent mode's threshold for the longer head_dim-128 tile: mean tokens per prefix item.
+inline constexpr int kConcurrentLongTileItemTokens = 8192;
+
+// Rows above which a prefix item takes the wide CTA (two consumer warpgroups of 64 rows); plans
+// whose items all have at most this many run the narrow CTA (sm90a::UsesNarrowCta).
+inline constexpr int kPrefixNarrowItemRows = 64;
+
+// Σ over the plan's prefix items of ⌈tokens / tile⌉ · (tile + PrefixKvTileTurnTokens(head_dim)):
+// the model ChoosePrefixKvTileTokens compares.
 double PrefixKvTileCost(const CascadePlan& plan, int tile_tokens);
 
-// At head_dim 64: 128 where PrefixKvTileCost is lower with it than with 192 (ties: 192), else 192;
-// at other head_dims the default (their kernels are compiled for that one tile).
+// The head_dim's alternate tile where PrefixKvTileCost is lower with it than with the default
+// (ties: the default), else the default; at head_dim 128 the default for narrow-CTA plans and for
+// concurrent plans of shorter items (above); at 256 always the default (its one tile).
 int ChoosePrefixKvTileTokens(const CascadePlan& plan);
 
 }  // namespace prefixd::kernels

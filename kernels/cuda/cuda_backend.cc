@@ -213,10 +213,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (prefix_settings_.consumer_wgs != 0)
     d << " [prefix CTA width forced: " << prefix_settings_.consumer_wgs << " consumer warpgroup(s)]";
   description_ = d.str();
-  // The planner's settings (PREFIXD_CHOOSE_LAYOUT, PREFIXD_MIN_PREFIX_CHUNK, ...) are read for each
-  // plan; read them once now too, so that a malformed one is refused when the backend is made
-  // rather than at the first step.
-  (void)DefaultPlanOptions();
+  // The planner's settings (PREFIXD_CHOOSE_LAYOUT, PREFIXD_MIN_PREFIX_CHUNK, ...), read once like
+  // every other switch: a malformed one is refused when the backend is made, and a step's plan
+  // reads no environment variable on the host's planning path.
+  default_plan_options_ = ReadPlanOptions();
 
   // A throwing constructor runs no destructor: free what was taken so far before rethrowing.
   try {
@@ -335,7 +335,7 @@ void CudaBackend::EndUploadBatch() {
   batching_ = false;
 }
 
-PlanOptions CudaBackend::DefaultPlanOptions() const {
+PlanOptions CudaBackend::ReadPlanOptions() const {
   PlanOptions o;
   // Long suffixes are split until the decode items fill two CTAs per SM; long prefixes until the
   // prefix kernel's items fill one wave of it (PrefixAttentionCtasPerSm: 2 for mma.sync, 1 for the

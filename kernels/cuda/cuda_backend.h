@@ -152,7 +152,8 @@ class CudaBackend final : public Backend {
 
   BackendKind kind() const override { return BackendKind::kCuda; }
   std::string Describe() const override { return description_; }
-  PlanOptions DefaultPlanOptions() const override;
+  // The planner's settings as read when the backend was made (ReadPlanOptions).
+  PlanOptions DefaultPlanOptions() const override { return default_plan_options_; }
   const WorkspaceLimits& limits() const override { return limits_; }
 
   void* Alloc(size_t bytes) override;
@@ -209,6 +210,9 @@ class CudaBackend final : public Backend {
     cudaEvent_t copied = nullptr;
   };
   void Release() noexcept;  // frees the workspace and the stream (destructor, failed constructor)
+  // The plan options of this backend's kernels and SMs with the planner's environment settings
+  // (PREFIXD_CHOOSE_LAYOUT, PREFIXD_MIN_PREFIX_CHUNK, ...); called once, by the constructor.
+  PlanOptions ReadPlanOptions() const;
   void AllocStaged(StagedBuffer* buffer, int64_t ints);
   static void FreeStaged(StagedBuffer* buffer) noexcept;
   int32_t* BeginUpload(StagedBuffer* buffer);  // waits for the previous upload's copy
@@ -314,6 +318,7 @@ class CudaBackend final : public Backend {
   bool plan_loaded_ = false;
   LoadedPlan plan_;
   PrefixKernelSettings prefix_settings_;          // PREFIXD_PREFIX_KERNEL, PREFIXD_SM90A_* (read once)
+  PlanOptions default_plan_options_;              // ReadPlanOptions(), at construction
   bool fused_ = false;                            // PREFIXD_FUSED
   int fused_l2_ahead_ = 0;                        // PREFIXD_FUSED_L2_AHEAD
   int fused_diag_ = 0;                            // PREFIXD_FUSED_DIAG

@@ -917,7 +917,7 @@ TEST(CudaCascade, DecodeWarmupChangesNoResultAndBadSettingsAreRefused) {
 #endif
 }
 
-// The planner's settings, read for each plan, are checked when the backend is made: a malformed one
+// The planner's settings, read when the backend is made, are checked there: a malformed one
 // stops the program at start-up, naming the variable, not at its first step.
 TEST(CudaCascade, MalformedPlannerSettingsAreRefusedAtConstruction) {
 #ifdef PREFIXD_HAVE_CUDA

@@ -9,13 +9,13 @@
 //     than with 128-token tiles, which put 32/8 B256 P128 S32 6.1% behind plain decode (session 43,
 //     run 9): 128 for plans of short items.
 //   head_dim 128: the default is 128 tokens; 160 (the longest without new register spills in the
-//     overlapped schedule) takes the B256 P32768 prefix parts 2.0-2.3% lower, but items of 1024
-//     tokens 4% higher (seven 160-token tiles against eight of 128), and the narrow CTA (items of
-//     at most 64 rows) 1-2% higher at every length (session 58, run 1): 160 for plans of long items
-//     in wide CTAs only. In the concurrent mode (the decode on k SMs beside the prefix) it took
-//     32/8 B256 P32768 S256's step 4.3 µs lower (items of ~10900 tokens) but P8192's 1.4 µs higher
-//     (items of 4096; its prefix alone 0.7 µs lower): there only where the items average at least
-//     kConcurrentLongTileItemTokens.
+//     overlapped schedule) takes the B256 P32768 prefix parts 1.8-2.4% lower, but items of 1024
+//     tokens 3% higher (seven 160-token tiles against eight of 128), and the narrow CTA (items of
+//     at most 64 rows) 0.5-2.5% higher on items of 2048 and 8192 tokens (session 58, run 1): 160
+//     for plans of long items in wide CTAs only. In the concurrent mode (the decode on k SMs
+//     beside the prefix) it took 32/8 B256 P32768 S256's step 4.0 µs lower (items of ~10900
+//     tokens) but P8192's 1.5 µs higher (items of 4096; its prefix alone 0.4 µs lower): there only
+//     where the items average at least kConcurrentLongTileItemTokens.
 // So the plan's items decide between the head_dim's two tiles: the one that costs less over them,
 // counting each tile as its tokens plus the fixed turn (PrefixKvTileTurnTokens).
 #pragma once

@@ -32,7 +32,7 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // 64's predictions err slow there, and the planner's choices rank by them alike (its check at
 // head_dim 64, 60 shapes, session 43: no choice more than 1.6% slower than plain decode). At
 // head_dim 128 plans of long items in wide CTAs take 160-token tiles since session 58 (prefix
-// parts up to 2.3% faster than the model's 128-token units say).
+// parts up to 2.4% faster than the model's 128-token units say).
 double PrefixUnitUs(const PlanProfile& p, const CostModelParams& c) {
   const double tiles_per_unit = p.head_dim == 256 ? 2.0 : 1.0;
   const double rate = c.prefix_tflops * 1e12 / c.num_sms;  // FLOP/s per CTA

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <string>
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
@@ -244,8 +243,8 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   const int asked = forced ? forced_tile : params.kv_tile_tokens;
   PREFIXD_CHECK_ARG(asked == 0 || asked == tile_default || (tile_other > 0 && asked == tile_other),
                     "sm_90a prefix attention: no " << asked << "-token K/V tiles at head_dim " << params.head_dim
-                                                   << " (" << tile_default << " only"
-                                                   << (tile_other > 0 ? " or " + std::to_string(tile_other) : std::string())
+                                                   << " (" << tile_default
+                                                   << (tile_other > 0 ? " or " + std::to_string(tile_other) : " only")
                                                    << ")");
   l.tile_tokens = asked > 0 ? asked : tile_default;
   // One box per K/V tile and 64-column panel: the tile's tokens.

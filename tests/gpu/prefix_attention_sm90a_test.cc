@@ -17,6 +17,7 @@
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefix_test_cases.h"
 #include "prefixd/common/error.h"
+#include "prefixd/kernels/prefix_kv_tile.h"
 #include "support/test_support.h"
 
 namespace prefixd::kernels::cuda {
@@ -184,6 +185,21 @@ std::vector<Scenario> WgmmaScenarios() {
   return out;
 }
 
+// The cases of head_dim's alternate K/V tile: every scenario, both schedules and CTA widths, and a
+// 3-CTA grid.
+void AddAlternateTileCases(int head_dim, std::vector<KernelCase>* out) {
+  const std::string tile = std::to_string(AlternatePrefixKvTileTokens(head_dim));
+  for (const Scenario& s : Scenarios())
+    if (WgmmaApplies(s) && s.head_dim == head_dim) out->push_back({"wgmma", "", 0, 0, s, "", false, "", false, tile});
+  for (const Scenario& s : WgmmaScenarios()) {
+    if (s.head_dim != head_dim) continue;
+    for (const char* schedule : {"", "plain"}) out->push_back({"wgmma", schedule, 0, 0, s, "", false, "", false, tile});
+    out->push_back({"wgmma", "", 0, 0, s, "", false, "1", false, tile});
+    if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("PoisonGroups", 0) == 0)
+      out->push_back({"wgmma", "", 0, 3, s, "", false, "", false, tile});
+  }
+}
+
 std::vector<KernelCase> Cases() {
   std::vector<KernelCase> out;
   // Each kernel as the launcher runs it by default, then the wgmma kernel's other schedule.
@@ -248,31 +264,13 @@ std::vector<KernelCase> Cases() {
     out.push_back({"wgmma", "", 0, 0, s, "", false, "1", true});
     if (s.name.rfind("QueryRows", 0) == 0) out.push_back({"wgmma", "", 0, 3, s, "", false, "1", true});
   }
-  // Head_dim 64's short-item tiles (PREFIXD_SM90A_KV_TILE=128; the launcher's default there is 192,
-  // a cascade plan of short items takes 128, ChoosePrefixKvTileTokens): both schedules and CTA
-  // widths, and a 3-CTA grid.
-  for (const Scenario& s : Scenarios())
-    if (WgmmaApplies(s) && s.head_dim == 64) out.push_back({"wgmma", "", 0, 0, s, "", false, "", false, "128"});
-  for (const Scenario& s : WgmmaScenarios()) {
-    if (s.head_dim != 64) continue;
-    for (const char* schedule : {"", "plain"}) out.push_back({"wgmma", schedule, 0, 0, s, "", false, "", false, "128"});
-    out.push_back({"wgmma", "", 0, 0, s, "", false, "1", false, "128"});
-    if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("PoisonGroups", 0) == 0)
-      out.push_back({"wgmma", "", 0, 3, s, "", false, "", false, "128"});
-  }
-  // Head_dim 128's longer tiles (PREFIXD_SM90A_KV_TILE=160, AlternatePrefixKvTileTokens): a tile
-  // that no 128-aligned chunk boundary or page size divides, so its shifted last box and the
-  // masked columns of chunk ends are exercised on every scenario; both schedules and CTA widths,
-  // and a 3-CTA grid.
-  for (const Scenario& s : Scenarios())
-    if (WgmmaApplies(s) && s.head_dim == 128) out.push_back({"wgmma", "", 0, 0, s, "", false, "", false, "160"});
-  for (const Scenario& s : WgmmaScenarios()) {
-    if (s.head_dim != 128) continue;
-    for (const char* schedule : {"", "plain"}) out.push_back({"wgmma", schedule, 0, 0, s, "", false, "", false, "160"});
-    out.push_back({"wgmma", "", 0, 0, s, "", false, "1", false, "160"});
-    if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("PoisonGroups", 0) == 0)
-      out.push_back({"wgmma", "", 0, 3, s, "", false, "", false, "160"});
-  }
+  // Each head_dim's alternate K/V tile (AlternatePrefixKvTileTokens, forced by PREFIXD_SM90A_KV_TILE):
+  // head_dim 64's 128-token tiles (its default is 192; a cascade plan of short items takes 128) and
+  // head_dim 128's 160-token ones (its default is 128; plans of long items in wide CTAs take 160: a
+  // tile that no 128-aligned chunk boundary or page size divides, so its shifted last box and the
+  // masked columns of chunk ends are exercised on every scenario).
+  AddAlternateTileCases(64, &out);
+  AddAlternateTileCases(128, &out);
   return out;
 }
 

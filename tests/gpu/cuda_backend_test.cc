@@ -937,6 +937,24 @@ TEST(CudaCascade, MalformedPlannerSettingsAreRefusedAtConstruction) {
 #endif
 }
 
+// The planner's settings are read once, when the backend is made: a step's plan reads no
+// environment variable, and a setting changed later leaves that backend's plans as they were.
+TEST(CudaCascade, PlannerSettingsAreReadOnceAtConstruction) {
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_REQUIRE_GPU();
+  const std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_MIN_PREFIX_CHUNK", "1024"}});
+  EXPECT_EQ(backend->DefaultPlanOptions().min_prefix_chunk, 1024);
+  ASSERT_EQ(setenv("PREFIXD_MIN_PREFIX_CHUNK", "2048", 1), 0);
+  const int later = backend->DefaultPlanOptions().min_prefix_chunk;
+  const std::unique_ptr<Backend> fresh = MakeCudaBackend(kernels::BackendOptions{TestLimits()});
+  ASSERT_EQ(unsetenv("PREFIXD_MIN_PREFIX_CHUNK"), 0);
+  EXPECT_EQ(later, 1024) << "the backend re-read the environment";
+  EXPECT_EQ(fresh->DefaultPlanOptions().min_prefix_chunk, 2048) << "a backend made after the change reads it";
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 // The fused step is ONE kernel: a captured step has a single root node and replays correctly.
 TEST(CudaGraph, FusedStepIsOneNodeAndReplaysCorrectly) {
 #ifdef PREFIXD_HAVE_CUDA

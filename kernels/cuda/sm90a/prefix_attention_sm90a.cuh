@@ -65,8 +65,8 @@ namespace prefixd::kernels::cuda::sm90a {
 // ping-pong needs two consumer warpgroups.
 // BLOCK_N_: tokens per K/V tile (the N of S = Q·Kᵀ), 0 for the head_dim's default
 // (DefaultPrefixKvTileTokens, prefixd/kernels/prefix_kv_tile.h: why 64 / 128 / 192); 128 for the
-// fused kernel and for head_dim 64's plans of short items (ChoosePrefixKvTileTokens,
-// WgmmaLaunch::tile_tokens).
+// fused kernel and for head_dim 64's plans of short items, 160 for head_dim 128's plans of long
+// items in wide CTAs (ChoosePrefixKvTileTokens, WgmmaLaunch::tile_tokens).
 template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0>
 struct WgmmaPrefixConfig {
   using Element = T;

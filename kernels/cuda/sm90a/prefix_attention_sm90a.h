@@ -75,7 +75,7 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream);
 
 // The TMA map over one layer's K or V (dim 0: the row_elems = H_kv · D elements of a slot, dim 1:
 // slots at token_stride elements), boxes of 64 columns × box_rows slots with the 128-byte swizzle;
-// encoded once per (base, shape, box) and cached. The prefix kernel's boxes are 128-token tiles,
+// encoded once per (base, shape, box) and cached. The prefix kernel's boxes are its K/V tiles,
 // the fused cascade kernel's suffix boxes one page each. Throws kUnsupported without the driver's
 // encoder, kLibrary when it fails.
 CUtensorMap CachedKvMap(const void* base, int64_t row_elems, int64_t token_stride, DType dtype, int box_rows);

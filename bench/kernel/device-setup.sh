@@ -1,7 +1,7 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (s17-*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
-# helpers below (pack_logs, run_gpu_tests, run_sanitizers, run_variants, show_parts, show_variants,
+# helpers below (pack_logs, run_gpu_tests, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds,
 # run_probe_rounds, run_ncu_stalls).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
@@ -15,6 +15,12 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 # number of files).
 pack_logs() {
   tar -C "$OUT" -czf "/tmp/$SETUP_TAG-all.tgz" --exclude=all.tgz . && mv "/tmp/$SETUP_TAG-all.tgz" "$OUT/all.tgz"
+}
+# run_whole_suite: launch/gpu-check.sh on the carried binaries, GPU tests only (8 shards of at
+# most 300 s) with its default sanitizer lists, logs in $OUT/check; its summary's last 8 lines.
+run_whole_suite() {
+  OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 \
+    PREFIXD_TIMEOUT_TESTS=300 PREFIXD_TEST_SHARDS=8 bash launch/gpu-check.sh 2>&1 | tail -8
 }
 # run_gpu_tests FILTER: the carried GPU tests whose names match FILTER (brief log: $OUT/tests.log),
 # then one summary line and the failed tests (at most 20); nothing when the tarball holds no test

@@ -9,8 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s58-check
-OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 \
-  PREFIXD_TIMEOUT_TESTS=300 PREFIXD_TEST_SHARDS=8 bash launch/gpu-check.sh 2>&1 | tail -8
+run_whole_suite
 grep -h "HeadDim128LongTile" "$OUT"/check/*.log 2>/dev/null | head -3
 RUN_TIMEOUT=250 run_variants d128 "default,PREFIXD_SM90A_KV_TILE=128,default,PREFIXD_SM90A_KV_TILE=128" \
   -d 128 --heads 32/32,32/8 -b 64,256 -p 1024,8192,32768 -s 32,256 --dtype fp16,bf16

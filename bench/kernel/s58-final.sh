@@ -6,8 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s58-final
-OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 \
-  PREFIXD_TIMEOUT_TESTS=300 PREFIXD_TEST_SHARDS=8 bash launch/gpu-check.sh 2>&1 | tail -8
+run_whole_suite
 grep -h "FAILED  \]" "$OUT"/check/*.log 2>/dev/null | sort -u | head -5
 run_main_job_heads 32/8
 pack_logs

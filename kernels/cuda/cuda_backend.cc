@@ -43,6 +43,17 @@ constexpr int kMinPrefixChunk = 256;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// n where every run of state_indptr has n > 0 states (state_indptr[r] = r · n), else 0: the merge
+// then takes a row's run bounds by arithmetic (MergeStatesParams::uniform_run_states).
+int UniformRunStates(const std::vector<int32_t>& state_indptr) {
+  if (state_indptr.size() < 2) return 0;
+  const int32_t n = state_indptr[1] - state_indptr[0];
+  if (n <= 0) return 0;
+  for (size_t r = 0; r < state_indptr.size(); ++r)
+    if (int64_t(state_indptr[r]) != int64_t(r) * n) return 0;
+  return n;
+}
+
 // Memory errors are the caller's to handle (kOutOfMemory), not a broken device (kLibrary).
 void CheckAlloc(cudaError_t err, size_t bytes, const char* what) {
   if (err == cudaErrorMemoryAllocation) {
@@ -111,6 +122,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_pdl_ = EnvFlag("PREFIXD_DECODE_PDL", decode_pdl_);
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
   merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);
+  merge_run_table_ = EnvChoice("PREFIXD_MERGE_RUN_LOOKUP", {"auto", "table"}, 0) == 1;
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
   decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
   decode_next_wave_ = EnvFlag("PREFIXD_DECODE_NEXT_WAVE", decode_next_wave_);
@@ -174,6 +186,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!decode_pdl_) d << " [decode PDL off]";
   if (!merge_pdl_) d << " [merge PDL off]";
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
+  if (merge_run_table_) d << " [merge run bounds always loaded]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (!decode_next_wave_) d << " [decode next-wave prefetch off]";
@@ -615,6 +628,10 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   for (const int32_t r : plan.merge_requests)
     loaded.max_merge_run_states =
         std::max(loaded.max_merge_run_states, plan.state_indptr[size_t(r) + 1] - plan.state_indptr[size_t(r)]);
+  loaded.merge_uniform_run_states = UniformRunStates(plan.state_indptr);
+  loaded.merge_every_request = nm == b;
+  for (int64_t i = 0; loaded.merge_every_request && i < nm; ++i)
+    loaded.merge_every_request = plan.merge_requests[size_t(i)] == i;
   loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
   loaded.prefix_kv_tile_tokens = ChoosePrefixKvTileTokens(plan);
   loaded.prefix_balanced_ctas = plan.prefix_balanced_ctas;
@@ -780,6 +797,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.packed_row = args.merge_packed_row;
   m.packed_out = args.merge_packed_out;
   m.max_run_states = plan_.max_merge_run_states;
+  if (!merge_run_table_) {  // the run bounds by arithmetic where the plan allows (MergeStatesParams)
+    m.uniform_run_states = plan_.merge_uniform_run_states;
+    if (merge_list == plan_.merge_requests && plan_.merge_every_request) m.requests = nullptr;
+  }
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
   m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream);
@@ -967,6 +988,7 @@ void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {
   m.s_in = partial_s_;
   m.run_indptr = p.state_indptr;
   m.max_run_states = int(chunks);
+  if (!merge_run_table_) m.uniform_run_states = int(chunks);  // state_indptr[r] = r · chunks above
   m.rows = n * num_heads;
   m.num_heads = num_heads;
   m.head_dim = dim;

@@ -244,6 +244,10 @@ class CudaBackend final : public Backend {
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
     int max_decode_item_tokens = 0;  // the decode kernel's pipeline depth (DecodePipeline)
     int max_merge_run_states = 0;    // the longest run of merge_requests (MergeStatesParams::max_run_states)
+    // Every request's run the same length n, request r's at slot r · n: n (MergeStatesParams::
+    // uniform_run_states), else 0. merge_every_request: merge_requests is 0, 1, ..., num_requests − 1.
+    int merge_uniform_run_states = 0;
+    bool merge_every_request = false;
     bool prefix_kv_evict_first = false;  // PrefixKvEvictFirst(plan, L2 size): the prefix K/V stream's hint
     int prefix_kv_tile_tokens = 0;       // ChoosePrefixKvTileTokens(plan): the sm_90a prefix kernel's tile
     int prefix_balanced_ctas = 0;        // CascadePlan::prefix_balanced_ctas (the sm_90a kernel's chains)
@@ -292,6 +296,7 @@ class CudaBackend final : public Backend {
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   int merge_rows_per_warp_ = 0;  // PREFIXD_MERGE_ROWS_PER_WARP (0: auto)
+  bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   bool decode_next_wave_ = true;    // PREFIXD_DECODE_NEXT_WAVE

@@ -72,8 +72,14 @@ __device__ __forceinline__ MergeRun FindMergeRun(const MergeStatesParams& p, int
   if (p.run_indptr != nullptr) {
     const int head = row0 % p.num_heads;
     const int request = p.requests != nullptr ? p.requests[row0 / p.num_heads] : row0 / p.num_heads;
-    const int begin = p.run_indptr[request];
-    run.n = p.run_indptr[request + 1] - begin;
+    int begin;
+    if (p.uniform_run_states > 0) {  // the run bounds by arithmetic (MergeStatesParams::uniform_run_states)
+      run.n = p.uniform_run_states;
+      begin = request * run.n;
+    } else {
+      begin = p.run_indptr[request];
+      run.n = p.run_indptr[request + 1] - begin;
+    }
     run.first = int64_t(begin) * p.num_heads + head;
     run.stride = p.num_heads;
     run.out_row = int64_t(request) * p.num_heads + head;
@@ -312,6 +318,13 @@ void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
                     "MergeStates: rows_per_warp " << params.rows_per_warp << " must be 0 (by the size), 1 or 2");
   PREFIXD_CHECK_ARG(params.run_indptr != nullptr || params.max_run_states == 0 || params.max_run_states >= params.num_states,
                     "MergeStates: max_run_states " << params.max_run_states << " below num_states " << params.num_states);
+  PREFIXD_CHECK_ARG(params.uniform_run_states >= 0 && (params.uniform_run_states == 0 || params.run_indptr != nullptr),
+                    "MergeStates: uniform_run_states " << params.uniform_run_states
+                                                       << " needs runs mode (run_indptr) and must not be negative");
+  PREFIXD_CHECK_ARG(params.uniform_run_states == 0 || params.max_run_states == 0 ||
+                        params.max_run_states >= params.uniform_run_states,
+                    "MergeStates: max_run_states " << params.max_run_states << " below uniform_run_states "
+                                                   << params.uniform_run_states);
   if (params.rows <= 0) return;
   const dim3 block(unsigned(kWarpsPerBlock * kWarpSize));
   if (MergeRowsPerWarp(params) == 2) {

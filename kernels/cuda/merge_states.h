@@ -30,6 +30,12 @@ struct MergeStatesParams {
   const float* s_in = nullptr;
   const int32_t* run_indptr = nullptr;  // device, [num_requests + 1], or null
   const int32_t* requests = nullptr;    // device, [rows / num_heads], or null (run_indptr mode only)
+  // Runs mode only (optional): n > 0 when every run has n states and request r's run starts at
+  // slot r · n (run_indptr[r] = r · n, as the cascade's plan has it wherever every request has the
+  // same number of prefix chunks and suffix chunks): the kernel takes a row's run bounds by
+  // arithmetic instead of loading them, one dependent memory latency less before the states' loads
+  // (with requests null, rows index the requests directly: two less). 0: loaded from run_indptr.
+  int uniform_run_states = 0;
   int num_states = 0;                   // n, when run_indptr is null
   int rows = 0;
   int num_heads = 1;                    // heads per request, when run_indptr is set

@@ -1653,6 +1653,75 @@ TEST(CudaMergeStates, TwoRowsPerWarpGiveTheBitsOfOne) {
   }
 }
 
+// The merge's run bounds by arithmetic (PREFIXD_MERGE_RUN_LOOKUP=auto: where every request has
+// the same number of states, and the row index as the request where every request is merged) give
+// the bits of the bounds loaded from the plan's arrays (table): uniform runs of 2-4 states and of
+// more (both merge kernels), runs that differ, a merge of some requests only, and the concurrent
+// mode's merge of every request.
+TEST(CudaMergeStates, RunBoundsByArithmeticGiveTheBitsOfTheTable) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  const std::string k = std::to_string(ConcurrentDecodeSms(32));
+  struct Pair {
+    const char* name;
+    std::unique_ptr<Backend> arithmetic, table;
+  };
+  Pair pairs[] = {
+      {"sequential", MakeCudaBackendWithEnv({{"PREFIXD_MERGE_RUN_LOOKUP", "auto"}}),
+       MakeCudaBackendWithEnv({{"PREFIXD_MERGE_RUN_LOOKUP", "table"}})},
+      {"concurrent", MakeCudaBackendWithEnv({{"PREFIXD_MERGE_RUN_LOOKUP", "auto"}, {"PREFIXD_CONCURRENT_DECODE_SMS", k}}),
+       MakeCudaBackendWithEnv({{"PREFIXD_MERGE_RUN_LOOKUP", "table"}, {"PREFIXD_CONCURRENT_DECODE_SMS", k}})},
+  };
+  const std::vector<GroupSpec> uniform = {{1500, {40, 40, 40, 40, 40, 40, 40}}};
+  const std::vector<GroupSpec> differing = {{1000, {300, 0, 17, 64}}, {0, {45, 2}}, {130, {0, 1}}};
+  for (const auto& [hq, hkv, d, dtype] : {std::tuple{32, 8, 128, kF16}, std::tuple{16, 16, 64, kBF16},
+                                          std::tuple{6, 2, 128, kBF16}}) {
+    for (const auto& [groups_name, groups] : {std::pair{"uniform", uniform}, std::pair{"differing", differing}}) {
+      SCOPED_TRACE(std::string(groups_name) + " runs, heads " + std::to_string(hq) + "/" + std::to_string(hkv) +
+                   ", d " + std::to_string(d));
+      const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, hkv, d, dtype};
+      kernels::PageAllocator alloc(shape.num_pages);
+      const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
+      const HostKvPool pool = RandomKvPool(rng, shape);
+      const auto q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
+      const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d)));
+      PlanOptions every = CascadeOptions(*pairs[0].arithmetic);
+      every.fuse_merge = false;  // every request through the merge kernel
+      every.balance_prefix_ctas = 0;
+      every.concurrent_candidates.clear();
+      every.prefix_target_items = 0;
+      every.target_items = 48;
+      PlanOptions finest = every;
+      finest.target_items = 1 << 20;
+      finest.decode_chunk_align = finest.min_decode_chunk = 16;
+      PlanOptions some = finest;
+      some.fuse_merge = true;  // one-chunk suffixes finished by their decode items
+      for (const auto& [plan_name, options] :
+           {std::pair{"every request, short runs", every}, std::pair{"every request, long runs", finest},
+            std::pair{"some requests", some}}) {
+        SCOPED_TRACE(plan_name);
+        const CascadePlan plan = kernels::PlanCascade(batch, shape, options);
+        bool runs_uniform = true;
+        const int32_t n = plan.state_indptr[1];
+        for (size_t r = 0; r < plan.state_indptr.size(); ++r)
+          runs_uniform = runs_uniform && plan.state_indptr[r] == int32_t(r) * n;
+        EXPECT_EQ(runs_uniform, std::string(groups_name) == "uniform") << "the case's runs";
+        for (Pair& pair : pairs) {
+          SCOPED_TRACE(pair.name);
+          const StepResult got = RunStep(*pair.arithmetic, pool, 0, plan, q);
+          const StepResult loaded = RunStep(*pair.table, pool, 0, plan, q);
+          ExpectMatchesOracle(got, want, dtype, plan_name);
+          ASSERT_EQ(got.v.size(), loaded.v.size());
+          EXPECT_EQ(std::memcmp(got.v.data(), loaded.v.data(), got.v.size() * 4), 0) << "v_out bits";
+          EXPECT_EQ(std::memcmp(got.s.data(), loaded.s.data(), got.s.size() * 4), 0) << "s_out bits";
+          EXPECT_EQ(std::memcmp(got.o.data(), loaded.o.data(), got.o.size() * 4), 0) << "o bits";
+          ExpectMergePartPacksRows(*pair.arithmetic, pool, 0, plan, q);
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaMergeStateInPlace, MatchesDoubleMergeIncludingEmptySides) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   PREFIXD_SEEDED_RNG(rng);

@@ -324,6 +324,39 @@ TEST(PlanCascade, FusedMergeFinishesOneChunkSuffixesInTheirDecodeItems) {
   ExpectFinishedOnce(s.batch, unfused, false);
 }
 
+// A document-QA batch (one group, equal suffixes) gives every request the same run of state slots,
+// request r's at r · n, whatever the splits and the prefix grid's balance: the CUDA merge then
+// takes the run bounds by arithmetic (MergeStatesParams::uniform_run_states). Unequal suffixes that
+// split differently do not.
+TEST(PlanCascade, EqualRequestsOfOneGroupGetUniformStateRuns) {
+  std::mt19937_64 rng(test::TestSeed());
+  const auto uniform = [](const CascadePlan& plan) {
+    const int32_t n = plan.state_indptr[1];
+    for (size_t r = 0; r < plan.state_indptr.size(); ++r)
+      if (plan.state_indptr[r] != int32_t(r) * n) return false;
+    return n > 0;
+  };
+  for (const int suffix : {1, 40, 700}) {
+    for (const int target : {16, 48, 1 << 20}) {
+      for (const int balance : {0, 132}) {
+        SCOPED_TRACE("suffix " + std::to_string(suffix) + ", target " + std::to_string(target) + ", balance " +
+                     std::to_string(balance));
+        const BatchSetup s = MakeSetup({{3000, std::vector<int>(9, suffix)}}, 8, 2, 16, rng);
+        PlanOptions o;
+        o.target_items = target;
+        o.decode_chunk_align = o.min_decode_chunk = 16;
+        o.balance_prefix_ctas = balance;
+        EXPECT_TRUE(uniform(PlanCascade(s.batch, s.shape, o)));
+      }
+    }
+  }
+  const BatchSetup s = MakeSetup({{3000, {40, 700, 40}}}, 8, 2, 16, rng);
+  PlanOptions o;
+  o.target_items = 1 << 20;
+  o.decode_chunk_align = o.min_decode_chunk = 16;
+  EXPECT_FALSE(uniform(PlanCascade(s.batch, s.shape, o)));
+}
+
 TEST(PlanCascade, EmptyBatchGivesAnEmptyPlan) {
   const KvPoolShape shape{1, 4, 16, 2, 128, DType::kFloat16};
   DecodeBatch batch;

@@ -18,6 +18,7 @@
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
+#include "prefixd/kernels/early_decode.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
 #include "prefixd/kernels/prefix_l2_hint.h"
 #include "src/backend_common.h"
@@ -123,6 +124,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
   merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);
   merge_run_table_ = EnvChoice("PREFIXD_MERGE_RUN_LOOKUP", {"auto", "table"}, 0) == 1;
+  early_decode_percent_ = int(EnvInteger("PREFIXD_EARLY_DECODE_PERCENT", 0, 100, early_decode_percent_));
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
   decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
   decode_next_wave_ = EnvFlag("PREFIXD_DECODE_NEXT_WAVE", decode_next_wave_);
@@ -187,6 +189,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!merge_pdl_) d << " [merge PDL off]";
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
   if (merge_run_table_) d << " [merge run bounds always loaded]";
+  if (early_decode_percent_ > 0) d << " [early decode: " << early_decode_percent_ << "% of the finished suffixes]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (!decode_next_wave_) d << " [decode next-wave prefetch off]";
@@ -506,7 +509,23 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     unfused.merge_requests.resize(size_t(given.num_requests));
     for (int32_t r = 0; r < given.num_requests; ++r) unfused.merge_requests[size_t(r)] = r;
   }
-  const CascadePlan& plan = unfuse ? unfused : given;
+  // Early decode (PREFIXD_EARLY_DECODE_PERCENT, early_decode.h): a share of the finished requests'
+  // suffixes on the SMs the prefix grid leaves idle, where it leaves some (the sm_90a kernel's
+  // grid: the plan's balanced CTAs, else one CTA per item up to the SMs), outside the concurrent
+  // and fused modes.
+  const CascadePlan& base = unfuse ? unfused : given;
+  const int prefix_ctas = base.prefix_balanced_ctas > 0 ? base.prefix_balanced_ctas
+                                                        : int(std::min<int64_t>(base.prefix_items.size(), num_sms_));
+  CascadePlan early_plan;
+  EarlyDecodeSplit early;
+  if (early_decode_percent_ > 0 && concurrent_k == 0 && !fused_ && !base.prefix_items.empty() && prefix_ctas < num_sms_) {
+    early = SplitEarlyDecode(base, early_decode_percent_ / 100.0);
+    if (early.num_early > 0) {
+      early_plan = base;
+      early_plan.decode_items = early.items;
+    }
+  }
+  const CascadePlan& plan = early.num_early > 0 ? early_plan : base;
   // Prefix items may have more rows than the kernel's M tile (PrefixAttentionTileRows depends on
   // head_dim, DefaultPlanOptions does not know it): the kernel walks such an item tile by tile.
   const int64_t state_floats = int64_t(plan.num_slots()) * plan.num_qo_heads * plan.head_dim;
@@ -629,6 +648,8 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     loaded.max_merge_run_states =
         std::max(loaded.max_merge_run_states, plan.state_indptr[size_t(r) + 1] - plan.state_indptr[size_t(r)]);
   loaded.merge_uniform_run_states = UniformRunStates(plan.state_indptr);
+  loaded.num_early_decode_items = early.num_early;
+  loaded.early_decode_sms = early.num_early > 0 ? num_sms_ - prefix_ctas : 0;
   loaded.merge_every_request = nm == b;
   for (int64_t i = 0; loaded.merge_every_request && i < nm; ++i)
     loaded.merge_every_request = plan.merge_requests[size_t(i)] == i;
@@ -763,7 +784,27 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.prefetch_prefix_states = decode_prefetch_;
     p.prefetch_next_wave = decode_next_wave_;
     p.pipeline = decode_pipeline_;
-    DecodeAttention(p, decode_stream);
+    const int num_early = plan_.num_early_decode_items;
+    if (num_early > 0) {
+      // Early decode (early_decode.h): the early items (the upload's last) first, as the prefix
+      // kernel's programmatic dependent on the SMs it leaves idle; then the late items as the early
+      // grid's, whose wait covers both grids (DecodeAttentionParams::early_chain).
+      const int num_late = plan_.num_decode_items - num_early;
+      DecodeAttentionParams e = p;
+      e.items = p.items + num_late;
+      e.item_bases = p.item_bases + num_late;
+      e.num_items = num_early;
+      e.early_chain = true;
+      e.early_sms = prefix_part ? plan_.early_decode_sms : 0;
+      e.max_sms = 0;
+      e.stream_items = e.stream_tma = false;
+      e.overlap_prefix = decode_pdl_ && prefix_part;
+      DecodeAttention(e, decode_stream);
+      if (prefix_part && parts == kAllParts) ++early_decode_steps_;
+      p.num_items = num_late;
+      p.overlap_prefix = decode_pdl_;
+    }
+    if (p.num_items > 0) DecodeAttention(p, decode_stream);
   }
   // The join comes before any early return: the call's stream (and so Synchronize, a graph capture's end,
   // the merge, the next step) always waits for the decode kernel.

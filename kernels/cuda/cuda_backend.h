@@ -183,6 +183,8 @@ class CudaBackend final : public Backend {
   int concurrent_decode_sms() const { return concurrent_decode_sms_; }
   // The steps run concurrently so far (RunCascade of a plan loaded with k > 0).
   int64_t concurrent_steps() const { return concurrent_steps_; }
+  // The steps whose decode ran early items beside the prefix grid so far (PREFIXD_EARLY_DECODE_PERCENT).
+  int64_t early_decode_steps() const { return early_decode_steps_; }
   // The loaded plan's concurrent k (0: none loaded, or one after the other).
   int loaded_concurrent_decode_sms() const { return plan_loaded_ ? plan_.concurrent_decode_sms : 0; }
   // The concurrent steps whose decode ran as the persistent TMA decode on the k SMs so far.
@@ -248,6 +250,10 @@ class CudaBackend final : public Backend {
     // uniform_run_states), else 0. merge_every_request: merge_requests is 0, 1, ..., num_requests − 1.
     int merge_uniform_run_states = 0;
     bool merge_every_request = false;
+    // Early decode (early_decode.h): the last num_early_decode_items decode items run beside the
+    // prefix grid on the early_decode_sms SMs it leaves idle, before the others.
+    int num_early_decode_items = 0;
+    int early_decode_sms = 0;
     bool prefix_kv_evict_first = false;  // PrefixKvEvictFirst(plan, L2 size): the prefix K/V stream's hint
     int prefix_kv_tile_tokens = 0;       // ChoosePrefixKvTileTokens(plan): the sm_90a prefix kernel's tile
     int prefix_balanced_ctas = 0;        // CascadePlan::prefix_balanced_ctas (the sm_90a kernel's chains)
@@ -296,6 +302,7 @@ class CudaBackend final : public Backend {
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   int merge_rows_per_warp_ = 0;  // PREFIXD_MERGE_ROWS_PER_WARP (0: auto)
+  int early_decode_percent_ = 0;  // PREFIXD_EARLY_DECODE_PERCENT (0: off)
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
@@ -318,6 +325,7 @@ class CudaBackend final : public Backend {
   bool concurrent_tma_forced_ = false;       // ... =force (with a forced k)
   int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;
+  int64_t early_decode_steps_ = 0;
   cudaStream_t decode_stream_ = nullptr;
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;

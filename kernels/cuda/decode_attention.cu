@@ -117,6 +117,9 @@ void DecodeAttention(const DecodeAttentionParams& p, cudaStream_t stream) {
                                                      << " is not a multiple of num_kv_heads "
                                                      << p.num_kv_heads);
   PREFIXD_CHECK_ARG(p.page_size > 0, "DecodeAttention: page_size must be positive");
+  PREFIXD_CHECK_ARG(p.early_sms >= 0 && !(p.early_sms > 0 && (p.max_sms > 0 || !p.early_chain)),
+                    "DecodeAttention: early_sms " << p.early_sms << " needs early_chain and excludes max_sms ("
+                                                  << p.max_sms << ")");
   if (p.num_items == 0) return;
   DecodeAttentionParams launch = p;
   launch.group_size = p.num_qo_heads / p.num_kv_heads;

@@ -98,6 +98,16 @@ struct DecodeAttentionParams {
   // where griddepcontrol.wait returns at once) for the backend's concurrent prefix/decode, whose
   // decode kernel runs beside the prefix grid on another stream and has no finishing items.
   bool overlap_prefix = false;
+  // Early decode (cuda_backend.h, PREFIXD_EARLY_DECODE): this launch runs a step's early items
+  // (none finishing; they read no prefix state) beside the prefix grid, launched as its
+  // programmatic dependent (overlap_prefix) on the SMs that grid leaves idle. Each CTA signals
+  // griddepcontrol.launch_dependents at its start (so the late decode, this grid's dependent, is
+  // launched only once every early CTA is resident: no late CTA can take an early one's SM and
+  // wait on it), skips the per-item wait and waits for the prefix grid only before it exits (so
+  // this grid completes after the prefix grid and the late decode's wait covers both).
+  // early_sms > 0 caps the grid at early_sms SMs' worth of resident CTAs, each looping over items.
+  bool early_chain = false;
+  int early_sms = 0;
   int mma_warps = 0;  // tensor-core kernel: warps per CTA (DecodeMmaWarps)
   // L2 policy of the streamed K/V: evict-first (read once; other data, such as the prefix states
   // a finishing item reads at its end, stays in L2) or normal.

@@ -78,10 +78,12 @@ __device__ __forceinline__ int2 ItemBases(const DecodeAttentionParams& p, const 
 // shared memory free again between two (the last item's epilogue has read it).
 template <typename RunItem>
 __device__ __forceinline__ void ForEachDecodeItem(const DecodeAttentionParams& p, RunItem run_item) {
+  if (p.early_chain) AllowDependentLaunch();  // DecodeAttentionParams::early_chain
   for (int i = blockIdx.x; i < p.num_items; i += gridDim.x) {
     if (i != int(blockIdx.x)) __syncthreads();
     run_item(i);
   }
+  if (p.early_chain) WaitForPrefixGrid();  // this grid completes after the prefix grid
 }
 
 // A finishing item's prefix-chunk states, slots [run_begin, + slot_offset) of its GQA heads, into
@@ -236,8 +238,9 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
   }
 
   // With a programmatic launch the prefix grid may still be running: wait before reading its
-  // states, and in every CTA (finishing or not), so that this grid completes only after it.
-  WaitForPrefixGrid();
+  // states, and in every CTA (finishing or not), so that this grid completes only after it. Early
+  // items (none finishing) wait once, at their CTA's exit (ForEachDecodeItem).
+  if (!p.early_chain) WaitForPrefixGrid();
 
   if (!item.finish) {
     const int64_t slot_state = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + first_head;
@@ -360,7 +363,10 @@ SmemLimits DecodeSmemLimits();
 template <auto KERNEL>
 void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams& p, cudaStream_t stream) {
   int grid = p.num_items, smem = smem_bytes;
-  if (p.max_sms > 0 || smem > 48 * 1024) {  // the device's limits: one query per launch
+  if (p.early_sms > 0) {  // DecodeAttentionParams::early_chain: the SMs' resident CTAs, looping
+    if (smem > 48 * 1024) RaiseDynamicSmemLimitOnce<KERNEL>(DecodeSmemLimits().max_per_block);
+    grid = std::min(grid, p.early_sms * ResidentCtasOnce<KERNEL>(threads, smem));
+  } else if (p.max_sms > 0 || smem > 48 * 1024) {  // the device's limits: one query per launch
     const SmemLimits limits = DecodeSmemLimits();
     if (p.max_sms > 0) {
       grid = std::min(grid, p.max_sms);
@@ -371,7 +377,7 @@ void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams
   DecodeAttentionParams launch = p;
   launch.next_wave_items = 0;
   // The CTA one wave later runs item index + resident only in a grid without slices.
-  if (p.max_sms == 0 && p.prefetch_next_wave && p.group_slices == 1) {
+  if (p.max_sms == 0 && p.early_sms == 0 && p.prefetch_next_wave && p.group_slices == 1) {
     const int resident = ResidentCtasOnce<KERNEL>(threads, smem);
     if (grid > resident) launch.next_wave_items = resident;
   }

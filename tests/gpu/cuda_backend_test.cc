@@ -394,6 +394,45 @@ TEST_P(CudaConcurrentCascadeTest, MatchesFloat64OracleAndCpuBackend) {
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentCascadeTest, ::testing::ValuesIn(CascadeCases()),
                          [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
+// Early decode (PREFIXD_EARLY_DECODE_PERCENT, early_decode.h): a share of the finished requests'
+// suffixes beside the prefix grid, each such request finished by an empty merge-only item after it.
+// Every cascade case at 30% and 100% of those suffix tokens, its fused plan (finishing items) and
+// the finest split (merged requests beside the early ones), against the float64 oracle and the CPU
+// backend; the step must have run early items wherever the plan has finishing ones. Then the
+// decode part alone after the prefix part (the early grid launched normally) and a CUDA-graph
+// replay of the whole step.
+TEST(CudaEarlyDecode, MatchesFloat64OracleAndCpuBackend) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  for (const char* percent : {"30", "100"}) {
+    SCOPED_TRACE(std::string("PREFIXD_EARLY_DECODE_PERCENT=") + percent);
+    std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_EARLY_DECODE_PERCENT", percent}});
+    auto& device = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+    for (const CascadeCase& c : CascadeCases()) {
+      SCOPED_TRACE(c.name);
+      const CascadeInputs in = MakeCascadeInputs(c, rng);
+      const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+      PlanOptions finest = OptionsFor(c.split);
+      finest.target_items = 1 << 20;
+      finest.decode_chunk_align = finest.min_decode_chunk = 16;
+      for (const auto& [what, plan] : {std::pair{std::string("fused plan"), kernels::PlanCascade(in.batch, in.shape, OptionsFor(c.split))},
+                                       std::pair{std::string("finest plan"), kernels::PlanCascade(in.batch, in.shape, finest)}}) {
+        SCOPED_TRACE(what);
+        bool finishing = false;
+        for (const auto& it : plan.decode_items) finishing = finishing || it.finish;
+        const int64_t before = device.early_decode_steps();
+        const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
+        const StepResult cpu = RunStep(Cpu(), in.pool, c.layer, plan, in.q);
+        ExpectMatchesOracle(got, want, c.dtype, what);
+        ExpectMatchesCpu(got, cpu, c.dtype, what);
+        if (finishing && !plan.prefix_items.empty())
+          EXPECT_GT(device.early_decode_steps(), before) << "no early items ran";
+        ExpectMergePartPacksRows(*backend, in.pool, c.layer, plan, in.q);
+      }
+    }
+  }
+}
+
 // Every cap from one prefix CTA (k = SMs − 1) to almost the whole device (k = 1), on a long prefix
 // (many prefix items per CTA) with GQA 4 / D 128 and GQA 8 / D 64 and split suffixes.
 TEST(CudaConcurrentCascade, AnyDecodeSmCount) {
@@ -1872,6 +1911,19 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
   ASSERT_EQ(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
   EXPECT_NE(std::find(priorities.begin(), priorities.end(), greatest), priorities.end()) << "no node at the prefix's priority";
   EXPECT_NE(std::find(priorities.begin(), priorities.end(), least), priorities.end()) << "no node at the decode's priority";
+#endif
+}
+
+// The early decode's step (three launches on one stream, each the previous one's programmatic
+// dependent) captures and replays correctly, its early items run in the capture.
+TEST(CudaGraph, EarlyDecodeStepReplaysCorrectly) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_EARLY_DECODE_PERCENT", "50"}});
+  auto& device = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+  size_t roots = 0;
+  ExpectCapturedStepReplays(*backend, &roots, nullptr);
+  EXPECT_GE(device.early_decode_steps(), 2) << "the warm-up and the capture should have run early items";
 #endif
 }
 

@@ -1,0 +1,56 @@
+#include "prefixd/kernels/early_decode.h"
+
+#include "prefixd/common/error.h"
+
+namespace prefixd::kernels {
+
+EarlyDecodeSplit SplitEarlyDecode(const CascadePlan& plan, double early_share) {
+  PREFIXD_CHECK_ARG(early_share >= 0.0 && early_share <= 1.0,
+                    "SplitEarlyDecode: early_share " << early_share << " must be in [0, 1]");
+  const int num_requests = plan.num_requests;
+  // Requests finished by their decode items, and their suffix tokens (any one item's: a finishing
+  // item covers the whole suffix).
+  std::vector<int64_t> finished_tokens(size_t(num_requests), -1);
+  for (const DecodeWorkItem& it : plan.decode_items)
+    if (it.finish) finished_tokens[size_t(it.request)] = it.kv_end - it.kv_begin;
+  int64_t total = 0;
+  for (const int64_t t : finished_tokens) total += t > 0 ? t : 0;
+
+  std::vector<char> early(size_t(num_requests), 0);
+  int num_early_requests = 0;
+  if (early_share > 0.0 && total > 0) {
+    const double budget = early_share * double(total);
+    int64_t taken = 0;
+    for (int r = 0; r < num_requests; ++r) {
+      if (finished_tokens[size_t(r)] <= 0) continue;
+      if (num_early_requests > 0 && double(taken + finished_tokens[size_t(r)]) > budget) break;
+      early[size_t(r)] = 1;
+      taken += finished_tokens[size_t(r)];
+      ++num_early_requests;
+    }
+  }
+
+  EarlyDecodeSplit split;
+  split.num_early_requests = num_early_requests;
+  std::vector<DecodeWorkItem> merge_only, early_items;
+  for (const DecodeWorkItem& it : plan.decode_items) {
+    if (!early[size_t(it.request)]) {
+      split.items.push_back(it);
+      continue;
+    }
+    DecodeWorkItem e = it;  // the whole suffix, into the suffix slot
+    e.finish = 0;
+    early_items.push_back(e);
+    DecodeWorkItem m = it;  // no tokens: the ⊕ of the prefix states and the early state
+    m.kv_begin = m.kv_end;
+    m.slot_offset = it.slot_offset + 1;
+    merge_only.push_back(m);
+  }
+  split.items.insert(split.items.end(), merge_only.begin(), merge_only.end());
+  split.num_late = int(split.items.size());
+  split.items.insert(split.items.end(), early_items.begin(), early_items.end());
+  split.num_early = int(early_items.size());
+  return split;
+}
+
+}  // namespace prefixd::kernels

@@ -795,10 +795,13 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       e.item_bases = p.item_bases + num_late;
       e.num_items = num_early;
       e.early_chain = true;
-      e.early_sms = prefix_part ? plan_.early_decode_sms : 0;
-      e.max_sms = 0;
       e.stream_items = e.stream_tma = false;
-      e.overlap_prefix = decode_pdl_ && prefix_part;
+      // Beside the prefix grid only as its programmatic dependent; after it (no PDL), or in a
+      // decode part alone, on every SM, or on those CascadeArgs::decode_free_sms leaves.
+      const bool beside_prefix = decode_pdl_ && prefix_part;
+      e.overlap_prefix = beside_prefix;
+      e.early_sms = beside_prefix && args.decode_free_sms == 0 ? plan_.early_decode_sms : 0;
+      e.max_sms = args.decode_free_sms > 0 ? p.max_sms : 0;
       DecodeAttention(e, decode_stream);
       if (prefix_part && parts == kAllParts) ++early_decode_steps_;
       p.num_items = num_late;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 59, run 3 (nvidia-h200): the whole GPU suite on the final binaries (the merge's run bounds
+# Session 59, run 6 (nvidia-h200): the whole GPU suite on the final binaries (the merge's run bounds
 # by arithmetic, PREFIXD_MERGE_RUN_LOOKUP=auto), the default sanitizer lists, and the main job at 32/8.
-#   CARRY=.carry/s59b bash bench/kernel/s59-final.sh
+#   CARRY=.carry/s59e bash bench/kernel/s59-final.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s59-final

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 59, run 4 (nvidia-h200): the issue's grid and head_dim rows on the final binaries
+# Session 59, run 7 (nvidia-h200): the issue's grid and head_dim rows on the final binaries
 # (issue4-grid.sh; the merge kernel's run bounds by arithmetic since run 2).
-#   CARRY=.carry/s59b bash bench/kernel/s59-grid.sh
+#   CARRY=.carry/s59e bash bench/kernel/s59-grid.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s59-grid

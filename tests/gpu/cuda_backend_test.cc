@@ -1647,6 +1647,21 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaMergeStatesTest,
                                   std::to_string(info.param.dim);
                          });
 
+// Plan options that send every request through the merge kernel: runs of 2-4 states (one to three
+// prefix chunks, suffixes whole; first) and of more (the finest splits; second).
+std::pair<PlanOptions, PlanOptions> MergeKernelPlanOptions(const Backend& backend) {
+  PlanOptions shortest = CascadeOptions(backend);
+  shortest.fuse_merge = false;
+  shortest.balance_prefix_ctas = 0;
+  shortest.concurrent_candidates.clear();
+  shortest.prefix_target_items = 0;
+  shortest.target_items = 48;
+  PlanOptions finest = shortest;
+  finest.target_items = 1 << 20;
+  finest.decode_chunk_align = finest.min_decode_chunk = 16;
+  return {shortest, finest};
+}
+
 // Two rows per warp (PREFIXD_MERGE_ROWS_PER_WARP=2; by default only a merge of more than one wave
 // of resident warps takes them): the cascade's merge of short runs gives the bits of one row per
 // warp, to o / v_out / s_out and to packed rows; runs longer than 4 states fall back to one row per
@@ -1666,17 +1681,7 @@ TEST(CudaMergeStates, TwoRowsPerWarpGiveTheBitsOfOne) {
     const HostKvPool pool = RandomKvPool(rng, shape);
     const auto q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
     const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d)));
-    // Runs of 2-4 states (one to three prefix chunks, suffixes whole), every request through the
-    // merge kernel.
-    PlanOptions shortest = CascadeOptions(*pairs);
-    shortest.fuse_merge = false;
-    shortest.balance_prefix_ctas = 0;
-    shortest.concurrent_candidates.clear();
-    shortest.prefix_target_items = 0;
-    shortest.target_items = 48;
-    PlanOptions finest = shortest;
-    finest.target_items = 1 << 20;
-    finest.decode_chunk_align = finest.min_decode_chunk = 16;
+    const auto [shortest, finest] = MergeKernelPlanOptions(*pairs);
     for (const auto& [name, options] : {std::pair{"short runs", shortest}, std::pair{"finest", finest}}) {
       SCOPED_TRACE(name);
       const CascadePlan plan = kernels::PlanCascade(batch, shape, options);
@@ -1721,30 +1726,20 @@ TEST(CudaMergeStates, RunBoundsByArithmeticGiveTheBitsOfTheTable) {
   for (const auto& [hq, hkv, d, dtype] : {std::tuple{32, 8, 128, kF16}, std::tuple{16, 16, 64, kBF16},
                                           std::tuple{6, 2, 128, kBF16}}) {
     for (const auto& [groups_name, groups] : {std::pair{"uniform", uniform}, std::pair{"differing", differing}}) {
-      SCOPED_TRACE(std::string(groups_name) + " runs, heads " + std::to_string(hq) + "/" + std::to_string(hkv) +
-                   ", d " + std::to_string(d));
-      const KvPoolShape shape{1, PagesNeeded(groups, 16), 16, hkv, d, dtype};
-      kernels::PageAllocator alloc(shape.num_pages);
-      const DecodeBatch batch = BuildBatch(groups, hq, 16, alloc, rng);
-      const HostKvPool pool = RandomKvPool(rng, shape);
-      const auto q = MakeQueries(rng, pool, 0, batch, true, kPeakyScale);
-      const RefOutput want = NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d)));
-      PlanOptions every = CascadeOptions(*pairs[0].arithmetic);
-      every.fuse_merge = false;  // every request through the merge kernel
-      every.balance_prefix_ctas = 0;
-      every.concurrent_candidates.clear();
-      every.prefix_target_items = 0;
-      every.target_items = 48;
-      PlanOptions finest = every;
-      finest.target_items = 1 << 20;
-      finest.decode_chunk_align = finest.min_decode_chunk = 16;
+      const CascadeCase c{std::string(groups_name) + " runs, heads " + std::to_string(hq) + "/" + std::to_string(hkv) +
+                              ", d " + std::to_string(d),
+                          dtype, hq, hkv, d, 16, groups, true};
+      SCOPED_TRACE(c.name);
+      const CascadeInputs in = MakeCascadeInputs(c, rng);
+      const RefOutput want = NaiveCascade(in.pool, 0, in.batch, in.q, 1.0 / std::sqrt(double(d)));
+      const auto [every, finest] = MergeKernelPlanOptions(*pairs[0].arithmetic);
       PlanOptions some = finest;
       some.fuse_merge = true;  // one-chunk suffixes finished by their decode items
       for (const auto& [plan_name, options] :
            {std::pair{"every request, short runs", every}, std::pair{"every request, long runs", finest},
             std::pair{"some requests", some}}) {
         SCOPED_TRACE(plan_name);
-        const CascadePlan plan = kernels::PlanCascade(batch, shape, options);
+        const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, options);
         bool runs_uniform = true;
         const int32_t n = plan.state_indptr[1];
         for (size_t r = 0; r < plan.state_indptr.size(); ++r)
@@ -1752,14 +1747,14 @@ TEST(CudaMergeStates, RunBoundsByArithmeticGiveTheBitsOfTheTable) {
         EXPECT_EQ(runs_uniform, std::string(groups_name) == "uniform") << "the case's runs";
         for (Pair& pair : pairs) {
           SCOPED_TRACE(pair.name);
-          const StepResult got = RunStep(*pair.arithmetic, pool, 0, plan, q);
-          const StepResult loaded = RunStep(*pair.table, pool, 0, plan, q);
+          const StepResult got = RunStep(*pair.arithmetic, in.pool, 0, plan, in.q);
+          const StepResult loaded = RunStep(*pair.table, in.pool, 0, plan, in.q);
           ExpectMatchesOracle(got, want, dtype, plan_name);
           ASSERT_EQ(got.v.size(), loaded.v.size());
           EXPECT_EQ(std::memcmp(got.v.data(), loaded.v.data(), got.v.size() * 4), 0) << "v_out bits";
           EXPECT_EQ(std::memcmp(got.s.data(), loaded.s.data(), got.s.size() * 4), 0) << "s_out bits";
           EXPECT_EQ(std::memcmp(got.o.data(), loaded.o.data(), got.o.size() * 4), 0) << "o bits";
-          ExpectMergePartPacksRows(*pair.arithmetic, pool, 0, plan, q);
+          ExpectMergePartPacksRows(*pair.arithmetic, in.pool, 0, plan, in.q);
         }
       }
     }

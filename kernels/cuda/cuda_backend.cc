@@ -803,7 +803,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       e.early_sms = beside_prefix && args.decode_free_sms == 0 ? plan_.early_decode_sms : 0;
       e.max_sms = args.decode_free_sms > 0 ? p.max_sms : 0;
       DecodeAttention(e, decode_stream);
-      if (prefix_part && parts == kAllParts) ++early_decode_steps_;
+      if (beside_prefix && parts == kAllParts) ++early_decode_steps_;
       p.num_items = num_late;
       p.overlap_prefix = decode_pdl_;
     }

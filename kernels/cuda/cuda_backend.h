@@ -30,6 +30,16 @@
 //   PREFIXD_MERGE_ROWS_PER_WARP=auto|1|2  rows per warp of the merge kernel (MergeStatesParams::
 //                                         rows_per_warp; auto: two where one would take more than a
 //                                         wave and every run has at most 4 states)
+//   PREFIXD_MERGE_RUN_LOOKUP=auto|table   the merge's run bounds by arithmetic where the plan's runs
+//                                         are uniform and every request is merged (MergeStatesParams::
+//                                         uniform_run_states), or always loaded (auto)
+//   PREFIXD_EARLY_DECODE_PERCENT=0-100    early decode (early_decode.h): that share of the finished
+//                                         requests' suffix tokens beside the prefix grid, on the SMs
+//                                         it leaves idle, as its programmatic dependent; the rest of
+//                                         the decode, with a merge-only item per early (request, KV
+//                                         head), as the early grid's (DecodeAttentionParams::
+//                                         early_chain) (0: off; 15 measured -2 µs at 32/32 B256
+//                                         P32768 S32, slower elsewhere, bench/RESULTS.md s59)
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_DECODE_NEXT_WAVE=0|1          a decode of several waves: each CTA prefetches the start

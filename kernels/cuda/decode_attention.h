@@ -98,7 +98,7 @@ struct DecodeAttentionParams {
   // where griddepcontrol.wait returns at once) for the backend's concurrent prefix/decode, whose
   // decode kernel runs beside the prefix grid on another stream and has no finishing items.
   bool overlap_prefix = false;
-  // Early decode (cuda_backend.h, PREFIXD_EARLY_DECODE): this launch runs a step's early items
+  // Early decode (cuda_backend.h, PREFIXD_EARLY_DECODE_PERCENT): this launch runs a step's early items
   // (none finishing; they read no prefix state) beside the prefix grid, launched as its
   // programmatic dependent (overlap_prefix) on the SMs that grid leaves idle. Each CTA signals
   // griddepcontrol.launch_dependents at its start (so the late decode, this grid's dependent, is

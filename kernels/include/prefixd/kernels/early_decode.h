@@ -1,6 +1,6 @@
 // Early decode: a plan's decode items rearranged so that part of the suffix work runs on the SMs
 // the prefix grid leaves idle, beside it, instead of after it (the CUDA backend's
-// PREFIXD_EARLY_DECODE; bench/NOTES-fused.md, session 59). A pure CPU function of a loaded plan.
+// PREFIXD_EARLY_DECODE_PERCENT; bench/NOTES-fused.md, session 59). A pure CPU function of a loaded plan.
 //
 // Why: a compute-bound prefix part of 128 items runs on 128 of the H200's 132 SMs for its whole
 // length (~220 µs at B256 P32768), and the decode after it streams its K/V alone (~34 µs at 32/32
@@ -14,6 +14,9 @@
 // Only requests finished by their decode items (one finishing item per KV head) can be early; the
 // rest keep their items. The merge-only items cost their epilogue's state reads: (c + 1) states of
 // g heads, against the suffix's K/V bytes an early item moves.
+// Measured (H200, bench/RESULTS.md session 59): 15% of the tokens took 32/32 B256 P32768 S32 1.9 /
+// 2.4 µs lower (fp16 / bf16); more is slower, the GQA-1 decode streaming ~22 GB/s per SM on the 4
+// idle SMs, and so is every share at P8192 (44 µs of prefix). Off by default.
 #pragma once
 
 #include <cstdint>

@@ -44,17 +44,6 @@ constexpr int kMinPrefixChunk = 256;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// n where every run of state_indptr has n > 0 states (state_indptr[r] = r · n), else 0: the merge
-// then takes a row's run bounds by arithmetic (MergeStatesParams::uniform_run_states).
-int UniformRunStates(const std::vector<int32_t>& state_indptr) {
-  if (state_indptr.size() < 2) return 0;
-  const int32_t n = state_indptr[1] - state_indptr[0];
-  if (n <= 0) return 0;
-  for (size_t r = 0; r < state_indptr.size(); ++r)
-    if (int64_t(state_indptr[r]) != int64_t(r) * n) return 0;
-  return n;
-}
-
 // Memory errors are the caller's to handle (kOutOfMemory), not a broken device (kLibrary).
 void CheckAlloc(cudaError_t err, size_t bytes, const char* what) {
   if (err == cudaErrorMemoryAllocation) {
@@ -647,7 +636,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   for (const int32_t r : plan.merge_requests)
     loaded.max_merge_run_states =
         std::max(loaded.max_merge_run_states, plan.state_indptr[size_t(r) + 1] - plan.state_indptr[size_t(r)]);
-  loaded.merge_uniform_run_states = UniformRunStates(plan.state_indptr);
+  loaded.merge_uniform_run_states = plan.UniformRunStates();  // MergeStatesParams::uniform_run_states
   loaded.num_early_decode_items = early.num_early;
   loaded.early_decode_sms = early.num_early > 0 ? num_sms_ - prefix_ctas : 0;
   loaded.merge_every_request = nm == b;

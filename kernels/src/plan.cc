@@ -723,6 +723,15 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
   return PlanChosen(batch, pool, options, report);
 }
 
+int CascadePlan::UniformRunStates() const {
+  if (state_indptr.size() < 2) return 0;
+  const int32_t n = state_indptr[1] - state_indptr[0];
+  if (n <= 0) return 0;
+  for (size_t r = 0; r < state_indptr.size(); ++r)
+    if (int64_t(state_indptr[r]) != int64_t(r) * n) return 0;
+  return n;
+}
+
 bool CascadePlan::MergeNeedsDecode() const {
   if (merge_requests.empty() || decode_items.empty()) return false;
   std::vector<char> merged(size_t(num_requests), 0);

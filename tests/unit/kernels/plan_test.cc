@@ -330,12 +330,7 @@ TEST(PlanCascade, FusedMergeFinishesOneChunkSuffixesInTheirDecodeItems) {
 // split differently do not.
 TEST(PlanCascade, EqualRequestsOfOneGroupGetUniformStateRuns) {
   std::mt19937_64 rng(test::TestSeed());
-  const auto uniform = [](const CascadePlan& plan) {
-    const int32_t n = plan.state_indptr[1];
-    for (size_t r = 0; r < plan.state_indptr.size(); ++r)
-      if (plan.state_indptr[r] != int32_t(r) * n) return false;
-    return n > 0;
-  };
+  const auto uniform = [](const CascadePlan& plan) { return plan.UniformRunStates() > 0; };
   for (const int suffix : {1, 40, 700}) {
     for (const int target : {16, 48, 1 << 20}) {
       for (const int balance : {0, 132}) {
@@ -355,6 +350,15 @@ TEST(PlanCascade, EqualRequestsOfOneGroupGetUniformStateRuns) {
   o.target_items = 1 << 20;
   o.decode_chunk_align = o.min_decode_chunk = 16;
   EXPECT_FALSE(uniform(PlanCascade(s.batch, s.shape, o)));
+  // The property itself, on hand-made slot arrays: the run length, or 0.
+  CascadePlan runs;
+  EXPECT_EQ(runs.UniformRunStates(), 0) << "no requests";
+  runs.state_indptr = {0, 3, 6, 9};
+  EXPECT_EQ(runs.UniformRunStates(), 3);
+  runs.state_indptr = {0, 3, 6, 8};
+  EXPECT_EQ(runs.UniformRunStates(), 0) << "the last run shorter";
+  runs.state_indptr = {0, 0, 0};
+  EXPECT_EQ(runs.UniformRunStates(), 0) << "empty runs";
 }
 
 TEST(PlanCascade, EmptyBatchGivesAnEmptyPlan) {

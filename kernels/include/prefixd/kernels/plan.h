@@ -227,6 +227,9 @@ struct CascadePlan {
   int32_t concurrent_decode_tma = 0;
 
   int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
+  // n where every request's run has the same n > 0 slots (state_indptr[r] = r · n: one group with
+  // equal suffixes), else 0. The CUDA merge then takes the run bounds by arithmetic.
+  int UniformRunStates() const;
   // Whether some request of merge_requests has decode items (a suffix split into chunks, or no
   // fused merge): then the merge must follow the decode (Backend::RunCascadeParts).
   bool MergeNeedsDecode() const;

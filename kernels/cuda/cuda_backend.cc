@@ -369,6 +369,9 @@ PlanOptions CudaBackend::ReadPlanOptions() const {
   const bool balance = EnvFlag("PREFIXD_PREFIX_BALANCE", true);  // read (and checked) on every kernel
   o.balance_prefix_ctas = persistent_prefix && balance ? num_sms_ - concurrent_decode_sms_ : 0;
   o.balance_stream = EnvFlag("PREFIXD_PREFIX_BALANCE_STREAM", concurrent_decode_sms_ > 0);
+  // PREFIXD_PREFIX_STREAM_NARROW=0|1: the stream's leftover CTAs as narrow slots
+  // (PlanOptions::balance_stream_narrow).
+  o.balance_stream_narrow = EnvFlag("PREFIXD_PREFIX_STREAM_NARROW", true);
   // Forced concurrent: every plan for it. Otherwise the planner's candidates (with choose_layout).
   o.concurrent_decode_sms = concurrent_decode_sms_;
   if (concurrent_decode_sms_ == 0) o.concurrent_candidates = concurrent_candidates_;

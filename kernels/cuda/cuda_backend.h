@@ -76,6 +76,8 @@
 //                                         idle SMs (prefix_balance.h)
 //   PREFIXD_PREFIX_BALANCE_STREAM=0|1     DefaultPlanOptions().balance_stream: also by the stream over
 //                                         the heads (1 with concurrent decode, else 0)
+//   PREFIXD_PREFIX_STREAM_NARROW=0|1      DefaultPlanOptions().balance_stream_narrow: the stream's
+//                                         leftover CTAs as narrow slots (prefix_balance.h) (1)
 //   PREFIXD_PREFIX_BALANCE_OVERHEAD=n     DefaultPlanOptions().balance_item_overhead_tiles, in
 //                                         hundredths of a K/V tile (-1: the head_dim's, 80/250/520)
 //   PREFIXD_PREFIX_BALANCE_MIN_GAIN=n     DefaultPlanOptions().balance_min_gain, in hundredths of a

@@ -19,44 +19,100 @@ struct StreamPiece {
   int chunk;
 };
 
-// The stream's summary (ChoosePrefixStream) and its pieces, which StreamPrefixGrid turns into items.
+// A slot of the stream: CTAs [first_cta, first_cta + ctas), CTA i running row tiles i, i + ctas,
+// ... (row_tiles / ctas of them: one in a whole slot).
+struct StreamSlot {
+  int first_cta, ctas;
+};
+
+// The stream's summary (ChoosePrefixStream), its slots and pieces, which StreamPrefixGrid turns
+// into items.
 struct StreamLayout {
   PrefixStream stream;
+  std::vector<StreamSlot> slots;
   std::vector<StreamPiece> pieces;
 };
 
-// The even split over ctas / row_tiles slots: shares of ⌈heads · tiles / slots⌉ tiles, the empty
-// pieces on the least busy slots; nullopt where there is no slot or one slot.
-std::optional<StreamLayout> LayOutStream(const PrefixStreamShape& s) {
+// The slots' widths: ctas / R whole slots of R, then (with narrow) the rest as slots of divisors
+// of R, largest first.
+std::vector<int> SlotWidths(const PrefixStreamShape& s) {
+  std::vector<int> widths(size_t(s.ctas / s.row_tiles), s.row_tiles);
+  int left = s.narrow_slots ? s.ctas % s.row_tiles : 0;
+  while (left > 0) {
+    int c = left;
+    while (s.row_tiles % c != 0) --c;
+    widths.push_back(c);
+    left -= c;
+  }
+  return widths;
+}
+
+// The split over the slots: each narrow slot of c CTAs ⌊heads · tiles · c / ctas⌋ tiles at the
+// stream's end, the whole slots the rest in shares of ⌈rest / whole slots⌉ (without narrow slots:
+// ⌈heads · tiles / slots⌉), the empty pieces on the least busy slots; nullopt where there are
+// fewer than two whole slots.
+std::optional<StreamLayout> LayOutSlots(const PrefixStreamShape& s) {
   if (s.heads <= 0 || s.row_tiles <= 0 || s.tiles <= 0 || s.ctas / s.row_tiles < 2) return std::nullopt;
   const int64_t total = s.heads * s.tiles;
+  const std::vector<int> widths = SlotWidths(s);
+  const int whole = s.ctas / s.row_tiles;
+  int64_t width_sum = 0;
+  for (const int w : widths) width_sum += w;
+  std::vector<int64_t> quota(widths.size());
+  int64_t narrow_total = 0;
+  for (size_t j = size_t(whole); j < widths.size(); ++j) narrow_total += quota[j] = total * widths[j] / width_sum;
   StreamLayout l;
   PrefixStream& st = l.stream;
-  st.share_tiles = CeilDiv(total, s.ctas / s.row_tiles);
-  const int64_t share = st.share_tiles;
-  st.slots = int(CeilDiv(total, share));
-  std::vector<StreamPiece>& pieces = l.pieces;
+  st.share_tiles = CeilDiv(total - narrow_total, whole);
+  for (size_t j = 0; j < size_t(whole); ++j) quota[j] = st.share_tiles;
   std::vector<int> cut(size_t(s.heads), 0);
-  std::vector<double> load(size_t(st.slots), 0.0);
-  for (int slot = 0; slot < st.slots; ++slot) {
-    const int64_t lo = slot * share, hi = std::min(total, lo + share);
+  std::vector<double> load;  // per slot: each of its CTAs' tiles + items × the overhead
+  std::vector<int> passes;   // per slot: row tiles per CTA
+  int64_t lo = 0;
+  for (size_t j = 0; j < widths.size() && lo < total; ++j) {
+    if (quota[j] == 0) continue;  // a narrow slot too narrow for a tile
+    const int slot = int(l.slots.size());
+    // The whole slots end where the narrow ones' tiles begin.
+    const int64_t hi = std::min(j < size_t(whole) ? total - narrow_total : total, lo + quota[j]);
+    if (hi <= lo) continue;
+    l.slots.push_back({st.ctas, widths[j]});
+    st.ctas += widths[j];
+    st.narrow_slots += widths[j] < s.row_tiles;
+    passes.push_back(s.row_tiles / widths[j]);
+    load.push_back(0.0);
     for (int64_t h = lo / s.tiles; h < s.heads && h * s.tiles < hi; ++h) {
       const int64_t begin = std::max(lo, h * s.tiles) - h * s.tiles;
       const int64_t end = std::min(hi, (h + 1) * s.tiles) - h * s.tiles;
       if (begin >= end) continue;
-      pieces.push_back({slot, h, begin, end, cut[size_t(h)]++});
-      load[size_t(slot)] += double(end - begin) + s.item_overhead_tiles;
+      l.pieces.push_back({slot, h, begin, end, cut[size_t(h)]++});
+      load[size_t(slot)] += passes[size_t(slot)] * (double(end - begin) + s.item_overhead_tiles);
     }
+    lo = hi;
   }
+  st.slots = int(l.slots.size());
   st.chunks = *std::max_element(cut.begin(), cut.end());
   for (int64_t h = 0; h < s.heads; ++h)
     for (int c = cut[size_t(h)]; c < st.chunks; ++c) {
-      const int slot = int(std::min_element(load.begin(), load.end()) - load.begin());
-      pieces.push_back({slot, h, 0, 0, c});
-      load[size_t(slot)] += s.item_overhead_tiles;
+      size_t slot = 0;  // the least busy after taking it
+      for (size_t j = 1; j < load.size(); ++j)
+        if (load[j] + passes[j] * s.item_overhead_tiles < load[slot] + passes[slot] * s.item_overhead_tiles) slot = j;
+      l.pieces.push_back({int(slot), h, 0, 0, c});
+      load[slot] += passes[slot] * s.item_overhead_tiles;
     }
   st.busiest_after = *std::max_element(load.begin(), load.end());
   return l;
+}
+
+// LayOutSlots, with the narrow slots only where they make the busiest CTA less busy (a narrow
+// slot's CTA pays the overhead of every piece once per row tile it runs).
+std::optional<StreamLayout> LayOutStream(const PrefixStreamShape& s) {
+  PrefixStreamShape whole = s;
+  whole.narrow_slots = false;
+  std::optional<StreamLayout> best = LayOutSlots(whole);
+  if (!best || !s.narrow_slots || s.ctas % s.row_tiles == 0) return best;
+  std::optional<StreamLayout> narrow = LayOutSlots(s);
+  if (narrow->stream.busiest_after < best->stream.busiest_after) best = std::move(narrow);
+  return best;
 }
 
 // The heads of a plan's pairs (chunk-0 items), each its items' indices by row; false unless every
@@ -119,21 +175,24 @@ std::optional<PrefixStream> ChoosePrefixStream(const PrefixStreamShape& s) {
 
 namespace {
 
-// The stream's grid (LayOutStream) in place of the plan's items: per slot and row tile one CTA,
-// its pieces in order as a chain.
+// The stream's grid (LayOutStream) in place of the plan's items: per slot and row tile one CTA in
+// a whole slot, R / c row tiles per CTA in a narrow one; each CTA's pieces in order as a chain
+// (in a narrow slot, each piece once per row tile of the CTA).
 void StreamPrefixGrid(CascadePlan* plan, const std::vector<std::vector<int64_t>>& heads, int rows,
                       const StreamLayout& layout, int32_t tokens, int tile) {
   std::vector<PrefixWorkItem>& items = plan->prefix_items;
-  std::vector<std::vector<PrefixWorkItem>> chains(size_t(layout.stream.slots) * rows);
-  for (const StreamPiece& piece : layout.pieces)
+  std::vector<std::vector<PrefixWorkItem>> chains(size_t(layout.stream.ctas));
+  for (const StreamPiece& piece : layout.pieces) {
+    const StreamSlot& slot = layout.slots[size_t(piece.slot)];
     for (int r = 0; r < rows; ++r) {
       PrefixWorkItem it = items[size_t(heads[size_t(piece.head)][size_t(r)])];
       it.kv_begin = int32_t(std::min<int64_t>(piece.begin * tile, tokens));
       it.kv_end = int32_t(std::min<int64_t>(piece.end * tile, tokens));
       it.chunk = piece.chunk;
       it.cta_next = -1;
-      chains[size_t(piece.slot) * rows + r].push_back(it);
+      chains[size_t(slot.first_cta + r % slot.ctas)].push_back(it);
     }
+  }
   // Each CTA's first item at its index (FirstItemOfCta), the rest after the grid, linked.
   const int64_t grid = int64_t(chains.size());
   std::vector<PrefixWorkItem> out(static_cast<size_t>(grid));
@@ -196,6 +255,7 @@ bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options) {
     stream_shape.tiles = shape.tiles;
     stream_shape.ctas = ctas;
     stream_shape.item_overhead_tiles = shape.item_overhead_tiles;
+    stream_shape.narrow_slots = options.balance_stream_narrow;
     if (stream_shape.heads * stream_shape.row_tiles == shape.pairs) stream = LayOutStream(stream_shape);
   }
   if (stream && stream->stream.busiest_after <= wanted && (!b || stream->stream.busiest_after < b->busiest_after)) {

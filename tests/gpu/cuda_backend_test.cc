@@ -508,6 +508,7 @@ TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
   };
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   std::unique_ptr<Backend> capped = MakeConcurrentBackend(std::to_string(std::max(1, sms - 4)));
+  int narrow_slots_taken = 0;
   for (const CascadeCase& c : cases) {
     SCOPED_TRACE(c.name);
     const CascadeInputs in = MakeCascadeInputs(c, rng);
@@ -537,7 +538,20 @@ TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
     ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, stream, in.q), want, c.dtype, c.name + " (stream)");
     ExpectMatchesOracle(RunStep(*capped, in.pool, c.layer, stream, in.q), want, c.dtype,
                         c.name + " (stream, capped grid: round-robin)");
+    // ... and on 11 CTAs with narrow slots (PlanOptions::balance_stream_narrow): 5 slots of 2 row
+    // tiles and one CTA that runs both row tiles of its share, where that is less busy (the cases
+    // of 2 row tiles per head; the two groups' single row tiles take 11 slots of 1 either way).
+    o.balance_prefix_ctas = 11;
+    o.balance_stream_narrow = false;
+    const CascadePlan whole = kernels::PlanCascade(in.batch, in.shape, o);
+    o.balance_stream_narrow = true;
+    const CascadePlan narrow = kernels::PlanCascade(in.batch, in.shape, o);
+    narrow_slots_taken += narrow.prefix_balanced_ctas == 11 && whole.prefix_balanced_ctas != 11;
+    ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, narrow, in.q), want, c.dtype, c.name + " (narrow slot)");
+    ExpectMatchesOracle(RunStep(*capped, in.pool, c.layer, narrow, in.q), want, c.dtype,
+                        c.name + " (narrow slot, capped grid: round-robin)");
   }
+  EXPECT_EQ(narrow_slots_taken, 3) << "the cases of two row tiles per head did not all take a narrow slot";
 }
 
 // The switch is read once at construction, named by Describe(), and checked.

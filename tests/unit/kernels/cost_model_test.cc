@@ -1117,14 +1117,26 @@ TEST(CostModel, PlannerChoosesTheTmaDecodeWhereItMeasuredFaster) {
 struct TmaModeCase {
   int batch, prefix, suffix;
   double sequential_us;
-  double tma_us[6];  // k = 20, 28, 36, 48, 56, 64
+  std::vector<double> tma_us;  // at each k of the table's TmaModeTable::candidates
 };
-constexpr int kTmaModeCandidates[6] = {20, 28, 36, 48, 56, 64};
 
-// The CUDA backend's options on an H200 (H200BackendPlanOptions), with `model`.
-PlanOptions TmaModeOptions(const CostModelParams& model) {
+// The k a table was measured at, and whether the prefix stream had narrow slots then.
+struct TmaModeTable {
+  std::vector<int> candidates;
+  bool narrow_slots;
+};
+// Sessions 51-52: k = 20-64, whole slots only.
+const TmaModeTable kSession52Table{{20, 28, 36, 48, 56, 64}, false};
+// Session 60: the backend's candidates, narrow slots (the defaults).
+const TmaModeTable kSession60Table{{14, 16, 20, 28, 36, 48, 56, 64}, true};
+
+// The CUDA backend's options on an H200 (H200BackendPlanOptions), with `model`, the table's k as
+// the TMA decode's candidates and its slots.
+PlanOptions TmaModeOptions(const CostModelParams& model, const TmaModeTable& table) {
   PlanOptions o = H200BackendPlanOptions();
   o.cost_model = std::make_shared<CostModelParams>(model);
+  o.concurrent_tma_candidates = table.candidates;
+  o.balance_stream_narrow = table.narrow_slots;
   return o;
 }
 
@@ -1132,16 +1144,17 @@ PlanOptions TmaModeOptions(const CostModelParams& model) {
 // tables below are timed at those), scaled to other SM counts; and the backend's H200 options.
 TEST(CostModel, ConcurrentCandidatesAreTheH200sScaled) {
   EXPECT_EQ(ConcurrentDecodeCandidates(132), (std::vector<int>{20, 28}));
-  EXPECT_EQ(ConcurrentTmaDecodeCandidates(132), (std::vector<int>{20, 28, 36, 48, 56, 64}));
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(132), kSession60Table.candidates);
   EXPECT_EQ(ConcurrentDecodeCandidates(114), (std::vector<int>{17, 24}));
-  EXPECT_EQ(ConcurrentTmaDecodeCandidates(66), (std::vector<int>{10, 14, 18, 24, 28, 32}));
-  EXPECT_EQ(ConcurrentTmaDecodeCandidates(1), (std::vector<int>{1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(66), (std::vector<int>{7, 8, 10, 14, 18, 24, 28, 32}));
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(1), (std::vector<int>{1, 1, 1, 1, 1, 1, 1, 1}));
   const PlanOptions o = H200BackendPlanOptions();
   EXPECT_TRUE(o.choose_layout);
   EXPECT_EQ(o.balance_prefix_ctas, 132);
   EXPECT_EQ(o.concurrent_candidates, ConcurrentDecodeCandidates(132));
   EXPECT_TRUE(o.concurrent_tma_candidate);
   EXPECT_EQ(o.concurrent_tma_candidates, ConcurrentTmaDecodeCandidates(132));
+  EXPECT_TRUE(o.balance_stream_narrow);
   EXPECT_EQ(o.concurrent_decode_sms, 0);  // the planner's choice, not a forced k
 }
 
@@ -1149,9 +1162,11 @@ TEST(CostModel, ConcurrentCandidatesAreTheH200sScaled) {
 // (within 1%: the same step within the runs' spread) and within 7% of the best k, and at most
 // `ties` times without a gain of more than 3%; not where every k measured slower. Returns how many
 // shapes it leaves where some k measured more than 5% faster.
-int CheckTmaModeChoices(const std::vector<TmaModeCase>& cases, const CostModelParams& model, int ties = 0) {
+int CheckTmaModeChoices(const std::vector<TmaModeCase>& cases, const TmaModeTable& table, const CostModelParams& model,
+                        int ties = 0) {
   const bool print = std::getenv("PREFIXD_COST_MODEL_PRINT_FIT") != nullptr;
-  const PlanOptions o = TmaModeOptions(model);
+  const PlanOptions o = TmaModeOptions(model, table);
+  const std::vector<int>& ks = table.candidates;
   int missed = 0;
   for (const TmaModeCase& c : cases) {
     GridShape g;
@@ -1161,10 +1176,12 @@ int CheckTmaModeChoices(const std::vector<TmaModeCase>& cases, const CostModelPa
     PlanReport report;
     const CascadePlan plan = PlanCascade(batch, pool, o, &report);
     const std::string name = "B" + std::to_string(c.batch) + " P" + std::to_string(c.prefix) + " S" + std::to_string(c.suffix);
+    EXPECT_EQ(c.tma_us.size(), ks.size()) << name;
+    if (c.tma_us.size() != ks.size()) continue;
     double best = c.sequential_us, chosen = c.sequential_us;
-    for (int i = 0; i < 6; ++i) {
+    for (size_t i = 0; i < ks.size(); ++i) {
       best = std::min(best, c.tma_us[i]);
-      if (kTmaModeCandidates[i] == plan.concurrent_decode_sms) chosen = c.tma_us[i];
+      if (ks[i] == plan.concurrent_decode_sms) chosen = c.tma_us[i];
     }
     if (print) {
       std::printf("  32/8 D128 %-18s measured %6.1f, best %6.1f | chose k = %d (TMA %d), measured %6.1f, predicted %6.1f |",
@@ -1176,7 +1193,7 @@ int CheckTmaModeChoices(const std::vector<TmaModeCase>& cases, const CostModelPa
       raw.concurrent_tma_prefix_scale = 1;
       raw.concurrent_tma_interference_us = 0;
       std::string parts;
-      for (const int k : kTmaModeCandidates) {
+      for (const int k : ks) {
         PlanOptions f = o;
         f.choose_layout = false;
         f.concurrent_candidates.clear();
@@ -1211,9 +1228,11 @@ int CheckTmaModeChoices(const std::vector<TmaModeCase>& cases, const CostModelPa
 }
 
 // The planner's TMA decode mode on the head_dim-128 grid (B 16-256, P 1024-32768, S 32/256,
-// 32/32 and 32/8): where it is chosen, and its k there (0: nowhere else).
-void ExpectTmaModeOnTheGrid(const CostModelParams& model, int k_p8192, int k_p32768) {
-  const PlanOptions o = TmaModeOptions(model);
+// 32/32 and 32/8): where it is chosen, and its k there (0: nowhere else; 32/8 B256 S256 at P8192 and
+// P32768, and optionally B256 P8192 S32).
+void ExpectTmaModeOnTheGrid(const CostModelParams& model, const TmaModeTable& table, int k_p8192, int k_p32768,
+                            int k_p8192_s32 = 0) {
+  const PlanOptions o = TmaModeOptions(model, table);
   for (const int h_kv : {32, 8})
     for (const int b : {16, 64, 256})
       for (const int p : {1024, 8192, 32768})
@@ -1223,9 +1242,11 @@ void ExpectTmaModeOnTheGrid(const CostModelParams& model, int k_p8192, int k_p32
           KvPoolShape pool;
           const DecodeBatch batch = UniformBatch(g, &pool);
           const CascadePlan plan = PlanCascade(batch, pool, o);
-          const int want = h_kv == 8 && b == 256 && s == 256 ? (p == 8192 ? k_p8192 : p == 32768 ? k_p32768 : 0) : 0;
+          const int want = h_kv != 8 || b != 256 ? 0
+                           : s == 256        ? (p == 8192 ? k_p8192 : p == 32768 ? k_p32768 : 0)
+                                             : (p == 8192 ? k_p8192_s32 : 0);
           EXPECT_EQ(plan.concurrent_decode_sms, want) << "32/" << h_kv << " B" << b << " P" << p << " S" << s;
-          if (want > 0) EXPECT_EQ(plan.concurrent_decode_tma, 1) << "32/8 B256 P" << p << " S256";
+          if (want > 0) EXPECT_EQ(plan.concurrent_decode_tma, 1) << "32/8 B256 P" << p << " S" << s;
         }
 }
 
@@ -1249,43 +1270,47 @@ TEST(CostModel, PlannerChoosesTheTmaModeWhereItMeasuredFasterWithEightWarps) {
   CostModelParams model = CostModelParams::H200();
   model.SetTmaDecodeWarps(8);
   // Every shape where some k measured more than 5% faster is taken.
-  EXPECT_EQ(CheckTmaModeChoices(cases, model), 0);
+  EXPECT_EQ(CheckTmaModeChoices(cases, kSession52Table, model), 0);
   // 32/8 B256 S256: P8192 on 48 SMs (115.8 against 132.4 above), P32768 on 20.
-  ExpectTmaModeOnTheGrid(model, 48, 20);
+  ExpectTmaModeOnTheGrid(model, kSession52Table, 48, 20);
 }
 
-// 12 warps per CTA, the default (bench/RESULTS.md session 52, run 3).
+// 12 warps per CTA, the default, with the prefix stream's narrow slots and k = 14 and 16 (bench/
+// RESULTS.md session 60, run 2; session 52's run 3 had k = 20-64 without narrow slots).
 TEST(CostModel, PlannerChoosesTheTmaModeWhereItMeasuredFaster) {
   const std::vector<TmaModeCase> cases = {
-      {128, 8192, 128, 62.5, {63.4, 54.7, 56.4, 63.9, 67.8, 72.4}},
-      {128, 8192, 256, 78.4, {100.0, 85.5, 73.5, 69.1, 74.0, 78.8}},
-      {128, 16384, 128, 86.9, {79.4, 85.0, 89.5, 102.2, 108.6, 118.4}},
-      {128, 16384, 256, 102.2, {104.1, 89.0, 95.0, 110.5, 114.9, 124.5}},
-      {128, 32768, 128, 139.2, {138.8, 147.3, 155.0, 176.5, 190.9, 208.2}},
-      {128, 32768, 256, 153.5, {142.2, 151.7, 161.3, 183.8, 197.2, 215.1}},
-      {256, 8192, 128, 104.8, {105.0, 90.1, 93.3, 108.8, 116.6, 125.6}},
-      {256, 8192, 256, 133.5, {172.4, 139.5, 113.4, 118.1, 127.6, 137.8}},
-      {256, 16384, 128, 154.1, {145.5, 152.6, 160.0, 186.7, 200.1, 217.0}},
-      {256, 16384, 256, 182.1, {178.0, 158.2, 166.2, 197.2, 211.2, 229.0}},
-      {256, 32768, 128, 257.5, {257.0, 273.3, 289.6, 343.6, 367.5, 399.6}},
-      {256, 32768, 256, 283.8, {264.2, 278.6, 295.9, 351.8, 379.5, 412.8}},
-      {64, 8192, 32, 33.7, {35.9, 36.9, 37.1, 39.6, 42.0, 43.5}},
-      {64, 8192, 512, 64.4, {108.4, 83.1, 84.0, 64.3, 62.7, 63.0}},
-      {64, 32768, 32, 73.1, {79.5, 83.9, 86.8, 96.8, 106.4, 112.6}},
-      {64, 32768, 512, 101.1, {119.4, 95.1, 103.1, 115.1, 123.1, 127.1}},
-      {256, 8192, 32, 80.6, {82.5, 86.9, 88.0, 101.5, 108.1, 117.6}},
-      {256, 8192, 512, 190.7, {302.8, 239.7, 189.0, 174.7, 187.4, 170.8}},
-      {256, 32768, 32, 234.5, {252.6, 267.3, 282.6, 334.3, 357.4, 392.0}},
-      {256, 32768, 512, 343.3, {322.8, 291.9, 308.3, 368.4, 397.7, 431.0}},
+      {128, 8192, 128, 62.8, {82.2, 72.3, 62.9, 54.1, 56.0, 62.9, 67.7, 72.4}},
+      {128, 8192, 256, 78.3, {131.8, 114.6, 99.3, 84.7, 74.4, 67.5, 72.3, 77.7}},
+      {128, 16384, 128, 86.5, {85.0, 77.1, 78.1, 84.2, 88.4, 101.9, 107.9, 118.4}},
+      {128, 16384, 256, 101.7, {136.4, 118.7, 104.2, 88.2, 94.7, 109.9, 115.1, 124.4}},
+      {128, 32768, 128, 137.8, {137.8, 138.7, 135.6, 141.7, 148.8, 172.3, 186.7, 199.6}},
+      {128, 32768, 256, 152.2, {142.0, 141.6, 138.9, 145.8, 155.4, 179.0, 192.5, 206.0}},
+      {256, 8192, 128, 104.7, {140.4, 123.2, 105.6, 90.1, 93.8, 109.4, 116.7, 121.6}},
+      {256, 8192, 256, 132.9, {234.2, 202.9, 171.1, 139.7, 114.0, 118.0, 128.9, 133.2}},
+      {256, 16384, 128, 153.6, {147.3, 140.4, 145.7, 151.9, 155.4, 183.2, 195.3, 213.4}},
+      {256, 16384, 256, 181.0, {241.0, 208.7, 178.3, 158.2, 162.4, 193.0, 204.3, 226.4}},
+      {256, 32768, 128, 251.6, {252.0, 246.9, 252.4, 264.1, 278.6, 319.0, 349.8, 383.3}},
+      {256, 32768, 256, 279.1, {257.3, 254.5, 260.1, 271.8, 285.3, 327.7, 362.7, 394.3}},
+      {64, 8192, 32, 33.7, {34.5, 34.9, 34.7, 34.6, 35.8, 37.8, 40.7, 42.0}},
+      {64, 8192, 512, 64.2, {139.1, 110.1, 106.8, 82.5, 83.8, 63.4, 62.9, 61.3}},
+      {64, 32768, 32, 72.1, {77.7, 77.5, 78.0, 82.1, 85.3, 95.5, 104.9, 110.5}},
+      {64, 32768, 512, 100.2, {148.2, 120.9, 120.6, 94.4, 103.2, 115.2, 122.4, 126.5}},
+      {256, 8192, 32, 80.2, {80.8, 79.8, 81.0, 85.3, 86.8, 99.9, 106.8, 114.3}},
+      {256, 8192, 512, 190.5, {420.1, 362.0, 301.1, 238.9, 189.3, 176.7, 189.8, 170.3}},
+      {256, 32768, 32, 228.4, {245.4, 241.0, 246.5, 258.3, 271.6, 310.1, 339.8, 373.5}},
+      {256, 32768, 512, 337.2, {439.2, 382.1, 323.8, 284.6, 297.4, 342.1, 375.9, 414.5}},
   };
-  // Two ties, P32768 S128 at B128 and B256 (the TMA decode on 20 SMs −0.3% and −0.2% here, +0.6%
-  // and +1.7% against the step one after the other in run 4: the prefix on 112 CTAs bounds both
-  // steps), where the model's step one after the other runs 6-10% high.
-  // Every shape where some k measured more than 5% faster is taken, but B64 P32768 S512 (95.1 at k
-  // = 28 against 101.1): its prefix is memory-bound at GQA 4 and B64 (ScoreConcurrentCascade).
-  EXPECT_LE(CheckTmaModeChoices(cases, CostModelParams::H200(), /*ties=*/2), 1);
-  // 32/8 B256 S256: P8192 on 36 SMs (113.4 against 133.5 above), P32768 on 20.
-  ExpectTmaModeOnTheGrid(CostModelParams::H200(), 36, 20);
+  // Three ties (within 3% of the step one after the other): P32768 S128 at B128 and B256 (k = 14:
+  // +0.0 and +0.2%; the prefix on its CTAs bounds both steps, where the model's step one after the
+  // other runs 6-10% high) and B256 P8192 S32 (k = 16: −0.5%, the one S = 32 grid shape the mode
+  // takes). Every shape where some k measured more than 5% faster is taken, but B64 P32768 S512
+  // (94.4 at k = 28 against 100.2): its prefix is memory-bound at GQA 4 and B64
+  // (ScoreConcurrentCascade). The k taken measured within 7% of the best everywhere; at B128
+  // P32768 S256 k = 14 is 2.2% over k = 20, which session 52's candidates took.
+  EXPECT_LE(CheckTmaModeChoices(cases, kSession60Table, CostModelParams::H200(), /*ties=*/3), 1);
+  // 32/8 B256: P8192 S256 on 36 SMs (114.0 against 132.9 above), P32768 S256 on 14 (257.3 against
+  // 279.1; 254.4 against 262.8 at k = 20 in run 1), P8192 S32 on 16 (the tie above).
+  ExpectTmaModeOnTheGrid(CostModelParams::H200(), kSession60Table, 36, 14, 16);
 }
 
 }  // namespace

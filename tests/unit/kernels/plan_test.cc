@@ -1175,6 +1175,7 @@ TEST(PlanBalance, TheStreamSpansGroupsAndNeedsEqualRowTiles) {
     o.prefix_target_items = c.target;
     o.balance_prefix_ctas = c.ctas;
     o.balance_stream = true;
+    o.balance_stream_narrow = false;  // whole slots only (narrow ones: NarrowSlotsTakeTheLeftoverCtas)
     const CascadePlan plan = PlanCascade(batch, pool, o);
     plan.Validate();
     ExpectExactCoverage(batch, plan);
@@ -1363,6 +1364,59 @@ TEST(PlanBalance, StreamPlansComputeTheSameAttention) {
   EXPECT_EQ(std::count_if(plan.prefix_items.begin(), plan.prefix_items.end(),
                           [](const PrefixWorkItem& it) { return it.kv_begin == it.kv_end; }),
             4);
+  ExpectBalancedPlanIsExact(b, plan);
+}
+
+// Narrow slots on a concurrent grid of 116 CTAs (a decode on 16 SMs; 32/8 B256 P32768: 8 KV
+// heads × 8 row tiles): 14 whole slots of 8 CTAs and one of 4, whose CTAs each run two row tiles
+// of every piece of their share, one after the other; every token and slot covered once, and a
+// less busy prefix part than the 112 CTAs of whole slots only.
+TEST(PlanBalance, NarrowSlotsTakeTheLeftoverCtas) {
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{256, 32768}}, 256, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  o.prefix_target_items = 116;
+  o.balance_prefix_ctas = 116;
+  o.balance_stream = true;
+  o.balance_stream_narrow = false;
+  const CascadePlan whole = PlanCascade(batch, pool, o);
+  ASSERT_EQ(whole.prefix_balanced_ctas, 112);
+  o.balance_stream_narrow = true;
+  const CascadePlan plan = PlanCascade(batch, pool, o);
+  plan.Validate();
+  ASSERT_EQ(plan.prefix_balanced_ctas, 116);
+  for (int c = 112; c < 116; ++c) {
+    std::vector<PrefixWorkItem> chain;
+    for (int32_t i = c; i != -1; i = plan.prefix_items[size_t(i)].cta_next) chain.push_back(plan.prefix_items[size_t(i)]);
+    ASSERT_EQ(chain.size() % 2, 0u) << "CTA " << c;
+    for (size_t k = 0; k < chain.size(); k += 2) {
+      EXPECT_EQ(chain[k].kv_head, chain[k + 1].kv_head);
+      EXPECT_EQ(chain[k].kv_begin, chain[k + 1].kv_begin);
+      EXPECT_EQ(chain[k].kv_end, chain[k + 1].kv_end);
+      EXPECT_EQ(chain[k].row_begin % 1024, 128 * (c - 112)) << "CTA " << c << " runs row tiles " << c - 112 << " and "
+                                                            << c - 108;
+      EXPECT_EQ(chain[k + 1].row_begin - chain[k].row_begin, 4 * 128);
+    }
+  }
+  ExpectExactCoverage(batch, plan);
+  ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
+  const CostModelParams model = CostModelParams::H200();
+  EXPECT_LT(PredictCost(plan, model).prefix_us, PredictCost(whole, model).prefix_us);
+}
+
+// Narrow slots compute the same attention as the CPU oracle: 3 KV heads × 2 row tiles on 11 CTAs,
+// 5 whole slots and one CTA that runs both row tiles.
+TEST(PlanBalance, NarrowSlotPlansComputeTheSameAttention) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  BalancedCpuCase b = MakeBalancedCpuCase(3000, 12, 3, 128, 6, rng);
+  b.options.balance_prefix_ctas = 11;
+  b.options.balance_stream = true;
+  b.options.balance_stream_narrow = true;
+  b.options.balance_item_overhead_tiles = 0.5;
+  const CascadePlan plan = PlanCascade(b.cascade.batch, b.cascade.shape, b.options);
+  ASSERT_EQ(plan.prefix_balanced_ctas, 11);
   ExpectBalancedPlanIsExact(b, plan);
 }
 

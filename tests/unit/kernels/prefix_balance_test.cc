@@ -166,5 +166,71 @@ TEST(PrefixStream, SharesAreEvenOnRandomShapes) {
   }
 }
 
+// Narrow slots: a decode on 16 SMs leaves 116 CTAs, 14 whole slots of 8 and 4 CTAs that the
+// whole slots leave idle; as one narrow slot of 4 CTAs (two row tiles each) they take half a
+// share, and the busiest CTA does 14/14.5 of the whole slots' work plus an item or two.
+TEST(PrefixStream, LeftoverCtasFormANarrowSlot) {
+  PrefixStreamShape s = StreamShape(8, 8, 256, 116, 2.5);
+  const auto whole = ChoosePrefixStream(s);
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->slots, 14);
+  EXPECT_EQ(whole->narrow_slots, 0);
+  EXPECT_EQ(whole->ctas, 112);
+  s.narrow_slots = true;
+  const auto narrow = ChoosePrefixStream(s);
+  ASSERT_TRUE(narrow.has_value());
+  EXPECT_EQ(narrow->slots, 15);
+  EXPECT_EQ(narrow->narrow_slots, 1);
+  EXPECT_EQ(narrow->ctas, 116);
+  EXPECT_EQ(narrow->share_tiles, CeilDiv(8 * 256 * 8, 116));  // 142 (a narrow slot's: 71)
+  EXPECT_LT(narrow->busiest_after, whole->busiest_after - 3);
+  EXPECT_LE(narrow->busiest_after, 142 + 3 * 2.5);
+  // On a grid of whole slots there is nothing to add.
+  s.ctas = 112;
+  EXPECT_EQ(ChoosePrefixStream(s)->ctas, 112);
+  EXPECT_DOUBLE_EQ(ChoosePrefixStream(s)->busiest_after, ChoosePrefixStream(StreamShape(8, 8, 256, 112, 2.5))->busiest_after);
+}
+
+// A narrow slot's CTA pays every piece's overhead once per row tile it runs: one CTA for 8 row
+// tiles at a high item cost loses to leaving it idle, and then the grid stays whole.
+TEST(PrefixStream, NarrowSlotsOnlyWhereTheyHelp) {
+  PrefixStreamShape s = StreamShape(8, 8, 64, 113, 20.0);
+  s.narrow_slots = true;
+  const auto st = ChoosePrefixStream(s);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->narrow_slots, 0);
+  EXPECT_EQ(st->ctas, 112);
+}
+
+// On random shapes with narrow slots: never more CTAs than given, never a busier CTA than with
+// whole slots only, and the same coverage bounds.
+TEST(PrefixStream, NarrowSlotsNeverMakeItBusierOnRandomShapes) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  int taken = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    const int row_tiles = 1 + int(rng() % 8);
+    PrefixStreamShape s = StreamShape(1 + int64_t(rng() % 40), row_tiles, 1 + int64_t(rng() % 400),
+                                      row_tiles * int(2 + rng() % 30) + int(rng() % row_tiles), double(rng() % 300) / 100.0);
+    SCOPED_TRACE(testing::Message() << "heads " << s.heads << ", row tiles " << s.row_tiles << ", tiles " << s.tiles
+                                    << ", ctas " << s.ctas << ", overhead " << s.item_overhead_tiles);
+    const auto whole = ChoosePrefixStream(s);
+    s.narrow_slots = true;
+    const auto st = ChoosePrefixStream(s);
+    ASSERT_TRUE(whole.has_value() && st.has_value());
+    EXPECT_LE(st->ctas, s.ctas);
+    EXPECT_LE(st->busiest_after, whole->busiest_after);
+    EXPECT_GE(st->chunks, 1);
+    EXPECT_LE(st->narrow_slots, st->slots);
+    const int64_t total = s.heads * s.tiles;
+    // The busiest CTA runs at least its even share of the CTA-tiles (every head's tiles once per
+    // row tile) and one item.
+    EXPECT_GE(st->busiest_after, double(total * s.row_tiles) / st->ctas + s.item_overhead_tiles - 1e-9);
+    taken += st->narrow_slots > 0;
+  }
+  EXPECT_GT(taken, 50) << "narrow slots were almost never taken: the test would not see them";
+}
+
 }  // namespace
 }  // namespace prefixd::kernels

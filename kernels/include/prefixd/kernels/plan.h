@@ -149,6 +149,12 @@ struct PlanOptions {
   // grids the chunks cannot fill, as the SMs a concurrent decode leaves (64 pairs on 112 CTAs).
   // Off by default: on the grid with all SMs it predicts ≤ 2.5% (session 45).
   bool balance_stream = false;
+  // ... with the CTAs left over by whole slots (ctas mod row tiles) as narrow slots, each CTA
+  // running several row tiles (PrefixStreamShape::narrow_slots), where that makes the busiest CTA
+  // less busy. Measured on the H200 (bench/RESULTS.md, session 60): 32/8 B256 P32768 S256 with
+  // the decode on 14 or 16 SMs (118 or 116 CTAs: 14 slots of 8 and 6 or 4 CTAs over) −6 to −9 µs
+  // against its step on 20 SMs, where without them those k gave the prefix nothing.
+  bool balance_stream_narrow = true;
   // Concurrent prefix/decode (the CUDA backend's mode, kernels/cuda/cuda_backend.h): the decode
   // kernel on k SMs beside a prefix grid of SMs − k CTAs, every request finished by the merge step.
   // concurrent_decode_sms = k > 0 plans the step for it (CascadePlan::concurrent_decode_sms; the

@@ -64,22 +64,34 @@ std::optional<PrefixBalance> ChoosePrefixBalance(const PrefixBalanceShape& shape
 // stream-K over the pairs would read a head's tiles once per row tile, far apart in time. A head's
 // range is cut into as many pieces (chunks) as shares cover it; every head gets the same number
 // of chunks, the missing ones as empty items (which write the empty state) on the least busy slots.
+//
+// Narrow slots (narrow_slots): the ctas mod R CTAs a grid of whole slots leaves idle (116 CTAs =
+// 14 slots of 8 and 4 idle, so a decode on 16 SMs gave the prefix nothing over one on 20) form
+// slots of c CTAs, c a divisor of R (largest first), each CTA running R / c row tiles one after
+// another over its slot's share: a narrow slot computes c / R as fast as a whole one, so its
+// share is c / R of one. Its CTAs read their share's tiles R / c times (the first pass's tiles
+// may have left L2 by the next: up to R / c − 1 more reads of a share of c / R, bytes the
+// compute-bound prefix these grids serve has room for).
 struct PrefixStreamShape {
   int64_t heads = 0;   // (group, KV head) pairs of row tiles
   int row_tiles = 0;   // per head, every head the same
   int64_t tiles = 0;   // K/V tiles of one head's range
   int ctas = 0;
   double item_overhead_tiles = 2.5;
+  bool narrow_slots = false;
 };
 
 struct PrefixStream {
-  int slots = 0;             // used (the grid: slots × row_tiles CTAs)
-  int64_t share_tiles = 0;   // each slot's share of the heads' tiles (the last one's may be less)
+  int slots = 0;             // used, whole and narrow (the grid: `ctas` CTAs)
+  int narrow_slots = 0;      // of them narrow (after the whole ones in the stream)
+  int ctas = 0;              // the grid: row_tiles per whole slot, c per narrow slot of c CTAs
+  int64_t share_tiles = 0;   // a whole slot's share of the heads' tiles (the last one's may be less)
   int chunks = 0;            // pieces of the most cut head: every head's chunk count
-  double busiest_after = 0;  // the busiest slot's tiles + its items (empty ones too) × the overhead
+  double busiest_after = 0;  // the busiest CTA's tiles + its items (empty ones too) × the overhead
 };
 
-// The even split over ctas / row_tiles slots; nullopt where there is no slot or one slot.
+// The even split over ctas / row_tiles slots (and the narrow ones); nullopt where there are fewer
+// than two whole slots.
 std::optional<PrefixStream> ChoosePrefixStream(const PrefixStreamShape& shape);
 
 // Rewrites a plan's prefix items, group_num_chunks and prefix_balanced_ctas to the balanced grid

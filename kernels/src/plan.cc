@@ -386,7 +386,11 @@ constexpr double kTmaFitMargin = 0.15;
 // mode 20% faster at 32/8 B256 P1024 S32 (prefix ~17 µs), and every S = 32 shape measured slower.
 // 20 since session 52: at 30 it left out 32/8 B128 P8192 and P16384 S128 (decode parts ~25 µs),
 // which the 12-warp TMA decode ran 12% and 9% faster (k = 28 and 20; bench/RESULTS.md session 52).
-constexpr double kTmaMinPartUs = 20;
+// 28 since session 60: with k = 14 and 16 among the candidates (the prefix stream's narrow slots)
+// the model took k = 16 at 32/8 B256 P8192 S32 (its decode part 26.9 µs), measured −0.5% and then
+// +3% (bf16) against the step one after the other, where the model's sequential step runs 10%
+// high; B128 P8192 and P16384 S128 (29.4 µs in today's model) keep the mode.
+constexpr double kTmaMinPartUs = 28;
 
 // The concurrent mode's plans of the all-cascade winner's options `winner` (PlanOptions::
 // concurrent_candidates): for each k, the decode on k SMs beside a prefix grid of SMs − k CTAs

@@ -503,11 +503,10 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   }
   // Early decode (PREFIXD_EARLY_DECODE_PERCENT, early_decode.h): a share of the finished requests'
   // suffixes on the SMs the prefix grid leaves idle, where it leaves some (the sm_90a kernel's
-  // grid: the plan's balanced CTAs, else one CTA per item up to the SMs), outside the concurrent
-  // and fused modes.
+  // persistent grid), outside the concurrent and fused modes.
   const CascadePlan& base = unfuse ? unfused : given;
-  const int prefix_ctas = base.prefix_balanced_ctas > 0 ? base.prefix_balanced_ctas
-                                                        : int(std::min<int64_t>(base.prefix_items.size(), num_sms_));
+  const int prefix_ctas = sm90a::PersistentGridCtas(int(base.prefix_items.size()),
+                                                    base.prefix_balanced_ctas, 0, prefix_settings_, num_sms_);
   CascadePlan early_plan;
   EarlyDecodeSplit early;
   if (early_decode_percent_ > 0 && concurrent_k == 0 && !fused_ && !base.prefix_items.empty() && prefix_ctas < num_sms_) {

@@ -365,11 +365,7 @@ void LaunchDecodeKernel(int threads, int smem_bytes, const DecodeAttentionParams
   int grid = p.num_items, smem = smem_bytes;
   if (p.early_sms > 0) {  // DecodeAttentionParams::early_chain: the SMs' resident CTAs, looping
     if (smem > 48 * 1024) RaiseDynamicSmemLimitOnce<KERNEL>(DecodeSmemLimits().max_per_block);
-    int device = 0, sms = 0;
-    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const int per_sm = std::max(1, ResidentCtasOnce<KERNEL>(threads, smem) / std::max(1, sms));
-    grid = std::min(grid, p.early_sms * per_sm);
+    grid = std::min(grid, p.early_sms * ResidentCtasPerSmOnce<KERNEL>(threads, smem));
   } else if (p.max_sms > 0 || smem > 48 * 1024) {  // the device's limits: one query per launch
     const SmemLimits limits = DecodeSmemLimits();
     if (p.max_sms > 0) {

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "kernels/cuda/programmatic_launch.cuh"
+#include "kernels/cuda/resident_ctas.cuh"
 #include "prefixd/common/cuda_check.h"
 
 namespace prefixd::kernels::cuda {
@@ -297,12 +298,7 @@ int MergeRowsPerWarp(const MergeStatesParams& params) {
                          (params.run_indptr == nullptr || params.num_heads % 2 == 0);
   if (!pairs_fit || params.rows_per_warp == 1) return 1;
   if (params.rows_per_warp == 2) return 2;
-  int sms = params.num_sms;
-  if (sms <= 0) {
-    int device = 0;
-    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  }
+  const int sms = params.num_sms > 0 ? params.num_sms : DeviceSmCountOnce();
   return BlocksForRows(params.rows) > int64_t(sms) * kMergeBlocksPerSm ? 2 : 1;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "prefixd/common/cuda_check.h"
+#include "kernels/cuda/resident_ctas.cuh"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.cuh"
 #include "prefixd/common/error.h"
 
@@ -166,13 +167,6 @@ namespace {
 // Per-device facts, looked up once: 0 unknown, 1 no, 2 yes.
 constexpr int kMaxDevices = 64;
 std::atomic<int> g_device_ready[kMaxDevices];
-std::atomic<int> g_device_sms[kMaxDevices];
-
-int CurrentDevice() {
-  int device = 0;
-  PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-  return device;
-}
 
 }  // namespace
 
@@ -224,12 +218,7 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   PREFIXD_CHECK_ARG(Supports(params), "sm_90a prefix attention: unsupported shape (head_dim "
                                           << params.head_dim << ", causal " << params.causal << ")");
   if (params.num_items == 0) return;
-  const int device = CurrentDevice();
-  int sms = device < kMaxDevices ? g_device_sms[device].load(std::memory_order_relaxed) : 0;
-  if (sms == 0) {
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    if (device < kMaxDevices) g_device_sms[device].store(sms, std::memory_order_relaxed);
-  }
+  const int sms = DeviceSmCountOnce();
   WgmmaLaunch l;
   l.params = params;
   const int64_t row_elems = int64_t(params.num_kv_heads) * params.head_dim;
@@ -260,13 +249,9 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   if (l.q_tma)
     l.tmap_q = CachedMap(MapKey{1, params.q, params.num_qo_heads, params.head_dim, params.dtype, gqa,
                                 l.q_tma_partial ? params.num_requests : 0});
-  int grid_cap = set.max_ctas > 0 ? set.max_ctas : sms;  // one CTA per SM, persistent
-  if (params.max_ctas > 0) grid_cap = std::min(grid_cap, params.max_ctas);
-  l.grid = std::min(params.num_items, grid_cap);
   // A balanced plan's grid where it fits (the kernel then follows the plan's CTA chains; with any
   // other grid it takes the items round-robin: NextItemOfCta).
-  if (params.balanced_ctas > 0 && params.balanced_ctas <= std::min(params.num_items, grid_cap))
-    l.grid = params.balanced_ctas;
+  l.grid = PersistentGridCtas(params.num_items, params.balanced_ctas, params.max_ctas, set, sms);
   l.stages = set.stages;
   // On by default: 1.3-6.5 µs less per cascade step on every shape of the grid, same results
   // (bench/RESULTS.md, final run).

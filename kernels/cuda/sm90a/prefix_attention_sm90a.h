@@ -69,6 +69,17 @@ int TileRows();
 // Whether a launch of these params runs the narrow CTA (one consumer warpgroup; settings.
 // consumer_wgs, or auto with every item at most 64 rows), beside which the decode kernel's CTAs fit.
 bool UsesNarrowCta(const PrefixAttentionParams& params);
+// The persistent grid's CTAs for num_items items on a device of `sms` SMs: one CTA per SM, capped by
+// settings.max_ctas and the launch's max_ctas (the smaller cap wins), at most one per item; the
+// plan's balanced grid (balanced_ctas > 0) where it fits under both. What PrefixAttention launches;
+// also how many SMs the grid leaves idle (the early decode, cuda_backend.cc).
+inline int PersistentGridCtas(int num_items, int balanced_ctas, int max_ctas, const PrefixKernelSettings& settings,
+                              int sms) {
+  int cap = settings.max_ctas > 0 ? settings.max_ctas : sms;
+  if (max_ctas > 0) cap = cap < max_ctas ? cap : max_ctas;
+  const int grid = num_items < cap ? num_items : cap;
+  return balanced_ctas > 0 && balanced_ctas <= grid ? balanced_ctas : grid;
+}
 // Asynchronous on `stream`, no allocation (tensor maps are encoded on the host once per K/V base
 // pointer and shape, then cached). Requires Supports(params) && DeviceReady().
 void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream);

@@ -1347,7 +1347,7 @@ TEST(PlanBalance, TheStreamSplitsTheHeadsOverAConcurrentGrid) {
 
 // The stream: 3 KV heads × 2 row tiles of a 3000-token prefix (head_dim 128: 24 tiles each) on 10
 // CTAs, 5 shares of 15 of the 72 tiles, the middle head in 3 pieces, the others in 2 and an empty
-// item each.
+// item each; then a narrow slot on 11.
 TEST(PlanBalance, StreamPlansComputeTheSameAttention) {
   const uint64_t seed = test::TestSeed();
   SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
@@ -1365,6 +1365,12 @@ TEST(PlanBalance, StreamPlansComputeTheSameAttention) {
                           [](const PrefixWorkItem& it) { return it.kv_begin == it.kv_end; }),
             4);
   ExpectBalancedPlanIsExact(b, plan);
+  // ... and on 11 CTAs with narrow slots (the default): 5 whole slots and one CTA that runs both row
+  // tiles of its share.
+  b.options.balance_prefix_ctas = 11;
+  const CascadePlan narrow = PlanCascade(b.cascade.batch, b.cascade.shape, b.options);
+  ASSERT_EQ(narrow.prefix_balanced_ctas, 11);
+  ExpectBalancedPlanIsExact(b, narrow);
 }
 
 // Narrow slots on a concurrent grid of 116 CTAs (a decode on 16 SMs; 32/8 B256 P32768: 8 KV
@@ -1402,22 +1408,6 @@ TEST(PlanBalance, NarrowSlotsTakeTheLeftoverCtas) {
   ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
   const CostModelParams model = CostModelParams::H200();
   EXPECT_LT(PredictCost(plan, model).prefix_us, PredictCost(whole, model).prefix_us);
-}
-
-// Narrow slots compute the same attention as the CPU oracle: 3 KV heads × 2 row tiles on 11 CTAs,
-// 5 whole slots and one CTA that runs both row tiles.
-TEST(PlanBalance, NarrowSlotPlansComputeTheSameAttention) {
-  const uint64_t seed = test::TestSeed();
-  SCOPED_TRACE("PREFIXD_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  BalancedCpuCase b = MakeBalancedCpuCase(3000, 12, 3, 128, 6, rng);
-  b.options.balance_prefix_ctas = 11;
-  b.options.balance_stream = true;
-  b.options.balance_stream_narrow = true;
-  b.options.balance_item_overhead_tiles = 0.5;
-  const CascadePlan plan = PlanCascade(b.cascade.batch, b.cascade.shape, b.options);
-  ASSERT_EQ(plan.prefix_balanced_ctas, 11);
-  ExpectBalancedPlanIsExact(b, plan);
 }
 
 // The chains of a balanced plan are checked like the rest: each item on exactly one chain, chain

@@ -152,7 +152,7 @@ struct PlanOptions {
   // ... with the CTAs left over by whole slots (ctas mod row tiles) as narrow slots, each CTA
   // running several row tiles (PrefixStreamShape::narrow_slots), where that makes the busiest CTA
   // less busy. Measured on the H200 (bench/RESULTS.md, session 60): 32/8 B256 P32768 S256 with
-  // the decode on 14 or 16 SMs (118 or 116 CTAs: 14 slots of 8 and 6 or 4 CTAs over) −6 to −9 µs
+  // the decode on 14 or 16 SMs (118 or 116 CTAs: 14 slots of 8 and 6 or 4 CTAs over) −2 to −9 µs
   // against its step on 20 SMs, where without them those k gave the prefix nothing.
   bool balance_stream_narrow = true;
   // Concurrent prefix/decode (the CUDA backend's mode, kernels/cuda/cuda_backend.h): the decode

@@ -113,6 +113,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
   merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);
   merge_run_table_ = EnvChoice("PREFIXD_MERGE_RUN_LOOKUP", {"auto", "table"}, 0) == 1;
+  merge_skip_empty_ = EnvFlag("PREFIXD_MERGE_SKIP_EMPTY", merge_skip_empty_);
   early_decode_percent_ = int(EnvInteger("PREFIXD_EARLY_DECODE_PERCENT", 0, 100, early_decode_percent_));
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
   decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
@@ -178,6 +179,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!merge_pdl_) d << " [merge PDL off]";
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
   if (merge_run_table_) d << " [merge run bounds always loaded]";
+  if (!merge_skip_empty_) d << " [merge loads empty states]";
   if (early_decode_percent_ > 0) d << " [early decode: " << early_decode_percent_ << "% of the finished suffixes]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
@@ -639,6 +641,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     loaded.max_merge_run_states =
         std::max(loaded.max_merge_run_states, plan.state_indptr[size_t(r) + 1] - plan.state_indptr[size_t(r)]);
   loaded.merge_uniform_run_states = plan.UniformRunStates();  // MergeStatesParams::uniform_run_states
+  loaded.merge_empty_states = merge_skip_empty_ ? plan.EmptyPrefixStates() : 0;
   loaded.num_early_decode_items = early.num_early;
   loaded.early_decode_sms = early.num_early > 0 ? num_sms_ - prefix_ctas : 0;
   loaded.merge_every_request = nm == b;
@@ -834,6 +837,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   m.max_run_states = plan_.max_merge_run_states;
   if (!merge_run_table_) {  // the run bounds by arithmetic where the plan allows (MergeStatesParams)
     m.uniform_run_states = plan_.merge_uniform_run_states;
+    if (m.uniform_run_states > 0) m.empty_states = plan_.merge_empty_states, m.num_kv_heads = h.num_kv_heads;
     if (merge_list == plan_.merge_requests && plan_.merge_every_request) m.requests = nullptr;
   }
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.

@@ -33,6 +33,9 @@
 //   PREFIXD_MERGE_RUN_LOOKUP=auto|table   the merge's run bounds by arithmetic where the plan's runs
 //                                         are uniform and every request is merged (MergeStatesParams::
 //                                         uniform_run_states), or always loaded (auto)
+//   PREFIXD_MERGE_SKIP_EMPTY=0|1          the merge skips the v loads of the states the plan leaves
+//                                         empty (CascadePlan::EmptyPrefixStates; MergeStatesParams::
+//                                         empty_states) where the runs are uniform (1)
 //   PREFIXD_EARLY_DECODE_PERCENT=0-100    early decode (early_decode.h): that share of the finished
 //                                         requests' suffix tokens beside the prefix grid, on the SMs
 //                                         it leaves idle, as its programmatic dependent; the rest of
@@ -261,6 +264,7 @@ class CudaBackend final : public Backend {
     // Every request's run the same length n, request r's at slot r · n: n (MergeStatesParams::
     // uniform_run_states), else 0. merge_every_request: merge_requests is 0, 1, ..., num_requests − 1.
     int merge_uniform_run_states = 0;
+    uint64_t merge_empty_states = 0;  // CascadePlan::EmptyPrefixStates (MergeStatesParams::empty_states)
     bool merge_every_request = false;
     // Early decode (early_decode.h): the last num_early_decode_items decode items run beside the
     // prefix grid on the early_decode_sms SMs it leaves idle, before the others.
@@ -316,6 +320,7 @@ class CudaBackend final : public Backend {
   int merge_rows_per_warp_ = 0;  // PREFIXD_MERGE_ROWS_PER_WARP (0: auto)
   int early_decode_percent_ = 0;  // PREFIXD_EARLY_DECODE_PERCENT (0: off)
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
+  bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   bool decode_next_wave_ = true;    // PREFIXD_DECODE_NEXT_WAVE

@@ -61,6 +61,7 @@ constexpr int kBatch = 4;  // states whose v loads are in flight together, per r
 // output row is out_row + j.
 struct MergeRun {
   int n;            // states per row
+  int head;         // runs mode: row 0's query head (row j's: head + j); fixed-n mode: 0
   int64_t first;
   int64_t stride;
   int64_t out_row;
@@ -81,17 +82,36 @@ __device__ __forceinline__ MergeRun FindMergeRun(const MergeStatesParams& p, int
       begin = p.run_indptr[request];
       run.n = p.run_indptr[request + 1] - begin;
     }
+    run.head = head;
     run.first = int64_t(begin) * p.num_heads + head;
     run.stride = p.num_heads;
     run.out_row = int64_t(request) * p.num_heads + head;
     if (p.packed_row != nullptr) run.packed_row = p.packed_row[request];
   } else {
     run.n = p.num_states;
+    run.head = 0;
     run.first = row0;
     run.stride = p.rows;
     run.out_row = row0;
   }
   return run;
+}
+
+// Row j's KV head's bits of MergeStatesParams::empty_states, shifted so that bit i · num_kv_heads is
+// its state i (0 without a mask): one division per row, off the loads' path.
+__device__ __forceinline__ uint64_t RowEmptyStates(const MergeStatesParams& p, const MergeRun& run, int j) {
+  return p.empty_states == 0 ? 0 : p.empty_states >> ((run.head + j) / (p.num_heads / p.num_kv_heads));
+}
+
+// Whether state i is known empty from the row's bits (RowEmptyStates), so that its v need not be loaded.
+__device__ __forceinline__ bool KnownEmptyState(const MergeStatesParams& p, uint64_t row_bits, int i) {
+  const int bit = i * p.num_kv_heads;
+  return row_bits != 0 && bit < 64 && ((row_bits >> bit) & 1) != 0;
+}
+
+// The plan said state i is empty: its s must say so too (a wrong mask would drop a state's v).
+__device__ __forceinline__ void CheckKnownEmptyState(const MergeStatesParams& p, uint64_t row_bits, int i, float s_i) {
+  if (s_i != -INFINITY && KnownEmptyState(p, row_bits, i)) __trap();
 }
 
 // Row j's merged float4 d4: to its packed row (MergeStatesParams::packed_row; a packed row is
@@ -134,8 +154,9 @@ __device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const Me
   const int d4_count = p.head_dim / 4;
   const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + first * p.head_dim);
   const int64_t state_float4s = stride * d4_count;
+  const uint64_t row_empty = RowEmptyStates(p, run, j);
   auto load_v = [&](int i, int d4) {
-    return i < n ? v_first[i * state_float4s + d4] : make_float4(0.f, 0.f, 0.f, 0.f);
+    return i < n && !KnownEmptyState(p, row_empty, i) ? v_first[i * state_float4s + d4] : make_float4(0.f, 0.f, 0.f, 0.f);
   };
   // The v loads of the first batch go out with the s loads, before the LSE reduction below.
   float4 x[kBatch];
@@ -149,10 +170,15 @@ __device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const Me
   float s_lane = -INFINITY, m = -INFINITY, sum_w = 0.f;
   if (s_in_lanes) {
     if (lane < n) s_lane = p.s_in[first + lane * stride];
+    if (lane < n) CheckKnownEmptyState(p, row_empty, lane, s_lane);
     m = WarpMax(s_lane);
     if (m != -INFINITY) sum_w = WarpSum(exp2f(s_lane - m));
   } else {
-    for (int i = lane; i < n; i += kWarpSize) m = fmaxf(m, p.s_in[first + i * stride]);
+    for (int i = lane; i < n; i += kWarpSize) {
+      const float s_i = p.s_in[first + i * stride];
+      CheckKnownEmptyState(p, row_empty, i, s_i);
+      m = fmaxf(m, s_i);
+    }
     m = WarpMax(m);
     if (m != -INFINITY) {
       for (int i = lane; i < n; i += kWarpSize) sum_w += exp2f(p.s_in[first + i * stride] - m);
@@ -224,15 +250,22 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   const int64_t state_float4s = run.stride * d4_count;
   float4 x[kRows][kBatch];
   float s_lane[kRows];
+  uint64_t row_empty[kRows];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) row_empty[j] = RowEmptyStates(p, run, j);
 #pragma unroll
   for (int j = 0; j < kRows; ++j) {
     const bool row = j < rows_here;
 #pragma unroll
     for (int k = 0; k < kBatch; ++k)
-      x[j][k] = row && k < n && lane < d4_count ? v_first[k * state_float4s + j * d4_count + lane]
-                                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+      x[j][k] = row && k < n && lane < d4_count && !KnownEmptyState(p, row_empty[j], k)
+                    ? v_first[k * state_float4s + j * d4_count + lane]
+                    : make_float4(0.f, 0.f, 0.f, 0.f);
     s_lane[j] = row && lane < n ? p.s_in[run.first + j + lane * run.stride] : -INFINITY;
   }
+#pragma unroll
+  for (int j = 0; j < kRows; ++j)
+    if (j < rows_here && lane < n) CheckKnownEmptyState(p, row_empty[j], lane, s_lane[j]);
 #pragma unroll
   for (int j = 0; j < kRows; ++j) {
     if (j >= rows_here) break;
@@ -321,6 +354,10 @@ void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
                         params.max_run_states >= params.uniform_run_states,
                     "MergeStates: max_run_states " << params.max_run_states << " below uniform_run_states "
                                                    << params.uniform_run_states);
+  PREFIXD_CHECK_ARG(params.empty_states == 0 ||
+                        (params.uniform_run_states > 0 && params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0),
+                    "MergeStates: empty_states needs uniform_run_states and num_kv_heads dividing num_heads (got "
+                        << params.num_kv_heads << " KV heads of " << params.num_heads << ")");
   if (params.rows <= 0) return;
   const dim3 block(unsigned(kWarpsPerBlock * kWarpSize));
   if (MergeRowsPerWarp(params) == 2) {

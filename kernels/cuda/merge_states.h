@@ -36,6 +36,12 @@ struct MergeStatesParams {
   // arithmetic instead of loading them, one dependent memory latency less before the states' loads
   // (with requests null, rows index the requests directly: two less). 0: loaded from run_indptr.
   int uniform_run_states = 0;
+  // With uniform_run_states only (optional): bit i · num_kv_heads + kv_head set means state i of
+  // every row of that KV head's query heads is empty (CascadePlan::EmptyPrefixStates: a stream
+  // grid's padding items), so its v is not loaded. Its s still is, and must be −inf: a set bit
+  // over a written state traps. num_kv_heads divides num_heads. 0: every state loaded.
+  uint64_t empty_states = 0;
+  int num_kv_heads = 0;
   int num_states = 0;                   // n, when run_indptr is null
   int rows = 0;
   int num_heads = 1;                    // heads per request, when run_indptr is set

@@ -736,6 +736,20 @@ int CascadePlan::UniformRunStates() const {
   return n;
 }
 
+uint64_t CascadePlan::EmptyPrefixStates() const {
+  if (groups.empty() || num_kv_heads <= 0 || num_kv_heads > 64) return 0;
+  const int32_t chunks = group_num_chunks.front();
+  if (chunks <= 0 || std::any_of(group_num_chunks.begin(), group_num_chunks.end(), [&](int32_t c) { return c != chunks; }))
+    return 0;
+  uint64_t empty = 0, written = 0;  // (chunk, KV head) pairs with an empty item, with a non-empty one
+  for (const PrefixWorkItem& it : prefix_items) {
+    const int64_t bit = int64_t(it.chunk) * num_kv_heads + it.kv_head;
+    if (bit < 0 || bit >= 64) continue;
+    (it.kv_end > it.kv_begin ? written : empty) |= uint64_t(1) << bit;
+  }
+  return empty & ~written;
+}
+
 bool CascadePlan::MergeNeedsDecode() const {
   if (merge_requests.empty() || decode_items.empty()) return false;
   std::vector<char> merged(size_t(num_requests), 0);

@@ -1771,6 +1771,56 @@ TEST(CudaMergeStates, RunBoundsByArithmeticGiveTheBitsOfTheTable) {
   }
 }
 
+// The merge's skipped loads of the states a stream plan leaves empty (CascadePlan::EmptyPrefixStates,
+// PREFIXD_MERGE_SKIP_EMPTY): the bits of the merge that loads them (an empty state weighs 0 either
+// way), and the oracle's results, in the concurrent mode (every request through the merge kernel),
+// on whole and narrow slots.
+TEST(CudaMergeStates, SkippedEmptyStatesGiveTheBitsOfLoadedOnes) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  const std::string k = std::to_string(ConcurrentDecodeSms(32));
+  const std::unique_ptr<Backend> skip =
+      MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", k}, {"PREFIXD_MERGE_SKIP_EMPTY", "1"}});
+  const std::unique_ptr<Backend> load =
+      MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", k}, {"PREFIXD_MERGE_SKIP_EMPTY", "0"}});
+  std::vector<int> suffixes(64);
+  for (int& n : suffixes) n = 1 + int(rng() % 70);
+  const CascadeCase cases[] = {
+      {"skip_fp16_h8kv2_d128", kF16, 8, 2, 128, 16, {{3000, suffixes}}, true},
+      {"skip_bf16_h12kv3_d64", kBF16, 12, 3, 64, 16, {{2500, suffixes}}},
+  };
+  int plans_with_empty_states = 0;
+  for (const CascadeCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    PlanOptions o = CascadeOptions(Device());
+    o.prefix_target_items = 4;
+    o.prefix_tile_rows = 128;
+    o.min_prefix_chunk = 64;
+    o.balance_min_item_rows = 0;
+    o.balance_min_chunk_tiles = 1;
+    o.balance_min_gain = 0;
+    o.balance_stream = true;
+    o.balance_item_overhead_tiles = 0.5;
+    for (const int ctas : {10, 11, 12, 13}) {
+      SCOPED_TRACE(std::to_string(ctas) + " CTAs");
+      o.balance_prefix_ctas = ctas;
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+      plans_with_empty_states += plan.EmptyPrefixStates() != 0;
+      const StepResult got = RunStep(*skip, in.pool, c.layer, plan, in.q);
+      const StepResult loaded = RunStep(*load, in.pool, c.layer, plan, in.q);
+      ExpectMatchesOracle(got, want, c.dtype, c.name);
+      ASSERT_EQ(got.v.size(), loaded.v.size());
+      EXPECT_EQ(std::memcmp(got.v.data(), loaded.v.data(), got.v.size() * 4), 0) << "v_out bits";
+      EXPECT_EQ(std::memcmp(got.s.data(), loaded.s.data(), got.s.size() * 4), 0) << "s_out bits";
+      EXPECT_EQ(std::memcmp(got.o.data(), loaded.o.data(), got.o.size() * 4), 0) << "o bits";
+    }
+  }
+  // 3 of the 8 layouts have empty items (session 60); fewer would leave the skip barely tested.
+  EXPECT_GE(plans_with_empty_states, 2) << "too few of the stream plans had empty states to skip";
+}
+
 TEST(CudaMergeStateInPlace, MatchesDoubleMergeIncludingEmptySides) {
   PREFIXD_REQUIRE_DEVICE_BACKEND();
   PREFIXD_SEEDED_RNG(rng);

@@ -1343,6 +1343,32 @@ TEST(PlanBalance, TheStreamSplitsTheHeadsOverAConcurrentGrid) {
   ExpectSamePlan(CascadePlan::Deserialize(plan.Serialize()), plan);
   const CostModelParams model = CostModelParams::H200();
   EXPECT_LT(PredictCost(plan, model).prefix_us, PredictCost(tails, model).prefix_us);
+  // The merge's known-empty states (CascadePlan::EmptyPrefixStates): exactly the (chunk, KV head)
+  // pairs whose items are empty, every row tile's alike; none in the tails' plan.
+  uint64_t want = 0;
+  for (const PrefixWorkItem& it : plan.prefix_items)
+    if (it.kv_begin == it.kv_end) want |= uint64_t(1) << (it.chunk * 8 + it.kv_head);
+  EXPECT_NE(want, 0u);
+  EXPECT_EQ(plan.EmptyPrefixStates(), want);
+  EXPECT_EQ(tails.EmptyPrefixStates(), 0u);
+}
+
+// EmptyPrefixStates only where every group starts its runs with the same prefix chunks: a group
+// without a prefix (its state 0 is a suffix state) or with another chunk count gives 0.
+TEST(PlanBalance, EmptyPrefixStatesNeedOneChunkCountForEveryGroup) {
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{256, 32768}}, 256, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  o.prefix_target_items = 112;
+  o.balance_prefix_ctas = 112;
+  o.balance_stream = true;
+  CascadePlan plan = PlanCascade(batch, pool, o);
+  ASSERT_NE(plan.EmptyPrefixStates(), 0u);
+  CascadePlan other = plan;
+  other.group_num_chunks.push_back(0);  // as if a second group without a prefix
+  EXPECT_EQ(other.EmptyPrefixStates(), 0u);
+  other.group_num_chunks.back() = plan.group_num_chunks.front() + 1;
+  EXPECT_EQ(other.EmptyPrefixStates(), 0u);
 }
 
 // The stream: 3 KV heads × 2 row tiles of a 3000-token prefix (head_dim 128: 24 tiles each) on 10

@@ -182,7 +182,8 @@ TEST(PrefixStream, LeftoverCtasFormANarrowSlot) {
   EXPECT_EQ(narrow->slots, 15);
   EXPECT_EQ(narrow->narrow_slots, 1);
   EXPECT_EQ(narrow->ctas, 116);
-  EXPECT_EQ(narrow->share_tiles, CeilDiv(8 * 256 * 8, 116));  // 142 (a narrow slot's: 71)
+  // The narrow slot's ⌊2048 · 4 / 116⌋ = 70 tiles set aside, the 14 whole slots share the rest.
+  EXPECT_EQ(narrow->share_tiles, CeilDiv(8 * 256 - 8 * 256 * 4 / 116, 14));  // 142
   EXPECT_LT(narrow->busiest_after, whole->busiest_after - 3);
   EXPECT_LE(narrow->busiest_after, 142 + 3 * 2.5);
   // On a grid of whole slots there is nothing to add.

@@ -236,6 +236,11 @@ struct CascadePlan {
   // n where every request's run has the same n > 0 slots (state_indptr[r] = r · n: one group with
   // equal suffixes), else 0. The CUDA merge then takes the run bounds by arithmetic.
   int UniformRunStates() const;
+  // Where every request's run starts with the same C > 0 prefix chunks (every group has C): bit
+  // c · num_kv_heads + kv_head is set when state c of every request is empty for that KV head's
+  // query heads (its items of chunk c are all empty: a stream grid's padding, prefix_balance.h),
+  // for c · num_kv_heads + kv_head < 64; else 0. The CUDA merge then skips those states' v loads.
+  uint64_t EmptyPrefixStates() const;
   // Whether some request of merge_requests has decode items (a suffix split into chunks, or no
   // fused merge): then the merge must follow the decode (Backend::RunCascadeParts).
   bool MergeNeedsDecode() const;

@@ -1302,6 +1302,15 @@ TEST(PlanConcurrent, RecordsItsTmaDecodeAndRoundTrips) {
   EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "concurrent_tma_candidates");
 }
 
+// GPU-like options whose prefix items and balanced grid both target `ctas` CTAs (a concurrent
+// decode's leftover SMs).
+PlanOptions GridOfCtasOptions(int ctas) {
+  PlanOptions o = GpuLikeOptions(false);
+  o.prefix_target_items = ctas;
+  o.balance_prefix_ctas = ctas;
+  return o;
+}
+
 // The stream over the heads on the 112 CTAs a concurrent decode on 20 SMs leaves (32/8 B256
 // P32768: 8 KV heads × 8 row tiles, which the chunks give 64 items): 14 slots of 8 CTAs, each
 // CTA's chain the same (KV head, range, chunk) steps as the other row tiles of its slot, every
@@ -1309,9 +1318,7 @@ TEST(PlanConcurrent, RecordsItsTmaDecodeAndRoundTrips) {
 TEST(PlanBalance, TheStreamSplitsTheHeadsOverAConcurrentGrid) {
   KvPoolShape pool;
   const DecodeBatch batch = GroupsBatch({{256, 32768}}, 256, 32, 16, &pool, 8);
-  PlanOptions o = GpuLikeOptions(false);
-  o.prefix_target_items = 112;
-  o.balance_prefix_ctas = 112;
+  PlanOptions o = GridOfCtasOptions(112);
   const CascadePlan tails = PlanCascade(batch, pool, o);
   ASSERT_EQ(tails.prefix_balanced_ctas, 112) << "the tails balance it too, less evenly";
   o.balance_stream = true;
@@ -1351,21 +1358,10 @@ TEST(PlanBalance, TheStreamSplitsTheHeadsOverAConcurrentGrid) {
   EXPECT_NE(want, 0u);
   EXPECT_EQ(plan.EmptyPrefixStates(), want);
   EXPECT_EQ(tails.EmptyPrefixStates(), 0u);
-}
-
-// EmptyPrefixStates only where every group starts its runs with the same prefix chunks: a group
-// without a prefix (its state 0 is a suffix state) or with another chunk count gives 0.
-TEST(PlanBalance, EmptyPrefixStatesNeedOneChunkCountForEveryGroup) {
-  KvPoolShape pool;
-  const DecodeBatch batch = GroupsBatch({{256, 32768}}, 256, 32, 16, &pool, 8);
-  PlanOptions o = GpuLikeOptions(false);
-  o.prefix_target_items = 112;
-  o.balance_prefix_ctas = 112;
-  o.balance_stream = true;
-  CascadePlan plan = PlanCascade(batch, pool, o);
-  ASSERT_NE(plan.EmptyPrefixStates(), 0u);
+  // Only where every group starts its runs with the same prefix chunks: a group without a prefix
+  // (its state 0 is a suffix state) or with another chunk count gives 0.
   CascadePlan other = plan;
-  other.group_num_chunks.push_back(0);  // as if a second group without a prefix
+  other.group_num_chunks.push_back(0);
   EXPECT_EQ(other.EmptyPrefixStates(), 0u);
   other.group_num_chunks.back() = plan.group_num_chunks.front() + 1;
   EXPECT_EQ(other.EmptyPrefixStates(), 0u);
@@ -1406,9 +1402,7 @@ TEST(PlanBalance, StreamPlansComputeTheSameAttention) {
 TEST(PlanBalance, NarrowSlotsTakeTheLeftoverCtas) {
   KvPoolShape pool;
   const DecodeBatch batch = GroupsBatch({{256, 32768}}, 256, 32, 16, &pool, 8);
-  PlanOptions o = GpuLikeOptions(false);
-  o.prefix_target_items = 116;
-  o.balance_prefix_ctas = 116;
+  PlanOptions o = GridOfCtasOptions(116);
   o.balance_stream = true;
   o.balance_stream_narrow = false;
   const CascadePlan whole = PlanCascade(batch, pool, o);

@@ -737,7 +737,7 @@ int CascadePlan::UniformRunStates() const {
 }
 
 uint64_t CascadePlan::EmptyPrefixStates() const {
-  if (groups.empty() || num_kv_heads <= 0 || num_kv_heads > 64) return 0;
+  if (group_num_chunks.empty() || num_kv_heads <= 0 || num_kv_heads > 64) return 0;
   const int32_t chunks = group_num_chunks.front();
   if (chunks <= 0 || std::any_of(group_num_chunks.begin(), group_num_chunks.end(), [&](int32_t c) { return c != chunks; }))
     return 0;

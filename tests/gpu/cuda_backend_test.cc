@@ -494,6 +494,25 @@ TEST(CudaCascade, HeadDim128LongTilePlansMatchTheOracle) {
   }
 }
 
+// Plan options that balance a small prefix grid of `ctas` CTAs from `target_items` items (one or
+// a few chunks per (KV head, row tile) pair); with `stream`, by the stream over the heads at an item
+// cost of half a tile, so that the stream, not the tails, is the better balance.
+PlanOptions BalancedGridOptions(int ctas, int target_items, bool stream) {
+  PlanOptions o = CascadeOptions(Device());
+  o.prefix_target_items = target_items;
+  o.prefix_tile_rows = 128;
+  o.min_prefix_chunk = 64;
+  o.balance_prefix_ctas = ctas;
+  o.balance_min_item_rows = 0;  // the two groups' last row tiles have 128 rows, the others' too
+  o.balance_min_chunk_tiles = 1;
+  o.balance_min_gain = 0;
+  if (stream) {
+    o.balance_stream = true;
+    o.balance_item_overhead_tiles = 0.5;
+  }
+  return o;
+}
+
 TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
@@ -512,14 +531,7 @@ TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
   for (const CascadeCase& c : cases) {
     SCOPED_TRACE(c.name);
     const CascadeInputs in = MakeCascadeInputs(c, rng);
-    PlanOptions o = CascadeOptions(Device());
-    o.prefix_target_items = 8;
-    o.prefix_tile_rows = 128;
-    o.min_prefix_chunk = 64;
-    o.balance_prefix_ctas = 12;
-    o.balance_min_item_rows = 0;  // the two groups' last row tiles have 128 rows, the others' too
-    o.balance_min_chunk_tiles = 1;
-    o.balance_min_gain = 0;
+    PlanOptions o = BalancedGridOptions(12, 8, false);
     const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
     ASSERT_EQ(plan.prefix_balanced_ctas, 12) << "the case does not balance";
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
@@ -529,9 +541,7 @@ TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
     // The stream over the heads (PlanOptions::balance_stream) on the same 12 CTAs, from one chunk
     // per pair: shares of 6 slots of 2 row tiles (12 slots of the two groups' 1), a head's range in
     // 3-4 pieces, empty items where a head has fewer (the two groups' case).
-    o.prefix_target_items = 4;
-    o.balance_stream = true;
-    o.balance_item_overhead_tiles = 0.5;  // so that the stream, not the tails, is the better balance
+    o = BalancedGridOptions(12, 4, true);
     const CascadePlan stream = kernels::PlanCascade(in.batch, in.shape, o);
     ASSERT_EQ(stream.prefix_balanced_ctas, 12) << "the stream case does not balance";
     ASSERT_GE(stream.group_num_chunks.front(), 3) << "the tails balanced it, not the stream";
@@ -1794,19 +1804,9 @@ TEST(CudaMergeStates, SkippedEmptyStatesGiveTheBitsOfLoadedOnes) {
     SCOPED_TRACE(c.name);
     const CascadeInputs in = MakeCascadeInputs(c, rng);
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-    PlanOptions o = CascadeOptions(Device());
-    o.prefix_target_items = 4;
-    o.prefix_tile_rows = 128;
-    o.min_prefix_chunk = 64;
-    o.balance_min_item_rows = 0;
-    o.balance_min_chunk_tiles = 1;
-    o.balance_min_gain = 0;
-    o.balance_stream = true;
-    o.balance_item_overhead_tiles = 0.5;
     for (const int ctas : {10, 11, 12, 13}) {
       SCOPED_TRACE(std::to_string(ctas) + " CTAs");
-      o.balance_prefix_ctas = ctas;
-      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, BalancedGridOptions(ctas, 4, true));
       plans_with_empty_states += plan.EmptyPrefixStates() != 0;
       const StepResult got = RunStep(*skip, in.pool, c.layer, plan, in.q);
       const StepResult loaded = RunStep(*load, in.pool, c.layer, plan, in.q);

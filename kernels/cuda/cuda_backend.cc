@@ -115,6 +115,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   merge_run_table_ = EnvChoice("PREFIXD_MERGE_RUN_LOOKUP", {"auto", "table"}, 0) == 1;
   merge_skip_empty_ = EnvFlag("PREFIXD_MERGE_SKIP_EMPTY", merge_skip_empty_);
   early_decode_percent_ = int(EnvInteger("PREFIXD_EARLY_DECODE_PERCENT", 0, 100, early_decode_percent_));
+  early_decode_tma_ = EnvFlag("PREFIXD_EARLY_DECODE_TMA", early_decode_tma_);
+  sequential_tma_ = EnvFlag("PREFIXD_SEQUENTIAL_TMA", sequential_tma_);
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
   decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
   decode_next_wave_ = EnvFlag("PREFIXD_DECODE_NEXT_WAVE", decode_next_wave_);
@@ -180,7 +182,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
   if (merge_run_table_) d << " [merge run bounds always loaded]";
   if (!merge_skip_empty_) d << " [merge loads empty states]";
-  if (early_decode_percent_ > 0) d << " [early decode: " << early_decode_percent_ << "% of the finished suffixes]";
+  if (!sequential_tma_) d << " [sequential TMA decode off]";
+  if (early_decode_percent_ > 0)
+    d << " [early decode: " << early_decode_percent_ << "% of the finished suffixes"
+      << (early_decode_tma_ ? ", the TMA decode where it applies]" : "]");
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (!decode_next_wave_) d << " [decode next-wave prefetch off]";
@@ -764,7 +769,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
       p.stream_items = p.stream_tma = true;
       if (concurrent && parts == kAllParts) ++concurrent_tma_steps_;
-    } else if (decode_persistent_ && DecodeUsesTensorCores(p)) {
+    } else if (decode_persistent_ && (DecodeUsesTensorCores(p) || (decode_tma_ && DecodeStreamTmaApplies(p)))) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
       // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
       p.max_sms = concurrent_k > 0 && plan_.num_prefix_items > 0 ? concurrent_k : num_sms_;
@@ -773,6 +778,25 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.tma_diag = decode_tma_diag_;
     p.tma_swap_ab = decode_tma_swap_ab_;
     p.tma_warps = decode_tma_warps_;
+    // A cascade's decode after its prefix grid (also when timed alone), where SequentialTmaDecodeWarps
+    // says the persistent TMA decode on every SM pays; not with other launch settings asked for.
+    const int sequential_tma_warps =
+        sequential_tma_ && concurrent_k == 0 && p.max_sms == 0 && plan_.num_prefix_items > 0 &&
+                plan_.num_early_decode_items == 0 && decode_tma_swap_ab_ && decode_mma_warps_ == 0
+            ? SequentialTmaDecodeWarps(p.num_qo_heads / p.num_kv_heads, p.head_dim, plan_.num_decode_items,
+                                       plan_.max_decode_item_tokens, num_sms_)
+            : 0;
+    if (sequential_tma_warps > 0) {
+      DecodeAttentionParams tma = p;
+      tma.max_sms = num_sms_;
+      tma.stream_items = tma.stream_tma = true;
+      tma.mma_warps = 8;  // TmaDecodeWarps: 8 or tma_warps = 12 with the heads as N
+      tma.tma_warps = sequential_tma_warps;
+      if (DecodeStreamTmaApplies(tma)) {
+        p = tma;
+        ++sequential_tma_launches_;
+      }
+    }
     p.item_bases = plan_.decode_item_bases;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;
@@ -796,6 +820,17 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       e.overlap_prefix = beside_prefix;
       e.early_sms = beside_prefix && args.decode_free_sms == 0 ? plan_.early_decode_sms : 0;
       e.max_sms = args.decode_free_sms > 0 ? p.max_sms : 0;
+      // PREFIXD_EARLY_DECODE_TMA: the persistent TMA decode, one CTA on each of those SMs, whose
+      // copies stay in flight across items (the one-item kernel streamed ~22 GB/s per SM at GQA 1).
+      DecodeAttentionParams tma = e;
+      tma.stream_items = tma.stream_tma = true;
+      tma.max_sms = e.early_sms > 0 ? e.early_sms : e.max_sms > 0 ? e.max_sms : num_sms_;
+      tma.early_sms = 0;
+      if (early_decode_tma_ && DecodeStreamTmaApplies(tma)) {
+        if (decode_mma_warps_ == 0) tma.mma_warps = 8;  // as the concurrent TMA decode's (12 warps)
+        e = tma;
+        ++early_tma_launches_;
+      }
       DecodeAttention(e, decode_stream);
       if (beside_prefix && parts == kAllParts) ++early_decode_steps_;
       p.num_items = num_late;

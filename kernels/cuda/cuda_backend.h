@@ -43,6 +43,14 @@
 //                                         head), as the early grid's (DecodeAttentionParams::
 //                                         early_chain) (0: off; 15 measured -2 µs at 32/32 B256
 //                                         P32768 S32, slower elsewhere, bench/RESULTS.md s59)
+//   PREFIXD_SEQUENTIAL_TMA=0|1            a cascade's decode after its prefix grid as the persistent
+//                                         TMA decode on every SM where SequentialTmaDecodeWarps
+//                                         (decode_kernel_choice.h) says it pays (GQA 1, head_dim 128,
+//                                         items of 128-512 tokens, at most one per warp) (1)
+//   PREFIXD_EARLY_DECODE_TMA=0|1          the early grid as the persistent TMA decode, one CTA per
+//                                         idle SM, where it applies (DecodeStreamTmaApplies; every
+//                                         group of ≤ 8 heads at head_dim 64 and 128), instead of the
+//                                         one-item-at-a-time kernel (1)
 //   PREFIXD_DECODE_EVICT_FIRST=0|1        evict-first L2 policy for the decode kernel's K/V (1)
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_DECODE_NEXT_WAVE=0|1          a decode of several waves: each CTA prefetches the start
@@ -200,6 +208,11 @@ class CudaBackend final : public Backend {
   int64_t concurrent_steps() const { return concurrent_steps_; }
   // The steps whose decode ran early items beside the prefix grid so far (PREFIXD_EARLY_DECODE_PERCENT).
   int64_t early_decode_steps() const { return early_decode_steps_; }
+  // The early grids launched as the persistent TMA decode so far (PREFIXD_EARLY_DECODE_TMA), in
+  // steps and in decode parts alone.
+  int64_t early_tma_launches() const { return early_tma_launches_; }
+  // The sequential steps' decodes launched as the persistent TMA decode so far (PREFIXD_SEQUENTIAL_TMA).
+  int64_t sequential_tma_launches() const { return sequential_tma_launches_; }
   // The loaded plan's concurrent k (0: none loaded, or one after the other).
   int loaded_concurrent_decode_sms() const { return plan_loaded_ ? plan_.concurrent_decode_sms : 0; }
   // The concurrent steps whose decode ran as the persistent TMA decode on the k SMs so far.
@@ -319,6 +332,8 @@ class CudaBackend final : public Backend {
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   int merge_rows_per_warp_ = 0;  // PREFIXD_MERGE_ROWS_PER_WARP (0: auto)
   int early_decode_percent_ = 0;  // PREFIXD_EARLY_DECODE_PERCENT (0: off)
+  bool early_decode_tma_ = true;  // PREFIXD_EARLY_DECODE_TMA
+  bool sequential_tma_ = true;    // PREFIXD_SEQUENTIAL_TMA
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
@@ -343,6 +358,8 @@ class CudaBackend final : public Backend {
   int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;
   int64_t early_decode_steps_ = 0;
+  int64_t early_tma_launches_ = 0;
+  int64_t sequential_tma_launches_ = 0;
   cudaStream_t decode_stream_ = nullptr;
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;

@@ -24,6 +24,12 @@ void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStr
 
 namespace {
 
+// Whether a launch of one CTA per SM looping over items (max_sms) runs the TMA streaming kernel:
+// asked for (stream_items, stream_tma) and applicable (decode_stream_tma.h).
+bool RunsTmaDecode(const DecodeAttentionParams& p) {
+  return p.max_sms > 0 && p.stream_items && p.stream_tma && DecodeStreamTmaApplies(p);
+}
+
 // One CTA per SM looping over items (max_sms): the streaming kernel (its TMA variant where asked
 // for and applicable), unless turned off. Both serve the compiled groups of 4 and 8 only: another g
 // runs the one-item-at-a-time kernel.
@@ -31,7 +37,7 @@ template <typename T, int HEAD_DIM, int GQA>
 void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream) {
   if constexpr (HEAD_DIM <= 128 && GQA <= 8) {  // the streaming kernels exist up to head_dim 128
     if (p.max_sms > 0 && p.stream_items && p.group_size == GQA) {
-      if (p.stream_tma && DecodeStreamTmaApplies(p)) return DecodeStreamTma(p, stream);
+      if (RunsTmaDecode(p)) return DecodeStreamTma(p, stream);
       return decode::LaunchDecodeAttentionMmaStream<T, HEAD_DIM, GQA>(p, stream);
     }
   }
@@ -43,8 +49,11 @@ void LaunchTensorCoreKernel(const DecodeAttentionParams& p, cudaStream_t stream)
 template <typename T, int HEAD_DIM>
 void DispatchGroupSize(const DecodeAttentionParams& p, int rows, bool tensor_cores, cudaStream_t stream) {
   switch (rows) {
-    case 1: return decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream);
-    case 2: return decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
+    case 1:
+    case 2:  // the CUDA-core kernel, or where asked for the TMA decode (built at every group of ≤ 8)
+      if (RunsTmaDecode(p)) return DecodeStreamTma(p, stream);
+      return rows == 1 ? decode::LaunchDecodeAttention<T, HEAD_DIM, 1>(p, stream)
+                       : decode::LaunchDecodeAttention<T, HEAD_DIM, 2>(p, stream);
     case 4:
       if constexpr (TensorCoreDecodeBuilt(4, HEAD_DIM)) {  // instantiated in kernels/cuda/inst/
         if (tensor_cores) return LaunchTensorCoreKernel<T, HEAD_DIM, 4>(p, stream);

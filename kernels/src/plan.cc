@@ -465,7 +465,7 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     const double us = PredictCost(m.plan, params).total_us;
     if (us < best.us) best = Scored{us, m.options, none};
   }
-  const bool tma = base.concurrent_tma_candidate && TmaDecodeBuilt(batch.num_qo_heads / pool.num_kv_heads, pool.head_dim) &&
+  const bool tma = base.concurrent_tma_candidate && TmaDecodeModeled(batch.num_qo_heads / pool.num_kv_heads, pool.head_dim) &&
                    (pool.dtype == DType::kFloat16 || pool.dtype == DType::kBFloat16);
   // `best` compares at the model's predicted step; `mode_us` is that of the mode's plan as chosen
   // (the TMA decode's where it takes it below), for the TMA decode's own candidates after it.

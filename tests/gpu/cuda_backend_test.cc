@@ -398,18 +398,21 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentCascadeTest, ::testing::ValuesIn(
 // suffixes beside the prefix grid, each such request finished by an empty merge-only item after it.
 // Every cascade case at 30% and 100% of those suffix tokens, its fused plan (finishing items) and
 // the finest split (merged requests beside the early ones), against the float64 oracle and the CPU
-// backend; the step must have run early items wherever the plan has finishing ones. Then the
-// decode part alone after the prefix part (the early grid launched normally) and a CUDA-graph
-// replay of the whole step.
+// backend; the step must have run early items wherever the plan has finishing ones, as the
+// persistent TMA decode wherever that kernel is built for the shape (PREFIXD_EARLY_DECODE_TMA, on
+// by default; also with it off). Then the decode part alone after the prefix part (the early grid
+// launched normally) and a CUDA-graph replay of the whole step.
 TEST(CudaEarlyDecode, MatchesFloat64OracleAndCpuBackend) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
-  for (const char* percent : {"30", "100"}) {
-    SCOPED_TRACE(std::string("PREFIXD_EARLY_DECODE_PERCENT=") + percent);
-    std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_EARLY_DECODE_PERCENT", percent}});
+  for (const auto& [percent, tma] : {std::pair{"30", "1"}, std::pair{"100", "1"}, std::pair{"30", "0"}}) {
+    SCOPED_TRACE(std::string("PREFIXD_EARLY_DECODE_PERCENT=") + percent + " PREFIXD_EARLY_DECODE_TMA=" + tma);
+    std::unique_ptr<Backend> backend =
+        MakeCudaBackendWithEnv({{"PREFIXD_EARLY_DECODE_PERCENT", percent}, {"PREFIXD_EARLY_DECODE_TMA", tma}});
     auto& device = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
     for (const CascadeCase& c : CascadeCases()) {
       SCOPED_TRACE(c.name);
+      const bool tma_built = tma[0] == '1' && kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
       const CascadeInputs in = MakeCascadeInputs(c, rng);
       const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
       PlanOptions finest = OptionsFor(c.split);
@@ -423,15 +426,18 @@ TEST(CudaEarlyDecode, MatchesFloat64OracleAndCpuBackend) {
         for (const auto& it : plan.decode_items) finishing = finishing || it.finish;
         const int prefix_ctas = plan.prefix_balanced_ctas > 0 ? plan.prefix_balanced_ctas
                                                               : int(std::min<size_t>(plan.prefix_items.size(), device.num_sms()));
-        const int64_t before = device.early_decode_steps();
+        const int64_t before = device.early_decode_steps(), tma_before = device.early_tma_launches();
         const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
         const StepResult cpu = RunStep(Cpu(), in.pool, c.layer, plan, in.q);
         ExpectMatchesOracle(got, want, c.dtype, what);
         ExpectMatchesCpu(got, cpu, c.dtype, what);
-        if (finishing && !plan.prefix_items.empty() && prefix_ctas < device.num_sms())
+        if (finishing && !plan.prefix_items.empty() && prefix_ctas < device.num_sms()) {
           EXPECT_GT(device.early_decode_steps(), before) << "no early items ran";
-        else
+          if (tma_built) EXPECT_GT(device.early_tma_launches(), tma_before) << "the early grid was not the TMA decode";
+        } else {
           EXPECT_EQ(device.early_decode_steps(), before) << "early items without idle SMs beside the prefix grid";
+        }
+        if (tma[0] == '0') EXPECT_EQ(device.early_tma_launches(), tma_before) << "PREFIXD_EARLY_DECODE_TMA=0";
         ExpectMergePartPacksRows(*backend, in.pool, c.layer, plan, in.q);
       }
     }
@@ -658,11 +664,11 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
 
 // A concurrent plan whose decode is the persistent TMA decode on its k SMs (CascadePlan::
 // concurrent_decode_tma, the planner's choice where the decode fits beside the prefix): correct
-// against the float64 oracle at GQA 4 and 8, head_dim 64 and 128, fp16 and bf16, and run as that
-// kernel where it is built (the backend counts those steps), at the planner's smallest k and at the
-// largest of the TMA decode's own candidates (PlanOptions::concurrent_tma_candidates); at shapes it
-// is not built for (GQA 2, head_dim 256) and on a backend with PREFIXD_CONCURRENT_DECODE_TMA=0 the
-// plan runs with the other decode, also correct.
+// against the float64 oracle at GQA 1, 2, 4 and 8, head_dim 64 and 128, fp16 and bf16, and run as
+// that kernel where it is built (the backend counts those steps), at the planner's smallest k and at
+// the largest of the TMA decode's own candidates (PlanOptions::concurrent_tma_candidates); at shapes
+// it is not built for (GQA 3, head_dim 256) and on a backend with PREFIXD_CONCURRENT_DECODE_TMA=0
+// the plan runs with the other decode, also correct.
 TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
@@ -677,7 +683,9 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
       {"tma_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true},
       {"tma_bf16_h16kv2_d64", kBF16, 16, 2, 64, 16, {{2000, {33, 260, 1}}, {500, {90, 16, 7}}}, true},
       {"tma_bf16_h8kv2_d128_p32", kBF16, 8, 2, 128, 32, {{1500, {40, 3, 333}}}, true},
-      {"no_tma_fp16_h8kv4_d128", kF16, 8, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
+      {"tma_fp16_h8kv4_d128_gqa2", kF16, 8, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
+      {"tma_bf16_h8kv8_d64_gqa1", kBF16, 8, 8, 64, 16, {{1200, {40, 3, 200}}, {0, {17}}}, true},
+      {"no_tma_fp16_h12kv4_d128_gqa3", kF16, 12, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
       {"no_tma_fp16_h8kv2_d256", kF16, 8, 2, 256, 16, {{1500, {40, 3, 333}}}, true},
   };
   for (const CascadeCase& c : cases) {
@@ -700,6 +708,57 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
       }
     }
   }
+#endif
+}
+
+// The sequential step's decode as the persistent TMA decode on every SM where SequentialTmaDecodeWarps
+// (decode_kernel_choice.h) takes it (GQA 1, head_dim 128, items of 128-512 tokens, at most one per
+// warp), with 12 and with 8 warps, against the float64 oracle, the step and its parts alone; the
+// backend counts those launches, none with PREFIXD_SEQUENTIAL_TMA=0, nor at shapes the rule leaves.
+TEST(CudaCascade, SequentialTmaDecodeWhereTheRuleTakesIt) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const int sms = dynamic_cast<kernels::cuda::CudaBackend&>(Device()).num_sms();
+  // 6·SMs + 1 items of one KV head each (one request per item at 1 KV head): the 8-warp form.
+  const int eight_warp_requests = 6 * sms + 1;
+  const CascadeCase cases[] = {
+      {"seq_tma_fp16_h16kv16_d128", kF16, 16, 16, 128, 16, {{700, {200, 300, 150, 256}}, {64, {129, 400}}}, true},
+      {"seq_tma_bf16_h8kv8_d128_p5", kBF16, 8, 8, 128, 5, {{333, {128, 511, 140}}}, false},
+      {"seq_tma8_fp16_h1kv1_d128", kF16, 1, 1, 128, 16, {{300, std::vector<int>(size_t(eight_warp_requests), 160)}}, false},
+      {"no_seq_tma_fp16_h16kv16_d128_s32", kF16, 16, 16, 128, 16, {{700, {32, 20, 31}}}, true},
+      {"no_seq_tma_fp16_h16kv16_d64", kF16, 16, 16, 64, 16, {{700, {200, 300}}}, true},
+      {"no_seq_tma_fp16_h16kv4_d128", kF16, 16, 4, 128, 16, {{700, {200, 300}}}, true},
+  };
+  const std::unique_ptr<Backend> off = MakeCudaBackendWithEnv({{"PREFIXD_SEQUENTIAL_TMA", "0"}});
+  int taken12 = 0, taken8 = 0;
+  for (const CascadeCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    // Unsplit suffixes: the items are the cases' lengths.
+    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, OptionsFor(Split::kNone));
+    ASSERT_EQ(plan.concurrent_decode_sms, 0);
+    ASSERT_FALSE(plan.prefix_items.empty());
+    int max_tokens = 0;
+    for (const kernels::DecodeWorkItem& it : plan.decode_items) max_tokens = std::max(max_tokens, it.kv_end - it.kv_begin);
+    const int warps = kernels::SequentialTmaDecodeWarps(c.num_qo_heads / c.num_kv_heads, c.head_dim,
+                                                        int(plan.decode_items.size()), max_tokens, sms);
+    taken12 += warps == 12, taken8 += warps == 8;
+    EXPECT_EQ(warps > 0, c.name.rfind("seq_tma", 0) == 0) << plan.decode_items.size() << " items of <= " << max_tokens;
+    for (Backend* backend : {&Device(), off.get()}) {
+      auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+      const bool on = backend == &Device();
+      SCOPED_TRACE(on ? "default" : "PREFIXD_SEQUENTIAL_TMA=0");
+      const int64_t before = cuda.sequential_tma_launches();
+      const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
+      ExpectMatchesOracle(got, want, c.dtype, c.name);
+      if (on && warps > 0) EXPECT_GE(cuda.sequential_tma_launches() - before, 2) << "the step and its decode part";
+      else EXPECT_EQ(cuda.sequential_tma_launches(), before);
+    }
+  }
+  EXPECT_GT(taken12, 0);
+  EXPECT_GT(taken8, 0);
 #endif
 }
 
@@ -1470,6 +1529,10 @@ TEST_P(CudaDecodeVariantTest, MatchesFloat64Oracle) {
       // persistent variants loop over items one at a time.
       {kBF16, 32, 2, 128, {{900, {60, 700, 1}}, {0, {33, 0}}}, Split::kFinePrefix},
       {kF16, 48, 2, 64, {{400, {257, 8}}, {17, {90}}}, Split::kDevice},
+      // Groups of 1 and 2: the CUDA-core kernel, or with PREFIXD_DECODE_TMA the persistent TMA
+      // decode (its tiles pad the mma's N of 8 heads).
+      {kF16, 16, 16, 128, {{500, {32, 300, 0, 1}}, {0, {45}}}, Split::kFinePrefix},
+      {kBF16, 8, 4, 64, {{260, {31, 17, 90}}}, Split::kDevice},
   };
   for (const Shape& s : shapes) {
     const KvPoolShape shape{1, PagesNeeded(s.groups, 16) + 3, 16, s.h_kv, s.dim, s.dtype};

@@ -21,16 +21,20 @@ constexpr int kBoxRows = 16;  // tma_decode::kTileRows
 
 template <typename T, int HEAD_DIM>
 void DispatchGroup(const DecodeAttentionParams& p, const CUtensorMap& k, const CUtensorMap& v, cudaStream_t stream) {
-  if (p.num_qo_heads / p.num_kv_heads == 4) return sm90a::LaunchDecodeStreamTma<T, HEAD_DIM, 4>(p, k, v, stream);
-  sm90a::LaunchDecodeStreamTma<T, HEAD_DIM, 8>(p, k, v, stream);
+  switch (p.num_qo_heads / p.num_kv_heads) {
+    case 1: return sm90a::LaunchDecodeStreamTma<T, HEAD_DIM, 1>(p, k, v, stream);
+    case 2: return sm90a::LaunchDecodeStreamTma<T, HEAD_DIM, 2>(p, k, v, stream);
+    case 4: return sm90a::LaunchDecodeStreamTma<T, HEAD_DIM, 4>(p, k, v, stream);
+    default: return sm90a::LaunchDecodeStreamTma<T, HEAD_DIM, 8>(p, k, v, stream);
+  }
 }
 }  // namespace
 
 bool DecodeStreamTmaApplies(const DecodeAttentionParams& p) {
   if (p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0) return false;
-  // The compiled shapes (the planner offers the kernel only there), on the tensor-core kernel's
-  // launches (not forced to CUDA cores).
-  return TmaDecodeBuilt(p.num_qo_heads / p.num_kv_heads, p.head_dim) && DecodeUsesTensorCores(p) &&
+  // The compiled shapes, unless the CUDA-core kernel is forced (the TMA decode's tiles are
+  // tensor-core tiles at every group size).
+  return TmaDecodeBuilt(p.num_qo_heads / p.num_kv_heads, p.head_dim) && p.kernel != DecodeKernel::kCudaCores &&
          (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) && p.token_stride % 8 == 0 &&
          int64_t(p.num_kv_heads) * p.head_dim <= p.token_stride &&
          reinterpret_cast<uintptr_t>(p.k) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v) % 16 == 0 &&

@@ -349,6 +349,9 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
   const T* v_pool = static_cast<const T*>(p.v);
   auto tiles_of = [](const DecodeWorkItem& it) { return (it.kv_end - it.kv_begin + kTileRows - 1) / kTileRows; };
 
+  // An early grid (DecodeAttentionParams::early_chain): the late decode may launch once every CTA
+  // of this one is resident; the wait for the prefix grid is at the end (no early item finishes).
+  if (p.early_chain) AllowDependentLaunch();
   // Each warp's barriers are its own: lane 0 sets them up, the warp waits for that.
   if (lane == 0) {
     for (int s = 0; s < kStages; ++s) MbarrierInit(warp_bars + 8 * s, 1);
@@ -558,6 +561,13 @@ void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMa
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeStreamTma(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
                            cudaStream_t stream) {
+  if constexpr (GQA <= 2) {  // the heads as the mma's N only: MmaDecodeTile is built for 4 and 8
+    switch (TmaDecodeWarps(true, p.mma_warps, p.tma_warps)) {
+      case 4: return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
+      case 12: return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 12, true>(p, k_map, v_map, stream);
+      default: return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, true>(p, k_map, v_map, stream);
+    }
+  }
   switch (TmaDecodeWarps(p.tma_swap_ab, p.mma_warps, p.tma_warps)) {
     case 4:
       if (p.tma_swap_ab) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
@@ -574,6 +584,10 @@ void LaunchDecodeStreamTma(const DecodeAttentionParams& p, const CUtensorMap& k_
 
 #define PREFIXD_INSTANTIATE_DECODE_STREAM_TMA(T, HEAD_DIM)                                                  \
   namespace prefixd::kernels::cuda::sm90a {                                                                 \
+  template void LaunchDecodeStreamTma<T, HEAD_DIM, 1>(const DecodeAttentionParams&, const CUtensorMap&,     \
+                                                      const CUtensorMap&, cudaStream_t);                    \
+  template void LaunchDecodeStreamTma<T, HEAD_DIM, 2>(const DecodeAttentionParams&, const CUtensorMap&,     \
+                                                      const CUtensorMap&, cudaStream_t);                    \
   template void LaunchDecodeStreamTma<T, HEAD_DIM, 4>(const DecodeAttentionParams&, const CUtensorMap&,     \
                                                       const CUtensorMap&, cudaStream_t);                    \
   template void LaunchDecodeStreamTma<T, HEAD_DIM, 8>(const DecodeAttentionParams&, const CUtensorMap&,     \

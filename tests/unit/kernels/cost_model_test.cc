@@ -794,6 +794,36 @@ TEST(DecodeKernelChoice, TensorCoresWhereBuiltAndLongItemsAtHeadDim256) {
   EXPECT_FALSE(TensorCoreDecodeApplies(8, 256, 256, true)) << "not built for g 8 at d 256";
 }
 
+// The TMA decode is built for groups of 1, 2, 4 and 8 at head_dim 64 and 128; the planner's
+// concurrent mode offers it only at 4 and 8 (the groups its model was calibrated on).
+TEST(DecodeKernelChoice, TmaDecodeBuiltAndModeledGroups) {
+  for (int d : {64, 128, 256})
+    for (int g = 1; g <= 16; ++g) {
+      const bool built = d != 256 && (g == 1 || g == 2 || g == 4 || g == 8);
+      EXPECT_EQ(TmaDecodeBuilt(g, d), built) << "g " << g << " d " << d;
+      EXPECT_EQ(TmaDecodeModeled(g, d), built && g >= 4) << "g " << g << " d " << d;
+    }
+}
+
+// The sequential step's TMA decode (SequentialTmaDecodeWarps): GQA 1, head_dim 128, items of
+// 128-512 tokens, 12 warps up to 6 items per SM and 8 up to 8; nowhere else.
+TEST(DecodeKernelChoice, SequentialTmaDecodeOnlyWhereItMeasuredFaster) {
+  constexpr int kSms = 132;
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 16 * 32, 256, kSms), 12) << "32/32 B16 S256";
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 6 * kSms, 128, kSms), 12);
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 6 * kSms + 1, 512, kSms), 8);
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 32 * 32, 256, kSms), 8) << "32/32 B32 S256";
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 64 * 32, 256, kSms), 0) << "32/32 B64 S256: more items than warps";
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 16 * 32, 32, kSms), 0) << "S32";
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 16 * 32, 127, kSms), 0);
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 16 * 32, 513, kSms), 0) << "longer items: not measured";
+  EXPECT_EQ(SequentialTmaDecodeWarps(2, 128, 16 * 16, 128, kSms), 0) << "GQA 2";
+  EXPECT_EQ(SequentialTmaDecodeWarps(4, 128, 16 * 8, 256, kSms), 0) << "GQA 4";
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 64, 16 * 32, 256, kSms), 0) << "head_dim 64";
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 0, 256, kSms), 0) << "no items";
+  EXPECT_EQ(SequentialTmaDecodeWarps(1, 128, 16 * 32, 256, 66), 8) << "scaled by the SM count";
+}
+
 // Every GQA group size is served (decode_kernel_choice.h): by the smallest compiled group that holds
 // it, a larger group in slices of the largest compiled one (8; 16 where the tensor-core kernel has
 // its 16-row group), none of them empty.
@@ -1093,7 +1123,7 @@ TEST(CostModel, PlannerChoosesTheTmaDecodeWhereItMeasuredFaster) {
     EXPECT_EQ(plan.concurrent_decode_tma != 0, c.tma_us < c.default_us) << name;
     EXPECT_EQ(plan.concurrent_decode_tma != 0, report.concurrent_decode_tma) << name;
   }
-  // Not built at head_dim 256 (TmaDecodeBuilt), nor offered without the candidate; and it never
+  // Not built at head_dim 256 (TmaDecodeModeled), nor offered without the candidate; and it never
   // makes the mode chosen where it was not (B256 P16384 S128: the model has the TMA decode's step
   // faster than one after the other, untimed).
   KvPoolShape pool;

@@ -62,12 +62,32 @@ inline bool TensorCoreDecodeApplies(int gqa, int head_dim, int max_item_tokens, 
 }
 
 // Whether the persistent TMA decode (kernels/cuda/decode_stream_tma.h, sm_90a) is built for
-// gqa = H_qo / H_kv at head_dim: groups of exactly 4 or 8 heads (its finish writes the group's
-// heads), head_dim 64 or 128, fp16 and bf16. The planner offers it only there (PlanOptions::
-// concurrent_tma_candidate); the launcher adds the run-time conditions (the device, the pool's
-// alignment, the tensor-core path).
+// gqa = H_qo / H_kv at head_dim: groups of exactly 1, 2, 4 or 8 heads (its finish writes the
+// group's heads; its tiles put them in the mma's N of 8, so groups of 1 and 2 pad it as 4 does),
+// head_dim 64 or 128, fp16 and bf16. The launcher adds the run-time conditions (the device, the
+// pool's alignment, not forced to CUDA cores).
 constexpr bool TmaDecodeBuilt(int gqa, int head_dim) {
-  return (gqa == 4 || gqa == 8) && (head_dim == 64 || head_dim == 128);
+  return (gqa == 1 || gqa == 2 || gqa == 4 || gqa == 8) && (head_dim == 64 || head_dim == 128);
+}
+
+// Where the planner offers the TMA decode for its concurrent mode (PlanOptions::
+// concurrent_tma_candidate): groups of 4 and 8, the only ones whose rate beside the prefix the cost
+// model was calibrated on (bench/RESULTS.md, sessions 51-52, 60).
+constexpr bool TmaDecodeModeled(int gqa, int head_dim) { return (gqa == 4 || gqa == 8) && TmaDecodeBuilt(gqa, head_dim); }
+
+// The warps per CTA of the persistent TMA decode (above) where it runs as a cascade's decode after
+// the prefix grid, one CTA on every SM (the CUDA backend's sequential step; PREFIXD_SEQUENTIAL_TMA),
+// or 0 where the one-CTA-per-item kernel runs: at GQA 1 and head_dim 128, on items of 128-512
+// tokens, at most one per warp (12 warps up to 6 items per SM, 8 up to 8). There the step measured
+// 1.0-3.6 µs faster (32/32 B16 S128-512: 12 warps −1.2 to −3.6 µs, 8 warps −0.6 to −3.2 but +1.5
+// at S512; B32 S256: 8 warps −2.3 to −3.2, 12 warps −1.9 to +1.7), though its decode part alone
+// is 2-3 µs slower: the gain is in how it follows the prefix grid. Slower at B64 (+3.9 to +6.3
+// µs), B256 (+13 to +30), S32 (+0.2 to +3.9), GQA 2 at S128 (+6.6) and head_dim 64 (+2.2) (H200,
+// bench/RESULTS.md, session 61). The cost model still prices the one-CTA-per-item kernel there.
+constexpr int SequentialTmaDecodeWarps(int gqa, int head_dim, int num_items, int max_item_tokens, int num_sms) {
+  if (gqa != 1 || head_dim != 128 || max_item_tokens < 128 || max_item_tokens > 512 || num_items <= 0) return 0;
+  if (num_items <= 6 * num_sms) return 12;
+  return num_items <= 8 * num_sms ? 8 : 0;
 }
 
 // How g is served by the kernel that runs (tensor_cores: TensorCoreDecodeApplies, or the launcher's

@@ -168,7 +168,7 @@ struct PlanOptions {
   // decode on exactly the k SMs (CascadePlan::concurrent_decode_tma; it never spreads to the SMs the
   // prefix CTAs free, so it pays where its bytes fit beside the prefix). With concurrent_tma_candidate
   // (the backend can run it: sm_90a) the planner, where it chooses the mode, takes it if the shape
-  // has it (TmaDecodeBuilt, decode_kernel_choice.h) and the cost model has it end clearly before
+  // has it (TmaDecodeModeled, decode_kernel_choice.h) and the cost model has it end clearly before
   // the prefix part (15%, plan.cc).
   bool concurrent_decode_tma = false;
   bool concurrent_tma_candidate = false;

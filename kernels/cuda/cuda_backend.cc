@@ -114,8 +114,24 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);
   merge_run_table_ = EnvChoice("PREFIXD_MERGE_RUN_LOOKUP", {"auto", "table"}, 0) == 1;
   merge_skip_empty_ = EnvFlag("PREFIXD_MERGE_SKIP_EMPTY", merge_skip_empty_);
-  early_decode_percent_ = int(EnvInteger("PREFIXD_EARLY_DECODE_PERCENT", 0, 100, early_decode_percent_));
+  // PREFIXD_EARLY_DECODE_PERCENT: unset, empty or "auto", EarlyDecodeAutoShare per plan (where the
+  // owner allows the concurrent modes, BackendOptions::concurrent_prefix_decode: the engine's
+  // ranks run the decode part apart from the prefix part, where an early grid gains nothing); n,
+  // n% of every plan's finished suffix tokens; 0, never.
+  const char* early_env = std::getenv("PREFIXD_EARLY_DECODE_PERCENT");
+  if (early_env != nullptr && *early_env != '\0' && std::strcmp(early_env, "auto") != 0) {
+    try {
+      early_decode_percent_ = int(EnvInteger("PREFIXD_EARLY_DECODE_PERCENT", 0, 100, 0));
+    } catch (const Error&) {  // the same check, its message naming the word too
+      PREFIXD_CHECK_ARG(false, "PREFIXD_EARLY_DECODE_PERCENT must be auto or an integer in [0, 100], got '"
+                                   << early_env << "'");
+    }
+  } else {
+    early_decode_percent_ = options.concurrent_prefix_decode ? kEarlyDecodeAuto : 0;
+  }
   early_decode_tma_ = EnvFlag("PREFIXD_EARLY_DECODE_TMA", early_decode_tma_);
+  early_rule_.min_prefix_us = double(EnvInteger("PREFIXD_EARLY_DECODE_MIN_PREFIX_US", 0, 1000000,
+                                                int64_t(early_rule_.min_prefix_us)));
   sequential_tma_ = EnvFlag("PREFIXD_SEQUENTIAL_TMA", sequential_tma_);
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
   decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
@@ -186,6 +202,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (early_decode_percent_ > 0)
     d << " [early decode: " << early_decode_percent_ << "% of the finished suffixes"
       << (early_decode_tma_ ? ", the TMA decode where it applies]" : "]");
+  if (early_decode_percent_ == kEarlyDecodeAuto && !early_decode_tma_) d << " [early decode off: PREFIXD_EARLY_DECODE_TMA=0]";
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (!decode_next_wave_) d << " [decode next-wave prefetch off]";
@@ -516,8 +533,8 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
                                                     base.prefix_balanced_ctas, 0, prefix_settings_, num_sms_);
   CascadePlan early_plan;
   EarlyDecodeSplit early;
-  if (early_decode_percent_ > 0 && concurrent_k == 0 && !fused_ && !base.prefix_items.empty() && prefix_ctas < num_sms_) {
-    early = SplitEarlyDecode(base, early_decode_percent_ / 100.0);
+  if (early_decode_percent_ != 0 && concurrent_k == 0 && !fused_ && !base.prefix_items.empty() && prefix_ctas < num_sms_) {
+    early = SplitEarlyDecode(base, EarlyDecodeShare(base, num_sms_ - prefix_ctas));
     if (early.num_early > 0) {
       early_plan = base;
       early_plan.decode_items = early.items;
@@ -878,6 +895,18 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
   m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
   cuda::MergeStates(m, stream);
+}
+
+double CudaBackend::EarlyDecodeShare(const CascadePlan& plan, int idle_sms) const {
+  if (early_decode_percent_ != kEarlyDecodeAuto) return early_decode_percent_ / 100.0;
+  // Auto: sized for the TMA decode's rate on the idle SMs, so only where that decode is the early
+  // grid (the one-item kernel streams less than half of it).
+  const int gqa = plan.num_qo_heads / std::max(1, plan.num_kv_heads);
+  if (!early_decode_tma_ || !TmaDecodeBuilt(gqa, plan.head_dim) || !sm90a::DeviceReady()) return 0.0;
+  const double prefix_us = PredictCost(plan, CostModelParams::H200()).prefix_us;
+  // A token's K and V of one KV head: the pool's dtypes (fp16, bf16) are 2 bytes each.
+  return EarlyDecodeAutoShare(plan, idle_sms, prefix_us, 2 * int64_t(plan.head_dim) * DTypeBytes(DType::kFloat16),
+                              early_rule_);
 }
 
 MergeStatesParams CudaBackend::MergeParams() const {

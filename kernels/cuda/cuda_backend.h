@@ -36,17 +36,21 @@
 //   PREFIXD_MERGE_SKIP_EMPTY=0|1          the merge skips the v loads of the states the plan leaves
 //                                         empty (CascadePlan::EmptyPrefixStates; MergeStatesParams::
 //                                         empty_states) where the runs are uniform (1)
-//   PREFIXD_EARLY_DECODE_PERCENT=0-100    early decode (early_decode.h): that share of the finished
-//                                         requests' suffix tokens beside the prefix grid, on the SMs
-//                                         it leaves idle, as its programmatic dependent; the rest of
-//                                         the decode, with a merge-only item per early (request, KV
-//                                         head), as the early grid's (DecodeAttentionParams::
-//                                         early_chain) (0: off; 15 measured -2 µs at 32/32 B256
-//                                         P32768 S32, slower elsewhere, bench/RESULTS.md s59)
+//   PREFIXD_EARLY_DECODE_PERCENT=auto|0-100  early decode (early_decode.h): that share of the
+//                                         finished requests' suffix tokens beside the prefix grid, on
+//                                         the SMs it leaves idle, as its programmatic dependent; the
+//                                         rest of the decode, with a merge-only item per early
+//                                         (request, KV head), as the early grid's
+//                                         (DecodeAttentionParams::early_chain); auto: the share
+//                                         EarlyDecodeAutoShare gives each plan, with the TMA decode
+//                                         as the early grid, where the owner allows the concurrent
+//                                         modes (BackendOptions::concurrent_prefix_decode) (auto)
 //   PREFIXD_SEQUENTIAL_TMA=0|1            a cascade's decode after its prefix grid as the persistent
 //                                         TMA decode on every SM where SequentialTmaDecodeWarps
 //                                         (decode_kernel_choice.h) says it pays (GQA 1, head_dim 128,
 //                                         items of 128-512 tokens, at most one per warp) (1)
+//   PREFIXD_EARLY_DECODE_MIN_PREFIX_US=n  the automatic early share's shortest predicted prefix part
+//                                         (EarlyDecodeRule::min_prefix_us) (150)
 //   PREFIXD_EARLY_DECODE_TMA=0|1          the early grid as the persistent TMA decode, one CTA per
 //                                         idle SM, where it applies (DecodeStreamTmaApplies; every
 //                                         group of ≤ 8 heads at head_dim 64 and 128), instead of the
@@ -162,6 +166,7 @@
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/upload_batch.h"
 #include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/early_decode.h"
 #include "prefixd/kernels/fused_schedule.h"
 
 namespace prefixd::kernels::cuda {
@@ -309,6 +314,9 @@ class CudaBackend final : public Backend {
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
   // The merge kernel's parameters this backend sets on every launch (rows per warp, SM count).
   MergeStatesParams MergeParams() const;
+  // The share of `plan`'s finished suffix tokens its early grid takes on idle_sms SMs
+  // (PREFIXD_EARLY_DECODE_PERCENT; auto: EarlyDecodeAutoShare, early_decode.h).
+  double EarlyDecodeShare(const CascadePlan& plan, int idle_sms) const;
   // What the prefix kernel pulls into L2 for the loaded plan's decode kernel, launched with `args`
   // (PREFIXD_DECODE_WARMUP, _MIB): nothing unless that decode runs in one wave; then every item's
   // start and, within the K/V budget, its first K/V rows.
@@ -331,8 +339,10 @@ class CudaBackend final : public Backend {
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   int merge_rows_per_warp_ = 0;  // PREFIXD_MERGE_ROWS_PER_WARP (0: auto)
-  int early_decode_percent_ = 0;  // PREFIXD_EARLY_DECODE_PERCENT (0: off)
+  static constexpr int kEarlyDecodeAuto = -1;
+  int early_decode_percent_ = 0;  // PREFIXD_EARLY_DECODE_PERCENT (0: off; kEarlyDecodeAuto: by the plan)
   bool early_decode_tma_ = true;  // PREFIXD_EARLY_DECODE_TMA
+  EarlyDecodeRule early_rule_;    // its min_prefix_us: PREFIXD_EARLY_DECODE_MIN_PREFIX_US
   bool sequential_tma_ = true;    // PREFIXD_SEQUENTIAL_TMA
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY

@@ -1,5 +1,7 @@
 #include "prefixd/kernels/early_decode.h"
 
+#include <algorithm>
+
 #include "prefixd/common/error.h"
 
 namespace prefixd::kernels {
@@ -51,6 +53,22 @@ EarlyDecodeSplit SplitEarlyDecode(const CascadePlan& plan, double early_share) {
   split.items.insert(split.items.end(), early_items.begin(), early_items.end());
   split.num_early = int(early_items.size());
   return split;
+}
+
+double EarlyDecodeAutoShare(const CascadePlan& plan, int idle_sms, double predicted_prefix_us, int64_t kv_token_bytes,
+                            const EarlyDecodeRule& rule) {
+  PREFIXD_CHECK_ARG(idle_sms >= 0 && kv_token_bytes > 0 && rule.sm_gbs > 0.0 && rule.safety > 0.0,
+                    "EarlyDecodeAutoShare: idle_sms " << idle_sms << ", kv_token_bytes " << kv_token_bytes
+                                                      << ", sm_gbs " << rule.sm_gbs << ", safety " << rule.safety);
+  if (idle_sms == 0 || !(predicted_prefix_us >= rule.min_prefix_us)) return 0.0;
+  if (plan.num_kv_heads <= 0 || plan.num_qo_heads > rule.max_gqa * plan.num_kv_heads) return 0.0;
+  double finished_bytes = 0.0;  // the suffix K/V of the finishing items (one per request and KV head)
+  for (const DecodeWorkItem& it : plan.decode_items)
+    if (it.finish) finished_bytes += double(it.kv_end - it.kv_begin) * double(kv_token_bytes);
+  if (finished_bytes <= 0.0) return 0.0;
+  const double beside = double(idle_sms) * rule.sm_gbs * 1e3 * predicted_prefix_us;  // GB/s · µs = 1e3 bytes
+  const double share = std::min(rule.max_share, rule.safety * beside / finished_bytes);
+  return share >= rule.min_share ? share : 0.0;
 }
 
 }  // namespace prefixd::kernels

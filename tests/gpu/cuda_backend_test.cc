@@ -444,6 +444,52 @@ TEST(CudaEarlyDecode, MatchesFloat64OracleAndCpuBackend) {
   }
 }
 
+// The automatic early share (PREFIXD_EARLY_DECODE_PERCENT unset: EarlyDecodeAutoShare), here with
+// no shortest prefix part (PREFIXD_EARLY_DECODE_MIN_PREFIX_US=0) so that small cases take it: early
+// items run at GQA 1, as the TMA decode, and the step is correct; none with PREFIXD_EARLY_DECODE_TMA=0
+// (the rule is sized for the TMA decode's rate), at GQA 4 (EarlyDecodeRule::max_gqa) and by default
+// at these short prefixes (180 µs).
+TEST(CudaEarlyDecode, AutoShareWhereTheRuleTakesIt) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const CascadeCase cases[] = {
+      {"auto_fp16_h16kv16_d128", kF16, 16, 16, 128, 16, {{900, {40, 33, 64, 17, 50}}, {300, {20, 31}}}, true},
+      {"auto_bf16_h8kv8_d128", kBF16, 8, 8, 128, 16, {{1200, {5, 70, 33}}, {64, {9}}}, false},
+      {"no_auto_bf16_h32kv8_d128", kBF16, 32, 8, 128, 16, {{1200, {5, 70, 33}}, {64, {9}}}, false},
+  };
+  const std::unique_ptr<Backend> any = MakeCudaBackendWithEnv({{"PREFIXD_EARLY_DECODE_MIN_PREFIX_US", "0"}});
+  const std::unique_ptr<Backend> no_tma = MakeCudaBackendWithEnv(
+      {{"PREFIXD_EARLY_DECODE_MIN_PREFIX_US", "0"}, {"PREFIXD_EARLY_DECODE_TMA", "0"}});
+  for (const CascadeCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    // Unsplit: few prefix items (SMs idle beside them) and finishing decode items.
+    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, OptionsFor(Split::kNone));
+    ASSERT_EQ(plan.concurrent_decode_sms, 0);
+    bool finishing = false;
+    for (const auto& it : plan.decode_items) finishing = finishing || it.finish;
+    ASSERT_TRUE(finishing && !plan.prefix_items.empty());
+    const int sms = dynamic_cast<kernels::cuda::CudaBackend&>(Device()).num_sms();
+    ASSERT_LT(plan.prefix_balanced_ctas > 0 ? plan.prefix_balanced_ctas : int(plan.prefix_items.size()), sms);
+    for (Backend* backend : {any.get(), no_tma.get(), &Device()}) {
+      auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+      SCOPED_TRACE(backend->Describe());
+      const int64_t steps = cuda.early_decode_steps(), tma = cuda.early_tma_launches();
+      const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
+      ExpectMatchesOracle(got, want, c.dtype, c.name);
+      if (backend == any.get() && c.num_qo_heads == c.num_kv_heads) {
+        EXPECT_GT(cuda.early_decode_steps(), steps) << "no early items ran";
+        EXPECT_GT(cuda.early_tma_launches(), tma) << "the early grid was not the TMA decode";
+      } else {
+        EXPECT_EQ(cuda.early_decode_steps(), steps);
+      }
+    }
+  }
+#endif
+}
+
 // Every cap from one prefix CTA (k = SMs − 1) to almost the whole device (k = 1), on a long prefix
 // (many prefix items per CTA) with GQA 4 / D 128 and GQA 8 / D 64 and split suffixes.
 TEST(CudaConcurrentCascade, AnyDecodeSmCount) {

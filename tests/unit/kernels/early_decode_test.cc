@@ -102,5 +102,56 @@ TEST(EarlyDecode, ShareOutsideZeroToOneIsRefused) {
   EXPECT_INVALID_ARGUMENT(SplitEarlyDecode(plan, 1.5), "early_share");
 }
 
+// EarlyDecodeAutoShare: what the idle SMs stream at the rule's rate during the predicted prefix
+// part, as a share of the finished suffixes' K/V bytes, times the safety; 0 below the rule's
+// prefix time or share, and at most 1.
+TEST(EarlyDecode, AutoShareIsWhatTheIdleSmsStreamBesideThePrefix) {
+  std::mt19937_64 rng(test::TestSeed());
+  const CascadePlan plan = FusedPlan({{1000, std::vector<int>(10, 40)}}, rng);
+  double bytes = 0;  // the finished suffixes' K/V: 2 · 64 · 2 bytes per token and KV head
+  for (const DecodeWorkItem& it : plan.decode_items)
+    if (it.finish) bytes += double(it.kv_end - it.kv_begin) * 256.0;
+  ASSERT_GT(bytes, 0.0);
+  EarlyDecodeRule rule;
+  rule.min_prefix_us = 100.0;
+  rule.min_share = 0.0;
+  rule.max_share = 1.0;
+  rule.max_gqa = 4;  // the plan's 8/2 heads
+  // Choose the rate so that 2 SMs over 200 µs stream exactly the finished bytes: share = safety.
+  rule.sm_gbs = bytes / (2 * 200.0 * 1e3);
+  EXPECT_NEAR(EarlyDecodeAutoShare(plan, 2, 200.0, 256, rule), rule.safety, 1e-12);
+  EXPECT_NEAR(EarlyDecodeAutoShare(plan, 1, 200.0, 256, rule), rule.safety / 2, 1e-12);
+  EXPECT_NEAR(EarlyDecodeAutoShare(plan, 2, 100.0, 256, rule), rule.safety / 2, 1e-12) << "at min_prefix_us";
+  EXPECT_EQ(EarlyDecodeAutoShare(plan, 8, 200.0, 256, rule), 1.0) << "at most every finished request";
+  rule.max_share = 0.4;
+  EXPECT_EQ(EarlyDecodeAutoShare(plan, 8, 200.0, 256, rule), 0.4) << "at most max_share";
+  EXPECT_EQ(EarlyDecodeAutoShare(plan, 2, 99.9, 256, rule), 0.0) << "a short prefix";
+  EXPECT_EQ(EarlyDecodeAutoShare(plan, 0, 200.0, 256, rule), 0.0) << "no idle SM";
+  rule.min_share = 0.5;
+  EXPECT_EQ(EarlyDecodeAutoShare(plan, 1, 200.0, 256, rule), 0.0) << "under min_share";
+  // Defaults (H200, session 61): 4 idle SMs beside a 215 µs prefix take ~30% of 32/32 B256 S32's
+  // 134 MB, 40% (the cap) of 34 MB; none beside a 152 µs (B64) or 65 µs (P8192) prefix, nor at 32/8.
+  CascadePlan b256 = plan;  // 32/32 heads
+  b256.num_qo_heads = b256.num_kv_heads = 32;
+  b256.decode_items.clear();
+  for (int r = 0; r < 256; ++r)
+    for (int h = 0; h < 32; ++h) b256.decode_items.push_back(DecodeWorkItem{r, h, 0, 32, 1, 1});
+  EXPECT_NEAR(EarlyDecodeAutoShare(b256, 4, 215.0, 512), 0.85 * 4 * 55e9 * 215e-6 / (256.0 * 32 * 32 * 512), 1e-9);
+  EXPECT_GT(EarlyDecodeAutoShare(b256, 4, 215.0, 512), 0.29);
+  EXPECT_LT(EarlyDecodeAutoShare(b256, 4, 215.0, 512), 0.31);
+  EXPECT_EQ(EarlyDecodeAutoShare(b256, 4, 65.0, 512), 0.0);
+  EXPECT_EQ(EarlyDecodeAutoShare(b256, 4, 152.0, 512), 0.0);
+  b256.decode_items.resize(64 * 32);  // 34 MB: the cap
+  EXPECT_EQ(EarlyDecodeAutoShare(b256, 4, 232.0, 512), 0.4);
+  CascadePlan gqa4 = b256;  // 32/8: measured slower
+  gqa4.num_kv_heads = 8;
+  EXPECT_EQ(EarlyDecodeAutoShare(gqa4, 4, 232.0, 512), 0.0);
+  // Plans without finishing items (merged by the merge kernel) have nothing to go early.
+  CascadePlan merged = b256;
+  for (DecodeWorkItem& it : merged.decode_items) it.finish = 0;
+  EXPECT_EQ(EarlyDecodeAutoShare(merged, 4, 215.0, 512), 0.0);
+  EXPECT_INVALID_ARGUMENT(EarlyDecodeAutoShare(plan, -1, 200.0, 256), "idle_sms");
+}
+
 }  // namespace
 }  // namespace prefixd::kernels

@@ -222,6 +222,23 @@ CascadeInputs MakeCascadeInputs(const CascadeCase& c, std::mt19937_64& rng) {
   return in;
 }
 
+// A case's inputs, its float64 oracle and its plan with unsplit suffixes (Split::kNone: the decode
+// items are the case's suffix lengths, the prefix items few), planned one after the other (no
+// concurrent mode).
+struct UnsplitCascade {
+  CascadeInputs in;
+  RefOutput want;
+  CascadePlan plan;
+};
+UnsplitCascade MakeUnsplitCascade(const CascadeCase& c, std::mt19937_64& rng) {
+  UnsplitCascade u;
+  u.in = MakeCascadeInputs(c, rng);
+  u.want = NaiveCascade(u.in.pool, c.layer, u.in.batch, u.in.q, 1.0 / std::sqrt(double(c.head_dim)));
+  u.plan = kernels::PlanCascade(u.in.batch, u.in.shape, OptionsFor(Split::kNone));
+  EXPECT_EQ(u.plan.concurrent_decode_sms, 0) << c.name;
+  return u;
+}
+
 // One case with NaN bits outside its requests (PoisonSlotsOutsideRequests) on `backend` with its own
 // plan options, against the float64 oracle of the clean slots.
 void ExpectPoisonedCascadeCorrect(Backend& backend, const CascadeCase& c, std::mt19937_64& rng) {
@@ -463,11 +480,8 @@ TEST(CudaEarlyDecode, AutoShareWhereTheRuleTakesIt) {
       {{"PREFIXD_EARLY_DECODE_MIN_PREFIX_US", "0"}, {"PREFIXD_EARLY_DECODE_TMA", "0"}});
   for (const CascadeCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const CascadeInputs in = MakeCascadeInputs(c, rng);
-    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
     // Unsplit: few prefix items (SMs idle beside them) and finishing decode items.
-    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, OptionsFor(Split::kNone));
-    ASSERT_EQ(plan.concurrent_decode_sms, 0);
+    const auto [in, want, plan] = MakeUnsplitCascade(c, rng);
     bool finishing = false;
     for (const auto& it : plan.decode_items) finishing = finishing || it.finish;
     ASSERT_TRUE(finishing && !plan.prefix_items.empty());
@@ -780,11 +794,7 @@ TEST(CudaCascade, SequentialTmaDecodeWhereTheRuleTakesIt) {
   int taken12 = 0, taken8 = 0;
   for (const CascadeCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const CascadeInputs in = MakeCascadeInputs(c, rng);
-    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-    // Unsplit suffixes: the items are the cases' lengths.
-    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, OptionsFor(Split::kNone));
-    ASSERT_EQ(plan.concurrent_decode_sms, 0);
+    const auto [in, want, plan] = MakeUnsplitCascade(c, rng);  // the items are the cases' lengths
     ASSERT_FALSE(plan.prefix_items.empty());
     int max_tokens = 0;
     for (const kernels::DecodeWorkItem& it : plan.decode_items) max_tokens = std::max(max_tokens, it.kv_end - it.kv_begin);

@@ -50,7 +50,7 @@
 //                                         (decode_kernel_choice.h) says it pays (GQA 1, head_dim 128,
 //                                         items of 128-512 tokens, at most one per warp) (1)
 //   PREFIXD_EARLY_DECODE_MIN_PREFIX_US=n  the automatic early share's shortest predicted prefix part
-//                                         (EarlyDecodeRule::min_prefix_us) (150)
+//                                         (EarlyDecodeRule::min_prefix_us) (180)
 //   PREFIXD_EARLY_DECODE_TMA=0|1          the early grid as the persistent TMA decode, one CTA per
 //                                         idle SM, where it applies (DecodeStreamTmaApplies; every
 //                                         group of ≤ 8 heads at head_dim 64 and 128), instead of the

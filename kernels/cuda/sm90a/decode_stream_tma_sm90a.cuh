@@ -561,20 +561,22 @@ void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMa
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeStreamTma(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
                            cudaStream_t stream) {
-  // Groups of 1 and 2 run with the heads as the mma's N only (MmaDecodeTile is built for 4 and 8).
-  constexpr bool kHeadsAsM = GQA > 2;
-  const bool swap_ab = p.tma_swap_ab || !kHeadsAsM;
-  switch (TmaDecodeWarps(swap_ab, p.mma_warps, p.tma_warps)) {
+  if constexpr (GQA <= 2) {  // the heads as the mma's N only: MmaDecodeTile is built for 4 and 8
+    switch (TmaDecodeWarps(true, p.mma_warps, p.tma_warps)) {
+      case 4: return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
+      case 12: return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 12, true>(p, k_map, v_map, stream);
+      default: return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, true>(p, k_map, v_map, stream);
+    }
+  }
+  switch (TmaDecodeWarps(p.tma_swap_ab, p.mma_warps, p.tma_warps)) {
     case 4:
-      if constexpr (kHeadsAsM)
-        if (!swap_ab) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, false>(p, k_map, v_map, stream);
-      return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
+      if (p.tma_swap_ab) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, true>(p, k_map, v_map, stream);
+      return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 4, false>(p, k_map, v_map, stream);
     case 12:
       return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 12, true>(p, k_map, v_map, stream);
     default:
-      if constexpr (kHeadsAsM)
-        if (!swap_ab) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, false>(p, k_map, v_map, stream);
-      return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, true>(p, k_map, v_map, stream);
+      if (p.tma_swap_ab) return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, true>(p, k_map, v_map, stream);
+      return LaunchDecodeStreamTmaWarps<T, HEAD_DIM, GQA, 8, false>(p, k_map, v_map, stream);
   }
 }
 

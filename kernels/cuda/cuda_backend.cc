@@ -781,10 +781,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       p.max_sms = std::max(1, num_sms_ - args.decode_free_sms);
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
     } else if (tma_decode) {
-      // One CTA on each of the k SMs (12 warps, or PREFIXD_DECODE_TMA_WARPS).
-      p.max_sms = concurrent_k;
-      p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
-      p.stream_items = p.stream_tma = true;
+      p = TmaDecodeOn(p, concurrent_k);
       if (concurrent && parts == kAllParts) ++concurrent_tma_steps_;
     } else if (decode_persistent_ && (DecodeUsesTensorCores(p) || (decode_tma_ && DecodeStreamTmaApplies(p)))) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
@@ -804,10 +801,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
                                        plan_.max_decode_item_tokens, num_sms_)
             : 0;
     if (sequential_tma_warps > 0) {
-      DecodeAttentionParams tma = p;
-      tma.max_sms = num_sms_;
-      tma.stream_items = tma.stream_tma = true;
-      tma.mma_warps = 8;  // TmaDecodeWarps: 8 or tma_warps = 12 with the heads as N
+      DecodeAttentionParams tma = TmaDecodeOn(p, num_sms_);
       tma.tma_warps = sequential_tma_warps;
       if (DecodeStreamTmaApplies(tma)) {
         p = tma;
@@ -839,12 +833,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       e.max_sms = args.decode_free_sms > 0 ? p.max_sms : 0;
       // PREFIXD_EARLY_DECODE_TMA: the persistent TMA decode, one CTA on each of those SMs, whose
       // copies stay in flight across items (the one-item kernel streamed ~22 GB/s per SM at GQA 1).
-      DecodeAttentionParams tma = e;
-      tma.stream_items = tma.stream_tma = true;
-      tma.max_sms = e.early_sms > 0 ? e.early_sms : e.max_sms > 0 ? e.max_sms : num_sms_;
-      tma.early_sms = 0;
+      const DecodeAttentionParams tma =
+          TmaDecodeOn(e, e.early_sms > 0 ? e.early_sms : e.max_sms > 0 ? e.max_sms : num_sms_);
       if (early_decode_tma_ && DecodeStreamTmaApplies(tma)) {
-        if (decode_mma_warps_ == 0) tma.mma_warps = 8;  // as the concurrent TMA decode's (12 warps)
         e = tma;
         ++early_tma_launches_;
       }
@@ -897,13 +888,26 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   cuda::MergeStates(m, stream);
 }
 
+DecodeAttentionParams CudaBackend::TmaDecodeOn(DecodeAttentionParams p, int sms) const {
+  p.max_sms = sms;
+  p.early_sms = 0;
+  p.stream_items = p.stream_tma = true;
+  // One CTA per SM: 8 asked for gives TmaDecodeWarps' 12 (or PREFIXD_DECODE_TMA_WARPS) with the
+  // heads as the mma's N, 8 without; PREFIXD_DECODE_WARPS=4 gives 4.
+  p.mma_warps = decode_mma_warps_ != 0 ? decode_mma_warps_ : 8;
+  return p;
+}
+
 double CudaBackend::EarlyDecodeShare(const CascadePlan& plan, int idle_sms) const {
   if (early_decode_percent_ != kEarlyDecodeAuto) return early_decode_percent_ / 100.0;
   // Auto: sized for the TMA decode's rate on the idle SMs, so only where that decode is the early
   // grid (the one-item kernel streams less than half of it).
   const int gqa = plan.num_qo_heads / std::max(1, plan.num_kv_heads);
-  if (!early_decode_tma_ || !TmaDecodeBuilt(gqa, plan.head_dim) || !sm90a::DeviceReady()) return 0.0;
-  const double prefix_us = PredictCost(plan, CostModelParams::H200()).prefix_us;
+  if (!early_decode_tma_ || !TmaDecodeBuilt(gqa, plan.head_dim) || !sm90a::DeviceReady() ||
+      !EarlyDecodeAutoEligible(plan, idle_sms, early_rule_))
+    return 0.0;  // before the cost model's prediction, which LoadPlan would otherwise pay every step
+  static const CostModelParams kModel = CostModelParams::H200();
+  const double prefix_us = PredictCost(plan, kModel).prefix_us;
   // A token's K and V of one KV head: the pool's dtypes (fp16, bf16) are 2 bytes each.
   return EarlyDecodeAutoShare(plan, idle_sms, prefix_us, 2 * int64_t(plan.head_dim) * DTypeBytes(DType::kFloat16),
                               early_rule_);

@@ -314,6 +314,9 @@ class CudaBackend final : public Backend {
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
   // The merge kernel's parameters this backend sets on every launch (rows per warp, SM count).
   MergeStatesParams MergeParams() const;
+  // `p` as the persistent TMA decode on `sms` SMs, one CTA each (decode_stream_tma.h): the
+  // concurrent mode's, the early grid's and the sequential rule's launch.
+  DecodeAttentionParams TmaDecodeOn(DecodeAttentionParams p, int sms) const;
   // The share of `plan`'s finished suffix tokens its early grid takes on idle_sms SMs
   // (PREFIXD_EARLY_DECODE_PERCENT; auto: EarlyDecodeAutoShare, early_decode.h).
   double EarlyDecodeShare(const CascadePlan& plan, int idle_sms) const;

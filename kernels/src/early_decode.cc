@@ -55,13 +55,18 @@ EarlyDecodeSplit SplitEarlyDecode(const CascadePlan& plan, double early_share) {
   return split;
 }
 
+bool EarlyDecodeAutoEligible(const CascadePlan& plan, int idle_sms, const EarlyDecodeRule& rule) {
+  PREFIXD_CHECK_ARG(idle_sms >= 0, "EarlyDecodeAutoEligible: idle_sms " << idle_sms);
+  if (idle_sms == 0 || plan.num_kv_heads <= 0 || plan.num_qo_heads > rule.max_gqa * plan.num_kv_heads) return false;
+  return std::any_of(plan.decode_items.begin(), plan.decode_items.end(), [](const DecodeWorkItem& it) { return it.finish != 0; });
+}
+
 double EarlyDecodeAutoShare(const CascadePlan& plan, int idle_sms, double predicted_prefix_us, int64_t kv_token_bytes,
                             const EarlyDecodeRule& rule) {
   PREFIXD_CHECK_ARG(idle_sms >= 0 && kv_token_bytes > 0 && rule.sm_gbs > 0.0 && rule.safety > 0.0,
                     "EarlyDecodeAutoShare: idle_sms " << idle_sms << ", kv_token_bytes " << kv_token_bytes
                                                       << ", sm_gbs " << rule.sm_gbs << ", safety " << rule.safety);
-  if (idle_sms == 0 || !(predicted_prefix_us >= rule.min_prefix_us)) return 0.0;
-  if (plan.num_kv_heads <= 0 || plan.num_qo_heads > rule.max_gqa * plan.num_kv_heads) return 0.0;
+  if (!EarlyDecodeAutoEligible(plan, idle_sms, rule) || !(predicted_prefix_us >= rule.min_prefix_us)) return 0.0;
   double finished_bytes = 0.0;  // the suffix K/V of the finishing items (one per request and KV head)
   for (const DecodeWorkItem& it : plan.decode_items)
     if (it.finish) finished_bytes += double(it.kv_end - it.kv_begin) * double(kv_token_bytes);

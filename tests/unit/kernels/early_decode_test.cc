@@ -151,6 +151,12 @@ TEST(EarlyDecode, AutoShareIsWhatTheIdleSmsStreamBesideThePrefix) {
   for (DecodeWorkItem& it : merged.decode_items) it.finish = 0;
   EXPECT_EQ(EarlyDecodeAutoShare(merged, 4, 215.0, 512), 0.0);
   EXPECT_INVALID_ARGUMENT(EarlyDecodeAutoShare(plan, -1, 200.0, 256), "idle_sms");
+  // Eligibility, before any prediction: idle SMs, the group size, a finishing item.
+  EXPECT_TRUE(EarlyDecodeAutoEligible(b256, 4));
+  EXPECT_FALSE(EarlyDecodeAutoEligible(b256, 0));
+  EXPECT_FALSE(EarlyDecodeAutoEligible(gqa4, 4));
+  EXPECT_FALSE(EarlyDecodeAutoEligible(merged, 4));
+  EXPECT_INVALID_ARGUMENT(EarlyDecodeAutoEligible(b256, -1), "idle_sms");
 }
 
 }  // namespace

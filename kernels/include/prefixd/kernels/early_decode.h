@@ -66,6 +66,9 @@ struct EarlyDecodeRule {
   double min_share = 0.10;
   double max_share = 0.40;
 };
+// Whether EarlyDecodeAutoShare can give `plan` a share at all, before its prefix time is
+// predicted: idle SMs, a group of at most max_gqa heads, some finishing decode item.
+bool EarlyDecodeAutoEligible(const CascadePlan& plan, int idle_sms, const EarlyDecodeRule& rule = {});
 // kv_token_bytes: one token's K and V bytes of one KV head (2 · head_dim · dtype bytes).
 double EarlyDecodeAutoShare(const CascadePlan& plan, int idle_sms, double predicted_prefix_us, int64_t kv_token_bytes,
                             const EarlyDecodeRule& rule = {});

@@ -45,6 +45,7 @@
 #include "bench/kernel/bench_cuda.h"
 #include "bench/kernel/beside_load.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #endif
 
 namespace prefixd::bench {
@@ -465,6 +466,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   } else if (!beside_loads.empty()) {
     row.note += " beside(not a concurrent plan)";
   }
+  const int64_t cta_pairs_before = kernels::cuda::sm90a::CtaPairLaunches();
   timed(&row.total_us, [&] { gpu.RunCascade(args); });
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
@@ -473,6 +475,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   }
   const std::vector<std::vector<float>> ms = TimeOnStreamInterleaved(stream, regions, t);
   for (size_t i = 0; i < regions.size(); ++i) *results[i] = Median(ms[i]) * 1e3;
+  if (kernels::cuda::sm90a::CtaPairLaunches() > cta_pairs_before) row.note += " cta-pairs";  // PREFIXD_SM90A_CTA_PAIRS
   if (beside) {
     char text[64];
     row.note += " beside(k=" + std::to_string(plan.concurrent_decode_sms) + ", prefix us:";

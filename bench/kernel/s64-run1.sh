@@ -15,5 +15,6 @@ for i in 1 2; do
   RUN_TIMEOUT=150 run_variants pairs$i "default,$P" -d 128 --heads 32/32,32/8 -b 64,256 -p 8192,32768 -s 32,256 --dtype fp16,bf16
 done
 show_parts pairs1 | cut -c1-200
+echo "== rows that ran CTA pairs (pairs1)"; grep "cta-pairs" "$OUT/pairs1.txt" | awk '{print $1, $3, "D" $4, "B" $5, "P" $6, "S" $7, $NF}'
 SHOW_LINES=60 show_variants pairs1 pairs2 | grep -v "^#$" | cut -c1-200
 pack_logs

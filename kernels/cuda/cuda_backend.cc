@@ -673,10 +673,14 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
   loaded.prefix_kv_tile_tokens = ChoosePrefixKvTileTokens(plan);
   loaded.prefix_balanced_ctas = plan.prefix_balanced_ctas;
+  // The grid RunCascadeParts launches the prefix kernel with: capped beside a concurrent decode.
+  const int pair_grid = sm90a::PersistentGridCtas(
+      int(plan.prefix_items.size()), plan.prefix_balanced_ctas,
+      concurrent_k > 0 && !plan.decode_items.empty() ? num_sms_ - concurrent_k : 0, prefix_settings_, num_sms_);
   loaded.prefix_cta_pair_grid =
-      prefix_settings_.cta_pairs && PrefixCtaPairsShareKv(plan.prefix_items, prefix_ctas, plan.prefix_balanced_ctas,
+      prefix_settings_.cta_pairs && PrefixCtaPairsShareKv(plan.prefix_items, pair_grid, plan.prefix_balanced_ctas,
                                                           PrefixAttentionTileRows(plan.head_dim))
-          ? prefix_ctas
+          ? pair_grid
           : 0;
   loaded.fused = fused;
   loaded.concurrent_decode_sms = concurrent_k;

@@ -475,7 +475,8 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   }
   const std::vector<std::vector<float>> ms = TimeOnStreamInterleaved(stream, regions, t);
   for (size_t i = 0; i < regions.size(); ++i) *results[i] = Median(ms[i]) * 1e3;
-  if (kernels::cuda::sm90a::CtaPairLaunches() > cta_pairs_before) row.note += " cta-pairs";  // PREFIXD_SM90A_CTA_PAIRS
+  if (kernels::cuda::sm90a::CtaPairLaunches() > cta_pairs_before)  // PREFIXD_SM90A_CTA_PAIRS
+    row.note += " cta-pairs(" + std::to_string(kernels::cuda::sm90a::CtaPairResidentClusters()) + " resident)";
   if (beside) {
     char text[64];
     row.note += " beside(k=" + std::to_string(plan.concurrent_decode_sms) + ", prefix us:";

@@ -73,6 +73,7 @@ void PrefixAttention(const PrefixAttentionParams&, cudaStream_t) {
   PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: this build has no sm_90a kernels");
 }
 int64_t CtaPairLaunches() { return 0; }
+int CtaPairResidentClusters() { return 0; }
 }  // namespace sm90a
 #endif
 

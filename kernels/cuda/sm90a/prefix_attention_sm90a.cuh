@@ -40,6 +40,7 @@
 #include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <type_traits>
@@ -707,12 +708,8 @@ struct Consumer {
   __device__ void Release(uint32_t bar) {
     __syncwarp();
     if (lane != 0) return;
-    if constexpr (CFG::CLUSTER > 1) {
-#pragma unroll
-      for (uint32_t r = 0; r < uint32_t(CFG::CLUSTER); ++r) MbarrierArriveCluster(MapSharedToRank(bar, r));
-    } else {
-      MbarrierArrive(bar);
-    }
+    MbarrierArrive(bar);
+    if constexpr (CFG::CLUSTER > 1) MbarrierArriveCluster(MapSharedToRank(bar, ClusterCtaRank() ^ 1u));
   }
 
   // Ping-pong between the two consumer warpgroups (FA3's "warp scheduler barriers"): each issue
@@ -1038,6 +1035,31 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   }
 }
 
+// Clusters of CFG's kernel (CFG::CLUSTER CTAs each) the current device holds at once, asked once
+// per configuration (the first device asked; a performance guard only, like ResidentCtasPerSmOnce).
+template <typename CFG>
+int ResidentClustersOnce() {
+  static std::atomic<int> cached{0};
+  int clusters = cached.load(std::memory_order_relaxed);
+  if (clusters > 0) return clusters;
+  RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, false);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(unsigned(CFG::CLUSTER));
+  config.blockDim = dim3(unsigned(CFG::THREADS));
+  config.dynamicSmemBytes = CFG::SMEM_BYTES;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CFG::CLUSTER;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  PREFIXD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, PrefixAttentionWgmmaKernel<CFG>, &config));
+  clusters = clusters > 0 ? clusters : 1;
+  cached.store(clusters, std::memory_order_relaxed);
+  return clusters;
+}
+
 // Whether this (dtype, head_dim)'s kernel has an image for the current device (sm_90a code only
 // loads on compute capability 9.0).
 template <typename CFG>
@@ -1050,6 +1072,9 @@ bool WgmmaConfigLoads() {
   }
   return true;
 }
+
+// Counts a paired launch (CtaPairLaunches) and the clusters the device holds (prefix_attention_sm90a.cu).
+void NoteCtaPairLaunch(int resident_clusters);
 
 // Entry points instantiated once per (dtype, head_dim) in kernels/cuda/sm90a/inst/.
 // Deeper rings: 3 stages for head_dim 128 (Q + K/V: 224 KiB), 4 for head_dim 64; none for head_dim
@@ -1074,10 +1099,15 @@ void RunWgmmaTiles(const WgmmaLaunch& l, cudaStream_t stream) {
       return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
     }
   }
-  // CTA pairs: head_dim 128's 2-stage ring with the FA3 schedule (PrefixAttention decides).
+  // CTA pairs: head_dim 128's 2-stage ring with the FA3 schedule (PrefixAttention decides), where
+  // the device holds every pair of the grid at once (a pair that waited for a second wave would
+  // double the step; the unpaired kernel runs instead).
   if constexpr (HEAD_DIM == 128) {
-    if (l.cluster == 2 && l.overlap)
-      return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_, 2>>(l, stream);
+    using Pairs = WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_, 2>;
+    if (l.cluster == 2 && l.overlap && ResidentClustersOnce<Pairs>() * 2 >= l.grid) {
+      NoteCtaPairLaunch(ResidentClustersOnce<Pairs>());
+      return LaunchWgmmaConfig<Pairs>(l, stream);
+    }
   }
   if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_>>(l, stream);
   LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 2, BLOCK_N_>>(l, stream);

@@ -174,9 +174,12 @@ __device__ __forceinline__ uint32_t MapSharedToRank(uint32_t addr, uint32_t rank
   return mapped;
 }
 // One arrival on a barrier of any CTA of the cluster (a shared::cluster address, MapSharedToRank),
-// ordering this thread's earlier accesses before it at cluster scope.
+// with the default semantics (release at CTA scope), as CUTLASS's ClusterBarrier::arrive has it: a
+// consumer's arrival only says that its reads of the stage are done (its wgmma waited), and
+// .release.cluster made every consumer warp wait on a cluster-scope fence per arrival (session 64
+// run 1: prefix parts +40%).
 __device__ __forceinline__ void MbarrierArriveCluster(uint32_t cluster_bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
 }
 // Every thread of every CTA of the cluster arrives, then waits for all the others: before it, no
 // CTA may address a peer's barriers or shared memory (not yet initialised); after it, none does

@@ -275,11 +275,10 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
     case PrefixKvL2Hint::kEvictLast: l.kv_evict = L2Evict::kLast; break;
   }
   l.narrow = UsesNarrowCta(params);
-  // CTA pairs (WgmmaPrefixConfig::CLUSTER): head_dim 128's wide CTAs on the 2-stage ring with the
-  // FA3 schedule, where the plan's pairs share their tiles under exactly this grid.
-  const bool two_stages = l.stages <= 2 || l.tile_tokens != tile_default;  // RunWgmmaTiles' deep ring
+  // CTA pairs (WgmmaPrefixConfig::CLUSTER): head_dim 128's wide CTAs with the FA3 schedule, where
+  // the plan's pairs share their tiles under exactly this grid (RunWgmmaTiles: LaunchedAsPairs).
   l.cluster = set.cta_pairs && params.cta_pair_grid == l.grid && l.grid % 2 == 0 && params.head_dim == 128 &&
-                      !l.narrow && l.overlap && two_stages
+                      !l.narrow && l.overlap
                   ? 2
                   : 1;
   const bool fp16 = params.dtype == DType::kFloat16;

@@ -1082,6 +1082,21 @@ void NoteCtaPairLaunch(int resident_clusters);
 template <typename T, int HEAD_DIM>
 constexpr int kDeepStages = HEAD_DIM == 64 ? 4 : HEAD_DIM == 128 ? 3 : 2;
 
+// CTA pairs (PrefixAttention decides l.cluster): head_dim 128's wide CTAs with the FA3 schedule,
+// on a ring of STAGES, where the device holds every pair of the grid at once (a pair that waited
+// for a second wave would double the step; the unpaired kernel runs instead). False: not launched.
+template <typename T, int HEAD_DIM, int STAGES, int BLOCK_N_>
+bool LaunchedAsPairs(const WgmmaLaunch& l, cudaStream_t stream) {
+  if constexpr (HEAD_DIM == 128) {
+    using Pairs = WgmmaPrefixConfig<T, HEAD_DIM, STAGES, true, 2, BLOCK_N_, 2>;
+    if (l.cluster != 2 || !l.overlap || l.narrow || ResidentClustersOnce<Pairs>() * 2 < l.grid) return false;
+    NoteCtaPairLaunch(ResidentClustersOnce<Pairs>());
+    LaunchWgmmaConfig<Pairs>(l, stream);
+    return true;
+  }
+  return false;
+}
+
 // The configurations of one tile length (BLOCK_N_, 0 for the head_dim's default), by the launch's
 // CTA width, ring depth and schedule.
 template <typename T, int HEAD_DIM, int BLOCK_N_>
@@ -1095,20 +1110,12 @@ void RunWgmmaTiles(const WgmmaLaunch& l, cudaStream_t stream) {
   // The deeper ring only with the default tile (the short-item tiles' items are a tile or two).
   if constexpr (BLOCK_N_ == 0) {
     if (l.stages > 2 && DEEP > 2) {
+      if (LaunchedAsPairs<T, HEAD_DIM, DEEP, 0>(l, stream)) return;
       if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
       return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
     }
   }
-  // CTA pairs: head_dim 128's 2-stage ring with the FA3 schedule (PrefixAttention decides), where
-  // the device holds every pair of the grid at once (a pair that waited for a second wave would
-  // double the step; the unpaired kernel runs instead).
-  if constexpr (HEAD_DIM == 128) {
-    using Pairs = WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_, 2>;
-    if (l.cluster == 2 && l.overlap && ResidentClustersOnce<Pairs>() * 2 >= l.grid) {
-      NoteCtaPairLaunch(ResidentClustersOnce<Pairs>());
-      return LaunchWgmmaConfig<Pairs>(l, stream);
-    }
-  }
+  if (LaunchedAsPairs<T, HEAD_DIM, 2, BLOCK_N_>(l, stream)) return;
   if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_>>(l, stream);
   LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 2, BLOCK_N_>>(l, stream);
 }

@@ -1004,6 +1004,24 @@ struct WgmmaLaunch {
   int cluster = 1;
 };
 
+// A launch of `grid` CTAs of CFG's kernel in clusters of CFG::CLUSTER; `cluster` holds its one
+// attribute and must outlive the config.
+template <typename CFG>
+cudaLaunchConfig_t ClusterLaunchConfig(int grid, cudaStream_t stream, cudaLaunchAttribute* cluster) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(unsigned(grid));
+  config.blockDim = dim3(unsigned(CFG::THREADS));
+  config.dynamicSmemBytes = CFG::SMEM_BYTES;
+  config.stream = stream;
+  cluster->id = cudaLaunchAttributeClusterDimension;
+  cluster->val.clusterDim.x = CFG::CLUSTER;
+  cluster->val.clusterDim.y = 1;
+  cluster->val.clusterDim.z = 1;
+  config.attrs = cluster;
+  config.numAttrs = 1;
+  return config;
+}
+
 template <typename CFG>
 void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   PREFIXD_CHECK_INTERNAL(l.tile_tokens == CFG::BLOCK_N, "sm_90a prefix launch: K/V boxes of " << l.tile_tokens
@@ -1014,18 +1032,8 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   if constexpr (CFG::CLUSTER > 1) {
     PREFIXD_CHECK_INTERNAL(l.grid % CFG::CLUSTER == 0, "sm_90a prefix launch: a grid of " << l.grid
                                                           << " CTAs in clusters of " << CFG::CLUSTER);
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(unsigned(l.grid));
-    config.blockDim = dim3(unsigned(CFG::THREADS));
-    config.dynamicSmemBytes = CFG::SMEM_BYTES;
-    config.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = CFG::CLUSTER;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    config.attrs = attr;
-    config.numAttrs = 1;
+    cudaLaunchAttribute cluster;
+    const cudaLaunchConfig_t config = ClusterLaunchConfig<CFG>(l.grid, stream, &cluster);
     PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, PrefixAttentionWgmmaKernel<CFG>, l.params, l.tmap_k, l.tmap_v,
                                           l.tmap_q, q_tma, l.trigger_dependents ? 1 : 0, static_cast<int>(l.kv_evict)));
   } else {
@@ -1043,17 +1051,8 @@ int ResidentClustersOnce() {
   int clusters = cached.load(std::memory_order_relaxed);
   if (clusters > 0) return clusters;
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, false);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(unsigned(CFG::CLUSTER));
-  config.blockDim = dim3(unsigned(CFG::THREADS));
-  config.dynamicSmemBytes = CFG::SMEM_BYTES;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CFG::CLUSTER;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  config.attrs = attr;
-  config.numAttrs = 1;
+  cudaLaunchAttribute cluster;
+  const cudaLaunchConfig_t config = ClusterLaunchConfig<CFG>(CFG::CLUSTER, nullptr, &cluster);
   PREFIXD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, PrefixAttentionWgmmaKernel<CFG>, &config));
   clusters = clusters > 0 ? clusters : 1;
   cached.store(clusters, std::memory_order_relaxed);

@@ -352,6 +352,7 @@ __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p
       const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
       const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
       MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
+      // The whole tile's bytes: with CTA pairs the peer's multicast brings the other half.
       MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
       LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy, rank);
       MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
@@ -370,8 +371,7 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
   // An L2 eviction priority for the streamed K/V tiles (kNone: no hint; WgmmaLaunch::kv_evict).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
-  // A stage's full barriers expect the whole tile: with CTA pairs the peer's loads bring the other half.
-  const uint32_t rank = CFG::CLUSTER > 1 ? ClusterCtaRank() : 0;
+  const uint32_t rank = CFG::CLUSTER > 1 ? ClusterCtaRank() : 0;  // which panels this CTA of a pair loads
   RingPosition<CFG::STAGES> pos;
   for (int i = FirstItemOfCta(p); i >= 0;) {
     const int next = NextItemOfCta(p, i);
@@ -517,6 +517,7 @@ struct Consumer {
   const uint32_t smem, q_smem;
   const int wg, tid, lane, barrier_id;
   const int row_in_wg;  // this thread's rows in the warpgroup: row_in_wg and row_in_wg + 8
+  const uint32_t peer_rank;  // CTA pairs: the other CTA's rank in the cluster (Release); 0 otherwise
   const int col0;       // this thread's first column in an n8 block
   float s[CFG::S_REGS];         // S of the current tile, then P in fp32
   float o[CFG::O_REGS];         // O, unnormalised, at the scale of row_max
@@ -539,6 +540,7 @@ struct Consumer {
         lane(int(threadIdx.x) % 32),
         barrier_id(1 + warpgroup),
         row_in_wg((tid / 32) * 16 + lane / 4),
+        peer_rank(CFG::CLUSTER > 1 ? ClusterCtaRank() ^ 1u : 0u),
         col0(2 * (lane % 4)) {
 #pragma unroll
     for (int i = 0; i < CFG::S_REGS; ++i) s[i] = 0.f;
@@ -709,7 +711,7 @@ struct Consumer {
     __syncwarp();
     if (lane != 0) return;
     MbarrierArrive(bar);
-    if constexpr (CFG::CLUSTER > 1) MbarrierArriveCluster(MapSharedToRank(bar, ClusterCtaRank() ^ 1u));
+    if constexpr (CFG::CLUSTER > 1) MbarrierArriveCluster(MapSharedToRank(bar, peer_rank));
   }
 
   // Ping-pong between the two consumer warpgroups (FA3's "warp scheduler barriers"): each issue

@@ -45,7 +45,6 @@
 #include "bench/kernel/bench_cuda.h"
 #include "bench/kernel/beside_load.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #endif
 
 namespace prefixd::bench {
@@ -466,7 +465,6 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   } else if (!beside_loads.empty()) {
     row.note += " beside(not a concurrent plan)";
   }
-  const int64_t cta_pairs_before = kernels::cuda::sm90a::CtaPairLaunches();
   timed(&row.total_us, [&] { gpu.RunCascade(args); });
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
@@ -475,8 +473,6 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   }
   const std::vector<std::vector<float>> ms = TimeOnStreamInterleaved(stream, regions, t);
   for (size_t i = 0; i < regions.size(); ++i) *results[i] = Median(ms[i]) * 1e3;
-  if (kernels::cuda::sm90a::CtaPairLaunches() > cta_pairs_before)  // PREFIXD_SM90A_CTA_PAIRS
-    row.note += " cta-pairs(" + std::to_string(kernels::cuda::sm90a::CtaPairResidentClusters()) + " resident)";
   if (beside) {
     char text[64];
     row.note += " beside(k=" + std::to_string(plan.concurrent_decode_sms) + ", prefix us:";

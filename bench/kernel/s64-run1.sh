@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Session 65: the CTA pairs were removed after run 2 measured them no faster; to re-run, apply
+# bench/kernel/results/s64/cta-pairs.patch to commit 8ca71eb.)
 # Session 64, run 1 (nvidia-h200): CTA pairs (PREFIXD_SM90A_CTA_PAIRS=1, prefix_cta_pairs.h): the
 # wide head_dim-128 prefix CTAs as clusters of two that multicast each K/V tile into both rings,
 # where the plan's CTA pairs share their tiles (two or more row tiles per KV head: 32/32 B256,

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Session 65: the CTA pairs were removed after run 2 measured them no faster; to re-run, apply
+# bench/kernel/results/s64/cta-pairs.patch to commit 8ca71eb.)
 # Session 64, run 2 (nvidia-h200): CTA pairs again after run 1's +40% prefix parts, with the peer's
 # arrival at the default (CTA-scope release) semantics instead of .release.cluster and the own
 # CTA's arrival local; paired launches only where the device holds every pair at once (printed in

@@ -19,7 +19,6 @@
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/early_decode.h"
-#include "prefixd/kernels/prefix_cta_pairs.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
 #include "prefixd/kernels/prefix_l2_hint.h"
 #include "src/backend_common.h"
@@ -673,15 +672,6 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.prefix_kv_evict_first = PrefixKvEvictFirst(plan, l2_bytes_);
   loaded.prefix_kv_tile_tokens = ChoosePrefixKvTileTokens(plan);
   loaded.prefix_balanced_ctas = plan.prefix_balanced_ctas;
-  // The grid RunCascadeParts launches the prefix kernel with: capped beside a concurrent decode.
-  const int pair_grid = sm90a::PersistentGridCtas(
-      int(plan.prefix_items.size()), plan.prefix_balanced_ctas,
-      concurrent_k > 0 && !plan.decode_items.empty() ? num_sms_ - concurrent_k : 0, prefix_settings_, num_sms_);
-  loaded.prefix_cta_pair_grid =
-      prefix_settings_.cta_pairs && PrefixCtaPairsShareKv(plan.prefix_items, pair_grid, plan.prefix_balanced_ctas,
-                                                          PrefixAttentionTileRows(plan.head_dim))
-          ? pair_grid
-          : 0;
   loaded.fused = fused;
   loaded.concurrent_decode_sms = concurrent_k;
   loaded.concurrent_decode_tma = concurrent_k > 0 && concurrent_tma_ && plan.concurrent_decode_tma != 0;
@@ -941,7 +931,6 @@ PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) co
   p.max_item_rows = plan_.max_prefix_item_rows;
   p.kv_tile_tokens = plan_.prefix_kv_tile_tokens;
   p.balanced_ctas = plan_.prefix_balanced_ctas;
-  p.cta_pair_grid = plan_.prefix_cta_pair_grid;
   p.partial_v = partial_v_;
   p.partial_s = partial_s_;
   p.settings = prefix_settings_;

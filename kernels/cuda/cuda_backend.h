@@ -291,10 +291,6 @@ class CudaBackend final : public Backend {
     bool prefix_kv_evict_first = false;  // PrefixKvEvictFirst(plan, L2 size): the prefix K/V stream's hint
     int prefix_kv_tile_tokens = 0;       // ChoosePrefixKvTileTokens(plan): the sm_90a prefix kernel's tile
     int prefix_balanced_ctas = 0;        // CascadePlan::prefix_balanced_ctas (the sm_90a kernel's chains)
-    // The sm_90a prefix grid the steps launch (capped beside a concurrent decode), where the
-    // settings ask for CTA pairs and CTAs 2j and 2j + 1 walk the same K/V tiles under it
-    // (PrefixCtaPairsShareKv); 0 otherwise.
-    int prefix_cta_pair_grid = 0;
     // Fused cascade: the per-CTA work lists of all items, the prefix items only, the decode items
     // only (fused_schedule.h), when the plan runs fused.
     bool fused = false;

@@ -72,8 +72,6 @@ bool UsesNarrowCta(const PrefixAttentionParams&) { return false; }
 void PrefixAttention(const PrefixAttentionParams&, cudaStream_t) {
   PREFIXD_THROW(ErrorKind::kUnsupported, "PrefixAttention: this build has no sm_90a kernels");
 }
-int64_t CtaPairLaunches() { return 0; }
-int CtaPairResidentClusters() { return 0; }
 }  // namespace sm90a
 #endif
 
@@ -103,7 +101,6 @@ PrefixKernelSettings PrefixKernelSettings::FromEnvironment() {
   s.consumer_wgs = int32_t(EnvChoice("PREFIXD_SM90A_CONSUMERS", {"auto", "1", "2"}, 0));
   constexpr int32_t kTiles[] = {0, 128, 160, 192};
   s.kv_tile = kTiles[EnvChoice("PREFIXD_SM90A_KV_TILE", {"auto", "128", "160", "192"}, 0)];
-  s.cta_pairs = EnvFlag("PREFIXD_SM90A_CTA_PAIRS", s.cta_pairs);
   return s;
 }
 

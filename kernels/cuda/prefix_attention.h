@@ -62,10 +62,6 @@ struct PrefixKernelSettings {
   // PrefixAttentionParams::kv_tile_tokens): 128 or 192 at head_dim 64, 128 or 160 at head_dim 128;
   // a tile the head_dim has no kernel for is ignored there (head_dim 256 has one).
   int32_t kv_tile = 0;
-  // PREFIXD_SM90A_CTA_PAIRS=0|1: the wide head_dim-128 CTAs as clusters of two that multicast each
-  // K/V tile into both rings, where the plan's pairs walk the same tiles (PrefixAttentionParams::
-  // cta_pair_grid). Off by default until measured faster (bench/RESULTS.md, session 64).
-  bool cta_pairs = false;
   // The variables above; an unset one keeps its default, a malformed one throws kInvalidArgument.
   static PrefixKernelSettings FromEnvironment();
 };
@@ -127,10 +123,6 @@ struct PrefixAttentionParams {
   // sm_90a kernel's grid comes out at exactly this many CTAs, CTA c runs item c and then its
   // PrefixWorkItem::cta_next chain; otherwise (a capped grid) items round-robin. Same results.
   int balanced_ctas = 0;
-  // Host-side: the persistent grid under which CTAs 2j and 2j + 1 walk the same K/V tiles in the
-  // same order (PrefixCtaPairsShareKv, prefixd/kernels/prefix_cta_pairs.h); 0: none. Where
-  // settings.cta_pairs and the launch's grid is exactly this, the sm_90a kernel runs as CTA pairs.
-  int cta_pair_grid = 0;
 
   // Optional: the decode kernel's start to pull into L2 at this kernel's end (above).
   DecodeL2Warmup decode_warmup;

@@ -579,57 +579,6 @@ PlanOptions BalancedGridOptions(int ctas, int target_items, bool stream) {
   return o;
 }
 
-// CTA pairs (PREFIXD_SM90A_CTA_PAIRS=1; prefix_cta_pairs.h): head_dim 128's wide CTAs as clusters
-// of two that multicast each K/V tile, where the plan's CTA pairs share their tiles: two row tiles
-// per KV head (64 requests × g = 4), one chunk per pair (the 160-token tile) or six (128), a grid
-// capped below the items (round-robin, three items per CTA), the balanced grid's chains; and the
-// unpaired kernel where the pairs cannot share (an odd cap, three row tiles per head). Each against
-// the float64 oracle, with the paired launches counted.
-TEST(CudaCascade, CtaPairsMatchTheOracle) {
-  PREFIXD_REQUIRE_GPU();
-  if (!kernels::cuda::sm90a::DeviceReady()) GTEST_SKIP() << "CTA pairs need the sm_90a prefix kernel (compute capability 9.0)";
-  PREFIXD_SEEDED_RNG(rng);
-  std::vector<int> suffixes(64), more(96);
-  for (int& n : suffixes) n = int(rng() % 70);
-  for (int& n : more) n = int(rng() % 40);
-  struct Pairs {
-    CascadeCase c;
-    int target_items;
-    const char* max_ctas;  // PREFIXD_SM90A_MAX_CTAS ("" none)
-    bool balanced;
-    bool paired;  // whether the pairs run
-  };
-  const Pairs cases[] = {
-      {{"pairs_one_chunk_fp16_h8kv2_d128", kF16, 8, 2, 128, 16, {{4001, suffixes}}}, 4, "", false, true},
-      {{"pairs_six_chunks_peaky_bf16_h8kv2_d128", kBF16, 8, 2, 128, 16, {{6150, suffixes}}, true}, 24, "", false, true},
-      {{"pairs_capped_fp16_h8kv2_d128", kF16, 8, 2, 128, 16, {{5000, suffixes}}}, 24, "10", false, true},
-      {{"pairs_odd_cap_bf16_h8kv2_d128", kBF16, 8, 2, 128, 16, {{5000, suffixes}}}, 24, "9", false, false},
-      {{"pairs_three_row_tiles_fp16_h8kv2_d128", kF16, 8, 2, 128, 16, {{3000, more}}}, 12, "", false, false},
-      {{"pairs_balanced_fp16_h8kv2_d128", kF16, 8, 2, 128, 16, {{3000, suffixes}}}, 8, "", true, true},
-  };
-  for (const Pairs& t : cases) {
-    const CascadeCase& c = t.c;
-    SCOPED_TRACE(c.name);
-    const CascadeInputs in = MakeCascadeInputs(c, rng);
-    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-    PlanOptions o = t.balanced ? BalancedGridOptions(12, t.target_items, false) : CascadeOptions(Device());
-    o.prefix_tile_rows = 128;
-    o.prefix_target_items = t.target_items;
-    o.min_prefix_chunk = 64;
-    if (!t.balanced) o.balance_prefix_ctas = 0;
-    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
-    if (t.balanced) ASSERT_EQ(plan.prefix_balanced_ctas, 12) << "the case is not balanced";
-    EnvSettings env = {{"PREFIXD_SM90A_CTA_PAIRS", "1"}};
-    if (*t.max_ctas != '\0') env.push_back({"PREFIXD_SM90A_MAX_CTAS", t.max_ctas});
-    const std::unique_ptr<Backend> pairs = MakeCudaBackendWithEnv(env);
-    const int64_t before = kernels::cuda::sm90a::CtaPairLaunches();
-    ExpectMatchesOracle(RunStep(*pairs, in.pool, c.layer, plan, in.q), want, c.dtype, c.name);
-    const int64_t launches = kernels::cuda::sm90a::CtaPairLaunches() - before;
-    if (t.paired) EXPECT_GT(launches, 0) << "the step ran no CTA pairs";
-    else EXPECT_EQ(launches, 0) << "CTA pairs ran where the pairs do not share their tiles";
-  }
-}
-
 TEST(CudaCascade, BalancedPrefixGridMatchesTheOracle) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);

@@ -164,9 +164,6 @@ CUtensorMap CachedKvMap(const void* base, int64_t row_elems, int64_t token_strid
 
 namespace {
 
-std::atomic<int64_t> g_cta_pair_launches{0};
-std::atomic<int> g_cta_pair_resident_clusters{0};
-
 // Per-device facts, looked up once: 0 unknown, 1 no, 2 yes.
 constexpr int kMaxDevices = 64;
 std::atomic<int> g_device_ready[kMaxDevices];
@@ -174,13 +171,6 @@ std::atomic<int> g_device_ready[kMaxDevices];
 }  // namespace
 
 bool Built() { return true; }
-
-int64_t CtaPairLaunches() { return g_cta_pair_launches.load(std::memory_order_relaxed); }
-int CtaPairResidentClusters() { return g_cta_pair_resident_clusters.load(std::memory_order_relaxed); }
-void NoteCtaPairLaunch(int resident_clusters) {
-  g_cta_pair_launches.fetch_add(1, std::memory_order_relaxed);
-  g_cta_pair_resident_clusters.store(resident_clusters, std::memory_order_relaxed);
-}
 
 bool Supports(const PrefixAttentionParams& p) {
   return (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && !p.causal &&
@@ -275,12 +265,6 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
     case PrefixKvL2Hint::kEvictLast: l.kv_evict = L2Evict::kLast; break;
   }
   l.narrow = UsesNarrowCta(params);
-  // CTA pairs (WgmmaPrefixConfig::CLUSTER): head_dim 128's wide CTAs with the FA3 schedule, where
-  // the plan's pairs share their tiles under exactly this grid (RunWgmmaTiles: LaunchedAsPairs).
-  l.cluster = set.cta_pairs && params.cta_pair_grid == l.grid && l.grid % 2 == 0 && params.head_dim == 128 &&
-                      !l.narrow && l.overlap
-                  ? 2
-                  : 1;
   const bool fp16 = params.dtype == DType::kFloat16;
   if (params.head_dim == 64)
     return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);

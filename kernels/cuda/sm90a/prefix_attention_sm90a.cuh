@@ -40,7 +40,6 @@
 #include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <type_traits>
@@ -68,13 +67,7 @@ namespace prefixd::kernels::cuda::sm90a {
 // (DefaultPrefixKvTileTokens, prefixd/kernels/prefix_kv_tile.h: why 64 / 128 / 192); 128 for the
 // fused kernel and for head_dim 64's plans of short items, 160 for head_dim 128's plans of long
 // items in wide CTAs (ChoosePrefixKvTileTokens, WgmmaLaunch::tile_tokens).
-// CLUSTER_ = 2: CTA pairs, launched as clusters of two only where CTAs 2j and 2j + 1 walk the same
-// K/V tiles in the same order (their items differ only in rows: PrefixCtaPairsShareKv). Each CTA
-// of a pair loads half of every tile's 64-column panels and multicasts them into both CTAs' rings,
-// so that L2 sends each K/V byte of the pair once instead of twice; a ring stage is refilled only
-// once the consumers of both CTAs released it (their arrivals count on both CTAs' empty barriers).
-template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0,
-          int CLUSTER_ = 1>
+template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0>
 struct WgmmaPrefixConfig {
   using Element = T;
   static constexpr int HEAD_DIM = HEAD_DIM_;
@@ -97,10 +90,6 @@ struct WgmmaPrefixConfig {
                 "the FA3 schedule's ping-pong needs two consumer warpgroups");
 
   static constexpr int PANELS = HEAD_DIM / 64;         // 128-byte column panels per row
-  static constexpr int CLUSTER = CLUSTER_;               // CTAs that share each K/V tile (1 or 2)
-  static constexpr int RANK_PANELS = PANELS / CLUSTER;   // panels of a tile each CTA of the pair loads
-  static_assert(CLUSTER == 1 || (CLUSTER == 2 && PANELS % 2 == 0 && CONSUMER_WGS == 2),
-                "CTA pairs split a tile's panels between two wide CTAs");
   static constexpr int Q_PANEL_BYTES = WG_ROWS * 128;
   static constexpr int Q_WG_BYTES = PANELS * Q_PANEL_BYTES;
   static constexpr int KV_PANEL_BYTES = BLOCK_N * 128;
@@ -184,9 +173,8 @@ __device__ __forceinline__ void InitRing(Ring<CFG> ring) {
     for (int s = 0; s < CFG::STAGES; ++s) {
       MbarrierInit(ring.FullK(s), 1);
       MbarrierInit(ring.FullV(s), 1);
-      // Every consumer warp of every CTA whose ring a load of this stage writes (the pair's, CLUSTER).
-      MbarrierInit(ring.EmptyK(s), 4 * CFG::CONSUMER_WGS * CFG::CLUSTER);
-      MbarrierInit(ring.EmptyV(s), 4 * CFG::CONSUMER_WGS * CFG::CLUSTER);
+      MbarrierInit(ring.EmptyK(s), 4 * CFG::CONSUMER_WGS);
+      MbarrierInit(ring.EmptyV(s), 4 * CFG::CONSUMER_WGS);
     }
     for (int wg = 0; wg < CFG::CONSUMER_WGS; ++wg) MbarrierInit(ring.FullQ(wg), 1);
     FenceBarrierInit();
@@ -316,23 +304,13 @@ __device__ __forceinline__ void IssueFirstQueries(const PrefixAttentionParams& p
 
 // One TMA box of the map per 64-column panel of a row block: rows [y, y + box rows) of the map,
 // columns [x0, x0 + HEAD_DIM), to dst (panel h at dst + h · KV_PANEL_BYTES), completing on `bar`.
-// CTA pairs (CFG::CLUSTER = 2): this CTA's half of the panels (`rank`'s), multicast to both CTAs.
 template <typename CFG>
 __device__ __forceinline__ void LoadPanels(uint32_t dst, const CUtensorMap* tmap, int x0, int y, uint32_t bar, bool hint,
-                                           uint64_t policy, uint32_t rank) {
-  if constexpr (CFG::CLUSTER > 1) {
+                                           uint64_t policy) {
 #pragma unroll
-    for (int i = 0; i < CFG::RANK_PANELS; ++i) {
-      const int h = int(rank) * CFG::RANK_PANELS + i;
-      TmaLoad2dMulticast(dst + h * CFG::KV_PANEL_BYTES, tmap, x0 + 64 * h, y, bar, uint16_t((1u << CFG::CLUSTER) - 1),
-                         hint, policy);
-    }
-  } else {
-#pragma unroll
-    for (int h = 0; h < CFG::PANELS; ++h) {
-      if (hint) TmaLoad2dHint(dst + h * CFG::KV_PANEL_BYTES, tmap, x0 + 64 * h, y, bar, policy);
-      else TmaLoad2d(dst + h * CFG::KV_PANEL_BYTES, tmap, x0 + 64 * h, y, bar);
-    }
+  for (int h = 0; h < CFG::PANELS; ++h) {
+    if (hint) TmaLoad2dHint(dst + h * CFG::KV_PANEL_BYTES, tmap, x0 + 64 * h, y, bar, policy);
+    else TmaLoad2d(dst + h * CFG::KV_PANEL_BYTES, tmap, x0 + 64 * h, y, bar);
   }
 }
 
@@ -341,7 +319,7 @@ template <typename CFG>
 __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p, const PrefixWorkItem& item,
                                                   const CUtensorMap* tmap_k, const CUtensorMap* tmap_v, uint32_t smem,
                                                   Ring<CFG> ring, RingPosition<CFG::STAGES>& pos, bool hint,
-                                                  uint64_t policy, uint32_t rank) {
+                                                  uint64_t policy) {
   const PrefixGroup group = p.groups[item.group];
   const KvWalk<CFG::BLOCK_N> walk(item, group);
   const int slot0 = group.prefix.first_page * p.page_size;
@@ -352,12 +330,11 @@ __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p
       const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
       const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
       MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
-      // The whole tile's bytes: with CTA pairs the peer's multicast brings the other half.
       MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
-      LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy, rank);
+      LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy);
       MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
       MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
-      LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy, rank);
+      LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
     }
   }
 }
@@ -371,12 +348,11 @@ __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, con
   // An L2 eviction priority for the streamed K/V tiles (kNone: no hint; WgmmaLaunch::kv_evict).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
-  const uint32_t rank = CFG::CLUSTER > 1 ? ClusterCtaRank() : 0;  // which panels this CTA of a pair loads
   RingPosition<CFG::STAGES> pos;
   for (int i = FirstItemOfCta(p); i >= 0;) {
     const int next = NextItemOfCta(p, i);
     MaybeTriggerDependents(trigger, next);
-    ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy, rank);
+    ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy);
     i = next;
   }
 }
@@ -517,7 +493,6 @@ struct Consumer {
   const uint32_t smem, q_smem;
   const int wg, tid, lane, barrier_id;
   const int row_in_wg;  // this thread's rows in the warpgroup: row_in_wg and row_in_wg + 8
-  const uint32_t peer_rank;  // CTA pairs: the other CTA's rank in the cluster (Release); 0 otherwise
   const int col0;       // this thread's first column in an n8 block
   float s[CFG::S_REGS];         // S of the current tile, then P in fp32
   float o[CFG::O_REGS];         // O, unnormalised, at the scale of row_max
@@ -540,7 +515,6 @@ struct Consumer {
         lane(int(threadIdx.x) % 32),
         barrier_id(1 + warpgroup),
         row_in_wg((tid / 32) * 16 + lane / 4),
-        peer_rank(CFG::CLUSTER > 1 ? ClusterCtaRank() ^ 1u : 0u),
         col0(2 * (lane % 4)) {
 #pragma unroll
     for (int i = 0; i < CFG::S_REGS; ++i) s[i] = 0.f;
@@ -705,13 +679,9 @@ struct Consumer {
       pa[ks][3] = MmaOp<T>::Pack(s[8 * ks + 6], s[8 * ks + 7]);
     }
   }
-  // This warp is done with a stage: one arrival on its empty barrier, with CTA pairs on both CTAs'
-  // (either CTA's next loads of the stage write into this CTA's ring).
   __device__ void Release(uint32_t bar) {
     __syncwarp();
-    if (lane != 0) return;
-    MbarrierArrive(bar);
-    if constexpr (CFG::CLUSTER > 1) MbarrierArriveCluster(MapSharedToRank(bar, peer_rank));
+    if (lane == 0) MbarrierArrive(bar);
   }
 
   // Ping-pong between the two consumer warpgroups (FA3's "warp scheduler barriers"): each issue
@@ -948,7 +918,6 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
   const uint32_t smem = WarpUniform<CFG::UNIFORM_BASE>((SmemAddress(smem_raw) + 1023u) & ~1023u);
   const Ring<CFG> ring{smem + CFG::BAR_OFFSET};
   InitRing<CFG>(ring);
-  if constexpr (CFG::CLUSTER > 1) ClusterSync();  // the peer's barriers are initialised before any load or arrival
   if (threadIdx.x == 0) Stamp(params, kRingReady);
   const int wg = WarpUniform<CFG::UNIFORM_BASE>(int(threadIdx.x) / 128);
   if (wg == 0) {
@@ -971,8 +940,6 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents != 0);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }
-  // The peer's last arrivals on this CTA's barriers (and loads into its ring) precede its exit.
-  if constexpr (CFG::CLUSTER > 1) ClusterSync();
 }
 
 // What the host side hands to one (dtype, head_dim) instantiation.
@@ -1001,28 +968,7 @@ struct WgmmaLaunch {
   // head_dim's default or its alternate (AlternatePrefixKvTileTokens: 128 at head_dim 64, 160 at
   // 128), which always takes the 2-stage ring.
   int tile_tokens = 0;
-  // CTAs per cluster: 2 for CTA pairs that multicast each K/V tile (WgmmaPrefixConfig::CLUSTER;
-  // only where the plan's pairs walk the same tiles, PrefixAttentionParams::cta_pair_grid), else 1.
-  int cluster = 1;
 };
-
-// A launch of `grid` CTAs of CFG's kernel in clusters of CFG::CLUSTER; `cluster` holds its one
-// attribute and must outlive the config.
-template <typename CFG>
-cudaLaunchConfig_t ClusterLaunchConfig(int grid, cudaStream_t stream, cudaLaunchAttribute* cluster) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(unsigned(grid));
-  config.blockDim = dim3(unsigned(CFG::THREADS));
-  config.dynamicSmemBytes = CFG::SMEM_BYTES;
-  config.stream = stream;
-  cluster->id = cudaLaunchAttributeClusterDimension;
-  cluster->val.clusterDim.x = CFG::CLUSTER;
-  cluster->val.clusterDim.y = 1;
-  cluster->val.clusterDim.z = 1;
-  config.attrs = cluster;
-  config.numAttrs = 1;
-  return config;
-}
 
 template <typename CFG>
 void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
@@ -1030,35 +976,10 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
                                                            << " rows for a kernel of " << CFG::BLOCK_N << "-token tiles");
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
-  const int q_tma = l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0;
-  if constexpr (CFG::CLUSTER > 1) {
-    PREFIXD_CHECK_INTERNAL(l.grid % CFG::CLUSTER == 0, "sm_90a prefix launch: a grid of " << l.grid
-                                                          << " CTAs in clusters of " << CFG::CLUSTER);
-    cudaLaunchAttribute cluster;
-    const cudaLaunchConfig_t config = ClusterLaunchConfig<CFG>(l.grid, stream, &cluster);
-    PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, PrefixAttentionWgmmaKernel<CFG>, l.params, l.tmap_k, l.tmap_v,
-                                          l.tmap_q, q_tma, l.trigger_dependents ? 1 : 0, static_cast<int>(l.kv_evict)));
-  } else {
-    PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-        l.params, l.tmap_k, l.tmap_v, l.tmap_q, q_tma, l.trigger_dependents ? 1 : 0, static_cast<int>(l.kv_evict));
-    PREFIXD_CUDA_CHECK_LAUNCH();
-  }
-}
-
-// Clusters of CFG's kernel (CFG::CLUSTER CTAs each) the current device holds at once, asked once
-// per configuration (the first device asked; a performance guard only, like ResidentCtasPerSmOnce).
-template <typename CFG>
-int ResidentClustersOnce() {
-  static std::atomic<int> cached{0};
-  int clusters = cached.load(std::memory_order_relaxed);
-  if (clusters > 0) return clusters;
-  RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, false);
-  cudaLaunchAttribute cluster;
-  const cudaLaunchConfig_t config = ClusterLaunchConfig<CFG>(CFG::CLUSTER, nullptr, &cluster);
-  PREFIXD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, PrefixAttentionWgmmaKernel<CFG>, &config));
-  clusters = clusters > 0 ? clusters : 1;
-  cached.store(clusters, std::memory_order_relaxed);
-  return clusters;
+  PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? 1 : 0,
+      static_cast<int>(l.kv_evict));
+  PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
 // Whether this (dtype, head_dim)'s kernel has an image for the current device (sm_90a code only
@@ -1074,29 +995,11 @@ bool WgmmaConfigLoads() {
   return true;
 }
 
-// Counts a paired launch (CtaPairLaunches) and the clusters the device holds (prefix_attention_sm90a.cu).
-void NoteCtaPairLaunch(int resident_clusters);
-
 // Entry points instantiated once per (dtype, head_dim) in kernels/cuda/sm90a/inst/.
 // Deeper rings: 3 stages for head_dim 128 (Q + K/V: 224 KiB), 4 for head_dim 64; none for head_dim
 // 256, whose 2 stages and Q already take 192 KiB.
 template <typename T, int HEAD_DIM>
 constexpr int kDeepStages = HEAD_DIM == 64 ? 4 : HEAD_DIM == 128 ? 3 : 2;
-
-// CTA pairs (PrefixAttention decides l.cluster): head_dim 128's wide CTAs with the FA3 schedule,
-// on a ring of STAGES, where the device holds every pair of the grid at once (a pair that waited
-// for a second wave would double the step; the unpaired kernel runs instead). False: not launched.
-template <typename T, int HEAD_DIM, int STAGES, int BLOCK_N_>
-bool LaunchedAsPairs(const WgmmaLaunch& l, cudaStream_t stream) {
-  if constexpr (HEAD_DIM == 128) {
-    using Pairs = WgmmaPrefixConfig<T, HEAD_DIM, STAGES, true, 2, BLOCK_N_, 2>;
-    if (l.cluster != 2 || !l.overlap || l.narrow || ResidentClustersOnce<Pairs>() * 2 < l.grid) return false;
-    NoteCtaPairLaunch(ResidentClustersOnce<Pairs>());
-    LaunchWgmmaConfig<Pairs>(l, stream);
-    return true;
-  }
-  return false;
-}
 
 // The configurations of one tile length (BLOCK_N_, 0 for the head_dim's default), by the launch's
 // CTA width, ring depth and schedule.
@@ -1111,12 +1014,10 @@ void RunWgmmaTiles(const WgmmaLaunch& l, cudaStream_t stream) {
   // The deeper ring only with the default tile (the short-item tiles' items are a tile or two).
   if constexpr (BLOCK_N_ == 0) {
     if (l.stages > 2 && DEEP > 2) {
-      if (LaunchedAsPairs<T, HEAD_DIM, DEEP, 0>(l, stream)) return;
       if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
       return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
     }
   }
-  if (LaunchedAsPairs<T, HEAD_DIM, 2, BLOCK_N_>(l, stream)) return;
   if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_>>(l, stream);
   LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 2, BLOCK_N_>>(l, stream);
 }

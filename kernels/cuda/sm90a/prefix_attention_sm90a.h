@@ -83,11 +83,6 @@ inline int PersistentGridCtas(int num_items, int balanced_ctas, int max_ctas, co
 // Asynchronous on `stream`, no allocation (tensor maps are encoded on the host once per K/V base
 // pointer and shape, then cached). Requires Supports(params) && DeviceReady().
 void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream);
-// Launches of this process that ran as CTA pairs (WgmmaPrefixConfig::CLUSTER = 2), for tests and
-// benchmarks to tell that the pairs ran.
-int64_t CtaPairLaunches();
-// The clusters of two the device held at once for the last paired launch (0: none yet).
-int CtaPairResidentClusters();
 
 // The TMA map over one layer's K or V (dim 0: the row_elems = H_kv · D elements of a slot, dim 1:
 // slots at token_stride elements), boxes of 64 columns × box_rows slots with the 128-byte swizzle;

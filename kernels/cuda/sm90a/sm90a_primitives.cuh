@@ -159,53 +159,6 @@ __device__ __forceinline__ void TmaLoad2dHint(uint32_t dst, const void* tmap, in
       : "memory");
 }
 
-// ---- CTA pairs (thread block clusters of two) ---------------------------------------------------
-
-// This CTA's rank in its cluster (0 without a cluster launch).
-__device__ __forceinline__ uint32_t ClusterCtaRank() {
-  uint32_t rank;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-  return rank;
-}
-// The shared::cluster address of `addr` (a shared::cta address of this CTA) in the CTA of `rank`.
-__device__ __forceinline__ uint32_t MapSharedToRank(uint32_t addr, uint32_t rank) {
-  uint32_t mapped;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(mapped) : "r"(addr), "r"(rank));
-  return mapped;
-}
-// One arrival on a barrier of any CTA of the cluster (a shared::cluster address, MapSharedToRank),
-// with the default semantics (release at CTA scope), as CUTLASS's ClusterBarrier::arrive has it: a
-// consumer's arrival only says that its reads of the stage are done (its wgmma waited), and
-// .release.cluster made every consumer warp wait on a cluster-scope fence per arrival (session 64
-// run 1: prefix parts +40%).
-__device__ __forceinline__ void MbarrierArriveCluster(uint32_t cluster_bar) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
-}
-// Every thread of every CTA of the cluster arrives, then waits for all the others: before it, no
-// CTA may address a peer's barriers or shared memory (not yet initialised); after it, none does
-// (a CTA that has exited may not be written).
-__device__ __forceinline__ void ClusterSync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-// TmaLoad2d (with an L2 cache policy from CreateL2Policy where `hint`) into the same shared-memory
-// offset `dst` of every CTA in `cta_mask` (bit r: cluster rank r), each completing its bytes on its
-// own barrier at offset `bar`.
-__device__ __forceinline__ void TmaLoad2dMulticast(uint32_t dst, const void* tmap, int x, int y, uint32_t bar,
-                                                   uint16_t cta_mask, bool hint, uint64_t policy) {
-  if (hint)
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n" ::"r"(dst),
-        "l"(reinterpret_cast<uint64_t>(tmap)), "r"(x), "r"(y), "r"(bar), "h"(cta_mask), "l"(policy)
-        : "memory");
-  else
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
-        "l"(reinterpret_cast<uint64_t>(tmap)), "r"(x), "r"(y), "r"(bar), "h"(cta_mask)
-        : "memory");
-}
-
 // ---- warp-level helpers of the suffix warps (suffix_warps_sm90a.cuh) ---------------------------
 
 // The transpose of an 8×8 b16 matrix held as one mma fragment register per lane (row lane / 4,

@@ -12,7 +12,6 @@
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/plan.h"
-#include "prefixd/kernels/prefix_cta_pairs.h"
 #include "prefixd/kernels/prefix_l2_hint.h"
 #include "support/test_support.h"
 #include "unit/kernels/expect_error.h"
@@ -1455,44 +1454,6 @@ TEST(PlanBalance, BrokenChainsAreRejected) {
   rejects([](CascadePlan& p) { p.prefix_balanced_ctas = 193; }, "prefix_balanced_ctas 193");
   rejects([](CascadePlan& p) { p.prefix_balanced_ctas = -1; }, "prefix_balanced_ctas -1");
   rejects([](CascadePlan& p) { p.prefix_balanced_ctas = 0; }, "without a balanced grid");
-}
-
-
-// ---- CTA pairs (prefix_cta_pairs.h) on the planner's plans ---------------------------------------
-
-// The grid's B256 P32768 plans at head_dim 128 (2 chunks × KV heads × 2 or 8 row tiles, the row
-// tiles of a (chunk, KV head) consecutive): every pair of CTAs shares its K/V, also in the
-// balanced 32/8 grid, whose 4 idle CTAs run neighbouring row tiles of one KV head at each step.
-TEST(PlanCtaPairs, TheB256P32768PlansPairTheirRowTiles) {
-  for (const int h_kv : {8, 32}) {
-    SCOPED_TRACE(testing::Message() << "32/" << h_kv);
-    KvPoolShape pool;
-    const DecodeBatch batch = GroupsBatch({{256, 32768}}, 32, 32, 16, &pool, h_kv);
-    PlanOptions o = GpuLikeOptions(false);
-    const CascadePlan plan = PlanCascade(batch, pool, o);
-    ASSERT_EQ(plan.prefix_items.size(), 128u);
-    EXPECT_TRUE(PrefixCtaPairsShareKv(plan.prefix_items, 128, plan.prefix_balanced_ctas, 128));
-    EXPECT_TRUE(PrefixCtaPairsShareKv(plan.prefix_items, 64, plan.prefix_balanced_ctas, 128));
-    EXPECT_FALSE(PrefixCtaPairsShareKv(plan.prefix_items, 127, plan.prefix_balanced_ctas, 128));
-    o.balance_prefix_ctas = 132;
-    o.balance_min_gain = 0.01;
-    const CascadePlan balanced = PlanCascade(batch, pool, o);
-    ASSERT_EQ(balanced.prefix_balanced_ctas, 132);
-    EXPECT_TRUE(PrefixCtaPairsShareKv(balanced.prefix_items, 132, 132, 128));
-  }
-}
-
-// One row tile per KV head (B ≤ 128 at 32/32), or an odd number of them: neighbouring CTAs run
-// different heads, so no pairs.
-TEST(PlanCtaPairs, OneOrThreeRowTilesPerHeadDoNotPair) {
-  for (const int requests : {64, 128, 384}) {
-    SCOPED_TRACE(requests);
-    KvPoolShape pool;
-    const DecodeBatch batch = GroupsBatch({{requests, 32768}}, 32, 32, 16, &pool, 32);
-    const CascadePlan plan = PlanCascade(batch, pool, GpuLikeOptions(false));
-    const int grid = std::min<int>(int(plan.prefix_items.size()), 132) / 2 * 2;
-    EXPECT_FALSE(PrefixCtaPairsShareKv(plan.prefix_items, grid, plan.prefix_balanced_ctas, 128));
-  }
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds,
-# run_probe_rounds, run_ncu_stalls).
+# run_probe_rounds, run_planner_check, run_ncu_stalls).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -132,6 +132,15 @@ run_probe_rounds() {
     timeout 120 $probe "$@" >"$OUT/probe-$b$i.txt" 2>&1
     echo "probe $b $i rc=$? $(grep -E '^wgmma' "$OUT/probe-$b$i.txt" | awk '{printf "%s ", $12}')"
   done; done
+}
+# run_planner_check DTYPES...: the kernel benchmark's planner check (its default grid) per dtype, each
+# log in $OUT/planner-DTYPE.txt; its exit status, shape count and summary lines.
+run_planner_check() {
+  for dt in "$@"; do
+    timeout 220 $B --planner-check --dtype $dt >"$OUT/planner-$dt.txt" 2>&1
+    echo "planner $dt rc=$? $(grep -cE '^ +(fp16|bf16) ' "$OUT/planner-$dt.txt") shapes"
+    tail -6 "$OUT/planner-$dt.txt"
+  done
 }
 # run_ncu_stalls NAME KERNEL_REGEX PER COMMAND...: Nsight Compute's PC sampling (clocks not locked)
 # on one launch of the kernels matching KERNEL_REGEX (the fourth) that COMMAND makes; the details

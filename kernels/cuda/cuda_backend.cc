@@ -392,6 +392,11 @@ PlanOptions CudaBackend::ReadPlanOptions() const {
   const bool persistent_prefix = PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1;
   const bool balance = EnvFlag("PREFIXD_PREFIX_BALANCE", true);  // read (and checked) on every kernel
   o.balance_prefix_ctas = persistent_prefix && balance ? num_sms_ - concurrent_decode_sms_ : 0;
+  // PREFIXD_PREFIX_BALANCE_CTAS=n: balance over n CTAs instead (at most those SMs), so that with the
+  // stream the grid leaves the rest idle to the early decode (for comparisons).
+  if (o.balance_prefix_ctas > 0)
+    o.balance_prefix_ctas =
+        int(EnvInteger("PREFIXD_PREFIX_BALANCE_CTAS", 1, o.balance_prefix_ctas, o.balance_prefix_ctas));
   o.balance_stream = EnvFlag("PREFIXD_PREFIX_BALANCE_STREAM", concurrent_decode_sms_ > 0);
   // PREFIXD_PREFIX_STREAM_NARROW=0|1: the stream's leftover CTAs as narrow slots
   // (PlanOptions::balance_stream_narrow).

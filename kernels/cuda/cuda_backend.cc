@@ -736,6 +736,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // bench/RESULTS.md session 22).
     const bool narrow_prefix = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
     if (concurrent_k == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
+    // An early decode grid follows as this grid's dependent (below): scheduled from the start.
+    p.trigger_at_first_item = decode_part && decode_pdl_ && plan_.num_early_decode_items > 0 &&
+                              args.decode_free_sms == 0;
     PrefixAttention(p, stream);
   }
   if (decode_part) {

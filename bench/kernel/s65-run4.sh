@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (The knob and the trigger change it used were removed after run 6 measured no gain; to re-run, apply
+# bench/kernel/results/s65/early-beside-narrow-grid.patch to commit c49a349.)
 # Session 65, run 4 (nvidia-h200): the early decode beside a narrower compute-bound prefix grid.
 # At 32/32 B256 P32768 S32 the plan's 128 prefix CTAs leave 4 SMs to the early decode (auto share
 # ≤ 40%); the decode after the prefix then adds ~32 µs to a ~224 µs prefix part. On paper a grid of

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (The knob and the trigger change it used were removed after run 6 measured no gain; to re-run, apply
+# bench/kernel/results/s65/early-beside-narrow-grid.patch to commit c49a349.)
 # Session 65, run 5 (nvidia-h200): where run 4's +104 to +190 µs comes from. Its narrower stream grids
 # took the prefix part alone 12-23 µs longer, but the steps ~100 µs more than their parts. The
 # stream on 124 and 128 CTAs with the early decode off (E = 0), at 30% and by the automatic rule,

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (The knob and the trigger change it used were removed after run 6 measured no gain; to re-run, apply
+# bench/kernel/results/s65/early-beside-narrow-grid.patch to commit c49a349.)
 # Session 65, run 6 (nvidia-h200): run 5 read the early decode beside a stream grid 15-68 µs slower
 # than without it: the prefix kernel's programmatic trigger comes as each CTA starts its LAST item,
 # and a stream grid's CTAs run chains, so the early grid launched late in the prefix part. Now the

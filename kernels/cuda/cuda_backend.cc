@@ -392,11 +392,6 @@ PlanOptions CudaBackend::ReadPlanOptions() const {
   const bool persistent_prefix = PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1;
   const bool balance = EnvFlag("PREFIXD_PREFIX_BALANCE", true);  // read (and checked) on every kernel
   o.balance_prefix_ctas = persistent_prefix && balance ? num_sms_ - concurrent_decode_sms_ : 0;
-  // PREFIXD_PREFIX_BALANCE_CTAS=n: balance over n CTAs instead (at most those SMs), so that with the
-  // stream the grid leaves the rest idle to the early decode (for comparisons).
-  if (o.balance_prefix_ctas > 0)
-    o.balance_prefix_ctas =
-        int(EnvInteger("PREFIXD_PREFIX_BALANCE_CTAS", 1, o.balance_prefix_ctas, o.balance_prefix_ctas));
   o.balance_stream = EnvFlag("PREFIXD_PREFIX_BALANCE_STREAM", concurrent_decode_sms_ > 0);
   // PREFIXD_PREFIX_STREAM_NARROW=0|1: the stream's leftover CTAs as narrow slots
   // (PlanOptions::balance_stream_narrow).
@@ -736,9 +731,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // bench/RESULTS.md session 22).
     const bool narrow_prefix = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
     if (concurrent_k == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
-    // An early decode grid follows as this grid's dependent (below): scheduled from the start.
-    p.trigger_at_first_item = decode_part && decode_pdl_ && plan_.num_early_decode_items > 0 &&
-                              args.decode_free_sms == 0;
     PrefixAttention(p, stream);
   }
   if (decode_part) {

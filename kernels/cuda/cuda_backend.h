@@ -89,8 +89,6 @@
 //   PREFIXD_PREFIX_BALANCE=0|1            DefaultPlanOptions().balance_prefix_ctas: SMs (less the
 //                                         concurrent decode's) (1) or 0: a prefix grid balanced over
 //                                         idle SMs (prefix_balance.h)
-//   PREFIXD_PREFIX_BALANCE_CTAS=n         ... over n of those CTAs (1 to their count; the stream then
-//                                         leaves the rest idle, e.g. to the early decode)
 //   PREFIXD_PREFIX_BALANCE_STREAM=0|1     DefaultPlanOptions().balance_stream: also by the stream over
 //                                         the heads (1 with concurrent decode, else 0)
 //   PREFIXD_PREFIX_STREAM_NARROW=0|1      DefaultPlanOptions().balance_stream_narrow: the stream's

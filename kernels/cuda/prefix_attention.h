@@ -126,12 +126,6 @@ struct PrefixAttentionParams {
 
   // Optional: the decode kernel's start to pull into L2 at this kernel's end (above).
   DecodeL2Warmup decode_warmup;
-  // The sm_90a kernel's programmatic trigger (PREFIXD_PREFIX_PDL_TRIGGER) as each CTA starts its
-  // first item instead of its last: its dependent is an early decode grid that reads no prefix
-  // state and runs on the SMs this grid leaves idle (early_decode.h). As each CTA starts its last
-  // item, a grid whose CTAs run chains of items (the balancer's tails or stream) held it back
-  // until late in the prefix part (bench/RESULTS.md, session 65).
-  bool trigger_at_first_item = false;
 
   // Diagnostics (prefix_probe --timeline; null otherwise): the sm_90a kernel writes globaltimer
   // stamps [CTA][kTimelineSlots] of its phases (prefix_attention_sm90a.cuh, TimelineSlot).

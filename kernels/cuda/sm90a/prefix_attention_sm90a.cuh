@@ -240,11 +240,8 @@ __device__ __forceinline__ int NextItemOfCta(const PrefixAttentionParams& p, int
 // retire instead of after the last one. Only scheduling moves: the decode kernel still waits
 // (griddepcontrol.wait) for this grid's completion and memory flush before it reads a prefix state
 // or exits. No deadlock: all CTAs of this grid are resident when the trigger completes.
-// trigger: 0 never, 1 as the CTA starts its last item, 2 as it starts its first (an early decode
-// grid that needs no prefix state: PrefixAttentionParams::trigger_at_first_item).
-__device__ __forceinline__ void MaybeTriggerDependents(int trigger, bool first_item, int next_item) {
-  if ((trigger == 1 && next_item < 0) || (trigger == 2 && first_item))
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+__device__ __forceinline__ void MaybeTriggerDependents(bool trigger, int next_item) {
+  if (trigger && next_item < 0) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
 // PrefixAttentionParams::timeline: one globaltimer stamp per phase and CTA, by one thread.
@@ -345,17 +342,16 @@ __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p
 template <typename CFG>
 __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
                                              const CUtensorMap* tmap_v, const CUtensorMap* tmap_q, bool q_partial,
-                                             uint32_t smem, Ring<CFG> ring, int trigger, L2Evict kv_evict) {
+                                             uint32_t smem, Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
   Stamp(p, kProducerStart);
   IssueFirstQueries<CFG>(p, tmap_q, q_partial, smem, ring);
   // An L2 eviction priority for the streamed K/V tiles (kNone: no hint; WgmmaLaunch::kv_evict).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
   RingPosition<CFG::STAGES> pos;
-  const int first = FirstItemOfCta(p);
-  for (int i = first; i >= 0;) {
+  for (int i = FirstItemOfCta(p); i >= 0;) {
     const int next = NextItemOfCta(p, i);
-    MaybeTriggerDependents(trigger, i == first, next);
+    MaybeTriggerDependents(trigger, next);
     ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy);
     i = next;
   }
@@ -887,17 +883,16 @@ struct Consumer {
     first_q_by_producer = false;  // only ever the first row tile of the CTA's first item
   }
 
-  __device__ void Run(int trigger) {
+  __device__ void Run(bool trigger) {
     const int gqa = p.num_qo_heads / p.num_kv_heads;
     RingPosition<CFG::STAGES> pos;
     first_q_by_producer = tmap_q != nullptr;  // this kernel's producer runs IssueFirstQueries
     if constexpr (CFG::OVERLAP) {
       if (wg == 1) TurnEnd();
     }  // warpgroup 0 takes the first turn
-    const int first = FirstItemOfCta(p);
-    for (int i = first; i >= 0;) {
+    for (int i = FirstItemOfCta(p); i >= 0;) {
       const int next = NextItemOfCta(p, i);
-      MaybeTriggerDependents(trigger, i == first, next);
+      MaybeTriggerDependents(trigger, next);
       PrefixItem(p.items[i], gqa, pos, [](int, int, int, int) {});
       i = next;
     }
@@ -929,7 +924,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x < 32) {
       if (threadIdx.x == 0)
-        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents,
+        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
                           static_cast<L2Evict>(kv_evict));
       __syncwarp();
       if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params);
@@ -942,7 +937,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     }
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents);
+    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents != 0);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }
 }
@@ -960,10 +955,9 @@ struct WgmmaLaunch {
   int stages = 2;       // ring depth: 2, or > 2 for the deeper ring (3 at head_dim 128, 4 at 64)
   bool overlap = true;  // FA3 schedule (ping-pong + S/P·V overlap) or the plain one
   // griddepcontrol.launch_dependents when a CTA starts its last item (MaybeTriggerDependents;
-  // on unless PREFIXD_PREFIX_PDL_TRIGGER=0), or its first (trigger_at_first_item: an early decode
-  // grid follows). Off: the dependent decode grid launches as the last CTA exits.
+  // on unless PREFIXD_PREFIX_PDL_TRIGGER=0). Off: the dependent decode grid launches as the last
+  // CTA exits.
   bool trigger_dependents = true;
-  bool trigger_at_first_item = false;
   // L2 eviction priority of the prefix K/V tile loads (PrefixKernelSettings::kv_l2_hint, or the
   // plan's PrefixAttentionParams::kv_evict_first; kNone: no cache hint).
   L2Evict kv_evict = L2Evict::kNone;
@@ -983,7 +977,7 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? (l.trigger_at_first_item ? 2 : 1) : 0,
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? 1 : 0,
       static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }

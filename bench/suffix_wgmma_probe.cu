@@ -1,7 +1,7 @@
 // The suffix's arithmetic as swap-AB wgmma tiles: what it would cost a fused step's warpgroups.
 //
 //   prefixd_suffix_wgmma_probe [--dtype fp16|bf16] [--gqa G] [--items N] [--tiles T] [--ilp 1|2]
-//                              [--reps R]
+//                              [--part all|mma] [--schedule plain|staggered] [--ctas-per-sm 1|2] [--reps R]
 //
 // Why (bench/ISSUE4.md, "Levers still open"; bench/NOTES-fused.md, session 66): the headline row
 // 32/8 B256 P32768 S256 runs its suffix on k SMs beside a prefix grid of 132 − k CTAs (the
@@ -20,10 +20,16 @@
 // each, head_dim 128) and writes every item's normalised state (v, lse) as a decode item would. The
 // K/V tiles stay resident in shared memory (arithmetic only, as PREFIXD_DECODE_TMA_DIAG=2 times the
 // mma.sync tile); --ilp 2 runs two items of a warpgroup side by side (one barrier for both, their
-// wgmma chains overlapped).
+// wgmma chains overlapped), and --schedule staggered with it staggers the two items' chains so that
+// one item's softmax runs while the other's wgmmas do (as FlashAttention-3 overlaps a warpgroup's
+// softmax with its next wgmma).
 //
-// Checked before timing: every item of every warpgroup against a float64 reference (the outputs
-// poisoned with NaN first; NaN never passes). Each item's tiles alternate between two distinct
+// --part mma times the same launch with the tile's two wgmma chains alone (no softmax, no barrier,
+// no Pᵀ written: WRONG results on purpose, reported as unchecked): what the tensor-core instructions
+// themselves cost.
+//
+// Checked before timing (--part all): every item of every warpgroup against a float64 reference (the
+// outputs poisoned with NaN first; NaN never passes). Each item's tiles alternate between two distinct
 // tiles, so its attention is that over their 128 tokens, each taken tiles / 2 times.
 // Exit status: 0 when every item is within tolerance, 1 when one is not, 2 on bad arguments.
 #include <cuda_bf16.h>
@@ -49,19 +55,19 @@ namespace {
 namespace sm90a = prefixd::kernels::cuda::sm90a;
 
 constexpr int kHeadDim = 128;
-constexpr int kTileTokens = 64;   // the wgmma M of Sᵀ
-constexpr int kHeads = 8;         // the wgmma N: a GQA group's query heads, zero-padded
+constexpr int kTileTokens = 64;  // the wgmma M of Sᵀ
+constexpr int kHeads = 8;        // the wgmma N: a GQA group's query heads, zero-padded
 constexpr int kDistinctTiles = 2;
-constexpr int kWarpgroups = 2;    // consumer warpgroups per CTA, as the prefix kernel's wide CTA
+constexpr int kWarpgroups = 2;  // consumer warpgroups per CTA, as the prefix kernel's wide CTA
 constexpr int kThreads = 128 * kWarpgroups;
 constexpr int kMaxIlp = 2;
 
 // Shared memory, from a 1024-byte aligned base: 128-byte swizzled panels of 64 columns (the layout
 // TMA writes and wgmma reads, sm90a_primitives.cuh).
-constexpr int kKvPanelBytes = kTileTokens * 128;             // 64 tokens × 64 columns
+constexpr int kKvPanelBytes = kTileTokens * 128;               // 64 tokens × 64 columns
 constexpr int kKvTileBytes = (kHeadDim / 64) * kKvPanelBytes;  // both panels of a K or V tile
-constexpr int kQPanelBytes = kHeads * 128;                   // 8 heads × 64 columns: one atom
-constexpr int kPBytes = kHeads * 128;                        // Pᵀ: 8 heads × 64 tokens: one atom
+constexpr int kQPanelBytes = kHeads * 128;                     // 8 heads × 64 columns: one atom
+constexpr int kPBytes = kHeads * 128;                          // Pᵀ: 8 heads × 64 tokens: one atom
 constexpr int kKOffset = 0;
 constexpr int kVOffset = kKOffset + kDistinctTiles * kKvTileBytes;
 constexpr int kQOffset = kVOffset + kDistinctTiles * kKvTileBytes;
@@ -98,7 +104,9 @@ __device__ __forceinline__ void WgmmaN8TransposedA<__nv_bfloat16>(float (&d)[4],
 
 // k, v: [kDistinctTiles][kTileTokens][kHeadDim]; q: [kHeads][kHeadDim] (rows ≥ gqa ignored).
 // out_v: [item][kHeads][kHeadDim]; out_lse: [item][kHeads] (base 2); heads ≥ gqa not written.
-template <typename T, int ILP>
+// MMA_ONLY: the two wgmma chains alone (--part mma). PIPELINED (ILP 2 only): the two items' chains
+// staggered within the warpgroup, so that one item's softmax runs while the other's wgmmas do.
+template <typename T, int ILP, bool MMA_ONLY, bool PIPELINED = false>
 __global__ void __launch_bounds__(kThreads, 1)
     SwapAbTileProbe(const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ q, int gqa, int items,
                     int tiles, float scale_log2, float* __restrict__ out_v, float* __restrict__ out_lse) {
@@ -128,6 +136,102 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int barrier = 1 + wg;
   const int64_t first_item = (int64_t(blockIdx.x) * kWarpgroups + wg) * items;
 
+  // One item's tile, in three parts: Sᵀ's wgmmas (issued, not waited for); the softmax from Sᵀ to Pᵀ
+  // in shared memory (its column maxima through `red` block 2i: one barrier, then one after Pᵀ);
+  // Oᵀ's wgmmas (issued, not waited for).
+  auto issue_s = [&](float(&acc)[4], int tile) {  // acc's values are not read (the first step overwrites)
+    const uint32_t k_tile = base + kKOffset + (tile % kDistinctTiles) * kKvTileBytes;
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ++ks)
+      sm90a::Wgmma<T, 8>::SS(acc, sm90a::KMajorDescriptor(k_tile, ks, kKvPanelBytes),
+                             sm90a::KMajorDescriptor(q_tile, ks, kQPanelBytes), ks > 0);
+  };
+  auto issue_o = [&](float(&acc)[2][4], int tile, int i) {
+    const uint32_t v_tile = base + kVOffset + (tile % kDistinctTiles) * kKvTileBytes;
+    const uint32_t p_tile = base + kPOffset + (wg * kMaxIlp + i) * kPBytes;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int ks = 0; ks < kTileTokens / 16; ++ks)
+        WgmmaN8TransposedA<T>(acc[h], sm90a::MnMajorDescriptor(v_tile + h * kKvPanelBytes, ks, kKvPanelBytes),
+                              sm90a::KMajorDescriptor(p_tile, ks, kPBytes));
+  };
+  auto softmax_to_p = [&](float(&sc)[4], float(&mi)[2], float(&li)[2], float(&oi)[2][4], int i) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      sc[j] *= scale_log2;
+      sc[j + 2] *= scale_log2;
+      float mx = fmaxf(sc[j], sc[j + 2]);
+#pragma unroll
+      for (int off = 4; off < 32; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      if (g == 0) red[(i * 2 + 0) * 32 + warp * kHeads + 2 * t + j] = mx;
+    }
+    sm90a::NamedBarrierSync(barrier, 128);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float* maxima = red + (i * 2 + 0) * 32 + 2 * t + j;
+      const float m_new = fmaxf(mi[j], fmaxf(fmaxf(maxima[0], maxima[8]), fmaxf(maxima[16], maxima[24])));
+      const float c = exp2f(mi[j] - m_new);
+      mi[j] = m_new;
+      li[j] *= c;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        oi[h][j] *= c;
+        oi[h][j + 2] *= c;
+      }
+    }
+    uint8_t* p_bytes = smem + kPOffset + (wg * kMaxIlp + i) * kPBytes;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float p = exp2f(sc[e] - mi[e % 2]);
+      li[e % 2] += p;
+      *reinterpret_cast<T*>(p_bytes + Swizzled(2 * t + e % 2, 16 * warp + g + 8 * (e / 2))) = T(p);
+    }
+    sm90a::FenceProxyAsync();
+    sm90a::NamedBarrierSync(barrier, 128);
+  };
+  // Items A and B staggered: wgmma groups complete in order, so after each wait<1> the most recent
+  // group (the other item's) is still running on the tensor cores while this item's softmax runs.
+  //   per tile: wait<0> [S_A] [S_B] wait<1> softmax A [O_A] wait<1> softmax B [O_B]
+  auto RunStaggeredTiles = [&](float(&mi)[ILP][2], float(&li)[ILP][2], float(&oi)[ILP][2][4], int num_tiles) {
+    if constexpr (ILP == 2) {
+      for (int tile = 0; tile < num_tiles; ++tile) {
+        float s_a[4] = {}, s_b[4] = {};
+        // The previous tile's O_A and O_B done before either softmax rescales them: a wait<1> would
+        // also guarantee it (groups complete in order), but ptxas cannot count groups across the
+        // loop and then serialises every wgmma (C7514).
+        sm90a::WgmmaWait<0>();
+        sm90a::WgmmaFence();
+        issue_s(s_a, tile);
+        sm90a::WgmmaCommit();
+        issue_s(s_b, tile + 1);
+        sm90a::WgmmaCommit();
+        sm90a::WgmmaWait<1>();
+        sm90a::FenceRegisters(s_a);
+        sm90a::FenceRegisters(oi[0][0]);
+        sm90a::FenceRegisters(oi[0][1]);
+        softmax_to_p(s_a, mi[0], li[0], oi[0], 0);
+        sm90a::WgmmaFence();
+        issue_o(oi[0], tile, 0);
+        sm90a::WgmmaCommit();
+        sm90a::WgmmaWait<1>();
+        sm90a::FenceRegisters(s_b);
+        sm90a::FenceRegisters(oi[1][0]);
+        sm90a::FenceRegisters(oi[1][1]);
+        softmax_to_p(s_b, mi[1], li[1], oi[1], 1);
+        sm90a::WgmmaFence();
+        issue_o(oi[1], tile + 1, 1);
+        sm90a::WgmmaCommit();
+      }
+      sm90a::WgmmaWait<0>();
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        sm90a::FenceRegisters(oi[i][0]);
+        sm90a::FenceRegisters(oi[i][1]);
+      }
+    }
+  };
+
   for (int item = 0; item < items; item += ILP) {
     float m[ILP][2], l[ILP][2], o[ILP][2][4];
 #pragma unroll
@@ -139,86 +243,92 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[i][j][e] = 0.f;
       }
-    for (int tile = 0; tile < tiles; ++tile) {
-      // Sᵀ = K·Qᵀ: M = 64 tokens, N = 8 heads, K = head_dim in 8 steps.
-      float s[ILP][4];
-      sm90a::WgmmaFence();
+    if constexpr (PIPELINED) {
+      static_assert(ILP == 2 && !MMA_ONLY, "the staggered schedule is of two items' whole tiles");
+      RunStaggeredTiles(m, l, o, tiles);
+    } else {
+      for (int tile = 0; tile < tiles; ++tile) {
+        // Sᵀ = K·Qᵀ: M = 64 tokens, N = 8 heads, K = head_dim in 8 steps.
+        float s[ILP][4];
+        sm90a::WgmmaFence();
 #pragma unroll
-      for (int i = 0; i < ILP; ++i) {
+        for (int i = 0; i < ILP; ++i) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[i][e] = 0.f;
-        const uint32_t k_tile = base + kKOffset + ((tile + i) % kDistinctTiles) * kKvTileBytes;
+          for (int e = 0; e < 4; ++e) s[i][e] = 0.f;
+          const uint32_t k_tile = base + kKOffset + ((tile + i) % kDistinctTiles) * kKvTileBytes;
 #pragma unroll
-        for (int ks = 0; ks < kHeadDim / 16; ++ks)
-          sm90a::Wgmma<T, 8>::SS(s[i], sm90a::KMajorDescriptor(k_tile, ks, kKvPanelBytes),
-                                 sm90a::KMajorDescriptor(q_tile, ks, kQPanelBytes), ks > 0);
-      }
-      sm90a::WgmmaCommit();
-      sm90a::WgmmaWait<0>();
-#pragma unroll
-      for (int i = 0; i < ILP; ++i) sm90a::FenceRegisters(s[i]);
-
-      // Each column's maximum over the tile: 2 rows here, 8 lanes (g), 4 warps (shared memory).
-#pragma unroll
-      for (int i = 0; i < ILP; ++i)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          s[i][j] *= scale_log2;
-          s[i][j + 2] *= scale_log2;
-          float mx = fmaxf(s[i][j], s[i][j + 2]);
-#pragma unroll
-          for (int off = 4; off < 32; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-          if (g == 0) red[(i * 2 + 0) * 32 + warp * kHeads + 2 * t + j] = mx;
+          for (int ks = 0; ks < kHeadDim / 16; ++ks)
+            sm90a::Wgmma<T, 8>::SS(s[i], sm90a::KMajorDescriptor(k_tile, ks, kKvPanelBytes),
+                                   sm90a::KMajorDescriptor(q_tile, ks, kQPanelBytes), ks > 0);
         }
-      sm90a::NamedBarrierSync(barrier, 128);
-      // Online softmax per column (head): rescale the running state, then this tile's P.
+        sm90a::WgmmaCommit();
+        sm90a::WgmmaWait<0>();
 #pragma unroll
-      for (int i = 0; i < ILP; ++i) {
+        for (int i = 0; i < ILP; ++i) sm90a::FenceRegisters(s[i]);
+        if constexpr (!MMA_ONLY) {
+          // Each column's maximum over the tile: 2 rows here, 8 lanes (g), 4 warps (shared memory).
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const float* maxima = red + (i * 2 + 0) * 32 + 2 * t + j;
-          const float tile_max = fmaxf(fmaxf(maxima[0], maxima[8]), fmaxf(maxima[16], maxima[24]));
-          const float m_new = fmaxf(m[i][j], tile_max);
-          const float c = exp2f(m[i][j] - m_new);  // m = −inf on the first tile: 0
-          m[i][j] = m_new;
-          l[i][j] *= c;
+          for (int i = 0; i < ILP; ++i)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            o[i][h][j] *= c;
-            o[i][h][j + 2] *= c;
+            for (int j = 0; j < 2; ++j) {
+              s[i][j] *= scale_log2;
+              s[i][j + 2] *= scale_log2;
+              float mx = fmaxf(s[i][j], s[i][j + 2]);
+#pragma unroll
+              for (int off = 4; off < 32; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+              if (g == 0) red[(i * 2 + 0) * 32 + warp * kHeads + 2 * t + j] = mx;
+            }
+          sm90a::NamedBarrierSync(barrier, 128);
+          // Online softmax per column (head): rescale the running state, then this tile's P.
+#pragma unroll
+          for (int i = 0; i < ILP; ++i) {
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const float* maxima = red + (i * 2 + 0) * 32 + 2 * t + j;
+              const float tile_max = fmaxf(fmaxf(maxima[0], maxima[8]), fmaxf(maxima[16], maxima[24]));
+              const float m_new = fmaxf(m[i][j], tile_max);
+              const float c = exp2f(m[i][j] - m_new);  // m = −inf on the first tile: 0
+              m[i][j] = m_new;
+              l[i][j] *= c;
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                o[i][h][j] *= c;
+                o[i][h][j + 2] *= c;
+              }
+            }
+            uint8_t* p_bytes = smem + kPOffset + (wg * kMaxIlp + i) * kPBytes;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float p = exp2f(s[i][e] - m[i][e % 2]);
+              l[i][e % 2] += p;
+              const int token = 16 * warp + g + 8 * (e / 2), head = 2 * t + e % 2;
+              *reinterpret_cast<T*>(p_bytes + Swizzled(head, token)) = T(p);
+            }
           }
+          sm90a::FenceProxyAsync();
+          sm90a::NamedBarrierSync(barrier, 128);
         }
-        uint8_t* p_bytes = smem + kPOffset + (wg * kMaxIlp + i) * kPBytes;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float p = exp2f(s[i][e] - m[i][e % 2]);
-          l[i][e % 2] += p;
-          const int token = 16 * warp + g + 8 * (e / 2), head = 2 * t + e % 2;
-          *reinterpret_cast<T*>(p_bytes + Swizzled(head, token)) = T(p);
-        }
-      }
-      sm90a::FenceProxyAsync();
-      sm90a::NamedBarrierSync(barrier, 128);
 
-      // Oᵀ += Vᵀ·Pᵀ: M = head_dim in two halves of 64, N = 8 heads, K = 64 tokens in 4 steps.
-      sm90a::WgmmaFence();
+        // Oᵀ += Vᵀ·Pᵀ: M = head_dim in two halves of 64, N = 8 heads, K = 64 tokens in 4 steps.
+        sm90a::WgmmaFence();
 #pragma unroll
-      for (int i = 0; i < ILP; ++i) {
-        const uint32_t v_tile = base + kVOffset + ((tile + i) % kDistinctTiles) * kKvTileBytes;
-        const uint32_t p_tile = base + kPOffset + (wg * kMaxIlp + i) * kPBytes;
+        for (int i = 0; i < ILP; ++i) {
+          const uint32_t v_tile = base + kVOffset + ((tile + i) % kDistinctTiles) * kKvTileBytes;
+          const uint32_t p_tile = base + kPOffset + (wg * kMaxIlp + i) * kPBytes;
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+          for (int h = 0; h < 2; ++h)
 #pragma unroll
-          for (int ks = 0; ks < kTileTokens / 16; ++ks)
-            WgmmaN8TransposedA<T>(o[i][h], sm90a::MnMajorDescriptor(v_tile + h * kKvPanelBytes, ks, kKvPanelBytes),
-                                  sm90a::KMajorDescriptor(p_tile, ks, kPBytes));
-      }
-      sm90a::WgmmaCommit();
-      sm90a::WgmmaWait<0>();
+            for (int ks = 0; ks < kTileTokens / 16; ++ks)
+              WgmmaN8TransposedA<T>(o[i][h], sm90a::MnMajorDescriptor(v_tile + h * kKvPanelBytes, ks, kKvPanelBytes),
+                                    sm90a::KMajorDescriptor(p_tile, ks, kPBytes));
+        }
+        sm90a::WgmmaCommit();
+        sm90a::WgmmaWait<0>();
 #pragma unroll
-      for (int i = 0; i < ILP; ++i) {
-        sm90a::FenceRegisters(o[i][0]);
-        sm90a::FenceRegisters(o[i][1]);
+        for (int i = 0; i < ILP; ++i) {
+          sm90a::FenceRegisters(o[i][0]);
+          sm90a::FenceRegisters(o[i][1]);
+        }
       }
     }
 
@@ -258,30 +368,46 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 struct Options {
-  bool bf16 = false;
-  int gqa = 4, items = 8, tiles = 4, ilp = 1, reps = 20;
+  bool bf16 = false, mma_only = false, staggered = false;
+  int gqa = 4, items = 8, tiles = 4, ilp = 1, reps = 20, ctas_per_sm = 1;
 };
 
 template <typename T>
 T FromFloat(float x);
 template <>
-__half FromFloat<__half>(float x) { return __float2half(x); }
+__half FromFloat<__half>(float x) {
+  return __float2half(x);
+}
 template <>
-__nv_bfloat16 FromFloat<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+__nv_bfloat16 FromFloat<__nv_bfloat16>(float x) {
+  return __float2bfloat16(x);
+}
 template <typename T>
 float ToFloat(T x);
 template <>
-float ToFloat<__half>(__half x) { return __half2float(x); }
+float ToFloat<__half>(__half x) {
+  return __half2float(x);
+}
 template <>
-float ToFloat<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+float ToFloat<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
 
 template <typename T>
-void (*ProbeKernel(int ilp))(const T*, const T*, const T*, int, int, int, float, float*, float*) {
-  return ilp == 2 ? SwapAbTileProbe<T, 2> : SwapAbTileProbe<T, 1>;
+void (*ProbeKernel(int ilp, bool mma_only, bool staggered))(const T*, const T*, const T*, int, int, int, float, float*,
+                                                            float*) {
+  if (staggered) return SwapAbTileProbe<T, 2, false, true>;
+  if (mma_only) return ilp == 2 ? SwapAbTileProbe<T, 2, true> : SwapAbTileProbe<T, 1, true>;
+  return ilp == 2 ? SwapAbTileProbe<T, 2, false> : SwapAbTileProbe<T, 1, false>;
 }
 
 template <typename T>
 int RunProbe(const Options& opt) {
+  int devices = 0;
+  const cudaError_t found = cudaGetDeviceCount(&devices);
+  PREFIXD_CHECK_ARG(
+      found == cudaSuccess && devices > 0,
+      "no CUDA device to time on (" << (found == cudaSuccess ? "none found" : cudaGetErrorString(found)) << ")");
   int sms = 0, clock_khz = 0;
   PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
@@ -302,7 +428,8 @@ int RunProbe(const Options& opt) {
   for (auto& x : q) x = FromFloat<T>(normal(rng));
   const float scale_log2 = float(1.0 / std::sqrt(double(kHeadDim)) / std::log(2.0));
 
-  const int64_t items_total = int64_t(sms) * kWarpgroups * opt.items;
+  const int grid = sms * opt.ctas_per_sm;
+  const int64_t items_total = int64_t(grid) * kWarpgroups * opt.items;
   T *d_k = nullptr, *d_v = nullptr, *d_q = nullptr;
   float *d_out_v = nullptr, *d_out_lse = nullptr;
   PREFIXD_CUDA_CHECK(cudaMalloc(&d_k, kv_elems * sizeof(T)));
@@ -317,11 +444,11 @@ int RunProbe(const Options& opt) {
   PREFIXD_CUDA_CHECK(cudaMemset(d_out_v, 0xff, v_floats * sizeof(float)));  // NaN: poison
   PREFIXD_CUDA_CHECK(cudaMemset(d_out_lse, 0xff, lse_floats * sizeof(float)));
 
-  auto kernel = ProbeKernel<T>(opt.ilp);
+  auto kernel = ProbeKernel<T>(opt.ilp, opt.mma_only, opt.staggered);
   PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   auto launch = [&] {
-    kernel<<<sms, kThreads, kSmemBytes>>>(d_k, d_v, d_q, opt.gqa, opt.items, opt.tiles, scale_log2, d_out_v,
-                                          d_out_lse);
+    kernel<<<grid, kThreads, kSmemBytes>>>(d_k, d_v, d_q, opt.gqa, opt.items, opt.tiles, scale_log2, d_out_v,
+                                           d_out_lse);
     PREFIXD_CUDA_CHECK_LAUNCH();
   };
   launch();
@@ -366,7 +493,9 @@ int RunProbe(const Options& opt) {
         err += d * d;
       }
       const double rel = std::sqrt(err) / ref_norm;
-      const double lse_err = std::fabs(double(out_lse[it * kHeads + head]) - ref_lse) / std::max(1.0, std::fabs(ref_lse));
+      const double lse_err =
+          std::fabs(double(out_lse[it * kHeads + head]) - ref_lse) / std::max(1.0, std::fabs(ref_lse));
+      if (opt.mma_only) continue;  // WRONG on purpose: not checked (and reported so)
       if (!(rel <= tol_v) || !(lse_err <= tol_lse)) ++wrong;
       worst_v = std::isnan(rel) ? rel : std::max(worst_v, rel);
       worst_lse = std::isnan(lse_err) ? lse_err : std::max(worst_lse, lse_err);
@@ -391,11 +520,17 @@ int RunProbe(const Options& opt) {
   const int64_t tile_count = items_total * opt.tiles;
   // The 32/8 B256 S256 suffix: 256 requests × 8 KV heads × 256 tokens = 8192 tiles of 64 tokens.
   const double headline_tiles = 256.0 * 8 * 256 / kTileTokens;
-  std::printf("%-5s gqa %d ilp %d | %5d items/wg x %3d tiles | %8.1f us | %7.1f ns/tile/SM (%6.0f clocks at %4.0f MHz) "
-              "| 8192 tiles (32/8 B256 S256) %6.1f us | v err %.1e lse err %.1e | %s\n",
-              opt.bf16 ? "bf16" : "fp16", opt.gqa, opt.ilp, opt.items, opt.tiles, us, 1e3 * us * sms / double(tile_count),
-              1e3 * us * sms / double(tile_count) * clock_khz / 1e6, clock_khz / 1e3, us * headline_tiles / double(tile_count),
-              worst_v, worst_lse, wrong == 0 ? "OK" : "WRONG");
+  std::printf(
+      "%-5s %s%s gqa %d ilp %d ctas/SM %d | %5d items/wg x %3d tiles | %8.1f us | %7.1f ns/tile/SM (%6.0f clocks at "
+      "%4.0f MHz) "
+      "| 8192 tiles (32/8 B256 S256) %6.1f us | v err %.1e lse err %.1e | %s\n",
+      opt.bf16 ? "bf16" : "fp16", opt.mma_only ? "mma" : "all", opt.staggered ? " staggered" : "", opt.gqa, opt.ilp,
+      opt.ctas_per_sm, opt.items, opt.tiles, us, 1e3 * us * sms / double(tile_count),
+      1e3 * us * sms / double(tile_count) * clock_khz / 1e6, clock_khz / 1e3, us * headline_tiles / double(tile_count),
+      worst_v, worst_lse,
+      opt.mma_only ? "unchecked (wgmma only)"
+      : wrong == 0 ? "OK"
+                   : "WRONG");
   PREFIXD_CUDA_CHECK(cudaEventDestroy(start));
   PREFIXD_CUDA_CHECK(cudaEventDestroy(stop));
   cudaFree(d_k);
@@ -413,10 +548,13 @@ int Run(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
           "usage: prefixd_suffix_wgmma_probe [--dtype fp16|bf16] [--gqa G] [--items N] [--tiles T] [--ilp 1|2] "
-          "[--reps R]\n"
+          "[--part all|mma] [--schedule plain|staggered] [--ctas-per-sm 1|2] [--reps R]\n"
           "  times the swap-AB wgmma decode tile (64 tokens, head_dim 128, heads as N = 8) on two warpgroups per SM,\n"
           "  arithmetic only, after checking every item against a float64 reference. Defaults: fp16, G 4, N 8\n"
-          "  items per warpgroup, T 4 tiles per item (even), ILP 1, 20 timed launches (median).\n");
+          "  items per warpgroup, T 4 tiles per item (even), ILP 1, part all, 20 timed launches (median).\n"
+          "  --part mma: the tile's wgmma chains alone (wrong results on purpose, not checked).\n"
+          "  --schedule staggered (with --ilp 2): one item's softmax while the other's wgmmas run.\n"
+          "  --ctas-per-sm 2: four warpgroups per SM instead of two (more latency hidden).\n");
       return 0;
     }
     PREFIXD_CHECK_ARG(i + 1 < argc, "option '" << a << "' needs a value (--help)");
@@ -439,6 +577,15 @@ int Run(int argc, char** argv) {
       opt.tiles = number(2, 1 << 12);
     } else if (a == "--ilp") {
       opt.ilp = number(1, kMaxIlp);
+    } else if (a == "--part") {
+      PREFIXD_CHECK_ARG(value == "all" || value == "mma", "--part takes all or mma, got '" << value << "'");
+      opt.mma_only = value == "mma";
+    } else if (a == "--schedule") {
+      PREFIXD_CHECK_ARG(value == "plain" || value == "staggered",
+                        "--schedule takes plain or staggered, got '" << value << "'");
+      opt.staggered = value == "staggered";
+    } else if (a == "--ctas-per-sm") {
+      opt.ctas_per_sm = number(1, 2);
     } else if (a == "--reps") {
       opt.reps = number(1, 1000);
     } else {
@@ -447,6 +594,8 @@ int Run(int argc, char** argv) {
   }
   PREFIXD_CHECK_ARG(opt.tiles % kDistinctTiles == 0, "--tiles must be even (the reference takes each tile alike)");
   PREFIXD_CHECK_ARG(opt.items % opt.ilp == 0, "--items must be a multiple of --ilp");
+  PREFIXD_CHECK_ARG(!opt.staggered || (opt.ilp == 2 && !opt.mma_only),
+                    "--schedule staggered runs two items' whole tiles: it needs --ilp 2 and --part all");
   return opt.bf16 ? RunProbe<__nv_bfloat16>(opt) : RunProbe<__half>(opt);
 }
 

@@ -1,7 +1,7 @@
 // The suffix's arithmetic as swap-AB wgmma tiles: what it would cost a fused step's warpgroups.
 //
 //   prefixd_suffix_wgmma_probe [--dtype fp16|bf16] [--gqa G] [--items N] [--tiles T] [--ilp 1|2]
-//                              [--part all|mma] [--schedule plain|staggered] [--ctas-per-sm 1|2] [--reps R]
+//                              [--part all|mma] [--schedule plain|staggered|fa3] [--ctas-per-sm 1|2] [--reps R]
 //
 // Why (bench/ISSUE4.md, "Levers still open"; bench/NOTES-fused.md, session 66): the headline row
 // 32/8 B256 P32768 S256 runs its suffix on k SMs beside a prefix grid of 132 − k CTAs (the
@@ -22,7 +22,9 @@
 // mma.sync tile); --ilp 2 runs two items of a warpgroup side by side (one barrier for both, their
 // wgmma chains overlapped), and --schedule staggered with it staggers the two items' chains so that
 // one item's softmax runs while the other's wgmmas do (as FlashAttention-3 overlaps a warpgroup's
-// softmax with its next wgmma).
+// softmax with its next wgmma); --schedule fa3 is FlashAttention-3's own schedule on one item (the
+// tile's Sᵀ issued with the previous tile's Oᵀ, the softmax while that Oᵀ runs, the two warpgroups'
+// issue blocks taking turns), as the prefix kernel runs its row tiles.
 //
 // --part mma times the same launch with the tile's two wgmma chains alone (no softmax, no barrier,
 // no Pᵀ written: WRONG results on purpose, reported as unchecked): what the tensor-core instructions
@@ -43,6 +45,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
@@ -104,9 +107,12 @@ __device__ __forceinline__ void WgmmaN8TransposedA<__nv_bfloat16>(float (&d)[4],
 
 // k, v: [kDistinctTiles][kTileTokens][kHeadDim]; q: [kHeads][kHeadDim] (rows ≥ gqa ignored).
 // out_v: [item][kHeads][kHeadDim]; out_lse: [item][kHeads] (base 2); heads ≥ gqa not written.
-// MMA_ONLY: the two wgmma chains alone (--part mma). PIPELINED (ILP 2 only): the two items' chains
-// staggered within the warpgroup, so that one item's softmax runs while the other's wgmmas do.
-template <typename T, int ILP, bool MMA_ONLY, bool PIPELINED = false>
+// MMA_ONLY: the two wgmma chains alone (--part mma). SCHEDULE: kPlain; kStaggered (ILP 2 only):
+// the two items' chains staggered within the warpgroup, so that one item's softmax runs while the
+// other's wgmmas do; kFa3 (ILP 1): FlashAttention-3's, Sᵀ of tile t issued with Oᵀ of tile t − 1
+// and the softmax of t run while that Oᵀ does, the two warpgroups' issue blocks taking turns.
+enum Schedule : int { kPlain = 0, kStaggered = 1, kFa3 = 2 };
+template <typename T, int ILP, bool MMA_ONLY, int SCHEDULE = kPlain>
 __global__ void __launch_bounds__(kThreads, 1)
     SwapAbTileProbe(const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ q, int gqa, int items,
                     int tiles, float scale_log2, float* __restrict__ out_v, float* __restrict__ out_lse) {
@@ -156,7 +162,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         WgmmaN8TransposedA<T>(acc[h], sm90a::MnMajorDescriptor(v_tile + h * kKvPanelBytes, ks, kKvPanelBytes),
                               sm90a::KMajorDescriptor(p_tile, ks, kPBytes));
   };
-  auto softmax_to_p = [&](float(&sc)[4], float(&mi)[2], float(&li)[2], float(&oi)[2][4], int i) {
+  // The softmax of a tile into Pᵀ slot i; with DEFER the running O is not rescaled here: the
+  // factors are returned in `c` (the kFa3 schedule rescales just before its next Oᵀ issue).
+  auto softmax_to_p = [&](float(&sc)[4], float(&mi)[2], float(&li)[2], float(&oi)[2][4], int i, float(&c)[2],
+                          auto defer) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       sc[j] *= scale_log2;
@@ -171,13 +180,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < 2; ++j) {
       const float* maxima = red + (i * 2 + 0) * 32 + 2 * t + j;
       const float m_new = fmaxf(mi[j], fmaxf(fmaxf(maxima[0], maxima[8]), fmaxf(maxima[16], maxima[24])));
-      const float c = exp2f(mi[j] - m_new);
+      c[j] = exp2f(mi[j] - m_new);
       mi[j] = m_new;
-      li[j] *= c;
+      li[j] *= c[j];
+      if constexpr (!decltype(defer)::value) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        oi[h][j] *= c;
-        oi[h][j + 2] *= c;
+        for (int h = 0; h < 2; ++h) {
+          oi[h][j] *= c[j];
+          oi[h][j + 2] *= c[j];
+        }
       }
     }
     uint8_t* p_bytes = smem + kPOffset + (wg * kMaxIlp + i) * kPBytes;
@@ -210,7 +221,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         sm90a::FenceRegisters(s_a);
         sm90a::FenceRegisters(oi[0][0]);
         sm90a::FenceRegisters(oi[0][1]);
-        softmax_to_p(s_a, mi[0], li[0], oi[0], 0);
+        float c[2];
+        softmax_to_p(s_a, mi[0], li[0], oi[0], 0, c, std::false_type{});
         sm90a::WgmmaFence();
         issue_o(oi[0], tile, 0);
         sm90a::WgmmaCommit();
@@ -218,7 +230,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         sm90a::FenceRegisters(s_b);
         sm90a::FenceRegisters(oi[1][0]);
         sm90a::FenceRegisters(oi[1][1]);
-        softmax_to_p(s_b, mi[1], li[1], oi[1], 1);
+        softmax_to_p(s_b, mi[1], li[1], oi[1], 1, c, std::false_type{});
         sm90a::WgmmaFence();
         issue_o(oi[1], tile + 1, 1);
         sm90a::WgmmaCommit();
@@ -232,6 +244,65 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
+  // kFa3, one item: per tile t ≥ 1 one issue block (in the warpgroups' turn) of Sᵀ(t), the rescale
+  // of O by tile t − 1's factors and Oᵀ(t − 1); then wait<1> (Sᵀ done, Oᵀ may still run), the
+  // softmax of t into the other Pᵀ slot, wait<0>. Turns: barrier 3 + wg is this warpgroup's; the
+  // other warpgroup arrives on it after its own issue block (warpgroup 1 arrives once up front, so
+  // warpgroup 0 goes first, and warpgroup 0 consumes that arrival at the end).
+  auto turn_begin = [&] { sm90a::NamedBarrierSync(3 + wg, 256); };
+  auto turn_end = [&] { asm volatile("bar.arrive %0, 256;\n" ::"r"(3 + (1 - wg)) : "memory"); };
+  auto RunFa3Tiles = [&](float(&mi)[2], float(&li)[2], float(&oi)[2][4], int num_tiles) {
+    float s1[4] = {}, c[2];
+    turn_begin();
+    sm90a::WgmmaFence();
+    issue_s(s1, 0);
+    sm90a::WgmmaCommit();
+    turn_end();
+    sm90a::WgmmaWait<0>();
+    sm90a::FenceRegisters(s1);
+    softmax_to_p(s1, mi, li, oi, 0, c, std::true_type{});
+    for (int tile = 1; tile < num_tiles; ++tile) {
+      turn_begin();
+      sm90a::WgmmaFence();
+      issue_s(s1, tile);
+      sm90a::WgmmaCommit();
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          oi[h][j] *= c[j];
+          oi[h][j + 2] *= c[j];
+        }
+      sm90a::WgmmaFence();
+      issue_o(oi, tile - 1, (tile - 1) % 2);
+      sm90a::WgmmaCommit();
+      turn_end();
+      sm90a::WgmmaWait<1>();
+      sm90a::FenceRegisters(s1);
+      softmax_to_p(s1, mi, li, oi, tile % 2, c, std::true_type{});
+      sm90a::WgmmaWait<0>();
+      sm90a::FenceRegisters(oi[0]);
+      sm90a::FenceRegisters(oi[1]);
+    }
+    turn_begin();
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        oi[h][j] *= c[j];
+        oi[h][j + 2] *= c[j];
+      }
+    sm90a::WgmmaFence();
+    issue_o(oi, num_tiles - 1, (num_tiles - 1) % 2);
+    sm90a::WgmmaCommit();
+    turn_end();
+    sm90a::WgmmaWait<0>();
+    sm90a::FenceRegisters(oi[0]);
+    sm90a::FenceRegisters(oi[1]);
+  };
+  if constexpr (SCHEDULE == kFa3)
+    if (wg == 1) turn_end();  // warpgroup 0's first turn
+
   for (int item = 0; item < items; item += ILP) {
     float m[ILP][2], l[ILP][2], o[ILP][2][4];
 #pragma unroll
@@ -243,9 +314,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[i][j][e] = 0.f;
       }
-    if constexpr (PIPELINED) {
+    if constexpr (SCHEDULE == kStaggered) {
       static_assert(ILP == 2 && !MMA_ONLY, "the staggered schedule is of two items' whole tiles");
       RunStaggeredTiles(m, l, o, tiles);
+    } else if constexpr (SCHEDULE == kFa3) {
+      static_assert(ILP == 1 && !MMA_ONLY, "the FA3 schedule is of one item's whole tiles");
+      RunFa3Tiles(m[0], l[0], o[0], tiles);
     } else {
       for (int tile = 0; tile < tiles; ++tile) {
         // Sᵀ = K·Qᵀ: M = 64 tokens, N = 8 heads, K = head_dim in 8 steps.
@@ -365,10 +439,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (2 * t + j < gqa) out_lse[it * kHeads + 2 * t + j] = m[i][j] + log2f(total[j]);
     }
   }
+  if constexpr (SCHEDULE == kFa3)
+    if (wg == 0) turn_begin();  // warpgroup 1's up-front arrival
 }
 
 struct Options {
-  bool bf16 = false, mma_only = false, staggered = false;
+  bool bf16 = false, mma_only = false;
+  int schedule = kPlain;
   int gqa = 4, items = 8, tiles = 4, ilp = 1, reps = 20, ctas_per_sm = 1;
 };
 
@@ -394,9 +471,10 @@ float ToFloat<__nv_bfloat16>(__nv_bfloat16 x) {
 }
 
 template <typename T>
-void (*ProbeKernel(int ilp, bool mma_only, bool staggered))(const T*, const T*, const T*, int, int, int, float, float*,
-                                                            float*) {
-  if (staggered) return SwapAbTileProbe<T, 2, false, true>;
+void (*ProbeKernel(int ilp, bool mma_only, int schedule))(const T*, const T*, const T*, int, int, int, float, float*,
+                                                          float*) {
+  if (schedule == kStaggered) return SwapAbTileProbe<T, 2, false, kStaggered>;
+  if (schedule == kFa3) return SwapAbTileProbe<T, 1, false, kFa3>;
   if (mma_only) return ilp == 2 ? SwapAbTileProbe<T, 2, true> : SwapAbTileProbe<T, 1, true>;
   return ilp == 2 ? SwapAbTileProbe<T, 2, false> : SwapAbTileProbe<T, 1, false>;
 }
@@ -444,7 +522,7 @@ int RunProbe(const Options& opt) {
   PREFIXD_CUDA_CHECK(cudaMemset(d_out_v, 0xff, v_floats * sizeof(float)));  // NaN: poison
   PREFIXD_CUDA_CHECK(cudaMemset(d_out_lse, 0xff, lse_floats * sizeof(float)));
 
-  auto kernel = ProbeKernel<T>(opt.ilp, opt.mma_only, opt.staggered);
+  auto kernel = ProbeKernel<T>(opt.ilp, opt.mma_only, opt.schedule);
   PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   auto launch = [&] {
     kernel<<<grid, kThreads, kSmemBytes>>>(d_k, d_v, d_q, opt.gqa, opt.items, opt.tiles, scale_log2, d_out_v,
@@ -524,8 +602,11 @@ int RunProbe(const Options& opt) {
       "%-5s %s%s gqa %d ilp %d ctas/SM %d | %5d items/wg x %3d tiles | %8.1f us | %7.1f ns/tile/SM (%6.0f clocks at "
       "%4.0f MHz) "
       "| 8192 tiles (32/8 B256 S256) %6.1f us | v err %.1e lse err %.1e | %s\n",
-      opt.bf16 ? "bf16" : "fp16", opt.mma_only ? "mma" : "all", opt.staggered ? " staggered" : "", opt.gqa, opt.ilp,
-      opt.ctas_per_sm, opt.items, opt.tiles, us, 1e3 * us * sms / double(tile_count),
+      opt.bf16 ? "bf16" : "fp16", opt.mma_only ? "mma" : "all",
+      opt.schedule == kStaggered ? " staggered"
+      : opt.schedule == kFa3     ? " fa3"
+                                 : "",
+      opt.gqa, opt.ilp, opt.ctas_per_sm, opt.items, opt.tiles, us, 1e3 * us * sms / double(tile_count),
       1e3 * us * sms / double(tile_count) * clock_khz / 1e6, clock_khz / 1e3, us * headline_tiles / double(tile_count),
       worst_v, worst_lse,
       opt.mma_only ? "unchecked (wgmma only)"
@@ -548,12 +629,13 @@ int Run(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
           "usage: prefixd_suffix_wgmma_probe [--dtype fp16|bf16] [--gqa G] [--items N] [--tiles T] [--ilp 1|2] "
-          "[--part all|mma] [--schedule plain|staggered] [--ctas-per-sm 1|2] [--reps R]\n"
+          "[--part all|mma] [--schedule plain|staggered|fa3] [--ctas-per-sm 1|2] [--reps R]\n"
           "  times the swap-AB wgmma decode tile (64 tokens, head_dim 128, heads as N = 8) on two warpgroups per SM,\n"
           "  arithmetic only, after checking every item against a float64 reference. Defaults: fp16, G 4, N 8\n"
           "  items per warpgroup, T 4 tiles per item (even), ILP 1, part all, 20 timed launches (median).\n"
           "  --part mma: the tile's wgmma chains alone (wrong results on purpose, not checked).\n"
-          "  --schedule staggered (with --ilp 2): one item's softmax while the other's wgmmas run.\n"
+          "  --schedule staggered (with --ilp 2): one item's softmax while the other's wgmmas run;\n"
+          "  --schedule fa3 (--ilp 1): S of tile t with O of t - 1, the warpgroups' issues taking turns.\n"
           "  --ctas-per-sm 2: four warpgroups per SM instead of two (more latency hidden).\n");
       return 0;
     }
@@ -581,9 +663,9 @@ int Run(int argc, char** argv) {
       PREFIXD_CHECK_ARG(value == "all" || value == "mma", "--part takes all or mma, got '" << value << "'");
       opt.mma_only = value == "mma";
     } else if (a == "--schedule") {
-      PREFIXD_CHECK_ARG(value == "plain" || value == "staggered",
-                        "--schedule takes plain or staggered, got '" << value << "'");
-      opt.staggered = value == "staggered";
+      PREFIXD_CHECK_ARG(value == "plain" || value == "staggered" || value == "fa3",
+                        "--schedule takes plain, staggered or fa3, got '" << value << "'");
+      opt.schedule = value == "staggered" ? kStaggered : value == "fa3" ? kFa3 : kPlain;
     } else if (a == "--ctas-per-sm") {
       opt.ctas_per_sm = number(1, 2);
     } else if (a == "--reps") {
@@ -594,8 +676,10 @@ int Run(int argc, char** argv) {
   }
   PREFIXD_CHECK_ARG(opt.tiles % kDistinctTiles == 0, "--tiles must be even (the reference takes each tile alike)");
   PREFIXD_CHECK_ARG(opt.items % opt.ilp == 0, "--items must be a multiple of --ilp");
-  PREFIXD_CHECK_ARG(!opt.staggered || (opt.ilp == 2 && !opt.mma_only),
+  PREFIXD_CHECK_ARG(opt.schedule != kStaggered || (opt.ilp == 2 && !opt.mma_only),
                     "--schedule staggered runs two items' whole tiles: it needs --ilp 2 and --part all");
+  PREFIXD_CHECK_ARG(opt.schedule != kFa3 || (opt.ilp == 1 && !opt.mma_only),
+                    "--schedule fa3 runs one item's whole tiles: it needs --ilp 1 and --part all");
   return opt.bf16 ? RunProbe<__nv_bfloat16>(opt) : RunProbe<__half>(opt);
 }
 

@@ -22,9 +22,10 @@ $P --dtype bf16 --ilp 2 --schedule staggered --items 64 2>&1 | tee -a "$OUT/prob
 $P --dtype bf16 --schedule fa3 2>&1 | tee -a "$OUT/probe.txt"
 $P --dtype bf16 --schedule fa3 --items 64 2>&1 | tee -a "$OUT/probe.txt"
 for gqa in 1 8; do $P --gqa $gqa --schedule fa3 2>&1 | tee -a "$OUT/probe.txt"; done
-for sched in "--ilp 2 --schedule staggered" "--schedule fa3"; do
-  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $P $sched --items 2 --tiles 4 --reps 1 >"$OUT/racecheck.log" 2>&1
-  echo "racecheck ($sched) rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck.log")"
+for sched in staggered fa3; do
+  args="--schedule $sched"; [ $sched = staggered ] && args="$args --ilp 2"
+  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $P $args --items 2 --tiles 4 --reps 1 >"$OUT/racecheck-$sched.log" 2>&1
+  echo "racecheck ($sched) rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck-$sched.log")"
 done
 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $P --schedule fa3 --ctas-per-sm 2 --items 2 --tiles 4 --reps 1 >"$OUT/memcheck.log" 2>&1
 echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log")"

@@ -1,7 +1,7 @@
 // The suffix's arithmetic as swap-AB wgmma tiles: what it would cost a fused step's warpgroups.
 //
 //   prefixd_suffix_wgmma_probe [--dtype fp16|bf16] [--gqa G] [--items N] [--tiles T] [--ilp 1|2]
-//                              [--part all|mma] [--schedule plain|staggered|fa3] [--ctas-per-sm 1|2] [--reps R]
+//                              [--part all|mma] [--schedule plain|staggered|fa3|split] [--ctas-per-sm 1|2] [--reps R]
 //
 // Why (bench/ISSUE4.md, "Levers still open"; bench/NOTES-fused.md, session 66): the headline row
 // 32/8 B256 P32768 S256 runs its suffix on k SMs beside a prefix grid of 132 − k CTAs (the
@@ -24,7 +24,8 @@
 // one item's softmax runs while the other's wgmmas do (as FlashAttention-3 overlaps a warpgroup's
 // softmax with its next wgmma); --schedule fa3 is FlashAttention-3's own schedule on one item (the
 // tile's Sᵀ issued with the previous tile's Oᵀ, the softmax while that Oᵀ runs, the two warpgroups'
-// issue blocks taking turns), as the prefix kernel runs its row tiles.
+// issue blocks taking turns), as the prefix kernel runs its row tiles; --schedule split gives each
+// warp's 16 tokens of a tile their own softmax state and Oᵀ accumulators (one barrier per tile).
 //
 // --part mma times the same launch with the tile's two wgmma chains alone (no softmax, no barrier,
 // no Pᵀ written: WRONG results on purpose, reported as unchecked): what the tensor-core instructions
@@ -111,7 +112,13 @@ __device__ __forceinline__ void WgmmaN8TransposedA<__nv_bfloat16>(float (&d)[4],
 // the two items' chains staggered within the warpgroup, so that one item's softmax runs while the
 // other's wgmmas do; kFa3 (ILP 1): FlashAttention-3's, Sᵀ of tile t issued with Oᵀ of tile t − 1
 // and the softmax of t run while that Oᵀ does, the two warpgroups' issue blocks taking turns.
-enum Schedule : int { kPlain = 0, kStaggered = 1, kFa3 = 2 };
+// kSplit (ILP 1): each warp's 16 tokens of a tile keep their own softmax state (its own column maxima,
+// from shuffles only) and their own Oᵀ accumulators: the k16 step w of Oᵀ's wgmmas is exactly warp
+// w's tokens, so the same 8 wgmmas accumulate into four sets; the rescale factors cross the warps
+// with Pᵀ, under the one barrier Pᵀ needs anyway, and the four partial states are ⊕-merged at the
+// item's end. One barrier per tile instead of two, no shared-memory round trip before the
+// exponentials.
+enum Schedule : int { kPlain = 0, kStaggered = 1, kFa3 = 2, kSplit = 3 };
 template <typename T, int ILP, bool MMA_ONLY, int SCHEDULE = kPlain>
 __global__ void __launch_bounds__(kThreads, 1)
     SwapAbTileProbe(const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ q, int gqa, int items,
@@ -303,6 +310,127 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (SCHEDULE == kFa3)
     if (wg == 1) turn_end();  // warpgroup 0's first turn
 
+  if constexpr (SCHEDULE == kSplit) {
+    static_assert(ILP == 1 && !MMA_ONLY, "the split schedule is of one item's whole tiles");
+    // Pᵀ and the rescale factors alternate between two slots by tile parity: with one barrier per
+    // tile, a warp may write tile t + 1's while another's Oᵀ of tile t still reads tile t's; it
+    // cannot reach tile t + 2 before every warp has passed tile t + 1's barrier.
+    float* red_m = red + 64;  // [warp][head]: the item's per-warp maxima, at its end
+    float* red_l = red + 96;  // [warp][head]: and row sums
+    for (int item = 0; item < items; ++item) {
+      float m_w[2] = {-INFINITY, -INFINITY}, l_w[2] = {0.f, 0.f}, o4[4][2][4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o4[j][h][e] = 0.f;
+      for (int tile = 0; tile < tiles; ++tile) {
+        float* red_c = red + (tile % 2) * 32;  // [warp][head]: this tile's rescale factors
+        uint8_t* p_bytes = smem + kPOffset + (wg * kMaxIlp + tile % 2) * kPBytes;
+        const uint32_t p_tile = base + kPOffset + (wg * kMaxIlp + tile % 2) * kPBytes;
+        float sc[4] = {};
+        sm90a::WgmmaFence();
+        issue_s(sc, tile);
+        sm90a::WgmmaCommit();
+        sm90a::WgmmaWait<0>();
+        sm90a::FenceRegisters(sc);
+        float c[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          sc[j] *= scale_log2;
+          sc[j + 2] *= scale_log2;
+          float mx = fmaxf(sc[j], sc[j + 2]);
+#pragma unroll
+          for (int off = 4; off < 32; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+          const float m_new = fmaxf(m_w[j], mx);
+          c[j] = exp2f(m_w[j] - m_new);
+          m_w[j] = m_new;
+          l_w[j] *= c[j];
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float p = exp2f(sc[e] - m_w[e % 2]);
+          l_w[e % 2] += p;
+          *reinterpret_cast<T*>(p_bytes + Swizzled(2 * t + e % 2, 16 * warp + g + 8 * (e / 2))) = T(p);
+        }
+        if (g == 0) {
+          red_c[warp * kHeads + 2 * t] = c[0];
+          red_c[warp * kHeads + 2 * t + 1] = c[1];
+        }
+        sm90a::FenceProxyAsync();
+        sm90a::NamedBarrierSync(barrier, 128);
+        // Every warp's factors: the accumulator set j holds warp j's tokens.
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int jj = 0; jj < 2; ++jj) {
+            const float cj = red_c[j * kHeads + 2 * t + jj];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              o4[j][h][jj] *= cj;
+              o4[j][h][jj + 2] *= cj;
+            }
+          }
+        const uint32_t v_tile = base + kVOffset + (tile % kDistinctTiles) * kKvTileBytes;
+        sm90a::WgmmaFence();
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int ks = 0; ks < kTileTokens / 16; ++ks)  // k16 step ks: warp ks's tokens
+            WgmmaN8TransposedA<T>(o4[ks][h], sm90a::MnMajorDescriptor(v_tile + h * kKvPanelBytes, ks, kKvPanelBytes),
+                                  sm90a::KMajorDescriptor(p_tile, ks, kPBytes));
+        sm90a::WgmmaCommit();
+        sm90a::WgmmaWait<0>();
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          sm90a::FenceRegisters(o4[j][0]);
+          sm90a::FenceRegisters(o4[j][1]);
+        }
+      }
+      // The item's end: the four warps' states ⊕-merged per column.
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float sum = l_w[j];
+#pragma unroll
+        for (int off = 4; off < 32; off *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        if (g == 0) {
+          red_m[warp * kHeads + 2 * t + j] = m_w[j];
+          red_l[warp * kHeads + 2 * t + j] = sum;
+        }
+      }
+      sm90a::NamedBarrierSync(barrier, 128);
+      float weight[4][2], inv_total[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float top = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < 4; ++w) top = fmaxf(top, red_m[w * kHeads + 2 * t + j]);
+        float total = 0.f;
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          weight[w][j] = exp2f(red_m[w * kHeads + 2 * t + j] - top);
+          total += weight[w][j] * red_l[w * kHeads + 2 * t + j];
+        }
+        inv_total[j] = 1.f / total;
+        if (warp == 0 && g == 0 && 2 * t + j < gqa)
+          out_lse[(first_item + item) * kHeads + 2 * t + j] = top + log2f(total);
+      }
+      sm90a::NamedBarrierSync(barrier, 128);  // red_m / red_l read before the next item's writes
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int head = 2 * t + e % 2, dim = 64 * h + 16 * warp + g + 8 * (e / 2);
+          float v = 0.f;
+#pragma unroll
+          for (int w = 0; w < 4; ++w) v += o4[w][h][e] * weight[w][e % 2];
+          if (head < gqa) out_v[((first_item + item) * kHeads + head) * kHeadDim + dim] = v * inv_total[e % 2];
+        }
+    }
+    return;
+  }
+
   for (int item = 0; item < items; item += ILP) {
     float m[ILP][2], l[ILP][2], o[ILP][2][4];
 #pragma unroll
@@ -443,6 +571,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (wg == 0) turn_begin();  // warpgroup 1's up-front arrival
 }
 
+const char* ScheduleLabel(int schedule) {
+  return schedule == kStaggered ? " staggered" : schedule == kFa3 ? " fa3" : schedule == kSplit ? " split" : "";
+}
+
 struct Options {
   bool bf16 = false, mma_only = false;
   int schedule = kPlain;
@@ -475,6 +607,7 @@ void (*ProbeKernel(int ilp, bool mma_only, int schedule))(const T*, const T*, co
                                                           float*) {
   if (schedule == kStaggered) return SwapAbTileProbe<T, 2, false, kStaggered>;
   if (schedule == kFa3) return SwapAbTileProbe<T, 1, false, kFa3>;
+  if (schedule == kSplit) return SwapAbTileProbe<T, 1, false, kSplit>;
   if (mma_only) return ilp == 2 ? SwapAbTileProbe<T, 2, true> : SwapAbTileProbe<T, 1, true>;
   return ilp == 2 ? SwapAbTileProbe<T, 2, false> : SwapAbTileProbe<T, 1, false>;
 }
@@ -602,11 +735,8 @@ int RunProbe(const Options& opt) {
       "%-5s %s%s gqa %d ilp %d ctas/SM %d | %5d items/wg x %3d tiles | %8.1f us | %7.1f ns/tile/SM (%6.0f clocks at "
       "%4.0f MHz) "
       "| 8192 tiles (32/8 B256 S256) %6.1f us | v err %.1e lse err %.1e | %s\n",
-      opt.bf16 ? "bf16" : "fp16", opt.mma_only ? "mma" : "all",
-      opt.schedule == kStaggered ? " staggered"
-      : opt.schedule == kFa3     ? " fa3"
-                                 : "",
-      opt.gqa, opt.ilp, opt.ctas_per_sm, opt.items, opt.tiles, us, 1e3 * us * sms / double(tile_count),
+      opt.bf16 ? "bf16" : "fp16", opt.mma_only ? "mma" : "all", ScheduleLabel(opt.schedule), opt.gqa, opt.ilp,
+      opt.ctas_per_sm, opt.items, opt.tiles, us, 1e3 * us * sms / double(tile_count),
       1e3 * us * sms / double(tile_count) * clock_khz / 1e6, clock_khz / 1e3, us * headline_tiles / double(tile_count),
       worst_v, worst_lse,
       opt.mma_only ? "unchecked (wgmma only)"
@@ -629,13 +759,14 @@ int Run(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
           "usage: prefixd_suffix_wgmma_probe [--dtype fp16|bf16] [--gqa G] [--items N] [--tiles T] [--ilp 1|2] "
-          "[--part all|mma] [--schedule plain|staggered|fa3] [--ctas-per-sm 1|2] [--reps R]\n"
+          "[--part all|mma] [--schedule plain|staggered|fa3|split] [--ctas-per-sm 1|2] [--reps R]\n"
           "  times the swap-AB wgmma decode tile (64 tokens, head_dim 128, heads as N = 8) on two warpgroups per SM,\n"
           "  arithmetic only, after checking every item against a float64 reference. Defaults: fp16, G 4, N 8\n"
           "  items per warpgroup, T 4 tiles per item (even), ILP 1, part all, 20 timed launches (median).\n"
           "  --part mma: the tile's wgmma chains alone (wrong results on purpose, not checked).\n"
           "  --schedule staggered (with --ilp 2): one item's softmax while the other's wgmmas run;\n"
-          "  --schedule fa3 (--ilp 1): S of tile t with O of t - 1, the warpgroups' issues taking turns.\n"
+          "  --schedule fa3 (--ilp 1): S of tile t with O of t - 1, the warpgroups' issues taking turns;\n"
+          "  --schedule split (--ilp 1): each warp's tokens their own softmax state, one barrier a tile.\n"
           "  --ctas-per-sm 2: four warpgroups per SM instead of two (more latency hidden).\n");
       return 0;
     }
@@ -663,9 +794,9 @@ int Run(int argc, char** argv) {
       PREFIXD_CHECK_ARG(value == "all" || value == "mma", "--part takes all or mma, got '" << value << "'");
       opt.mma_only = value == "mma";
     } else if (a == "--schedule") {
-      PREFIXD_CHECK_ARG(value == "plain" || value == "staggered" || value == "fa3",
-                        "--schedule takes plain, staggered or fa3, got '" << value << "'");
-      opt.schedule = value == "staggered" ? kStaggered : value == "fa3" ? kFa3 : kPlain;
+      PREFIXD_CHECK_ARG(value == "plain" || value == "staggered" || value == "fa3" || value == "split",
+                        "--schedule takes plain, staggered, fa3 or split, got '" << value << "'");
+      opt.schedule = value == "staggered" ? kStaggered : value == "fa3" ? kFa3 : value == "split" ? kSplit : kPlain;
     } else if (a == "--ctas-per-sm") {
       opt.ctas_per_sm = number(1, 2);
     } else if (a == "--reps") {
@@ -678,8 +809,8 @@ int Run(int argc, char** argv) {
   PREFIXD_CHECK_ARG(opt.items % opt.ilp == 0, "--items must be a multiple of --ilp");
   PREFIXD_CHECK_ARG(opt.schedule != kStaggered || (opt.ilp == 2 && !opt.mma_only),
                     "--schedule staggered runs two items' whole tiles: it needs --ilp 2 and --part all");
-  PREFIXD_CHECK_ARG(opt.schedule != kFa3 || (opt.ilp == 1 && !opt.mma_only),
-                    "--schedule fa3 runs one item's whole tiles: it needs --ilp 1 and --part all");
+  PREFIXD_CHECK_ARG((opt.schedule != kFa3 && opt.schedule != kSplit) || (opt.ilp == 1 && !opt.mma_only),
+                    "--schedule fa3 and split run one item's whole tiles: they need --ilp 1 and --part all");
   return opt.bf16 ? RunProbe<__nv_bfloat16>(opt) : RunProbe<__half>(opt);
 }
 

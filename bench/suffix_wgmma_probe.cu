@@ -89,22 +89,19 @@ __host__ __device__ constexpr uint32_t Swizzled(int row, int col) {
 // rows) and B K-major (Pᵀ: a head's 64 tokens in one 128-byte row); D += A·B.
 template <typename T>
 __device__ __forceinline__ void WgmmaN8TransposedA(float (&d)[4], uint64_t desc_a, uint64_t desc_b);
-template <>
-__device__ __forceinline__ void WgmmaN8TransposedA<__half>(float (&d)[4], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(desc_a), "l"(desc_b));
-}
-template <>
-__device__ __forceinline__ void WgmmaN8TransposedA<__nv_bfloat16>(float (&d)[4], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(desc_a), "l"(desc_b));
-}
+// (One specialisation per element type: the PTX type is part of the instruction's string.)
+#define PREFIXD_PROBE_WGMMA_N8_TRANSPOSED_A(T, PTX_T)                                                                 \
+  template <>                                                                                                         \
+  __device__ __forceinline__ void WgmmaN8TransposedA<T>(float(&d)[4], uint64_t desc_a, uint64_t desc_b) {             \
+    asm volatile(                                                                                                     \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                                    \
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32." PTX_T "." PTX_T " {%0, %1, %2, %3}, %4, %5, p, 1, 1, 1, 0;\n}\n" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                                              \
+        : "l"(desc_a), "l"(desc_b));                                                                                  \
+  }
+PREFIXD_PROBE_WGMMA_N8_TRANSPOSED_A(__half, "f16")
+PREFIXD_PROBE_WGMMA_N8_TRANSPOSED_A(__nv_bfloat16, "bf16")
+#undef PREFIXD_PROBE_WGMMA_N8_TRANSPOSED_A
 
 // k, v: [kDistinctTiles][kTileTokens][kHeadDim]; q: [kHeads][kHeadDim] (rows ≥ gqa ignored).
 // out_v: [item][kHeads][kHeadDim]; out_lse: [item][kHeads] (base 2); heads ≥ gqa not written.
@@ -169,17 +166,33 @@ __global__ void __launch_bounds__(kThreads, 1)
         WgmmaN8TransposedA<T>(acc[h], sm90a::MnMajorDescriptor(v_tile + h * kKvPanelBytes, ks, kKvPanelBytes),
                               sm90a::KMajorDescriptor(p_tile, ks, kPBytes));
   };
+  // Scales column j's two scores here to base-2 logits and returns their maximum over the warp's 16
+  // tokens (the 8 lanes of a column: lane bits 2-4).
+  auto scaled_warp_column_max = [&](float(&sc)[4], int j) {
+    sc[j] *= scale_log2;
+    sc[j + 2] *= scale_log2;
+    float mx = fmaxf(sc[j], sc[j + 2]);
+#pragma unroll
+    for (int off = 4; off < 32; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    return mx;
+  };
+  // O *= c per column (the online softmax's rescale; a thread's columns are heads 2t, 2t + 1).
+  auto rescale_o = [&](float(&oi)[2][4], const float(&c)[2]) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        oi[h][j] *= c[j];
+        oi[h][j + 2] *= c[j];
+      }
+  };
   // The softmax of a tile into Pᵀ slot i; with DEFER the running O is not rescaled here: the
   // factors are returned in `c` (the kFa3 schedule rescales just before its next Oᵀ issue).
   auto softmax_to_p = [&](float(&sc)[4], float(&mi)[2], float(&li)[2], float(&oi)[2][4], int i, float(&c)[2],
                           auto defer) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      sc[j] *= scale_log2;
-      sc[j + 2] *= scale_log2;
-      float mx = fmaxf(sc[j], sc[j + 2]);
-#pragma unroll
-      for (int off = 4; off < 32; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      const float mx = scaled_warp_column_max(sc, j);
       if (g == 0) red[(i * 2 + 0) * 32 + warp * kHeads + 2 * t + j] = mx;
     }
     sm90a::NamedBarrierSync(barrier, 128);
@@ -190,14 +203,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       c[j] = exp2f(mi[j] - m_new);
       mi[j] = m_new;
       li[j] *= c[j];
-      if constexpr (!decltype(defer)::value) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          oi[h][j] *= c[j];
-          oi[h][j + 2] *= c[j];
-        }
-      }
     }
+    if constexpr (!decltype(defer)::value) rescale_o(oi, c);
     uint8_t* p_bytes = smem + kPOffset + (wg * kMaxIlp + i) * kPBytes;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -273,13 +280,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm90a::WgmmaFence();
       issue_s(s1, tile);
       sm90a::WgmmaCommit();
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          oi[h][j] *= c[j];
-          oi[h][j + 2] *= c[j];
-        }
+      rescale_o(oi, c);
       sm90a::WgmmaFence();
       issue_o(oi, tile - 1, (tile - 1) % 2);
       sm90a::WgmmaCommit();
@@ -292,13 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm90a::FenceRegisters(oi[1]);
     }
     turn_begin();
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        oi[h][j] *= c[j];
-        oi[h][j + 2] *= c[j];
-      }
+    rescale_o(oi, c);
     sm90a::WgmmaFence();
     issue_o(oi, num_tiles - 1, (num_tiles - 1) % 2);
     sm90a::WgmmaCommit();
@@ -338,11 +333,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         float c[2];
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-          sc[j] *= scale_log2;
-          sc[j + 2] *= scale_log2;
-          float mx = fmaxf(sc[j], sc[j + 2]);
-#pragma unroll
-          for (int off = 4; off < 32; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+          const float mx = scaled_warp_column_max(sc, j);
           const float m_new = fmaxf(m_w[j], mx);
           c[j] = exp2f(m_w[j] - m_new);
           m_w[j] = m_new;
@@ -473,11 +464,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int i = 0; i < ILP; ++i)
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-              s[i][j] *= scale_log2;
-              s[i][j + 2] *= scale_log2;
-              float mx = fmaxf(s[i][j], s[i][j + 2]);
-#pragma unroll
-              for (int off = 4; off < 32; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+              const float mx = scaled_warp_column_max(s[i], j);
               if (g == 0) red[(i * 2 + 0) * 32 + warp * kHeads + 2 * t + j] = mx;
             }
           sm90a::NamedBarrierSync(barrier, 128);
@@ -582,27 +569,6 @@ struct Options {
 };
 
 template <typename T>
-T FromFloat(float x);
-template <>
-__half FromFloat<__half>(float x) {
-  return __float2half(x);
-}
-template <>
-__nv_bfloat16 FromFloat<__nv_bfloat16>(float x) {
-  return __float2bfloat16(x);
-}
-template <typename T>
-float ToFloat(T x);
-template <>
-float ToFloat<__half>(__half x) {
-  return __half2float(x);
-}
-template <>
-float ToFloat<__nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
-
-template <typename T>
 void (*ProbeKernel(int ilp, bool mma_only, int schedule))(const T*, const T*, const T*, int, int, int, float, float*,
                                                           float*) {
   if (schedule == kStaggered) return SwapAbTileProbe<T, 2, false, kStaggered>;
@@ -634,9 +600,9 @@ int RunProbe(const Options& opt) {
   std::normal_distribution<float> normal(0.f, 1.f);
   const int kv_elems = kDistinctTiles * kTileTokens * kHeadDim;
   std::vector<T> k(kv_elems), v(kv_elems), q(kHeads * kHeadDim);
-  for (auto& x : k) x = FromFloat<T>(normal(rng));
-  for (auto& x : v) x = FromFloat<T>(normal(rng));
-  for (auto& x : q) x = FromFloat<T>(normal(rng));
+  for (auto& x : k) x = T(normal(rng));
+  for (auto& x : v) x = T(normal(rng));
+  for (auto& x : q) x = T(normal(rng));
   const float scale_log2 = float(1.0 / std::sqrt(double(kHeadDim)) / std::log(2.0));
 
   const int grid = sms * opt.ctas_per_sm;
@@ -679,7 +645,8 @@ int RunProbe(const Options& opt) {
     for (int tok = 0; tok < tokens; ++tok) {
       double dot = 0.0;
       for (int c = 0; c < kHeadDim; ++c)
-        dot += double(ToFloat(q[head * kHeadDim + c])) * double(ToFloat(k[size_t(tok) * kHeadDim + c]));
+        dot += double(static_cast<float>(q[head * kHeadDim + c])) *
+               double(static_cast<float>(k[size_t(tok) * kHeadDim + c]));
       score[tok] = dot * double(scale_log2);
       max_score = std::max(max_score, score[tok]);
     }
@@ -688,7 +655,7 @@ int RunProbe(const Options& opt) {
     for (int tok = 0; tok < tokens; ++tok) {
       const double w = std::exp2(score[tok] - max_score);
       sum += w;
-      for (int c = 0; c < kHeadDim; ++c) ref[c] += w * double(ToFloat(v[size_t(tok) * kHeadDim + c]));
+      for (int c = 0; c < kHeadDim; ++c) ref[c] += w * double(static_cast<float>(v[size_t(tok) * kHeadDim + c]));
     }
     double ref_norm = 0.0;
     for (auto& x : ref) {

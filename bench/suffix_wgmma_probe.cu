@@ -35,6 +35,11 @@
 // outputs poisoned with NaN first; NaN never passes). Each item's tiles alternate between two distinct
 // tiles, so its attention is that over their 128 tokens, each taken tiles / 2 times.
 // Exit status: 0 when every item is within tolerance, 1 when one is not, 2 on bad arguments.
+//
+// Measured on an H200 (bench/RESULTS.md, session 66): the wgmma chains alone ~290 clocks per tile
+// per SM; the whole tile on two warpgroups 845-900 on items of 4 tiles, i.e. 26.5-28 µs of the
+// whole GPU for 32/8 B256 S256's 8192 tiles, ~1.3-1.4 × the mma.sync tile's rate; --ctas-per-sm 2
+// (four warpgroups) 611-617.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -540,18 +540,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < ILP; ++i) {
       const int64_t it = first_item + item + i;
-      float total[2];
+      float total[2], inv_total[2];  // one division per column, not one per value (runs 1-4 divided each)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const float* sums = red + (i * 2 + 1) * 32 + 2 * t + j;
         total[j] = sums[0] + sums[8] + sums[16] + sums[24];
+        inv_total[j] = 1.f / total[j];
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int head = 2 * t + e % 2, dim = 64 * h + 16 * warp + g + 8 * (e / 2);
-          if (head < gqa) out_v[(it * kHeads + head) * kHeadDim + dim] = o[i][h][e] / total[e % 2];
+          if (head < gqa) out_v[(it * kHeads + head) * kHeadDim + dim] = o[i][h][e] * inv_total[e % 2];
         }
       if (warp == 0 && g == 0)
 #pragma unroll

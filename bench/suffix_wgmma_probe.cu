@@ -37,9 +37,9 @@
 // Exit status: 0 when every item is within tolerance, 1 when one is not, 2 on bad arguments.
 //
 // Measured on an H200 (bench/RESULTS.md, session 66): the wgmma chains alone ~290 clocks per tile
-// per SM; the whole tile on two warpgroups 845-900 on items of 4 tiles, i.e. 26.5-28 µs of the
-// whole GPU for 32/8 B256 S256's 8192 tiles, ~1.3-1.4 × the mma.sync tile's rate; --ctas-per-sm 2
-// (four warpgroups) 611-617.
+// per SM; the whole tile (plain schedule) on two warpgroups ~755 on items of 4 tiles, i.e. ~24 µs of
+// the whole GPU for 32/8 B256 S256's 8192 tiles, ~1.5 × the mma.sync tile's rate; no other schedule
+// faster on two warpgroups; --ctas-per-sm 2 (four warpgroups) ~31% faster than two.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

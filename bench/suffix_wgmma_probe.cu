@@ -191,6 +191,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         oi[h][j + 2] *= c[j];
       }
   };
+  // After the wait for an Oᵀ group: its accumulators pinned below the wait (sm90a::FenceRegisters).
+  auto fence_o = [&](float(&oi)[2][4]) {
+    sm90a::FenceRegisters(oi[0]);
+    sm90a::FenceRegisters(oi[1]);
+  };
   // The softmax of a tile into Pᵀ slot i; with DEFER the running O is not rescaled here: the
   // factors are returned in `c` (the kFa3 schedule rescales just before its next Oᵀ issue).
   auto softmax_to_p = [&](float(&sc)[4], float(&mi)[2], float(&li)[2], float(&oi)[2][4], int i, float(&c)[2],
@@ -238,8 +243,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         sm90a::WgmmaCommit();
         sm90a::WgmmaWait<1>();
         sm90a::FenceRegisters(s_a);
-        sm90a::FenceRegisters(oi[0][0]);
-        sm90a::FenceRegisters(oi[0][1]);
+        fence_o(oi[0]);
         float c[2];
         softmax_to_p(s_a, mi[0], li[0], oi[0], 0, c, std::false_type{});
         sm90a::WgmmaFence();
@@ -247,8 +251,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         sm90a::WgmmaCommit();
         sm90a::WgmmaWait<1>();
         sm90a::FenceRegisters(s_b);
-        sm90a::FenceRegisters(oi[1][0]);
-        sm90a::FenceRegisters(oi[1][1]);
+        fence_o(oi[1]);
         softmax_to_p(s_b, mi[1], li[1], oi[1], 1, c, std::false_type{});
         sm90a::WgmmaFence();
         issue_o(oi[1], tile + 1, 1);
@@ -256,10 +259,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       sm90a::WgmmaWait<0>();
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        sm90a::FenceRegisters(oi[i][0]);
-        sm90a::FenceRegisters(oi[i][1]);
-      }
+      for (int i = 0; i < 2; ++i) fence_o(oi[i]);
     }
   };
 
@@ -294,8 +294,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm90a::FenceRegisters(s1);
       softmax_to_p(s1, mi, li, oi, tile % 2, c, std::true_type{});
       sm90a::WgmmaWait<0>();
-      sm90a::FenceRegisters(oi[0]);
-      sm90a::FenceRegisters(oi[1]);
+      fence_o(oi);
     }
     turn_begin();
     rescale_o(oi, c);
@@ -304,8 +303,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm90a::WgmmaCommit();
     turn_end();
     sm90a::WgmmaWait<0>();
-    sm90a::FenceRegisters(oi[0]);
-    sm90a::FenceRegisters(oi[1]);
+    fence_o(oi);
   };
   if constexpr (SCHEDULE == kFa3)
     if (wg == 1) turn_end();  // warpgroup 0's first turn
@@ -379,10 +377,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         sm90a::WgmmaCommit();
         sm90a::WgmmaWait<0>();
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          sm90a::FenceRegisters(o4[j][0]);
-          sm90a::FenceRegisters(o4[j][1]);
-        }
+        for (int j = 0; j < 4; ++j) fence_o(o4[j]);
       }
       // The item's end: the four warps' states ⊕-merged per column.
 #pragma unroll
@@ -447,18 +442,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else {
       for (int tile = 0; tile < tiles; ++tile) {
         // Sᵀ = K·Qᵀ: M = 64 tokens, N = 8 heads, K = head_dim in 8 steps.
-        float s[ILP][4];
+        float s[ILP][4] = {};
         sm90a::WgmmaFence();
 #pragma unroll
-        for (int i = 0; i < ILP; ++i) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[i][e] = 0.f;
-          const uint32_t k_tile = base + kKOffset + ((tile + i) % kDistinctTiles) * kKvTileBytes;
-#pragma unroll
-          for (int ks = 0; ks < kHeadDim / 16; ++ks)
-            sm90a::Wgmma<T, 8>::SS(s[i], sm90a::KMajorDescriptor(k_tile, ks, kKvPanelBytes),
-                                   sm90a::KMajorDescriptor(q_tile, ks, kQPanelBytes), ks > 0);
-        }
+        for (int i = 0; i < ILP; ++i) issue_s(s[i], tile + i);
         sm90a::WgmmaCommit();
         sm90a::WgmmaWait<0>();
 #pragma unroll
@@ -476,20 +463,17 @@ __global__ void __launch_bounds__(kThreads, 1)
           // Online softmax per column (head): rescale the running state, then this tile's P.
 #pragma unroll
           for (int i = 0; i < ILP; ++i) {
+            float c[2];
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
               const float* maxima = red + (i * 2 + 0) * 32 + 2 * t + j;
               const float tile_max = fmaxf(fmaxf(maxima[0], maxima[8]), fmaxf(maxima[16], maxima[24]));
               const float m_new = fmaxf(m[i][j], tile_max);
-              const float c = exp2f(m[i][j] - m_new);  // m = −inf on the first tile: 0
+              c[j] = exp2f(m[i][j] - m_new);  // m = −inf on the first tile: 0
               m[i][j] = m_new;
-              l[i][j] *= c;
-#pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                o[i][h][j] *= c;
-                o[i][h][j + 2] *= c;
-              }
+              l[i][j] *= c[j];
             }
+            rescale_o(o[i], c);
             uint8_t* p_bytes = smem + kPOffset + (wg * kMaxIlp + i) * kPBytes;
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
@@ -506,23 +490,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Oᵀ += Vᵀ·Pᵀ: M = head_dim in two halves of 64, N = 8 heads, K = 64 tokens in 4 steps.
         sm90a::WgmmaFence();
 #pragma unroll
-        for (int i = 0; i < ILP; ++i) {
-          const uint32_t v_tile = base + kVOffset + ((tile + i) % kDistinctTiles) * kKvTileBytes;
-          const uint32_t p_tile = base + kPOffset + (wg * kMaxIlp + i) * kPBytes;
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int ks = 0; ks < kTileTokens / 16; ++ks)
-              WgmmaN8TransposedA<T>(o[i][h], sm90a::MnMajorDescriptor(v_tile + h * kKvPanelBytes, ks, kKvPanelBytes),
-                                    sm90a::KMajorDescriptor(p_tile, ks, kPBytes));
-        }
+        for (int i = 0; i < ILP; ++i) issue_o(o[i], tile + i, i);
         sm90a::WgmmaCommit();
         sm90a::WgmmaWait<0>();
 #pragma unroll
-        for (int i = 0; i < ILP; ++i) {
-          sm90a::FenceRegisters(o[i][0]);
-          sm90a::FenceRegisters(o[i][1]);
-        }
+        for (int i = 0; i < ILP; ++i) fence_o(o[i]);
       }
     }
 

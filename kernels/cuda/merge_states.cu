@@ -54,6 +54,8 @@ __device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index
 constexpr int kMergeBlocksPerSm = 8;
 
 constexpr int kBatch = 4;  // states whose v loads are in flight together, per row
+// The longest run MergeShortRunsKernel takes at one row per warp (its 8 float4 loads in 32 registers).
+constexpr int kWideStates = 8;
 
 // Where the states of a warp's rows are. The rows are row0 .. row0 + kRows − 1 (MergeStatesKernel):
 // consecutive heads of one request in runs mode, consecutive rows in fixed-n mode, so that row j's
@@ -231,12 +233,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   MergeOneRow(p, FindMergeRun(p, row), 0, lane);
 }
 
-// The n-ary merge of short runs (at most kBatch states: MergeStatesParams::max_run_states) at
+// The n-ary merge of short runs (at most kStates states: MergeStatesParams::max_run_states) at
 // head_dim ≤ 128, kRows rows per warp: every state of the warp's rows loaded at once, one memory
-// latency for them all, so that a merge larger than the resident warps takes half the waves (each
-// wave a chain of dependent loads: run bounds → states → outputs). A separate kernel from the
+// latency for them all. Two rows of at most kBatch states: a merge larger than the resident warps
+// takes half the waves (each wave a chain of dependent loads: run bounds → states → outputs). One
+// row of at most kWideStates: a run of 5-8 states (the concurrent mode's prefix-stream chunks and
+// decode state) in one latency instead of MergeOneRow's two batches. A separate kernel from the
 // general one: with MergeOneRow's loops beside it, ptxas spilled this path's loads at 64 registers.
-template <int kRows>
+// The arithmetic is MergeOneRow's, state by state in the same order.
+template <int kRows, int kStates>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeShortRunsKernel(MergeStatesParams p) {
   WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int lane = threadIdx.x % kWarpSize;
@@ -245,10 +250,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   const int rows_here = min(kRows, p.rows - row0);  // warp-uniform
   const MergeRun run = FindMergeRun(p, row0);
   const int n = run.n, d4_count = p.head_dim / 4;
-  if (n > kBatch) __trap();  // the launcher's max_run_states was wrong: never merge a run in part
+  if (n > kStates) __trap();  // the launcher's max_run_states was wrong: never merge a run in part
   const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + run.first * p.head_dim);
   const int64_t state_float4s = run.stride * d4_count;
-  float4 x[kRows][kBatch];
+  float4 x[kRows][kStates];
   float s_lane[kRows];
   uint64_t row_empty[kRows];
 #pragma unroll
@@ -257,7 +262,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   for (int j = 0; j < kRows; ++j) {
     const bool row = j < rows_here;
 #pragma unroll
-    for (int k = 0; k < kBatch; ++k)
+    for (int k = 0; k < kStates; ++k)
       x[j][k] = row && k < n && lane < d4_count && !KnownEmptyState(p, row_empty[j], k)
                     ? v_first[k * state_float4s + j * d4_count + lane]
                     : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -276,7 +281,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
     const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;  // all empty: the empty state (0, −inf)
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-    for (int k = 0; k < kBatch; ++k) {
+    for (int k = 0; k < kStates; ++k) {
       const float wk = __shfl_sync(0xffffffffu, w_lane, k);
       if (wk == 0.f) continue;  // an empty state's v (or a state past the run) may be poison
       acc.x += wk * x[j][k].x;
@@ -361,7 +366,10 @@ void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
   if (params.rows <= 0) return;
   const dim3 block(unsigned(kWarpsPerBlock * kWarpSize));
   if (MergeRowsPerWarp(params) == 2) {
-    LaunchMaybeProgrammatic(MergeShortRunsKernel<2>, dim3(unsigned(BlocksForRows((params.rows + 1) / 2))), block, 0,
+    LaunchMaybeProgrammatic(MergeShortRunsKernel<2, kBatch>, dim3(unsigned(BlocksForRows((params.rows + 1) / 2))), block,
+                            0, stream, params.programmatic_launch, params);
+  } else if (params.max_run_states > kBatch && params.max_run_states <= kWideStates && params.head_dim <= 128) {
+    LaunchMaybeProgrammatic(MergeShortRunsKernel<1, kWideStates>, dim3(unsigned(BlocksForRows(params.rows))), block, 0,
                             stream, params.programmatic_launch, params);
   } else {
     LaunchMaybeProgrammatic(MergeStatesKernel, dim3(unsigned(BlocksForRows(params.rows))), block, 0, stream,

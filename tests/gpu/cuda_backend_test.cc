@@ -1784,7 +1784,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaMergeStatesTest,
                                            // H200): two rows per warp by default at n ≤ 4, D ≤ 128,
                                            // an odd count leaving the last warp one row.
                                            MergeCase{4, 9001, 128}, MergeCase{3, 8999, 64},
-                                           MergeCase{1, 20000, 128}, MergeCase{5, 9001, 128}),
+                                           MergeCase{1, 20000, 128}, MergeCase{5, 9001, 128},
+                                           // Runs of 5-8 states at D ≤ 128: every load of a row at
+                                           // once (MergeShortRunsKernel<1, 8>); 9 and D 256 the
+                                           // general kernel.
+                                           MergeCase{6, 37, 64}, MergeCase{7, 4500, 128}, MergeCase{8, 33, 128},
+                                           MergeCase{8, 9001, 64}, MergeCase{9, 37, 128}, MergeCase{8, 17, 256}),
                          [](const ::testing::TestParamInfo<MergeCase>& info) {
                            return "n" + std::to_string(info.param.n) + "_rows" + std::to_string(info.param.rows) + "_d" +
                                   std::to_string(info.param.dim);

@@ -1,7 +1,7 @@
 // State-merge kernels: n-ary ⊕ over runs of partial states, binary in-place ⊕, and the fp32 → dtype
-// cast of final outputs. One warp per row (two for short runs of a large merge,
-// MergeShortRunsKernel): a row is at most 256 floats, so a warp's float4 loads cover it in two
-// passes and the merge needs no shared memory or block barrier.
+// cast of final outputs. One warp per row (two for short runs of a large merge; runs of 5-8 states
+// with all their loads at once: MergeShortRunsKernel): a row is at most 256 floats, so a warp's
+// float4 loads cover it in two passes and the merge needs no shared memory or block barrier.
 #include "kernels/cuda/merge_states.h"
 
 #include <cuda_bf16.h>

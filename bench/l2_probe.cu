@@ -27,127 +27,20 @@
 
 #include "prefixd/common/cuda_check.h"
 #include "prefixd/common/tool_main.h"
+#include "bench/plain_read.cuh"
 
 namespace {
 
-enum class LoadForm { kDefault, kNonCoherent, kLastUse, kPolicyEvictFirst, kCpAsyncPolicy };
+using prefixd::bench::plain_read::BulkReadKernel;
+using prefixd::bench::plain_read::kBulkChunk;
+using prefixd::bench::plain_read::kBulkStages;
+using prefixd::bench::plain_read::kThreads;
+using prefixd::bench::plain_read::LoadForm;
+using prefixd::bench::plain_read::Spans;
+using prefixd::bench::plain_read::StreamReadKernel;
+
 constexpr const char* kFormNames[] = {"default", "ld.nc", "ld.lu", "policy evict_first", "cp.async+policy",
                                       "bulk (TMA) plain", "bulk (TMA)+policy"};
-
-template <LoadForm FORM>
-__device__ __forceinline__ uint4 Load16(const uint4* p, uint64_t policy) {
-  uint4 v;
-  if constexpr (FORM == LoadForm::kDefault) {
-    v = *p;
-  } else if constexpr (FORM == LoadForm::kNonCoherent) {
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  } else if constexpr (FORM == LoadForm::kLastUse) {
-    asm volatile("ld.global.lu.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  } else {
-    asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
-  }
-  return v;
-}
-
-constexpr int kThreads = 256;
-constexpr int kInFlight = 4;
-
-// Every thread reads kInFlight 16-byte pieces per round, grid-stride; the XOR of everything goes
-// to sink[] only if it equals a value random data never gives, so the loads cannot be dropped.
-template <LoadForm FORM>
-__global__ void __launch_bounds__(kThreads) StreamReadKernel(const uint4* data, int64_t n16, uint32_t* sink) {
-  uint64_t policy = 0;
-  if constexpr (FORM == LoadForm::kPolicyEvictFirst || FORM == LoadForm::kCpAsyncPolicy)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  const int64_t stride = int64_t(gridDim.x) * kThreads;
-  uint32_t acc = 0;
-  if constexpr (FORM == LoadForm::kCpAsyncPolicy) {
-    __shared__ uint4 stage[kInFlight][kThreads];
-    for (int64_t base = int64_t(blockIdx.x) * kThreads + threadIdx.x; base < n16; base += stride * kInFlight) {
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
-        const int64_t i = base + u * stride;
-        const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(&stage[u][threadIdx.x]));
-        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;"
-                     ::"r"(dst), "l"(data + (i < n16 ? i : 0)), "r"(i < n16 ? 16 : 0), "l"(policy));
-      }
-      asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
-        const uint4 v = stage[u][threadIdx.x];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-      }
-    }
-  } else {
-    for (int64_t base = int64_t(blockIdx.x) * kThreads + threadIdx.x; base < n16; base += stride * kInFlight) {
-      uint4 v[kInFlight];
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
-        const int64_t i = base + u * stride;
-        v[u] = i < n16 ? Load16<FORM>(data + i, policy) : make_uint4(0, 0, 0, 0);
-      }
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-  }
-  if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;
-}
-
-// The bulk copy engine's form (the prefix kernel's TMA loads): one CTA per SM, thread 0 copies
-// kBulkChunk-byte chunks into a kBulkStages-deep ring (mbarrier completion), every thread reads its
-// share of each landed chunk.
-constexpr int kBulkChunk = 32 << 10, kBulkStages = 4;
-// With wrap > 0 the chunks' addresses wrap at `wrap` bytes (a multiple of kBulkChunk): `bytes` / wrap
-// passes over the same region (the L2-hit table, --l2-hit).
-template <bool POLICY, int kBulkStages = kBulkStages>
-__global__ void __launch_bounds__(kThreads) BulkReadKernel(const uint8_t* data, int64_t bytes, uint32_t* sink,
-                                                           int64_t wrap = 0) {
-  extern __shared__ __align__(128) uint8_t ring[];
-  __shared__ __align__(8) uint64_t full[kBulkStages];
-  uint64_t policy = 0;
-  if constexpr (POLICY) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  const int64_t chunks = bytes / kBulkChunk;
-  const int my_chunks = int((chunks - blockIdx.x + gridDim.x - 1) / gridDim.x);
-  auto bar = [&](int st) { return static_cast<uint32_t>(__cvta_generic_to_shared(&full[st])); };
-  if (threadIdx.x == 0)
-    for (int st = 0; st < kBulkStages; ++st) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar(st)));
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  __syncthreads();
-  auto issue = [&](int k) {
-    if (threadIdx.x != 0 || k >= my_chunks) return;
-    const int st = k % kBulkStages;
-    int64_t offset = (int64_t(blockIdx.x) + int64_t(k) * gridDim.x) * kBulkChunk;
-    if (wrap > 0) offset %= wrap;
-    const uint8_t* src = data + offset;
-    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(ring + st * kBulkChunk));
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar(st)), "r"(kBulkChunk) : "memory");
-    if constexpr (POLICY)
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-                   ::"r"(dst), "l"(src), "r"(kBulkChunk), "r"(bar(st)), "l"(policy) : "memory");
-    else
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                   ::"r"(dst), "l"(src), "r"(kBulkChunk), "r"(bar(st)) : "memory");
-  };
-  for (int k = 0; k < kBulkStages; ++k) issue(k);
-  uint32_t acc = 0;
-  for (int k = 0; k < my_chunks; ++k) {
-    const int st = k % kBulkStages;
-    const uint32_t parity = (k / kBulkStages) & 1;
-    asm volatile("{\n.reg .pred p;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT_%=;\n}"
-                 ::"r"(bar(st)), "r"(parity) : "memory");
-    const uint4* chunk = reinterpret_cast<const uint4*>(ring + st * kBulkChunk);
-    for (int i = threadIdx.x; i < kBulkChunk / 16; i += kThreads) {
-      const uint4 v = chunk[i];
-      acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    __syncthreads();  // the stage is read: refill it
-    issue(k + kBulkStages);
-  }
-  if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;
-}
 
 __global__ void EmptyKernel() {}
 
@@ -164,7 +57,7 @@ __global__ void FillKernel(uint32_t* out, int64_t n, uint32_t seed) {
 using ReadLauncher = void (*)(const uint4*, int64_t, uint32_t*, int grid, cudaStream_t);
 template <LoadForm FORM>
 void LaunchRead(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaStream_t s) {
-  StreamReadKernel<FORM><<<grid, kThreads, 0, s>>>(data, n16, sink);
+  StreamReadKernel<FORM><<<grid, kThreads, 0, s>>>(Spans{reinterpret_cast<const uint8_t*>(data), n16 * 16}, sink);
 }
 template <bool POLICY>
 void LaunchBulk(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaStream_t s) {
@@ -174,7 +67,7 @@ void LaunchBulk(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaSt
     PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BulkReadKernel<POLICY>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     raised = true;
   }
-  BulkReadKernel<POLICY><<<grid / 8, kThreads, smem, s>>>(reinterpret_cast<const uint8_t*>(data), n16 * 16, sink);
+  BulkReadKernel<POLICY><<<grid / 8, kThreads, smem, s>>>(Spans{reinterpret_cast<const uint8_t*>(data), n16 * 16}, sink);
 }
 // The per-SM table (--ctas): the evict-first bulk reader on `ctas` CTAs, one per SM (their shared
 // memory keeps a second off), with STAGES chunks of 32 KiB in flight each.
@@ -186,7 +79,7 @@ void LaunchBulkOnCtas(const uint4* data, int64_t n16, uint32_t* sink, int ctas, 
     PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BulkReadKernel<true, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     raised = true;
   }
-  BulkReadKernel<true, STAGES><<<ctas, kThreads, smem, s>>>(reinterpret_cast<const uint8_t*>(data), n16 * 16, sink,
+  BulkReadKernel<true, STAGES><<<ctas, kThreads, smem, s>>>(Spans{reinterpret_cast<const uint8_t*>(data), n16 * 16}, sink,
                                                              wrap);
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
@@ -250,11 +143,11 @@ int L2HitTable(const cudaDeviceProp& prop, const std::vector<int>& mib, int besi
         PREFIXD_CUDA_CHECK(cudaStreamSynchronize(s2));
         if (with_dram) {
           PREFIXD_CUDA_CHECK(cudaEventRecord(ev[2], s2));
-          BulkReadKernel<true, kStages><<<beside, kThreads, kSmem, s2>>>(dram, kDramBytes, sink, 0);
+          BulkReadKernel<true, kStages><<<beside, kThreads, kSmem, s2>>>(Spans{dram, kDramBytes}, sink, 0);
           PREFIXD_CUDA_CHECK(cudaEventRecord(ev[3], s2));
         }
         PREFIXD_CUDA_CHECK(cudaEventRecord(ev[0], s));
-        BulkReadKernel<false, kStages><<<readers, kThreads, kSmem, s>>>(data, bytes, sink, wrap);
+        BulkReadKernel<false, kStages><<<readers, kThreads, kSmem, s>>>(Spans{data, bytes}, sink, wrap);
         PREFIXD_CUDA_CHECK(cudaEventRecord(ev[1], s));
         PREFIXD_CUDA_CHECK(cudaStreamSynchronize(s));
         PREFIXD_CUDA_CHECK(cudaStreamSynchronize(s2));

@@ -11,6 +11,7 @@
 
 #include "prefixd/common/cuda_check.h"
 #include "prefixd/common/error.h"
+#include "bench/plain_read.cuh"
 
 #define PREFIXD_CUBLAS_CHECK(call)                                                                   \
   do {                                                                                               \
@@ -189,6 +190,31 @@ double EmptyRegionUs(void* stream, const TimingOptions& options) {
       },
       options);
   return double(Median(ms)) * 1e3;
+}
+
+void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const void* b, int64_t b_bytes,
+                      void* stream) {
+  namespace pr = plain_read;
+  PREFIXD_CHECK_ARG(a_bytes >= 0 && b_bytes >= 0 && a_bytes % 16 == 0 && b_bytes % 16 == 0,
+                    "EnqueuePlainRead: sizes must be multiples of 16 bytes, got " << a_bytes << " and " << b_bytes);
+  static uint32_t* sink = nullptr;  // written only if the XOR of the data hits a value it never does
+  static int sms = 0;
+  if (sink == nullptr) {
+    PREFIXD_CUDA_CHECK(cudaMalloc(&sink, size_t(4) << 10));
+    int device = 0;
+    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    PREFIXD_CHECK_ARG(sms * 8 <= 1024, "EnqueuePlainRead: the sink holds 1024 CTAs' words, the device has " << sms << " SMs");
+    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(pr::BulkReadKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            pr::kBulkStages * pr::kBulkChunk));
+  }
+  const pr::Spans spans{static_cast<const uint8_t*>(a), a_bytes, static_cast<const uint8_t*>(b), b_bytes};
+  auto s = static_cast<cudaStream_t>(stream);
+  if (form == PlainReadForm::kBulkEvictFirst)
+    pr::BulkReadKernel<true><<<sms, pr::kThreads, pr::kBulkStages * pr::kBulkChunk, s>>>(spans, sink);
+  else
+    pr::StreamReadKernel<pr::LoadForm::kNonCoherent><<<sms * 8, pr::kThreads, 0, s>>>(spans, sink);
+  PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
 void FillRandom(void* ptr, int64_t count, kernels::DType dtype, float scale, uint64_t seed, void* stream) {

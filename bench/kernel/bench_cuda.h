@@ -43,6 +43,14 @@ std::vector<std::vector<float>> TimeOnStreamInterleaved(void* stream, const std:
 // Median time of an empty kernel under the same method (the floor of any timed region).
 double EmptyRegionUs(void* stream, const TimingOptions& options);
 
+// The yardstick of a memory-bound step (--read-floor): enqueues one plain read of [a, a + a_bytes)
+// and [b, b + b_bytes) in a single launch, with no arithmetic, in one of two forms — bulk copies
+// (TMA) with an L2 evict-first policy, one CTA per SM, 128 KiB in flight each (the prefix kernel's
+// load form), or 16-byte ld.global.nc loads from every thread of 8 CTAs per SM (session 38's fastest
+// read of 128 MiB after the flush). Sizes must be multiples of 16 bytes.
+enum class PlainReadForm { kBulkEvictFirst, kNonCoherentLoads };
+void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const void* b, int64_t b_bytes, void* stream);
+
 // Uniform random values in [-scale, scale] written as dtype, on `stream` (asynchronous).
 void FillRandom(void* ptr, int64_t count, kernels::DType dtype, float scale, uint64_t seed, void* stream);
 

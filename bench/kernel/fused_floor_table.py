@@ -6,6 +6,10 @@ bytes = 2*(P + B*S)*H_kv*D*2 (each K/V byte read once); bar = max(1.4 * floor, f
 (head_dim 64: 1.7 * floor). The ceilings are the ones the benchmark printed for the same run
 ("# ceilings measured now: copy BW X TB/s ... GEMM Y TFLOP/s"): pass them, or the .txt log.
 
+With a read_us column (prefixd_kernel_bench --read-floor: one plain read of the shape's K/V bytes,
+each once, timed in the same process and method) two more columns: that read's time and whether it
+fits under the bar at all; the summary then counts the shapes whose bar not even that read meets.
+
 usage: fused_floor_table.py RESULTS.csv (--log RUN.txt | --bw TBS --gemm TFLOPS) [--variant NAME]
 """
 import argparse
@@ -35,10 +39,13 @@ def main():
     if bw is None or gemm is None:
         sys.exit("give --log or both --bw and --gemm")
     print(f"ceilings: copy {bw} TB/s, GEMM {gemm} TFLOP/s\n")
-    print("| dtype | heads | D | B | P | S | total µs | fused floor µs | ratio | bar µs | met |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    met = rows = 0
-    for r in csv.DictReader(open(a.csv)):
+    rows_in = list(csv.DictReader(open(a.csv)))
+    with_read = any(r.get("read_us") for r in rows_in)
+    extra = " plain read µs | read ≤ bar |" if with_read else ""
+    print("| dtype | heads | D | B | P | S | total µs | fused floor µs | ratio | bar µs | met |" + extra)
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_read else ""))
+    met = rows = read_over = 0
+    for r in rows_in:
         if a.variant is not None and r.get("variant", "") != a.variant:
             continue
         b, p, s, d = int(r["batch"]), int(r["prefix"]), int(r["suffix"]), int(r["head_dim"])
@@ -51,9 +58,19 @@ def main():
         ok = total <= bar
         met += ok
         rows += 1
+        cells = ""
+        if with_read:
+            read = float(r["read_us"]) if r.get("read_us") else None
+            if read is None:
+                cells = " - | - |"
+            else:
+                read_over += read > bar
+                cells = f" {read:.1f} | {'yes' if read <= bar else '**no**'} |"
         print(f"| {r['dtype']} | {hq}/{hk} | {d} | {b} | {p} | {s} | {total:.1f} | {floor:.1f} | "
-              f"{total / floor:.2f} | {bar:.1f} | {'yes' if ok else 'no'} |")
+              f"{total / floor:.2f} | {bar:.1f} | {'yes' if ok else 'no'} |" + cells)
     print(f"\n{met} of {rows} shapes within the bar")
+    if with_read:
+        print(f"{read_over} of {rows} shapes: a plain read of their K/V bytes alone (same method) takes longer than the bar")
 
 
 if __name__ == "__main__":

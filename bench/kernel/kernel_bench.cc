@@ -68,6 +68,11 @@ struct Row {
   int prefix_items = 0, decode_items = 0, slots = 0, merged_requests = 0;
   double prefix_us = kNaN, suffix_us = kNaN, merge_us = kNaN, total_us = kNaN, graph_us = kNaN, base_us = kNaN;
   double prefix_floor_us = kNaN, suffix_floor_us = kNaN;
+  // --read-floor: the faster of two plain reads (no arithmetic, one launch; bench_cuda.h) of the
+  // step's K/V bytes, each read once, timed in the same process and method as the step. What a
+  // memory-bound step cannot beat by much: it holds the method's own costs (the empty region, the
+  // flush's write-back) and nothing of the kernels'.
+  double read_us = kNaN;
   double tflops = kNaN, gbs = kNaN, suffix_gbs = kNaN, suffix_pct_copy = kNaN, ratio = kNaN, base_ratio = kNaN,
          speedup = kNaN;
   int checked_requests = 0;
@@ -192,6 +197,7 @@ struct Config {
   std::vector<Shape> shapes;
   int warmups = 5, iters = 30, check = 2;
   bool flush = true, baseline = true, graph = true, fuse = true;
+  bool read_floor = false;  // --read-floor
 #ifdef PREFIXD_HAVE_CUDA
   FlushMode flush_mode = FlushMode::kWrite;
 #endif
@@ -202,6 +208,13 @@ struct Config {
   std::vector<Variant> variants;  // empty: the backend as the environment sets it, once
   std::vector<std::string> beside;  // --beside: loads timed beside a concurrent plan's prefix part
 };
+
+std::string Fmt(const char* fmt, double x) {
+  if (std::isnan(x)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, x);
+  return buf;
+}
 
 double Median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
@@ -466,6 +479,20 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
     row.note += " beside(not a concurrent plan)";
   }
   timed(&row.total_us, [&] { gpu.RunCascade(args); });
+  // --read-floor: the step's K/V bytes (the floor's: prefix and suffix tokens, each once) from the
+  // pool's K and V arrays, which hold them and one spare page.
+  double read_bulk_us = kNaN, read_nc_us = kNaN;
+  if (cfg.read_floor) {
+    const int64_t kv_bytes_per_array =
+        (int64_t(s.prefix) + int64_t(s.batch) * s.suffix) * s.h_kv * s.head_dim * kernels::DTypeBytes(s.dtype);
+    PREFIXD_CHECK_INTERNAL(kv_bytes_per_array <= kv_elems * 2,
+                           "--read-floor: the pool holds " << kv_elems * 2 << " bytes per array, the step " << kv_bytes_per_array);
+    for (auto [us, form] : {std::pair{&read_bulk_us, PlainReadForm::kBulkEvictFirst},
+                            std::pair{&read_nc_us, PlainReadForm::kNonCoherentLoads}})
+      timed(us, [&, form = form] {
+        EnqueuePlainRead(form, args.kv.k, kv_bytes_per_array, args.kv.v, kv_bytes_per_array, stream);
+      });
+  }
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
     graph = std::make_unique<CapturedGraph>(stream, [&] { gpu.RunCascade(args); });
@@ -473,6 +500,10 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   }
   const std::vector<std::vector<float>> ms = TimeOnStreamInterleaved(stream, regions, t);
   for (size_t i = 0; i < regions.size(); ++i) *results[i] = Median(ms[i]) * 1e3;
+  if (cfg.read_floor) {
+    row.read_us = std::min(read_bulk_us, read_nc_us);
+    row.note += Fmt(" read-floor %.1f us", row.read_us) + Fmt(" (bulk %.1f", read_bulk_us) + Fmt(", ld.nc %.1f)", read_nc_us);
+  }
   if (beside) {
     char text[64];
     row.note += " beside(k=" + std::to_string(plan.concurrent_decode_sms) + ", prefix us:";
@@ -590,12 +621,6 @@ Row RunCpuShape(Backend& cpu, const Shape& s, const Config& cfg, uint64_t seed) 
 // ---------------------------------------------------------------------------------------------
 // Output.
 
-std::string Fmt(const char* fmt, double x) {
-  if (std::isnan(x)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, x);
-  return buf;
-}
 
 void PrintHeader() {
   std::printf("#\n# %5s %4s %7s %4s %5s %6s %5s | %9s %9s %8s %9s %9s | %7s %7s %7s %6s | %9s %9s %6s | %10s %6s %6s | %s\n",
@@ -627,7 +652,7 @@ void PrintRow(const Row& r) {
 const char* kCsvFields =
     "dtype,page_size,h_qo,h_kv,head_dim,batch,prefix,suffix,prefix_items,decode_items,slots,merged_requests,prefix_us,suffix_us,"
     "merge_us,total_us,graph_us,tflops,gbs,suffix_gbs,suffix_pct_copy,prefix_floor_us,suffix_floor_us,ratio,base_us,"
-    "base_ratio,speedup,checked_requests,check_v_err,check_s_err,wrong";
+    "base_ratio,speedup,checked_requests,check_v_err,check_s_err,wrong,read_us";
 
 std::vector<double> Numbers(const Row& r) {
   const Shape& s = r.shape;
@@ -636,7 +661,7 @@ std::vector<double> Numbers(const Row& r) {
           r.prefix_us, r.suffix_us,
           r.merge_us, r.total_us, r.graph_us, r.tflops, r.gbs, r.suffix_gbs, r.suffix_pct_copy, r.prefix_floor_us,
           r.suffix_floor_us, r.ratio, r.base_us, r.base_ratio, r.speedup, double(r.checked_requests), r.check_v_err,
-          r.check_s_err, double(r.wrong)};
+          r.check_s_err, double(r.wrong), r.read_us};
 }
 
 std::string Num(double x) {
@@ -1048,6 +1073,9 @@ int Main(int argc, char** argv) {
     ("c,check", "requests checked against the CPU backend per shape (0: no check)", cxxopts::value<int>()->default_value("2"))
     ("no-baseline", "skip the non-cascade baseline")
     ("no-graph", "skip the CUDA-graph replay (otherwise timed interleaved with the step)")
+    ("read-floor", "GPU: also time, interleaved with the step, a plain read of the shape's K/V bytes (each once, one "
+                   "launch, no arithmetic; the faster of TMA evict-first and ld.global.nc): the read_us column, what a "
+                   "memory-bound step cannot beat by much under the same method")
     ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
                "left to the decode (none, spin, fma, dram, l2; see bench/kernel/beside_load.h)",
      cxxopts::value<std::vector<std::string>>())
@@ -1107,6 +1135,8 @@ int Main(int argc, char** argv) {
   cfg.fuse = !args.count("no-fuse");
   cfg.baseline = !args.count("no-baseline");
   cfg.graph = !args.count("no-graph");
+  cfg.read_floor = args.count("read-floor") > 0;
+  PREFIXD_CHECK_ARG(!cfg.read_floor || use_gpu, "--read-floor needs a GPU (it times plain reads on the device)");
   if (args.count("beside")) {
     cfg.beside = args["beside"].as<std::vector<std::string>>();
 #ifdef PREFIXD_HAVE_CUDA

@@ -197,14 +197,13 @@ void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const 
   namespace pr = plain_read;
   PREFIXD_CHECK_ARG(a_bytes >= 0 && b_bytes >= 0 && a_bytes % 16 == 0 && b_bytes % 16 == 0,
                     "EnqueuePlainRead: sizes must be multiples of 16 bytes, got " << a_bytes << " and " << b_bytes);
-  static uint32_t* sink = nullptr;  // written only if the XOR of the data hits a value it never does
+  static uint32_t* sink = nullptr;  // one word per CTA, written only if the XOR of the data hits a value it never does
   static int sms = 0;
   if (sink == nullptr) {
-    PREFIXD_CUDA_CHECK(cudaMalloc(&sink, size_t(4) << 10));
     int device = 0;
     PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
     PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    PREFIXD_CHECK_ARG(sms * 8 <= 1024, "EnqueuePlainRead: the sink holds 1024 CTAs' words, the device has " << sms << " SMs");
+    PREFIXD_CUDA_CHECK(cudaMalloc(&sink, size_t(sms) * 8 * sizeof(uint32_t)));  // the larger grid: 8 CTAs per SM
     PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(pr::BulkReadKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             pr::kBulkStages * pr::kBulkChunk));
   }

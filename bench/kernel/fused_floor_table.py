@@ -9,6 +9,7 @@ bytes = 2*(P + B*S)*H_kv*D*2 (each K/V byte read once); bar = max(1.4 * floor, f
 With a read_us column (prefixd_kernel_bench --read-floor: one plain read of the shape's K/V bytes,
 each once, timed in the same process and method) two more columns: that read's time and whether it
 fits under the bar at all; the summary then counts the shapes whose bar not even that read meets.
+With read_split_us (the same bytes as two launches, the prefix's then the suffix's) a third column.
 
 usage: fused_floor_table.py RESULTS.csv (--log RUN.txt | --bw TBS --gemm TFLOPS) [--variant NAME]
 """
@@ -41,9 +42,10 @@ def main():
     print(f"ceilings: copy {bw} TB/s, GEMM {gemm} TFLOP/s\n")
     rows_in = list(csv.DictReader(open(a.csv)))
     with_read = any(r.get("read_us") for r in rows_in)
-    extra = " plain read µs | read ≤ bar |" if with_read else ""
+    with_split = any(r.get("read_split_us") for r in rows_in)
+    extra = (" plain read µs | read ≤ bar |" if with_read else "") + (" read as 2 launches µs |" if with_split else "")
     print("| dtype | heads | D | B | P | S | total µs | fused floor µs | ratio | bar µs | met |" + extra)
-    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_read else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_read else "") + ("---|" if with_split else ""))
     met = rows = read_over = 0
     for r in rows_in:
         if a.variant is not None and r.get("variant", "") != a.variant:
@@ -66,6 +68,8 @@ def main():
             else:
                 read_over += read > bar
                 cells = f" {read:.1f} | {'yes' if read <= bar else '**no**'} |"
+        if with_split:
+            cells += f" {float(r['read_split_us']):.1f} |" if r.get("read_split_us") else " - |"
         print(f"| {r['dtype']} | {hq}/{hk} | {d} | {b} | {p} | {s} | {total:.1f} | {floor:.1f} | "
               f"{total / floor:.2f} | {bar:.1f} | {'yes' if ok else 'no'} |" + cells)
     print(f"\n{met} of {rows} shapes within the bar")

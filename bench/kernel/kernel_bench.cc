@@ -73,6 +73,9 @@ struct Row {
   // memory-bound step cannot beat by much: it holds the method's own costs (the empty region, the
   // flush's write-back) and nothing of the kernels'.
   double read_us = kNaN;
+  // The same bytes as two launches back to back, the prefix's then the suffix's (ld.global.nc): what
+  // splitting a step into two kernels costs under the method before any arithmetic or dependency.
+  double read_split_us = kNaN;
   double tflops = kNaN, gbs = kNaN, suffix_gbs = kNaN, suffix_pct_copy = kNaN, ratio = kNaN, base_ratio = kNaN,
          speedup = kNaN;
   int checked_requests = 0;
@@ -492,6 +495,15 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
       timed(us, [&, form = form] {
         EnqueuePlainRead(form, args.kv.k, kv_bytes_per_array, args.kv.v, kv_bytes_per_array, stream);
       });
+    // MakeBatch puts the prefix's pages first: its tokens are the arrays' first prefix_bytes.
+    const int64_t prefix_bytes = int64_t(s.prefix) * s.h_kv * s.head_dim * kernels::DTypeBytes(s.dtype);
+    const int64_t suffix_bytes = kv_bytes_per_array - prefix_bytes;
+    auto at = [](const void* base, int64_t offset) { return static_cast<const uint8_t*>(base) + offset; };
+    timed(&row.read_split_us, [&, prefix_bytes, suffix_bytes] {
+      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, args.kv.k, prefix_bytes, args.kv.v, prefix_bytes, stream);
+      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, at(args.kv.k, prefix_bytes), suffix_bytes,
+                       at(args.kv.v, prefix_bytes), suffix_bytes, stream);
+    });
   }
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
@@ -502,7 +514,8 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   for (size_t i = 0; i < regions.size(); ++i) *results[i] = Median(ms[i]) * 1e3;
   if (cfg.read_floor) {
     row.read_us = std::min(read_bulk_us, read_nc_us);
-    row.note += Fmt(" read-floor %.1f us", row.read_us) + Fmt(" (bulk %.1f", read_bulk_us) + Fmt(", ld.nc %.1f)", read_nc_us);
+    row.note += Fmt(" read-floor %.1f us", row.read_us) + Fmt(" (bulk %.1f", read_bulk_us) +
+                Fmt(", ld.nc %.1f", read_nc_us) + Fmt("; as two launches %.1f)", row.read_split_us);
   }
   if (beside) {
     char text[64];
@@ -652,7 +665,7 @@ void PrintRow(const Row& r) {
 const char* kCsvFields =
     "dtype,page_size,h_qo,h_kv,head_dim,batch,prefix,suffix,prefix_items,decode_items,slots,merged_requests,prefix_us,suffix_us,"
     "merge_us,total_us,graph_us,tflops,gbs,suffix_gbs,suffix_pct_copy,prefix_floor_us,suffix_floor_us,ratio,base_us,"
-    "base_ratio,speedup,checked_requests,check_v_err,check_s_err,wrong,read_us";
+    "base_ratio,speedup,checked_requests,check_v_err,check_s_err,wrong,read_us,read_split_us";
 
 std::vector<double> Numbers(const Row& r) {
   const Shape& s = r.shape;
@@ -661,7 +674,7 @@ std::vector<double> Numbers(const Row& r) {
           r.prefix_us, r.suffix_us,
           r.merge_us, r.total_us, r.graph_us, r.tflops, r.gbs, r.suffix_gbs, r.suffix_pct_copy, r.prefix_floor_us,
           r.suffix_floor_us, r.ratio, r.base_us, r.base_ratio, r.speedup, double(r.checked_requests), r.check_v_err,
-          r.check_s_err, double(r.wrong), r.read_us};
+          r.check_s_err, double(r.wrong), r.read_us, r.read_split_us};
 }
 
 std::string Num(double x) {
@@ -1075,7 +1088,8 @@ int Main(int argc, char** argv) {
     ("no-graph", "skip the CUDA-graph replay (otherwise timed interleaved with the step)")
     ("read-floor", "GPU: also time, interleaved with the step, a plain read of the shape's K/V bytes (each once, one "
                    "launch, no arithmetic; the faster of TMA evict-first and ld.global.nc): the read_us column, what a "
-                   "memory-bound step cannot beat by much under the same method")
+                   "memory-bound step cannot beat by much under the same method; and the same bytes as two launches, "
+                   "the prefix's then the suffix's (read_split_us)")
     ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
                "left to the decode (none, spin, fma, dram, l2; see bench/kernel/beside_load.h)",
      cxxopts::value<std::vector<std::string>>())

@@ -49,9 +49,16 @@ __device__ __forceinline__ uint4 Load16(const uint4* p, uint64_t policy) {
 constexpr int kThreads = 256;
 constexpr int kInFlight = 4;
 
+// How a read takes part in a programmatic dependent launch (PDL), as the cascade's two kernels do:
+// kNone; kPrimary triggers its dependent grid at its start (the prefix kernel triggers it at each
+// CTA's last item); kDependent reads its bytes and only then waits for the primary grid's completion
+// and memory flush (the decode kernel waits before it reads the prefix's states).
+enum class PdlRole { kNone, kPrimary, kDependent };
+
 // Every thread reads kInFlight 16-byte pieces per round, grid-stride over the spans.
-template <LoadForm FORM>
+template <LoadForm FORM, PdlRole PDL = PdlRole::kNone>
 __global__ void __launch_bounds__(kThreads) StreamReadKernel(Spans spans, uint32_t* sink) {
+  if constexpr (PDL == PdlRole::kPrimary) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   uint64_t policy = 0;
   if constexpr (FORM == LoadForm::kPolicyEvictFirst || FORM == LoadForm::kCpAsyncPolicy)
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -88,6 +95,7 @@ __global__ void __launch_bounds__(kThreads) StreamReadKernel(Spans spans, uint32
       for (int u = 0; u < kInFlight; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
   }
+  if constexpr (PDL == PdlRole::kDependent) asm volatile("griddepcontrol.wait;" ::: "memory");
   if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;
 }
 

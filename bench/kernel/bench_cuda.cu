@@ -216,6 +216,37 @@ void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const 
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
+void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, const void* a2, const void* b2,
+                             int64_t bytes2, void* stream) {
+  namespace pr = plain_read;
+  PREFIXD_CHECK_ARG(bytes1 >= 0 && bytes2 >= 0 && bytes1 % 16 == 0 && bytes2 % 16 == 0,
+                    "EnqueuePlainReadPdlPair: sizes must be multiples of 16 bytes, got " << bytes1 << " and " << bytes2);
+  static uint32_t* sink = nullptr;
+  static int sms = 0;
+  if (sink == nullptr) {
+    int device = 0;
+    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
+    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    PREFIXD_CUDA_CHECK(cudaMalloc(&sink, size_t(sms) * 8 * sizeof(uint32_t)));
+  }
+  auto s = static_cast<cudaStream_t>(stream);
+  auto u8 = [](const void* p) { return static_cast<const uint8_t*>(p); };
+  const pr::Spans first{u8(a1), bytes1, u8(b1), bytes1}, second{u8(a2), bytes2, u8(b2), bytes2};
+  pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kPrimary><<<sms * 8, pr::kThreads, 0, s>>>(first, sink);
+  PREFIXD_CUDA_CHECK_LAUNCH();
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(sms * 8));
+  config.blockDim = dim3(pr::kThreads);
+  config.stream = s;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kDependent>,
+                                        second, sink));
+}
+
 void FillRandom(void* ptr, int64_t count, kernels::DType dtype, float scale, uint64_t seed, void* stream) {
   if (count <= 0) return;
   const int threads = 256;

@@ -9,7 +9,9 @@ bytes = 2*(P + B*S)*H_kv*D*2 (each K/V byte read once); bar = max(1.4 * floor, f
 With a read_us column (prefixd_kernel_bench --read-floor: one plain read of the shape's K/V bytes,
 each once, timed in the same process and method) two more columns: that read's time and whether it
 fits under the bar at all; the summary then counts the shapes whose bar not even that read meets.
-With read_split_us (the same bytes as two launches, the prefix's then the suffix's) a third column.
+With read_split_us (the same bytes as two launches, the prefix's then the suffix's, back to back) and
+read_pdl_us (the second a programmatic dependent that reads, then waits for the first, as the
+cascade's decode does) a column each, and a count of the shapes whose bar is below each.
 
 usage: fused_floor_table.py RESULTS.csv (--log RUN.txt | --bw TBS --gemm TFLOPS) [--variant NAME]
 """
@@ -42,11 +44,13 @@ def main():
     print(f"ceilings: copy {bw} TB/s, GEMM {gemm} TFLOP/s\n")
     rows_in = list(csv.DictReader(open(a.csv)))
     with_read = any(r.get("read_us") for r in rows_in)
-    with_split = any(r.get("read_split_us") for r in rows_in)
-    extra = (" plain read µs | read ≤ bar |" if with_read else "") + (" read as 2 launches µs |" if with_split else "")
+    two_launch = [c for c in ("read_split_us", "read_pdl_us") if any(r.get(c) for r in rows_in)]
+    names = {"read_split_us": "read as 2 launches µs", "read_pdl_us": "read as 2 PDL launches µs"}
+    extra = (" plain read µs | read ≤ bar |" if with_read else "") + "".join(f" {names[c]} |" for c in two_launch)
     print("| dtype | heads | D | B | P | S | total µs | fused floor µs | ratio | bar µs | met |" + extra)
-    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_read else "") + ("---|" if with_split else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_read else "") + "---|" * len(two_launch))
     met = rows = read_over = 0
+    two_over = {c: 0 for c in two_launch}
     for r in rows_in:
         if a.variant is not None and r.get("variant", "") != a.variant:
             continue
@@ -68,13 +72,19 @@ def main():
             else:
                 read_over += read > bar
                 cells = f" {read:.1f} | {'yes' if read <= bar else '**no**'} |"
-        if with_split:
-            cells += f" {float(r['read_split_us']):.1f} |" if r.get("read_split_us") else " - |"
+        for c in two_launch:
+            if r.get(c):
+                two_over[c] += float(r[c]) > bar
+                cells += f" {float(r[c]):.1f} |"
+            else:
+                cells += " - |"
         print(f"| {r['dtype']} | {hq}/{hk} | {d} | {b} | {p} | {s} | {total:.1f} | {floor:.1f} | "
               f"{total / floor:.2f} | {bar:.1f} | {'yes' if ok else 'no'} |" + cells)
     print(f"\n{met} of {rows} shapes within the bar")
     if with_read:
         print(f"{read_over} of {rows} shapes: a plain read of their K/V bytes alone (same method) takes longer than the bar")
+    for c in two_launch:
+        print(f"{two_over[c]} of {rows} shapes: their bar is below the {names[c][:-3]}")
 
 
 if __name__ == "__main__":

@@ -192,27 +192,42 @@ double EmptyRegionUs(void* stream, const TimingOptions& options) {
   return double(Median(ms)) * 1e3;
 }
 
+namespace {
+
+// What the plain reads share: the device's SM count (their grids: one bulk CTA or 8 load CTAs per
+// SM) and a sink of one word per CTA, written only if the XOR of the data hits a value it never does.
+struct PlainReadDevice {
+  int sms = 0;
+  uint32_t* sink = nullptr;
+};
+const PlainReadDevice& PlainReadSetUp() {
+  static const PlainReadDevice device = [] {
+    PlainReadDevice d;
+    int ordinal = 0;
+    PREFIXD_CUDA_CHECK(cudaGetDevice(&ordinal));
+    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, ordinal));
+    PREFIXD_CUDA_CHECK(cudaMalloc(&d.sink, size_t(d.sms) * 8 * sizeof(uint32_t)));
+    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(plain_read::BulkReadKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            plain_read::kBulkStages * plain_read::kBulkChunk));
+    return d;
+  }();
+  return device;
+}
+
+}  // namespace
+
 void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const void* b, int64_t b_bytes,
                       void* stream) {
   namespace pr = plain_read;
   PREFIXD_CHECK_ARG(a_bytes >= 0 && b_bytes >= 0 && a_bytes % 16 == 0 && b_bytes % 16 == 0,
                     "EnqueuePlainRead: sizes must be multiples of 16 bytes, got " << a_bytes << " and " << b_bytes);
-  static uint32_t* sink = nullptr;  // one word per CTA, written only if the XOR of the data hits a value it never does
-  static int sms = 0;
-  if (sink == nullptr) {
-    int device = 0;
-    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    PREFIXD_CUDA_CHECK(cudaMalloc(&sink, size_t(sms) * 8 * sizeof(uint32_t)));  // the larger grid: 8 CTAs per SM
-    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(pr::BulkReadKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            pr::kBulkStages * pr::kBulkChunk));
-  }
+  const PlainReadDevice& d = PlainReadSetUp();
   const pr::Spans spans{static_cast<const uint8_t*>(a), a_bytes, static_cast<const uint8_t*>(b), b_bytes};
   auto s = static_cast<cudaStream_t>(stream);
   if (form == PlainReadForm::kBulkEvictFirst)
-    pr::BulkReadKernel<true><<<sms, pr::kThreads, pr::kBulkStages * pr::kBulkChunk, s>>>(spans, sink);
+    pr::BulkReadKernel<true><<<d.sms, pr::kThreads, pr::kBulkStages * pr::kBulkChunk, s>>>(spans, d.sink);
   else
-    pr::StreamReadKernel<pr::LoadForm::kNonCoherent><<<sms * 8, pr::kThreads, 0, s>>>(spans, sink);
+    pr::StreamReadKernel<pr::LoadForm::kNonCoherent><<<d.sms * 8, pr::kThreads, 0, s>>>(spans, d.sink);
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
@@ -221,14 +236,9 @@ void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, con
   namespace pr = plain_read;
   PREFIXD_CHECK_ARG(bytes1 >= 0 && bytes2 >= 0 && bytes1 % 16 == 0 && bytes2 % 16 == 0,
                     "EnqueuePlainReadPdlPair: sizes must be multiples of 16 bytes, got " << bytes1 << " and " << bytes2);
-  static uint32_t* sink = nullptr;
-  static int sms = 0;
-  if (sink == nullptr) {
-    int device = 0;
-    PREFIXD_CUDA_CHECK(cudaGetDevice(&device));
-    PREFIXD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    PREFIXD_CUDA_CHECK(cudaMalloc(&sink, size_t(sms) * 8 * sizeof(uint32_t)));
-  }
+  const PlainReadDevice& d = PlainReadSetUp();
+  const int sms = d.sms;
+  uint32_t* sink = d.sink;
   auto s = static_cast<cudaStream_t>(stream);
   auto u8 = [](const void* p) { return static_cast<const uint8_t*>(p); };
   const pr::Spans first{u8(a1), bytes1, u8(b1), bytes1}, second{u8(a2), bytes2, u8(b2), bytes2};

@@ -79,6 +79,9 @@ struct Row {
   // ... and as two launches overlapped the way the cascade's are (EnqueuePlainReadPdlPair: the
   // second a programmatic dependent that reads, then waits for the first): a two-kernel step's least.
   double read_pdl_us = kNaN;
+  // ... and each part's bytes alone (ld.global.nc, one launch): the yardsticks of the prefix part
+  // (prefix_us) and of the suffix part (suffix_us), each timed alone like them.
+  double read_prefix_us = kNaN, read_suffix_us = kNaN;
   double tflops = kNaN, gbs = kNaN, suffix_gbs = kNaN, suffix_pct_copy = kNaN, ratio = kNaN, base_ratio = kNaN,
          speedup = kNaN;
   int checked_requests = 0;
@@ -507,6 +510,13 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
       EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, at(args.kv.k, prefix_bytes), suffix_bytes,
                        at(args.kv.v, prefix_bytes), suffix_bytes, stream);
     });
+    timed(&row.read_prefix_us, [&, prefix_bytes] {
+      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, args.kv.k, prefix_bytes, args.kv.v, prefix_bytes, stream);
+    });
+    timed(&row.read_suffix_us, [&, prefix_bytes, suffix_bytes] {
+      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, at(args.kv.k, prefix_bytes), suffix_bytes,
+                       at(args.kv.v, prefix_bytes), suffix_bytes, stream);
+    });
     timed(&row.read_pdl_us, [&, prefix_bytes, suffix_bytes] {
       EnqueuePlainReadPdlPair(args.kv.k, args.kv.v, prefix_bytes, at(args.kv.k, prefix_bytes), at(args.kv.v, prefix_bytes),
                               suffix_bytes, stream);
@@ -523,7 +533,8 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
     row.read_us = std::min(read_bulk_us, read_nc_us);
     row.note += Fmt(" read-floor %.1f us", row.read_us) + Fmt(" (bulk %.1f", read_bulk_us) +
                 Fmt(", ld.nc %.1f", read_nc_us) + Fmt("; as two launches %.1f", row.read_split_us) +
-                Fmt(", the second a PDL dependent %.1f)", row.read_pdl_us);
+                Fmt(", the second a PDL dependent %.1f", row.read_pdl_us) +
+                Fmt("; the prefix's bytes %.1f", row.read_prefix_us) + Fmt(", the suffix's %.1f)", row.read_suffix_us);
   }
   if (beside) {
     char text[64];
@@ -673,7 +684,7 @@ void PrintRow(const Row& r) {
 const char* kCsvFields =
     "dtype,page_size,h_qo,h_kv,head_dim,batch,prefix,suffix,prefix_items,decode_items,slots,merged_requests,prefix_us,suffix_us,"
     "merge_us,total_us,graph_us,tflops,gbs,suffix_gbs,suffix_pct_copy,prefix_floor_us,suffix_floor_us,ratio,base_us,"
-    "base_ratio,speedup,checked_requests,check_v_err,check_s_err,wrong,read_us,read_split_us,read_pdl_us";
+    "base_ratio,speedup,checked_requests,check_v_err,check_s_err,wrong,read_us,read_split_us,read_pdl_us,read_prefix_us,read_suffix_us";
 
 std::vector<double> Numbers(const Row& r) {
   const Shape& s = r.shape;
@@ -682,7 +693,7 @@ std::vector<double> Numbers(const Row& r) {
           r.prefix_us, r.suffix_us,
           r.merge_us, r.total_us, r.graph_us, r.tflops, r.gbs, r.suffix_gbs, r.suffix_pct_copy, r.prefix_floor_us,
           r.suffix_floor_us, r.ratio, r.base_us, r.base_ratio, r.speedup, double(r.checked_requests), r.check_v_err,
-          r.check_s_err, double(r.wrong), r.read_us, r.read_split_us, r.read_pdl_us};
+          r.check_s_err, double(r.wrong), r.read_us, r.read_split_us, r.read_pdl_us, r.read_prefix_us, r.read_suffix_us};
 }
 
 std::string Num(double x) {
@@ -1098,7 +1109,8 @@ int Main(int argc, char** argv) {
                    "launch, no arithmetic; the faster of TMA evict-first and ld.global.nc): the read_us column, what a "
                    "memory-bound step cannot beat by much under the same method; and the same bytes as two launches, "
                    "the prefix's then the suffix's, back to back (read_split_us) and with the second a programmatic "
-                   "dependent that reads, then waits for the first (read_pdl_us)")
+                   "dependent that reads, then waits for the first (read_pdl_us); and each part's bytes alone "
+                   "(read_prefix_us, read_suffix_us)")
     ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
                "left to the decode (none, spin, fma, dram, l2; see bench/kernel/beside_load.h)",
      cxxopts::value<std::vector<std::string>>())

@@ -6,7 +6,9 @@
 //
 // A read covers up to two spans (a cascade step's K and V arrays) in one launch, so that it pays
 // one kernel boundary like the kernels it is compared with. Both kernels XOR what they read into a
-// value written only if it equals one random data never gives, so the loads cannot be dropped.
+// value written only if it equals one random data never gives, so the loads cannot be dropped; with
+// xor_out they also XOR it into *xor_out, which a check compares with the host's XOR of the spans
+// (every 16-byte piece read exactly once: bench/kernel/bench_cuda.cu, CheckPlainReads).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -57,7 +59,7 @@ enum class PdlRole { kNone, kPrimary, kDependent };
 
 // Every thread reads kInFlight 16-byte pieces per round, grid-stride over the spans.
 template <LoadForm FORM, PdlRole PDL = PdlRole::kNone>
-__global__ void __launch_bounds__(kThreads) StreamReadKernel(Spans spans, uint32_t* sink) {
+__global__ void __launch_bounds__(kThreads) StreamReadKernel(Spans spans, uint32_t* sink, uint32_t* xor_out = nullptr) {
   if constexpr (PDL == PdlRole::kPrimary) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   uint64_t policy = 0;
   if constexpr (FORM == LoadForm::kPolicyEvictFirst || FORM == LoadForm::kCpAsyncPolicy)
@@ -97,6 +99,7 @@ __global__ void __launch_bounds__(kThreads) StreamReadKernel(Spans spans, uint32
   }
   if constexpr (PDL == PdlRole::kDependent) asm volatile("griddepcontrol.wait;" ::: "memory");
   if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;
+  if (xor_out != nullptr) atomicXor(xor_out, acc);
 }
 
 // The bulk copy engine's form (the prefix kernel's TMA loads): thread 0 copies kBulkChunk-byte
@@ -107,7 +110,8 @@ constexpr int kBulkChunk = 32 << 10, kBulkStages = 4;
 // With wrap > 0 the chunks' offsets wrap at `wrap` bytes (a multiple of kBulkChunk, within span a):
 // spans.Bytes() / wrap passes over the same region (the probe's L2-hit table).
 template <bool POLICY, int STAGES = kBulkStages>
-__global__ void __launch_bounds__(kThreads) BulkReadKernel(Spans spans, uint32_t* sink, int64_t wrap = 0) {
+__global__ void __launch_bounds__(kThreads) BulkReadKernel(Spans spans, uint32_t* sink, int64_t wrap = 0,
+                                                           uint32_t* xor_out = nullptr) {
   extern __shared__ __align__(128) uint8_t ring[];
   __shared__ __align__(8) uint64_t full[STAGES];
   uint64_t policy = 0;
@@ -163,6 +167,7 @@ __global__ void __launch_bounds__(kThreads) BulkReadKernel(Spans spans, uint32_t
     issue(k + STAGES);
   }
   if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;
+  if (xor_out != nullptr) atomicXor(xor_out, acc);
 }
 
 }  // namespace prefixd::bench::plain_read

@@ -6,8 +6,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "prefixd/common/cuda_check.h"
 #include "prefixd/common/error.h"
@@ -217,7 +219,7 @@ const PlainReadDevice& PlainReadSetUp() {
 }  // namespace
 
 void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const void* b, int64_t b_bytes,
-                      void* stream) {
+                      void* stream, uint32_t* xor_out) {
   namespace pr = plain_read;
   PREFIXD_CHECK_ARG(a_bytes >= 0 && b_bytes >= 0 && a_bytes % 16 == 0 && b_bytes % 16 == 0,
                     "EnqueuePlainRead: sizes must be multiples of 16 bytes, got " << a_bytes << " and " << b_bytes);
@@ -225,14 +227,14 @@ void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const 
   const pr::Spans spans{static_cast<const uint8_t*>(a), a_bytes, static_cast<const uint8_t*>(b), b_bytes};
   auto s = static_cast<cudaStream_t>(stream);
   if (form == PlainReadForm::kBulkEvictFirst)
-    pr::BulkReadKernel<true><<<d.sms, pr::kThreads, pr::kBulkStages * pr::kBulkChunk, s>>>(spans, d.sink);
+    pr::BulkReadKernel<true><<<d.sms, pr::kThreads, pr::kBulkStages * pr::kBulkChunk, s>>>(spans, d.sink, 0, xor_out);
   else
-    pr::StreamReadKernel<pr::LoadForm::kNonCoherent><<<d.sms * 8, pr::kThreads, 0, s>>>(spans, d.sink);
+    pr::StreamReadKernel<pr::LoadForm::kNonCoherent><<<d.sms * 8, pr::kThreads, 0, s>>>(spans, d.sink, xor_out);
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
 void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, const void* a2, const void* b2,
-                             int64_t bytes2, void* stream) {
+                             int64_t bytes2, void* stream, uint32_t* xor_out) {
   namespace pr = plain_read;
   PREFIXD_CHECK_ARG(bytes1 >= 0 && bytes2 >= 0 && bytes1 % 16 == 0 && bytes2 % 16 == 0,
                     "EnqueuePlainReadPdlPair: sizes must be multiples of 16 bytes, got " << bytes1 << " and " << bytes2);
@@ -242,7 +244,7 @@ void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, con
   auto s = static_cast<cudaStream_t>(stream);
   auto u8 = [](const void* p) { return static_cast<const uint8_t*>(p); };
   const pr::Spans first{u8(a1), bytes1, u8(b1), bytes1}, second{u8(a2), bytes2, u8(b2), bytes2};
-  pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kPrimary><<<sms * 8, pr::kThreads, 0, s>>>(first, sink);
+  pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kPrimary><<<sms * 8, pr::kThreads, 0, s>>>(first, sink, xor_out);
   PREFIXD_CUDA_CHECK_LAUNCH();
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(sms * 8));
@@ -254,7 +256,55 @@ void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, con
   config.attrs = &attribute;
   config.numAttrs = 1;
   PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kDependent>,
-                                        second, sink));
+                                        second, sink, xor_out));
+}
+
+int64_t CheckPlainReads(void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  // Uneven sizes: chunk tails in both spans, span b shorter than one bulk chunk, and an empty b.
+  constexpr int64_t kA = (int64_t(5) << 20) + 48, kB = (int64_t(3) << 20) + 16 * 1001, kSmallB = 16 * 37;
+  uint8_t* a = nullptr;
+  uint8_t* b = nullptr;
+  uint32_t* result = nullptr;
+  PREFIXD_CUDA_CHECK(cudaMalloc(&a, kA));
+  PREFIXD_CUDA_CHECK(cudaMalloc(&b, kB));
+  PREFIXD_CUDA_CHECK(cudaMalloc(&result, sizeof(uint32_t)));
+  FillRandom(a, kA / 2, kernels::DType::kFloat16, 1.f, 101, stream);
+  FillRandom(b, kB / 2, kernels::DType::kFloat16, 1.f, 202, stream);
+  std::vector<uint32_t> host_a(kA / 4), host_b(kB / 4);
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(host_a.data(), a, kA, cudaMemcpyDeviceToHost, s));
+  PREFIXD_CUDA_CHECK(cudaMemcpyAsync(host_b.data(), b, kB, cudaMemcpyDeviceToHost, s));
+  PREFIXD_CUDA_CHECK(cudaStreamSynchronize(s));
+  auto host_xor = [](const std::vector<uint32_t>& words, int64_t bytes) {
+    uint32_t x = 0;
+    for (int64_t i = 0; i < bytes / 4; ++i) x ^= words[size_t(i)];
+    return x;
+  };
+  int64_t checked = 0;
+  auto check = [&](const char* form, int64_t a_bytes, int64_t b_bytes, const std::function<void()>& read) {
+    PREFIXD_CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(uint32_t), s));
+    read();
+    uint32_t got = 0;
+    PREFIXD_CUDA_CHECK(cudaMemcpyAsync(&got, result, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
+    PREFIXD_CUDA_CHECK(cudaStreamSynchronize(s));
+    const uint32_t want = host_xor(host_a, a_bytes) ^ host_xor(host_b, b_bytes);
+    PREFIXD_CHECK_INTERNAL(got == want, "plain read '" << form << "' of " << a_bytes << " + " << b_bytes
+                                                       << " bytes did not read every byte once (XOR " << got
+                                                       << ", host " << want << ")");
+    checked += a_bytes + b_bytes;
+  };
+  for (const int64_t b_bytes : {kB, kSmallB, int64_t(0)}) {
+    check("bulk evict-first", kA, b_bytes, [&] { EnqueuePlainRead(PlainReadForm::kBulkEvictFirst, a, kA, b, b_bytes, s, result); });
+    check("ld.global.nc", kA, b_bytes, [&] { EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, a, kA, b, b_bytes, s, result); });
+  }
+  // The pair: the first kernel reads a[0, h) and b[0, h), the dependent a[h, 2h) and b[h, 2h).
+  constexpr int64_t kHalf = kB / 32 * 16;  // 2 · kHalf ≤ kB < kA
+  check("PDL pair", 2 * kHalf, 2 * kHalf,
+        [&] { EnqueuePlainReadPdlPair(a, b, kHalf, a + kHalf, b + kHalf, kHalf, s, result); });
+  PREFIXD_CUDA_CHECK(cudaFree(a));
+  PREFIXD_CUDA_CHECK(cudaFree(b));
+  PREFIXD_CUDA_CHECK(cudaFree(result));
+  return checked;
 }
 
 void FillRandom(void* ptr, int64_t count, kernels::DType dtype, float scale, uint64_t seed, void* stream) {

@@ -49,13 +49,18 @@ double EmptyRegionUs(void* stream, const TimingOptions& options);
 // load form), or 16-byte ld.global.nc loads from every thread of 8 CTAs per SM (session 38's fastest
 // read of 128 MiB after the flush). Sizes must be multiples of 16 bytes.
 enum class PlainReadForm { kBulkEvictFirst, kNonCoherentLoads };
-void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const void* b, int64_t b_bytes, void* stream);
+void EnqueuePlainRead(PlainReadForm form, const void* a, int64_t a_bytes, const void* b, int64_t b_bytes, void* stream,
+                      uint32_t* xor_out = nullptr);
 // Two ld.global.nc reads as the cascade's two kernels are launched: the first (spans a1, b1)
 // triggers the second at its start; the second (a2, b2), a programmatic dependent launch, reads its
 // bytes and then waits for the first's completion. The least any two-kernel step whose second kernel
 // needs the first's results pays for its bytes under the method.
 void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, const void* a2, const void* b2,
-                             int64_t bytes2, void* stream);
+                             int64_t bytes2, void* stream, uint32_t* xor_out = nullptr);
+// Checks that every plain-read form above reads each 16-byte piece of its spans exactly once: the
+// XOR of what each read on random data (spans of uneven sizes, chunk tails, an empty span) against
+// the host's. Throws prefixd::Error naming the form on a mismatch; returns the bytes checked.
+int64_t CheckPlainReads(void* stream);
 
 // Uniform random values in [-scale, scale] written as dtype, on `stream` (asynchronous).
 void FillRandom(void* ptr, int64_t count, kernels::DType dtype, float scale, uint64_t seed, void* stream);

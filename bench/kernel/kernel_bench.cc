@@ -1261,6 +1261,10 @@ int Main(int argc, char** argv) {
       std::printf("# empty region (one empty kernel between the events, same method): %.1f us\n",
                   EmptyRegionUs(backend->stream(), TimingFor(cfg)));
     }
+    if (cfg.read_floor)
+      std::printf("# read floors (--read-floor): every read form checked to read each byte once (XOR of %.1f MB "
+                  "against the host's)\n",
+                  double(CheckPlainReads(backend->stream())) * 1e-6);
     std::printf("# plan: fused merge %s (--no-fuse turns it off)\n", cfg.fuse ? "on" : "off");
     std::printf("# ceilings measured now: copy BW %.2f TB/s = (read+written bytes)/time of a %d GiB D2D copy;\n"
                 "#   GEMM %.0f TFLOP/s = cuBLAS fp16 %d^3 (fp32 accumulation) on random data, median of %d\n",

@@ -489,38 +489,39 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   }
   timed(&row.total_us, [&] { gpu.RunCascade(args); });
   // --read-floor: the step's K/V bytes (the floor's: prefix and suffix tokens, each once) from the
-  // pool's K and V arrays, which hold them and one spare page.
+  // pool's K and V arrays, which hold them and one spare page; MakeBatch puts the prefix's pages
+  // first, so its tokens are the arrays' first prefix_bytes. (The regions run after this block:
+  // everything they use is captured by value.)
   double read_bulk_us = kNaN, read_nc_us = kNaN;
   if (cfg.read_floor) {
-    const int64_t kv_bytes_per_array =
-        (int64_t(s.prefix) + int64_t(s.batch) * s.suffix) * s.h_kv * s.head_dim * kernels::DTypeBytes(s.dtype);
-    PREFIXD_CHECK_INTERNAL(kv_bytes_per_array <= kv_elems * 2,
-                           "--read-floor: the pool holds " << kv_elems * 2 << " bytes per array, the step " << kv_bytes_per_array);
-    for (auto [us, form] : {std::pair{&read_bulk_us, PlainReadForm::kBulkEvictFirst},
-                            std::pair{&read_nc_us, PlainReadForm::kNonCoherentLoads}})
-      timed(us, [&, form = form] {
-        EnqueuePlainRead(form, args.kv.k, kv_bytes_per_array, args.kv.v, kv_bytes_per_array, stream);
-      });
-    // MakeBatch puts the prefix's pages first: its tokens are the arrays' first prefix_bytes.
-    const int64_t prefix_bytes = int64_t(s.prefix) * s.h_kv * s.head_dim * kernels::DTypeBytes(s.dtype);
-    const int64_t suffix_bytes = kv_bytes_per_array - prefix_bytes;
-    auto at = [](const void* base, int64_t offset) { return static_cast<const uint8_t*>(base) + offset; };
-    timed(&row.read_split_us, [&, prefix_bytes, suffix_bytes] {
-      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, args.kv.k, prefix_bytes, args.kv.v, prefix_bytes, stream);
-      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, at(args.kv.k, prefix_bytes), suffix_bytes,
-                       at(args.kv.v, prefix_bytes), suffix_bytes, stream);
+    const int64_t token_bytes = int64_t(s.h_kv) * s.head_dim * kernels::DTypeBytes(s.dtype);
+    const int64_t prefix_bytes = int64_t(s.prefix) * token_bytes;
+    const int64_t suffix_bytes = int64_t(s.batch) * s.suffix * token_bytes;
+    const int64_t step_bytes = prefix_bytes + suffix_bytes;  // per array (K, V)
+    PREFIXD_CHECK_INTERNAL(step_bytes <= kv_elems * 2, "--read-floor: the pool holds " << kv_elems * 2
+                                                                                       << " bytes per array, the step "
+                                                                                       << step_bytes);
+    const void* k = args.kv.k;
+    const void* v = args.kv.v;
+    const void* k_suffix = static_cast<const uint8_t*>(k) + prefix_bytes;
+    const void* v_suffix = static_cast<const uint8_t*>(v) + prefix_bytes;
+    auto read_all = [=](PlainReadForm form) { EnqueuePlainRead(form, k, step_bytes, v, step_bytes, stream); };
+    auto read_prefix = [=] {
+      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, k, prefix_bytes, v, prefix_bytes, stream);
+    };
+    auto read_suffix = [=] {
+      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, k_suffix, suffix_bytes, v_suffix, suffix_bytes, stream);
+    };
+    timed(&read_bulk_us, [=] { read_all(PlainReadForm::kBulkEvictFirst); });
+    timed(&read_nc_us, [=] { read_all(PlainReadForm::kNonCoherentLoads); });
+    timed(&row.read_split_us, [=] {
+      read_prefix();
+      read_suffix();
     });
-    timed(&row.read_prefix_us, [&, prefix_bytes] {
-      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, args.kv.k, prefix_bytes, args.kv.v, prefix_bytes, stream);
-    });
-    timed(&row.read_suffix_us, [&, prefix_bytes, suffix_bytes] {
-      EnqueuePlainRead(PlainReadForm::kNonCoherentLoads, at(args.kv.k, prefix_bytes), suffix_bytes,
-                       at(args.kv.v, prefix_bytes), suffix_bytes, stream);
-    });
-    timed(&row.read_pdl_us, [&, prefix_bytes, suffix_bytes] {
-      EnqueuePlainReadPdlPair(args.kv.k, args.kv.v, prefix_bytes, at(args.kv.k, prefix_bytes), at(args.kv.v, prefix_bytes),
-                              suffix_bytes, stream);
-    });
+    timed(&row.read_prefix_us, read_prefix);
+    timed(&row.read_suffix_us, read_suffix);
+    timed(&row.read_pdl_us,
+          [=] { EnqueuePlainReadPdlPair(k, v, prefix_bytes, k_suffix, v_suffix, suffix_bytes, stream); });
   }
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {

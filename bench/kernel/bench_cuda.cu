@@ -239,15 +239,13 @@ void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, con
   PREFIXD_CHECK_ARG(bytes1 >= 0 && bytes2 >= 0 && bytes1 % 16 == 0 && bytes2 % 16 == 0,
                     "EnqueuePlainReadPdlPair: sizes must be multiples of 16 bytes, got " << bytes1 << " and " << bytes2);
   const PlainReadDevice& d = PlainReadSetUp();
-  const int sms = d.sms;
-  uint32_t* sink = d.sink;
   auto s = static_cast<cudaStream_t>(stream);
   auto u8 = [](const void* p) { return static_cast<const uint8_t*>(p); };
   const pr::Spans first{u8(a1), bytes1, u8(b1), bytes1}, second{u8(a2), bytes2, u8(b2), bytes2};
-  pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kPrimary><<<sms * 8, pr::kThreads, 0, s>>>(first, sink, xor_out);
+  pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kPrimary><<<d.sms * 8, pr::kThreads, 0, s>>>(first, d.sink, xor_out);
   PREFIXD_CUDA_CHECK_LAUNCH();
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(sms * 8));
+  config.gridDim = dim3(unsigned(d.sms * 8));
   config.blockDim = dim3(pr::kThreads);
   config.stream = s;
   cudaLaunchAttribute attribute{};
@@ -256,7 +254,7 @@ void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, con
   config.attrs = &attribute;
   config.numAttrs = 1;
   PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kDependent>,
-                                        second, sink, xor_out));
+                                        second, d.sink, xor_out));
 }
 
 int64_t CheckPlainReads(void* stream) {

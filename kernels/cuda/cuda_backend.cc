@@ -89,8 +89,8 @@ void SetCascadeInputs(AttentionParams* p, const CascadePlan& h, const CascadeArg
 constexpr int64_t kMaxEnvItems = int64_t(1) << 20;  // PREFIXD_*_TARGET_ITEMS
 
 // PREFIXD_DECODE_PIPELINE's values, in DecodePipeline's order (read and described by one table).
-constexpr const char* kPipelineNames[] = {"auto", "deep", "shallow", "narrow"};
-static_assert(sizeof(kPipelineNames) / sizeof(kPipelineNames[0]) == int(DecodePipeline::kNarrow) + 1,
+constexpr const char* kPipelineNames[] = {"auto", "deep", "shallow", "narrow", "warp"};
+static_assert(sizeof(kPipelineNames) / sizeof(kPipelineNames[0]) == int(DecodePipeline::kWarp) + 1,
               "one name per DecodePipeline");
 
 }  // namespace
@@ -108,7 +108,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   const int warps_log2 = EnvChoice("PREFIXD_DECODE_WARPS", {"1", "2", "4", "8"}, -1);
   decode_mma_warps_ = warps_log2 < 0 ? 0 : 1 << warps_log2;  // 0: by the item count
   decode_pipeline_ = static_cast<DecodePipeline>(EnvChoice(
-      "PREFIXD_DECODE_PIPELINE", {kPipelineNames[0], kPipelineNames[1], kPipelineNames[2], kPipelineNames[3]}, 0));
+      "PREFIXD_DECODE_PIPELINE",
+      {kPipelineNames[0], kPipelineNames[1], kPipelineNames[2], kPipelineNames[3], kPipelineNames[4]}, 0));
   decode_pdl_ = EnvFlag("PREFIXD_DECODE_PDL", decode_pdl_);
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
   merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);

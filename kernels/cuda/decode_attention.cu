@@ -97,7 +97,8 @@ bool DecodeShallowPipeline(const DecodeAttentionParams& p, int step_tokens, int 
     case DecodePipeline::kDeep: return false;
     case DecodePipeline::kShallow: return true;
     case DecodePipeline::kByItemLength:
-    case DecodePipeline::kNarrow: break;  // the CUDA-core GQA 1 and 2 launchers'; elsewhere the rule
+    case DecodePipeline::kNarrow:
+    case DecodePipeline::kWarp: break;  // the CUDA-core GQA 1 and 2 launchers'; elsewhere the rule
   }
   return p.max_item_tokens > 0 && p.max_item_tokens <= (stages - 1) * step_tokens;
 }

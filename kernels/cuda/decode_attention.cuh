@@ -38,6 +38,11 @@ constexpr int kThreads = 128;
 // GQA 1) at the same registers per thread and half the shared memory per CTA: twice the items'
 // dependent starts in flight per SM, each item's K/V in two rounds instead of one.
 constexpr int kNarrowThreads = 64;
+// The one-warp CTA (DecodePipeline::kWarp): a ring deep enough for a whole item of kWarpItemTokens,
+// so that its K/V are all in flight at once (16 KiB at head_dim 128, 18 KiB of stages: 12 CTAs per
+// SM), and every barrier of the item, the ⊕ epilogue's included, holds only this one warp.
+constexpr int kWarpThreads = 32;
+constexpr int kWarpItemTokens = 32;
 constexpr int kVec = 8;     // dtype elements per 16-byte load
 constexpr int kUnroll = 2;  // tokens per row group per step
 // Steps of K/V in shared memory (STAGES − 1 in flight): deep for long items; shallow where every
@@ -321,8 +326,18 @@ void LaunchNarrow(const DecodeAttentionParams& params, cudaStream_t stream) {
   LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
 }
 
+// The one-warp CTA (kWarp; GQA 1 and 2, head_dim ≤ 128): stages for kWarpItemTokens in flight.
+template <typename T, int HEAD_DIM, int GQA>
+void LaunchWarp(const DecodeAttentionParams& params, cudaStream_t stream) {
+  constexpr int stages = kWarpItemTokens / DecodeStepTokens<HEAD_DIM, kWarpThreads>() + 1;
+  LaunchDecodeStages<T, HEAD_DIM, GQA, stages, kWarpThreads>(params, stream);
+}
+
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
+  if constexpr ((GQA == 1 || GQA == 2) && HEAD_DIM <= 128) {
+    if (params.pipeline == DecodePipeline::kWarp) return LaunchWarp<T, HEAD_DIM, GQA>(params, stream);
+  }
   if constexpr (GQA == 2) {
     if (params.pipeline == DecodePipeline::kNarrow || (HEAD_DIM <= 128 && NarrowMayRun(params)))
       return LaunchNarrow<T, HEAD_DIM, GQA>(params, stream);

@@ -40,8 +40,12 @@ enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
 // rounds; decode_attention.cuh, kNarrowThreads), and at GQA 2; elsewhere it means kByItemLength,
 // which also takes it at GQA 1 where items of at most 64 tokens are more than one wave of the
 // CTAs the length rule would run, and at GQA 2 for items of at most 64 tokens (head_dim ≤ 128
-// for both but GQA 1's shallow case).
-enum class DecodePipeline { kByItemLength, kDeep, kShallow, kNarrow };
+// for both but GQA 1's shallow case). kWarp: the CUDA-core kernel at GQA 1 and 2, head_dim ≤ 128, as
+// a CTA of one warp whose ring holds a whole item of up to kWarpItemTokens (32) tokens, so that an
+// item's K/V all arrive in one round and each item's chain and ⊕ epilogue stall only its own warp
+// (decode_attention.cuh, kWarpThreads); elsewhere it means kByItemLength. Forced only (a candidate
+// measured against the narrow CTA, bench/RESULTS.md, session 69).
+enum class DecodePipeline { kByItemLength, kDeep, kShallow, kNarrow, kWarp };
 
 // Warps per CTA of the tensor-core kernel (1, 2, 4 or 8; 0 = the launcher's choice; 8 for one
 // CTA per SM, DecodeAttentionParams::max_sms). Each warp streams

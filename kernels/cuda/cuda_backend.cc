@@ -110,6 +110,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_pipeline_ = static_cast<DecodePipeline>(EnvChoice(
       "PREFIXD_DECODE_PIPELINE",
       {kPipelineNames[0], kPipelineNames[1], kPipelineNames[2], kPipelineNames[3], kPipelineNames[4]}, 0));
+  decode_warp_rounds_ = 1 << EnvChoice("PREFIXD_DECODE_WARP_ROUNDS", {"1", "2", "4"}, 0);
+  decode_warp_min_items_ = int(EnvInteger("PREFIXD_DECODE_WARP_MIN_ITEMS", 0, kMaxEnvItems, decode_warp_min_items_));
   decode_pdl_ = EnvFlag("PREFIXD_DECODE_PDL", decode_pdl_);
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
   merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);
@@ -194,6 +196,9 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_mma_warps_ != 0) d << " [decode warps forced: " << decode_mma_warps_ << "]";
   if (decode_pipeline_ != DecodePipeline::kByItemLength)
     d << " [decode pipeline forced: " << kPipelineNames[int(decode_pipeline_)] << "]";
+  if (decode_pipeline_ == DecodePipeline::kWarp) d << " [warp CTA rounds: " << decode_warp_rounds_ << "]";
+  if (decode_warp_min_items_ != kDefaultWarpMinItems)
+    d << " [warp CTA rule: " << (decode_warp_min_items_ > 0 ? "from " + std::to_string(decode_warp_min_items_) + " items" : "off") << "]";
   if (!decode_pdl_) d << " [decode PDL off]";
   if (!merge_pdl_) d << " [merge PDL off]";
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
@@ -814,6 +819,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.prefetch_prefix_states = decode_prefetch_;
     p.prefetch_next_wave = decode_next_wave_;
     p.pipeline = decode_pipeline_;
+    p.warp_rounds = decode_warp_rounds_;
+    p.warp_min_items = decode_warp_min_items_;
     const int num_early = plan_.num_early_decode_items;
     if (num_early > 0) {
       // Early decode (early_decode.h): the early items (the upload's last) first, as the prefix

@@ -339,6 +339,10 @@ class CudaBackend final : public Backend {
   DecodeKernel decode_kernel_ = DecodeKernel::kAuto;
   int decode_mma_warps_ = 0;   // PREFIXD_DECODE_WARPS (0: by the item count, RunCascadeParts)
   DecodePipeline decode_pipeline_ = DecodePipeline::kByItemLength;  // PREFIXD_DECODE_PIPELINE
+  int decode_warp_rounds_ = 1;                                       // PREFIXD_DECODE_WARP_ROUNDS (kWarp)
+  // The length rule's one-warp CTA from this many items (DecodeAttentionParams::warp_min_items).
+  static constexpr int kDefaultWarpMinItems = 8192;
+  int decode_warp_min_items_ = kDefaultWarpMinItems;                 // PREFIXD_DECODE_WARP_MIN_ITEMS
   bool decode_pdl_ = true;     // PREFIXD_DECODE_PDL
   bool merge_pdl_ = true;      // PREFIXD_MERGE_PDL
   int merge_rows_per_warp_ = 0;  // PREFIXD_MERGE_ROWS_PER_WARP (0: auto)

@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "prefixd/common/cuda_check.h"
+#include "prefixd/common/error.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/decode_attention_epilogue.cuh"
 
@@ -38,9 +39,11 @@ constexpr int kThreads = 128;
 // GQA 1) at the same registers per thread and half the shared memory per CTA: twice the items'
 // dependent starts in flight per SM, each item's K/V in two rounds instead of one.
 constexpr int kNarrowThreads = 64;
-// The one-warp CTA (DecodePipeline::kWarp): a ring deep enough for a whole item of kWarpItemTokens,
-// so that its K/V are all in flight at once (16 KiB at head_dim 128, 18 KiB of stages: 12 CTAs per
-// SM), and every barrier of the item, the ⊕ epilogue's included, holds only this one warp.
+// The one-warp CTA (DecodePipeline::kWarp): every barrier of an item, the ⊕ epilogue's included,
+// holds only this one warp. Its ring takes an item of kWarpItemTokens in
+// DecodeAttentionParams::warp_rounds rounds: 1 (all its K/V in flight at once; 18 KiB of stages at
+// head_dim 128, 12 CTAs per SM), 2 (10 KiB, 20 per SM) or 4 (6 KiB, 32 per SM: the most an SM
+// holds), i.e. fewer items' chains per SM with more of each in flight, or more chains.
 constexpr int kWarpThreads = 32;
 constexpr int kWarpItemTokens = 32;
 constexpr int kVec = 8;     // dtype elements per 16-byte load
@@ -65,8 +68,15 @@ constexpr int DecodeSmemBytes() {
 // CTAs per SM the registers are bounded for. The shallow pipeline (24 KiB of stages at head_dim
 // 128) fits 8 at GQA 1 (60-64 registers, no spill), the narrow CTA 16 with the same 64 registers
 // per thread (12 KiB each); the deep one 6 at GQA ≤ 2, fewer for larger groups' per-head registers.
-template <int GQA, int STAGES, int THREADS = kThreads>
+// The one-warp CTA (kWarpThreads): as many as its shared memory lets an SM hold (the SM's 228 KiB,
+// 1 KiB reserved per CTA), at most the 32 CTAs an SM takes; at GQA 2 at most 24, so that its 80
+// registers per thread (as the narrow CTA's there) fit.
+template <int GQA, int STAGES, int THREADS = kThreads, int HEAD_DIM = 128>
 constexpr int DecodeMinCtasPerSm() {
+  if (THREADS == kWarpThreads) {
+    constexpr int by_smem = 228 * 1024 / (DecodeSmemBytes<HEAD_DIM, GQA, STAGES, THREADS>() + 1024);
+    return std::min(by_smem, GQA == 1 ? 32 : 24);
+  }
   if (STAGES < kStages && GQA == 1) return 8 * kThreads / THREADS;
   if (THREADS < kThreads) return 12;  // the narrow CTA at GQA 2: 80 registers (as the deep CTA's)
   return GQA <= 2 ? 6 : GQA == 4 ? 4 : 2;
@@ -132,7 +142,7 @@ __device__ __forceinline__ int64_t TokenOffset(const DecodeAttentionParams& p, i
 }
 
 template <typename T, int HEAD_DIM, int GQA, int STAGES, int THREADS>
-__global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREADS>())
+__global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREADS, HEAD_DIM>())
     DecodeAttentionKernel(const __grid_constant__ DecodeAttentionParams p) {
   constexpr int TPR = HEAD_DIM / kVec;
   constexpr int GROUPS = THREADS / TPR;
@@ -326,17 +336,43 @@ void LaunchNarrow(const DecodeAttentionParams& params, cudaStream_t stream) {
   LaunchDecodeStages<T, HEAD_DIM, GQA, kShallowStages, kNarrowThreads>(params, stream);
 }
 
-// The one-warp CTA (kWarp; GQA 1 and 2, head_dim ≤ 128): stages for kWarpItemTokens in flight.
+// The one-warp CTA (kWarp; GQA 1 and 2, head_dim ≤ 128): stages for an item of kWarpItemTokens in
+// `ROUNDS` rounds of copies.
+template <int HEAD_DIM, int ROUNDS>
+constexpr int WarpStages() { return kWarpItemTokens / (ROUNDS * DecodeStepTokens<HEAD_DIM, kWarpThreads>()) + 1; }
+
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchWarp(const DecodeAttentionParams& params, cudaStream_t stream) {
-  constexpr int stages = kWarpItemTokens / DecodeStepTokens<HEAD_DIM, kWarpThreads>() + 1;
-  LaunchDecodeStages<T, HEAD_DIM, GQA, stages, kWarpThreads>(params, stream);
+  switch (params.warp_rounds) {
+    case 1: return LaunchDecodeStages<T, HEAD_DIM, GQA, WarpStages<HEAD_DIM, 1>(), kWarpThreads>(params, stream);
+    case 2: return LaunchDecodeStages<T, HEAD_DIM, GQA, WarpStages<HEAD_DIM, 2>(), kWarpThreads>(params, stream);
+    case 4: return LaunchDecodeStages<T, HEAD_DIM, GQA, WarpStages<HEAD_DIM, 4>(), kWarpThreads>(params, stream);
+  }
+  PREFIXD_THROW(ErrorKind::kInvalidArgument, "decode: warp_rounds must be 1, 2 or 4, got " << params.warp_rounds);
+}
+
+// Whether the length rule takes the one-warp CTA (DecodeAttentionParams::warp_min_items), measured on
+// an H200 (bench/RESULTS.md, session 69) against the narrow CTA it replaces, 4 rounds (32 CTAs
+// per SM against 16): ≥ 8192 items of ≤ 32 tokens at GQA 1 −0.1 to −10.7 µs per step (64/64 B384
+// S8 109.2 → 98.6; head_dim 64 32/32 B256 S16 −6.8), at 2048 items +3.4 to −1.7, in one wave
+// up to +1.0. Not beside an early decode (its looping grid is sized by the CTA it was planned for).
+inline bool WarpRuleRuns(const DecodeAttentionParams& p) {
+  return p.pipeline == DecodePipeline::kByItemLength && p.warp_min_items > 0 && p.num_items >= p.warp_min_items &&
+         p.max_sms == 0 && p.early_sms == 0 && !p.early_chain && p.max_item_tokens > 0 &&
+         p.max_item_tokens <= kWarpItemTokens;
 }
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
   if constexpr ((GQA == 1 || GQA == 2) && HEAD_DIM <= 128) {
     if (params.pipeline == DecodePipeline::kWarp) return LaunchWarp<T, HEAD_DIM, GQA>(params, stream);
+  }
+  if constexpr (GQA == 1 && HEAD_DIM <= 128) {
+    if (WarpRuleRuns(params)) {
+      DecodeAttentionParams four_rounds = params;
+      four_rounds.warp_rounds = 4;
+      return LaunchWarp<T, HEAD_DIM, GQA>(four_rounds, stream);
+    }
   }
   if constexpr (GQA == 2) {
     if (params.pipeline == DecodePipeline::kNarrow || (HEAD_DIM <= 128 && NarrowMayRun(params)))

@@ -41,10 +41,10 @@ enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
 // which also takes it at GQA 1 where items of at most 64 tokens are more than one wave of the
 // CTAs the length rule would run, and at GQA 2 for items of at most 64 tokens (head_dim ≤ 128
 // for both but GQA 1's shallow case). kWarp: the CUDA-core kernel at GQA 1 and 2, head_dim ≤ 128, as
-// a CTA of one warp whose ring holds a whole item of up to kWarpItemTokens (32) tokens, so that an
-// item's K/V all arrive in one round and each item's chain and ⊕ epilogue stall only its own warp
-// (decode_attention.cuh, kWarpThreads); elsewhere it means kByItemLength. Forced only (a candidate
-// measured against the narrow CTA, bench/RESULTS.md, session 69).
+// a CTA of one warp, so that each item's chain and ⊕ epilogue stall only its own warp, its ring
+// taking a 32-token item in DecodeAttentionParams::warp_rounds rounds (decode_attention.cuh,
+// kWarpThreads); elsewhere it means kByItemLength. The length rule takes it (4 rounds) at GQA 1
+// for large batches of short items (DecodeAttentionParams::warp_min_items).
 enum class DecodePipeline { kByItemLength, kDeep, kShallow, kNarrow, kWarp };
 
 // Warps per CTA of the tensor-core kernel (1, 2, 4 or 8; 0 = the launcher's choice; 8 for one
@@ -145,6 +145,13 @@ struct DecodeAttentionParams {
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;
   DecodePipeline pipeline = DecodePipeline::kByItemLength;
+  // kWarp: the rounds in which the one-warp CTA's ring takes an item of 32 tokens (1, 2 or 4;
+  // decode_attention.cuh, kWarpThreads).
+  int warp_rounds = 1;
+  // The length rule (kByItemLength) takes the one-warp CTA in 4 rounds at GQA 1, head_dim ≤ 128,
+  // for items of at most 32 tokens, one CTA per item, from this many items on (0: never): where
+  // the 32 CTAs an SM holds beat the narrow CTA's 16 (bench/RESULTS.md, session 69).
+  int warp_min_items = 0;
   // Set by DecodeAttention (callers leave them): g = num_qo_heads / num_kv_heads, and the CTAs per
   // item that serve it (DecodeSlicingFor(g, ...).slices, the grid's y extent; each takes at most
   // its rows of the group's heads).

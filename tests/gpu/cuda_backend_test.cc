@@ -1222,6 +1222,56 @@ INSTANTIATE_TEST_SUITE_P(
       return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
     });
 
+// The one-warp CTA's ring depths (PREFIXD_DECODE_WARP_ROUNDS: an item of 32 tokens in 1, 2 or 4
+// rounds of copies, i.e. 9 / 5 / 3 stages at head_dim 128 and 5 / 3 / 2 at 64) on GQA 1 and 2,
+// items of one token to several rounds and a page size that is not a multiple of 16: all match the
+// oracle; an unknown depth is refused when the backend is made.
+TEST(DecodeWarpRounds, EachDepthMatchesFloat64Oracle) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  const CascadeCase cases[] = {
+      {"h8kv8_fp16_d128_p16", kF16, 8, 8, 128, 16, {{70, {32, 1, 31, 33, 16}}, {0, {300, 17}}}, true},
+      {"h16kv8_bf16_d64_p16", kBF16, 16, 8, 64, 16, {{40, {64, 3, 65}}, {0, {32, 129}}}},
+      {"h4kv4_bf16_d128_p5", kBF16, 4, 4, 128, 5, {{11, {7, 8, 9, 31, 70}}}},
+  };
+  for (const char* rounds : {"1", "2", "4"}) {
+    std::unique_ptr<Backend> backend =
+        MakeCudaBackendWithEnv({{"PREFIXD_DECODE_PIPELINE", "warp"}, {"PREFIXD_DECODE_WARP_ROUNDS", rounds}});
+    EXPECT_NE(backend->Describe().find(std::string("[warp CTA rounds: ") + rounds + "]"), std::string::npos)
+        << backend->Describe();
+    for (const CascadeCase& c : cases) ExpectCaseMatchesOracle(*backend, c, c.name + "_warp_rounds_" + rounds, rng);
+  }
+  EXPECT_THROW(MakeCudaBackendWithEnv({{"PREFIXD_DECODE_WARP_ROUNDS", "3"}}), Error);
+}
+
+// The length rule's one-warp CTA (PREFIXD_DECODE_WARP_MIN_ITEMS; by default from 8192 items): taken
+// from the first item, and off, on GQA-1 batches whose items all fit it (≤ 32 tokens) and on ones
+// that do not, and by default on a batch past the threshold (256 requests × 32 KV heads of ≤ 32
+// suffix tokens): all match the oracle.
+TEST(DecodeWarpRule, MatchesFloat64OracleOnAndOff) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  const CascadeCase cases[] = {
+      {"h8kv8_fp16_d128_p16_short", kF16, 8, 8, 128, 16, {{70, {32, 1, 31, 17, 16}}, {0, {3, 32}}}, true},
+      {"h8kv8_bf16_d64_p5_short", kBF16, 8, 8, 64, 5, {{40, {9, 3, 32}}, {0, {32, 29}}}},
+      {"h4kv4_fp16_d128_p16_long", kF16, 4, 4, 128, 16, {{11, {7, 33, 70}}}},
+  };
+  for (const char* min_items : {"1", "0"}) {
+    std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_WARP_MIN_ITEMS", min_items}});
+    const std::string describe = backend->Describe();
+    EXPECT_NE(describe.find(min_items[0] == '0' ? "[warp CTA rule: off]" : "[warp CTA rule: from 1 items]"),
+              std::string::npos)
+        << describe;
+    for (const CascadeCase& c : cases) ExpectCaseMatchesOracle(*backend, c, c.name + "_warp_rule_" + min_items, rng);
+  }
+  std::vector<int> suffixes(256);
+  for (int& s : suffixes) s = 1 + int(rng() % 32);
+  const CascadeCase past_threshold{"h32kv32_fp16_d128_p16_b256", kF16, 32, 32, 128, 16, {{300, suffixes}}};
+  std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({});
+  EXPECT_EQ(backend->Describe().find("warp CTA rule"), std::string::npos) << backend->Describe();
+  ExpectCaseMatchesOracle(*backend, past_threshold, past_threshold.name, rng);
+}
+
 // A decode of several waves (more items than resident CTAs: 82 requests × 16 or 32 KV heads),
 // where each CTA prefetches the start of the item one wave later (PREFIXD_DECODE_NEXT_WAVE, on by
 // default): on and off, on the CUDA-core (GQA 1) and the tensor-core (GQA 4) kernel, with suffixes

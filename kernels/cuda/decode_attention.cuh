@@ -353,9 +353,10 @@ void LaunchWarp(const DecodeAttentionParams& params, cudaStream_t stream) {
 
 // Whether the length rule takes the one-warp CTA (DecodeAttentionParams::warp_min_items), measured on
 // an H200 (bench/RESULTS.md, session 69) against the narrow CTA it replaces, 4 rounds (32 CTAs
-// per SM against 16): ≥ 8192 items of ≤ 32 tokens at GQA 1 −0.1 to −10.7 µs per step (64/64 B384
-// S8 109.2 → 98.6; head_dim 64 32/32 B256 S16 −6.8), at 2048 items +3.4 to −1.7, in one wave
-// up to +1.0. Not beside an early decode (its looping grid is sized by the CTA it was planned for).
+// per SM against 16), at ≥ 8192 items of ≤ 32 tokens at GQA 1: −4.9 to −21.8 µs per step where an
+// item is one 8-token step (64/64 B512 S8 142.8 → 121.0), −2.8 to −14.3 at head_dim 64, even at
+// 32 tokens (−3.0 to +1.0); at 2048 items +3.4 to −1.7, in one wave up to +1.0. Not for looping
+// grids (an early decode's, max_sms): not measured there.
 inline bool WarpRuleRuns(const DecodeAttentionParams& p) {
   return p.pipeline == DecodePipeline::kByItemLength && p.warp_min_items > 0 && p.num_items >= p.warp_min_items &&
          p.max_sms == 0 && p.early_sms == 0 && !p.early_chain && p.max_item_tokens > 0 &&

@@ -1184,12 +1184,11 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The decode kernels' pipelines (PREFIXD_DECODE_PIPELINE: the two depths, and the narrow 64-thread
 // CTA and the one-warp CTA of the CUDA-core kernel at GQA 1 and 2, the rule elsewhere): the rule,
-// and each forced, on
-// items short and long (one token to several steps, a page size that is not a multiple of 16), on
-// the CUDA-core kernel (GQA 1 and 2; "shallow" runs deep at GQA 2) and the 2-warp tensor-core
-// kernel (GQA 4, 8, and GQA 4 at head_dim 256, forced there since its items of ≤ 32 tokens would
-// otherwise take CUDA cores; warps forced, since a small batch would otherwise get 4 warps): all
-// match the oracle, so the rules may pick any.
+// and each forced, on items short and long (one token to several steps, a page size that is not a
+// multiple of 16), on the CUDA-core kernel (GQA 1 and 2; "shallow" runs deep at GQA 2) and the
+// 2-warp tensor-core kernel (GQA 4, 8, and GQA 4 at head_dim 256, forced there since its items of
+// ≤ 32 tokens would otherwise take CUDA cores; warps forced, since a small batch would otherwise get
+// 4 warps): all match the oracle, so the rules may pick any.
 class DecodePipelineTest : public ::testing::TestWithParam<std::tuple<CascadeCase, const char*>> {};
 
 TEST_P(DecodePipelineTest, MatchesFloat64Oracle) {
@@ -1267,6 +1266,13 @@ TEST(DecodeWarpRule, MatchesFloat64OracleOnAndOff) {
   std::vector<int> suffixes(256);
   for (int& s : suffixes) s = 1 + int(rng() % 32);
   const CascadeCase past_threshold{"h32kv32_fp16_d128_p16_b256", kF16, 32, 32, 128, 16, {{300, suffixes}}};
+  {  // its plan has the rule's 8192 items (one per request and KV head), all of ≤ 32 tokens
+    const KvPoolShape shape{1, PagesNeeded(past_threshold.groups, 16) + 3, 16, 32, 128, kF16};
+    kernels::PageAllocator alloc(shape.num_pages);
+    const CascadePlan plan =
+        kernels::PlanCascade(BuildBatch(past_threshold.groups, 32, 16, alloc, rng), shape, OptionsFor(past_threshold.split));
+    ASSERT_GE(plan.decode_items.size(), 8192u);
+  }
   std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({});
   EXPECT_EQ(backend->Describe().find("warp CTA rule"), std::string::npos) << backend->Describe();
   ExpectCaseMatchesOracle(*backend, past_threshold, past_threshold.name, rng);

@@ -110,7 +110,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_pipeline_ = static_cast<DecodePipeline>(EnvChoice(
       "PREFIXD_DECODE_PIPELINE",
       {kPipelineNames[0], kPipelineNames[1], kPipelineNames[2], kPipelineNames[3], kPipelineNames[4]}, 0));
-  decode_warp_rounds_ = 1 << EnvChoice("PREFIXD_DECODE_WARP_ROUNDS", {"1", "2", "4"}, 0);
+  const int warp_rounds_log2 = EnvChoice("PREFIXD_DECODE_WARP_ROUNDS", {"1", "2", "4"}, -1);
+  if (warp_rounds_log2 >= 0) decode_warp_rounds_ = 1 << warp_rounds_log2;
   decode_warp_min_items_ = int(EnvInteger("PREFIXD_DECODE_WARP_MIN_ITEMS", 0, kMaxEnvItems, decode_warp_min_items_));
   decode_pdl_ = EnvFlag("PREFIXD_DECODE_PDL", decode_pdl_);
   merge_pdl_ = EnvFlag("PREFIXD_MERGE_PDL", merge_pdl_);
@@ -149,6 +150,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   // The warps that will run, so that the planner's model counts the same rounds as the launcher.
   decode_tma_warps_ = TmaDecodeWarps(decode_tma_swap_ab_, decode_mma_warps_,
                                      EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8);
+  decode_tma_items_per_cta_ =
+      int(EnvInteger("PREFIXD_DECODE_TMA_ITEMS_PER_CTA", 0, 12, decode_tma_items_per_cta_));
   // PREFIXD_CONCURRENT_DECODE_TMA=force: with a forced k (PREFIXD_CONCURRENT_DECODE_SMS=k), every
   // plan's decode as the persistent TMA decode too (where the launch can take it), so that any k
   // can be timed with it (the planner's own candidates for it start at 20 of 132 SMs).
@@ -218,6 +221,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_tma_diag_ != 0) d << " [decode TMA diagnostics " << decode_tma_diag_ << ": WRONG results]";
   if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
   if (decode_tma_warps_ != 12) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
+  if (decode_tma_items_per_cta_ != 0) d << " [decode TMA: " << decode_tma_items_per_cta_ << " items per CTA]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
@@ -798,6 +802,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.tma_diag = decode_tma_diag_;
     p.tma_swap_ab = decode_tma_swap_ab_;
     p.tma_warps = decode_tma_warps_;
+    p.tma_items_per_cta = decode_tma_items_per_cta_;
     // A cascade's decode after its prefix grid (also when timed alone), where SequentialTmaDecodeWarps
     // says the persistent TMA decode on every SM pays; not with other launch settings asked for.
     const int sequential_tma_warps =

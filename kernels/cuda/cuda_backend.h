@@ -339,7 +339,7 @@ class CudaBackend final : public Backend {
   DecodeKernel decode_kernel_ = DecodeKernel::kAuto;
   int decode_mma_warps_ = 0;   // PREFIXD_DECODE_WARPS (0: by the item count, RunCascadeParts)
   DecodePipeline decode_pipeline_ = DecodePipeline::kByItemLength;  // PREFIXD_DECODE_PIPELINE
-  int decode_warp_rounds_ = 1;                                       // PREFIXD_DECODE_WARP_ROUNDS (kWarp)
+  int decode_warp_rounds_ = kWarpRuleRounds;                         // PREFIXD_DECODE_WARP_ROUNDS (kWarp)
   // The length rule's one-warp CTA from this many items (DecodeAttentionParams::warp_min_items).
   static constexpr int kDefaultWarpMinItems = 8192;
   int decode_warp_min_items_ = kDefaultWarpMinItems;                 // PREFIXD_DECODE_WARP_MIN_ITEMS
@@ -362,6 +362,7 @@ class CudaBackend final : public Backend {
   int decode_tma_diag_ = 0;          // PREFIXD_DECODE_TMA_DIAG
   bool decode_tma_swap_ab_ = true;   // PREFIXD_DECODE_TMA_SWAP_AB
   int decode_tma_warps_ = 12;        // PREFIXD_DECODE_TMA_WARPS, as TmaDecodeWarps runs them
+  int decode_tma_items_per_cta_ = 0;  // PREFIXD_DECODE_TMA_ITEMS_PER_CTA (0: one per warp)
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
   static constexpr int64_t kDefaultDecodeWarmupBytes = int64_t(4) << 20;
   int64_t decode_warmup_bytes_ = kDefaultDecodeWarmupBytes;  // PREFIXD_DECODE_WARMUP_MIB

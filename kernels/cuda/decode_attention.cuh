@@ -342,13 +342,13 @@ template <int HEAD_DIM, int ROUNDS>
 constexpr int WarpStages() { return kWarpItemTokens / (ROUNDS * DecodeStepTokens<HEAD_DIM, kWarpThreads>()) + 1; }
 
 template <typename T, int HEAD_DIM, int GQA>
-void LaunchWarp(const DecodeAttentionParams& params, cudaStream_t stream) {
-  switch (params.warp_rounds) {
+void LaunchWarp(const DecodeAttentionParams& params, int rounds, cudaStream_t stream) {
+  switch (rounds) {
     case 1: return LaunchDecodeStages<T, HEAD_DIM, GQA, WarpStages<HEAD_DIM, 1>(), kWarpThreads>(params, stream);
     case 2: return LaunchDecodeStages<T, HEAD_DIM, GQA, WarpStages<HEAD_DIM, 2>(), kWarpThreads>(params, stream);
     case 4: return LaunchDecodeStages<T, HEAD_DIM, GQA, WarpStages<HEAD_DIM, 4>(), kWarpThreads>(params, stream);
   }
-  PREFIXD_THROW(ErrorKind::kInvalidArgument, "decode: warp_rounds must be 1, 2 or 4, got " << params.warp_rounds);
+  PREFIXD_THROW(ErrorKind::kInvalidArgument, "decode: warp_rounds must be 1, 2 or 4, got " << rounds);
 }
 
 // Whether the length rule takes the one-warp CTA (DecodeAttentionParams::warp_min_items), measured on
@@ -366,14 +366,10 @@ inline bool WarpRuleRuns(const DecodeAttentionParams& p) {
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
   if constexpr ((GQA == 1 || GQA == 2) && HEAD_DIM <= 128) {
-    if (params.pipeline == DecodePipeline::kWarp) return LaunchWarp<T, HEAD_DIM, GQA>(params, stream);
+    if (params.pipeline == DecodePipeline::kWarp) return LaunchWarp<T, HEAD_DIM, GQA>(params, params.warp_rounds, stream);
   }
   if constexpr (GQA == 1 && HEAD_DIM <= 128) {
-    if (WarpRuleRuns(params)) {
-      DecodeAttentionParams four_rounds = params;
-      four_rounds.warp_rounds = 4;
-      return LaunchWarp<T, HEAD_DIM, GQA>(four_rounds, stream);
-    }
+    if (WarpRuleRuns(params)) return LaunchWarp<T, HEAD_DIM, GQA>(params, kWarpRuleRounds, stream);
   }
   if constexpr (GQA == 2) {
     if (params.pipeline == DecodePipeline::kNarrow || (HEAD_DIM <= 128 && NarrowMayRun(params)))

@@ -47,6 +47,10 @@ enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
 // for large batches of short items (DecodeAttentionParams::warp_min_items).
 enum class DecodePipeline { kByItemLength, kDeep, kShallow, kNarrow, kWarp };
 
+// The one-warp CTA's ring depth that the length rule takes, and kWarp's default: 4 rounds per
+// 32-token item, 32 CTAs per SM (1 and 2 rounds measured slower: bench/RESULTS.md, session 69).
+inline constexpr int kWarpRuleRounds = 4;
+
 // Warps per CTA of the tensor-core kernel (1, 2, 4 or 8; 0 = the launcher's choice; 8 for one
 // CTA per SM, DecodeAttentionParams::max_sms). Each warp streams
 // its own 16-token tiles through 3 stages of shared memory (8 KiB per stage at head_dim 128), so
@@ -141,13 +145,17 @@ struct DecodeAttentionParams {
   // ... and its warps per CTA as asked: 12 (2 ring stages each at head_dim 128, 168 registers)
   // or 8 (3 stages); TmaDecodeWarps (below) says which run.
   int tma_warps = 12;
+  // ... and its CTA count: 0, as many as give each warp one item (a CTA's WARPS items); n > 0, as
+  // many as give each CTA n (≤ WARPS) items, so that fewer, longer items spread over more SMs
+  // (both at most max_sms; one SM's streaming rate bounds what its CTA's warps move).
+  int tma_items_per_cta = 0;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;
   DecodePipeline pipeline = DecodePipeline::kByItemLength;
   // kWarp: the rounds in which the one-warp CTA's ring takes an item of 32 tokens (1, 2 or 4;
-  // decode_attention.cuh, kWarpThreads).
-  int warp_rounds = 1;
+  // decode_attention.cuh, kWarpThreads); by default the length rule's depth.
+  int warp_rounds = kWarpRuleRounds;
   // The length rule (kByItemLength) takes the one-warp CTA in 4 rounds at GQA 1, head_dim ≤ 128,
   // for items of at most 32 tokens, one CTA per item, from this many items on (0: never): where
   // the 32 CTAs an SM holds beat the narrow CTA's 16 (bench/RESULTS.md, session 69).

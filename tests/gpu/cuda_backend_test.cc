@@ -417,15 +417,19 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentCascadeTest, ::testing::ValuesIn(
 // the finest split (merged requests beside the early ones), against the float64 oracle and the CPU
 // backend; the step must have run early items wherever the plan has finishing ones, as the
 // persistent TMA decode wherever that kernel is built for the shape (PREFIXD_EARLY_DECODE_TMA, on
-// by default; also with it off). Then the decode part alone after the prefix part (the early grid
-// launched normally) and a CUDA-graph replay of the whole step.
+// by default; also with it off, and with its items spread one per CTA, PREFIXD_DECODE_TMA_ITEMS_PER_CTA).
+// Then the decode part alone after the prefix part (the early grid launched normally) and a
+// CUDA-graph replay of the whole step.
 TEST(CudaEarlyDecode, MatchesFloat64OracleAndCpuBackend) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
-  for (const auto& [percent, tma] : {std::pair{"30", "1"}, std::pair{"100", "1"}, std::pair{"30", "0"}}) {
-    SCOPED_TRACE(std::string("PREFIXD_EARLY_DECODE_PERCENT=") + percent + " PREFIXD_EARLY_DECODE_TMA=" + tma);
-    std::unique_ptr<Backend> backend =
-        MakeCudaBackendWithEnv({{"PREFIXD_EARLY_DECODE_PERCENT", percent}, {"PREFIXD_EARLY_DECODE_TMA", tma}});
+  for (const auto& [percent, tma, per_cta] : {std::tuple{"30", "1", "0"}, std::tuple{"100", "1", "0"},
+                                              std::tuple{"30", "0", "0"}, std::tuple{"100", "1", "1"}}) {
+    SCOPED_TRACE(std::string("PREFIXD_EARLY_DECODE_PERCENT=") + percent + " PREFIXD_EARLY_DECODE_TMA=" + tma +
+                 " PREFIXD_DECODE_TMA_ITEMS_PER_CTA=" + per_cta);
+    std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_EARLY_DECODE_PERCENT", percent},
+                                                               {"PREFIXD_EARLY_DECODE_TMA", tma},
+                                                               {"PREFIXD_DECODE_TMA_ITEMS_PER_CTA", per_cta}});
     auto& device = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
     for (const CascadeCase& c : CascadeCases()) {
       SCOPED_TRACE(c.name);
@@ -773,8 +777,9 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
 
 // The sequential step's decode as the persistent TMA decode on every SM where SequentialTmaDecodeWarps
 // (decode_kernel_choice.h) takes it (GQA 1, head_dim 128, items of 128-512 tokens, at most one per
-// warp), with 12 and with 8 warps, against the float64 oracle, the step and its parts alone; the
-// backend counts those launches, none with PREFIXD_SEQUENTIAL_TMA=0, nor at shapes the rule leaves.
+// warp), with 12 and with 8 warps, and with its items spread one per CTA
+// (PREFIXD_DECODE_TMA_ITEMS_PER_CTA=1), against the float64 oracle, the step and its parts alone;
+// the backend counts those launches, none with PREFIXD_SEQUENTIAL_TMA=0, nor at shapes the rule leaves.
 TEST(CudaCascade, SequentialTmaDecodeWhereTheRuleTakesIt) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
@@ -791,6 +796,8 @@ TEST(CudaCascade, SequentialTmaDecodeWhereTheRuleTakesIt) {
       {"no_seq_tma_fp16_h16kv4_d128", kF16, 16, 4, 128, 16, {{700, {200, 300}}}, true},
   };
   const std::unique_ptr<Backend> off = MakeCudaBackendWithEnv({{"PREFIXD_SEQUENTIAL_TMA", "0"}});
+  const std::unique_ptr<Backend> spread = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_TMA_ITEMS_PER_CTA", "1"}});
+  EXPECT_NE(spread->Describe().find("[decode TMA: 1 items per CTA]"), std::string::npos) << spread->Describe();
   int taken12 = 0, taken8 = 0;
   for (const CascadeCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -802,10 +809,10 @@ TEST(CudaCascade, SequentialTmaDecodeWhereTheRuleTakesIt) {
                                                         int(plan.decode_items.size()), max_tokens, sms);
     taken12 += warps == 12, taken8 += warps == 8;
     EXPECT_EQ(warps > 0, c.name.rfind("seq_tma", 0) == 0) << plan.decode_items.size() << " items of <= " << max_tokens;
-    for (Backend* backend : {&Device(), off.get()}) {
+    for (Backend* backend : {&Device(), spread.get(), off.get()}) {
       auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
-      const bool on = backend == &Device();
-      SCOPED_TRACE(on ? "default" : "PREFIXD_SEQUENTIAL_TMA=0");
+      const bool on = backend != off.get();
+      SCOPED_TRACE(backend->Describe());
       const int64_t before = cuda.sequential_tma_launches();
       const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
       ExpectMatchesOracle(got, want, c.dtype, c.name);
@@ -1221,25 +1228,34 @@ INSTANTIATE_TEST_SUITE_P(
       return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
     });
 
+// Every case (fresh random inputs) through one backend made with `env`, whose description must say
+// `described` (so that a setting the backend ignored fails the test rather than testing the default).
+void ExpectCasesMatchOracleWithEnv(const EnvSettings& env, const std::string& described,
+                                   const std::vector<CascadeCase>& cases, const std::string& name_suffix,
+                                   std::mt19937_64& rng) {
+  std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv(env);
+  EXPECT_NE(backend->Describe().find(described), std::string::npos) << backend->Describe();
+  for (const CascadeCase& c : cases) ExpectCaseMatchesOracle(*backend, c, c.name + name_suffix, rng);
+}
+
 // The one-warp CTA's ring depths (PREFIXD_DECODE_WARP_ROUNDS: an item of 32 tokens in 1, 2 or 4
 // rounds of copies, i.e. 9 / 5 / 3 stages at head_dim 128 and 5 / 3 / 2 at 64) on GQA 1 and 2,
 // items of one token to several rounds and a page size that is not a multiple of 16: all match the
-// oracle; an unknown depth is refused when the backend is made.
+// oracle; forced without a depth it takes the length rule's 4; an unknown depth is refused when the
+// backend is made.
 TEST(DecodeWarpRounds, EachDepthMatchesFloat64Oracle) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
-  const CascadeCase cases[] = {
+  const std::vector<CascadeCase> cases = {
       {"h8kv8_fp16_d128_p16", kF16, 8, 8, 128, 16, {{70, {32, 1, 31, 33, 16}}, {0, {300, 17}}}, true},
       {"h16kv8_bf16_d64_p16", kBF16, 16, 8, 64, 16, {{40, {64, 3, 65}}, {0, {32, 129}}}},
       {"h4kv4_bf16_d128_p5", kBF16, 4, 4, 128, 5, {{11, {7, 8, 9, 31, 70}}}},
   };
-  for (const char* rounds : {"1", "2", "4"}) {
-    std::unique_ptr<Backend> backend =
-        MakeCudaBackendWithEnv({{"PREFIXD_DECODE_PIPELINE", "warp"}, {"PREFIXD_DECODE_WARP_ROUNDS", rounds}});
-    EXPECT_NE(backend->Describe().find(std::string("[warp CTA rounds: ") + rounds + "]"), std::string::npos)
-        << backend->Describe();
-    for (const CascadeCase& c : cases) ExpectCaseMatchesOracle(*backend, c, c.name + "_warp_rounds_" + rounds, rng);
-  }
+  for (const char* rounds : {"1", "2", "4"})
+    ExpectCasesMatchOracleWithEnv({{"PREFIXD_DECODE_PIPELINE", "warp"}, {"PREFIXD_DECODE_WARP_ROUNDS", rounds}},
+                                  std::string("[warp CTA rounds: ") + rounds + "]", cases, std::string("_warp_rounds_") + rounds, rng);
+  // Forced without a depth: the length rule's.
+  ExpectCasesMatchOracleWithEnv({{"PREFIXD_DECODE_PIPELINE", "warp"}}, "[warp CTA rounds: 4]", {cases[0]}, "_warp_default", rng);
   EXPECT_THROW(MakeCudaBackendWithEnv({{"PREFIXD_DECODE_WARP_ROUNDS", "3"}}), Error);
 }
 
@@ -1250,19 +1266,15 @@ TEST(DecodeWarpRounds, EachDepthMatchesFloat64Oracle) {
 TEST(DecodeWarpRule, MatchesFloat64OracleOnAndOff) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
-  const CascadeCase cases[] = {
+  const std::vector<CascadeCase> cases = {
       {"h8kv8_fp16_d128_p16_short", kF16, 8, 8, 128, 16, {{70, {32, 1, 31, 17, 16}}, {0, {3, 32}}}, true},
       {"h8kv8_bf16_d64_p5_short", kBF16, 8, 8, 64, 5, {{40, {9, 3, 32}}, {0, {32, 29}}}},
       {"h4kv4_fp16_d128_p16_long", kF16, 4, 4, 128, 16, {{11, {7, 33, 70}}}},
   };
-  for (const char* min_items : {"1", "0"}) {
-    std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_WARP_MIN_ITEMS", min_items}});
-    const std::string describe = backend->Describe();
-    EXPECT_NE(describe.find(min_items[0] == '0' ? "[warp CTA rule: off]" : "[warp CTA rule: from 1 items]"),
-              std::string::npos)
-        << describe;
-    for (const CascadeCase& c : cases) ExpectCaseMatchesOracle(*backend, c, c.name + "_warp_rule_" + min_items, rng);
-  }
+  for (const char* min_items : {"1", "0"})
+    ExpectCasesMatchOracleWithEnv({{"PREFIXD_DECODE_WARP_MIN_ITEMS", min_items}},
+                                  min_items[0] == '0' ? "[warp CTA rule: off]" : "[warp CTA rule: from 1 items]", cases,
+                                  std::string("_warp_rule_") + min_items, rng);
   std::vector<int> suffixes(256);
   for (int& s : suffixes) s = 1 + int(rng() % 32);
   const CascadeCase past_threshold{"h32kv32_fp16_d128_p16_b256", kF16, 32, 32, 128, 16, {{300, suffixes}}};

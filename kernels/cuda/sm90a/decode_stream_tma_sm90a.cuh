@@ -544,8 +544,10 @@ void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMa
   constexpr int smem = tma_decode::SmemBytes<HEAD_DIM, WARPS>();
   RaiseDynamicSmemLimitOnce<DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB>>(smem);  // once per device
   cudaLaunchConfig_t config{};
-  // Each warp takes whole items: as many CTAs as give every warp one (at most max_sms).
-  const int ctas = std::min(p.max_sms, (p.num_items + WARPS - 1) / WARPS);
+  // Each warp takes whole items, round-robin over the CTAs: as many CTAs as give every warp one, or
+  // each CTA tma_items_per_cta of them (at most max_sms).
+  const int per_cta = p.tma_items_per_cta > 0 ? std::min(p.tma_items_per_cta, WARPS) : WARPS;
+  const int ctas = std::min(p.max_sms, (p.num_items + per_cta - 1) / per_cta);
   config.gridDim = dim3(unsigned(std::max(ctas, 1)));
   config.blockDim = dim3(32 * WARPS);
   config.dynamicSmemBytes = smem;

@@ -14,6 +14,7 @@
 #include "prefixd/common/cuda_check.h"
 #include "prefixd/common/error.h"
 #include "bench/plain_read.cuh"
+#include "kernels/cuda/programmatic_launch.cuh"
 
 #define PREFIXD_CUBLAS_CHECK(call)                                                                   \
   do {                                                                                               \
@@ -244,17 +245,9 @@ void EnqueuePlainReadPdlPair(const void* a1, const void* b1, int64_t bytes1, con
   const pr::Spans first{u8(a1), bytes1, u8(b1), bytes1}, second{u8(a2), bytes2, u8(b2), bytes2};
   pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kPrimary><<<d.sms * 8, pr::kThreads, 0, s>>>(first, d.sink, xor_out);
   PREFIXD_CUDA_CHECK_LAUNCH();
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(d.sms * 8));
-  config.blockDim = dim3(pr::kThreads);
-  config.stream = s;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kDependent>,
-                                        second, d.sink, xor_out));
+  kernels::cuda::LaunchMaybeProgrammatic(pr::StreamReadKernel<pr::LoadForm::kNonCoherent, pr::PdlRole::kDependent>,
+                                         dim3(unsigned(d.sms * 8)), dim3(pr::kThreads), 0, s, true, second, d.sink,
+                                         xor_out);
 }
 
 int64_t CheckPlainReads(void* stream) {

@@ -543,21 +543,12 @@ void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMa
                                 cudaStream_t stream) {
   constexpr int smem = tma_decode::SmemBytes<HEAD_DIM, WARPS>();
   RaiseDynamicSmemLimitOnce<DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB>>(smem);  // once per device
-  cudaLaunchConfig_t config{};
   // Each warp takes whole items, round-robin over the CTAs: as many CTAs as give every warp one, or
   // each CTA tma_items_per_cta of them (at most max_sms).
   const int per_cta = p.tma_items_per_cta > 0 ? std::min(p.tma_items_per_cta, WARPS) : WARPS;
   const int ctas = std::min(p.max_sms, (p.num_items + per_cta - 1) / per_cta);
-  config.gridDim = dim3(unsigned(std::max(ctas, 1)));
-  config.blockDim = dim3(32 * WARPS);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = p.overlap_prefix ? 1 : 0;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  PREFIXD_CUDA_CHECK(cudaLaunchKernelEx(&config, DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB>, p, k_map, v_map));
+  LaunchMaybeProgrammatic(DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB>, dim3(unsigned(std::max(ctas, 1))),
+                          dim3(32 * WARPS), size_t(smem), stream, p.overlap_prefix, p, k_map, v_map);
 }
 
 template <typename T, int HEAD_DIM, int GQA>

@@ -13,7 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s71-run1
-F='*PrefixAttentionKernelTest*wgmma*:PrefixAttentionQueryMap.*:Shapes/CudaCascadeTest.*:*CudaGraph*:*CudaConcurrentCascade*:*CudaEarlyDecode*'
+F='*SequentialTmaDecode*:*PrefixAttentionKernelTest*wgmma*:PrefixAttentionQueryMap.*:Shapes/CudaCascadeTest.*:*CudaGraph*:*CudaConcurrentCascade*:*CudaEarlyDecode*'
 pids=()
 for i in 0 1 2 3 4 5 6 7; do
   GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 240 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$F" \

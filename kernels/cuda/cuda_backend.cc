@@ -221,7 +221,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_tma_diag_ != 0) d << " [decode TMA diagnostics " << decode_tma_diag_ << ": WRONG results]";
   if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
   if (decode_tma_warps_ != 12) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
-  if (decode_tma_items_per_cta_ != 0) d << " [decode TMA: " << decode_tma_items_per_cta_ << " items per CTA]";
+  if (decode_tma_items_per_cta_ != 0)
+    d << " [decode TMA: " << decode_tma_items_per_cta_ << (decode_tma_items_per_cta_ == 1 ? " item" : " items") << " per CTA]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";

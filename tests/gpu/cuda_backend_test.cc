@@ -797,7 +797,7 @@ TEST(CudaCascade, SequentialTmaDecodeWhereTheRuleTakesIt) {
   };
   const std::unique_ptr<Backend> off = MakeCudaBackendWithEnv({{"PREFIXD_SEQUENTIAL_TMA", "0"}});
   const std::unique_ptr<Backend> spread = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_TMA_ITEMS_PER_CTA", "1"}});
-  EXPECT_NE(spread->Describe().find("[decode TMA: 1 items per CTA]"), std::string::npos) << spread->Describe();
+  EXPECT_NE(spread->Describe().find("[decode TMA: 1 item per CTA]"), std::string::npos) << spread->Describe();
   int taken12 = 0, taken8 = 0;
   for (const CascadeCase& c : cases) {
     SCOPED_TRACE(c.name);

@@ -342,8 +342,6 @@ Result RunShape(const Shape& sh, const Options& opt, cudaStream_t stream, void* 
   p.items = static_cast<const PrefixWorkItem*>(items_d.ptr);
   p.num_items = res.items;
   p.groups = static_cast<const PrefixGroup*>(group_d.ptr);
-  p.host_items = items.data();  // each CTA's first copies in the launch, as the CUDA backend passes them
-  p.host_groups = &group;
   p.state_indptr = static_cast<const int32_t*>(indptr_d.ptr);
   p.partial_v = static_cast<float*>(out_v.ptr);
   p.partial_s = static_cast<float*>(out_s.ptr);

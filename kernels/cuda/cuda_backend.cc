@@ -694,9 +694,6 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     lists[k]->num_ctas = schedules[k].num_ctas();
   }
   plan_ = loaded;
-  // Host copies for the sm_90a prefix launch's first copies (PrefixAttentionParams::host_items).
-  host_prefix_items_.assign(plan.prefix_items.begin(), plan.prefix_items.end());
-  host_groups_.assign(plan.groups.begin(), plan.groups.end());
   plan_loaded_ = true;
 }
 
@@ -943,8 +940,6 @@ PrefixAttentionParams CudaBackend::PrefixItemsParams(const CascadeArgs& args) co
   p.items = plan_.prefix_items;
   p.num_items = plan_.num_prefix_items;
   p.groups = plan_.groups;
-  p.host_items = host_prefix_items_.data();
-  p.host_groups = host_groups_.data();
   p.num_requests = plan_.header.num_requests;  // q is the plan's [B][H_qo][D] (CascadeArgs::q)
   p.state_indptr = plan_.state_indptr;
   p.max_item_rows = plan_.max_prefix_item_rows;
@@ -1099,8 +1094,6 @@ void CudaBackend::RunPrefixAttention(const PrefixAttentionArgs& args) {
   p.items = reinterpret_cast<const PrefixWorkItem*>(d);
   p.num_items = int(num_items);
   p.groups = reinterpret_cast<const PrefixGroup*>(d + num_items * kPrefixItemInts);
-  p.host_items = items;  // the staged host copy, unchanged until this buffer's next upload
-  p.host_groups = group;
   p.state_indptr = d + num_items * kPrefixItemInts + kGroupInts;
   if (chunks == 1) {  // one state per row: the kernel writes the outputs directly
     p.partial_v = args.v_out;

@@ -382,9 +382,6 @@ class CudaBackend final : public Backend {
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   bool plan_loaded_ = false;
   LoadedPlan plan_;
-  // The loaded plan's prefix items and groups, as on the device (the prefix launch's first copies).
-  std::vector<PrefixWorkItem> host_prefix_items_;
-  std::vector<PrefixGroup> host_groups_;
   PrefixKernelSettings prefix_settings_;          // PREFIXD_PREFIX_KERNEL, PREFIXD_SM90A_* (read once)
   PlanOptions default_plan_options_;              // ReadPlanOptions(), at construction
   bool fused_ = false;                            // PREFIXD_FUSED

@@ -62,10 +62,6 @@ struct PrefixKernelSettings {
   // PrefixAttentionParams::kv_tile_tokens): 128 or 192 at head_dim 64, 128 or 160 at head_dim 128;
   // a tile the head_dim has no kernel for is ignored there (head_dim 256 has one).
   int32_t kv_tile = 0;
-  // PREFIXD_SM90A_FIRST_COPIES=0|1: each CTA's first Q and K/V copies resolved on the host and
-  // handed over in the launch (PrefixAttentionParams::host_items; sm_90a's PrefixFirstCopies), so
-  // that the producer issues them without first reading its item and group from memory.
-  bool first_copies = true;
   // The variables above; an unset one keeps its default, a malformed one throws kInvalidArgument.
   static PrefixKernelSettings FromEnvironment();
 };
@@ -99,11 +95,6 @@ struct PrefixAttentionParams {
   int num_items = 0;
   const PrefixGroup* groups = nullptr;
   const int32_t* state_indptr = nullptr;
-  // Optional host copies of `items` and `groups` (read during the PrefixAttention call only, never
-  // kept): where given, the sm_90a kernel's launch carries each CTA's first copies
-  // (settings.first_copies). Null: every CTA reads its first item from the device arrays.
-  const PrefixWorkItem* host_items = nullptr;
-  const PrefixGroup* host_groups = nullptr;
   // Host-side hint: the largest row_end − row_begin among the items (0: unknown). When it is at
   // most PrefixAttentionSmallTileRows(), a kernel with a smaller M tile runs, so that small groups
   // (e.g. 64 requests without GQA) keep all its warps busy. Only speed depends on it: items with

@@ -65,7 +65,6 @@ struct KernelCase {
   std::string consumers;       // PREFIXD_SM90A_CONSUMERS ("": unset, "1" the narrow CTA, "2")
   bool q_whole_only = false;   // PREFIXD_SM90A_Q_TMA_PARTIAL=0 (partial warpgroups' Q by cp.async)
   std::string kv_tile;         // PREFIXD_SM90A_KV_TILE ("": unset, the head_dim's default here)
-  bool first_from_memory = false;  // PREFIXD_SM90A_FIRST_COPIES=0 (every CTA reads its first item)
   std::string Name() const {
     std::string n = kernel;
     if (!schedule.empty()) n += "_" + schedule;
@@ -76,7 +75,6 @@ struct KernelCase {
     if (!consumers.empty()) n += "_wg" + consumers;
     if (q_whole_only) n += "_qwhole";
     if (!kv_tile.empty()) n += "_t" + kv_tile;
-    if (first_from_memory) n += "_firstmem";
     return n + "_" + sc.name;
   }
 };
@@ -115,8 +113,6 @@ TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
   else env.Unset("PREFIXD_SM90A_Q_TMA_PARTIAL");
   if (!kc.kv_tile.empty()) env.Set("PREFIXD_SM90A_KV_TILE", kc.kv_tile);
   else env.Unset("PREFIXD_SM90A_KV_TILE");
-  if (kc.first_from_memory) env.Set("PREFIXD_SM90A_FIRST_COPIES", "0");
-  else env.Unset("PREFIXD_SM90A_FIRST_COPIES");
 
   PrefixKernelPath ran = PrefixKernelPath::kMmaSync;
   CheckPrefixAttention(kc.sc, &ran);
@@ -275,24 +271,6 @@ std::vector<KernelCase> Cases() {
   // masked columns of chunk ends are exercised on every scenario).
   AddAlternateTileCases(64, &out);
   AddAlternateTileCases(128, &out);
-  // Every case above has each CTA's first copies in its launch (PrefixFirstCopies; the test hands
-  // over the host items). Without them (PREFIXD_SM90A_FIRST_COPIES=0, each CTA reads its first item
-  // from memory): both CTA widths and schedules, and a 3-CTA grid.
-  for (const Scenario& s : WgmmaScenarios()) {
-    KernelCase c{"wgmma", "", 0, 0, s};
-    c.first_from_memory = true;
-    out.push_back(c);
-    c.consumers = "1";
-    out.push_back(c);
-    c.consumers = "";
-    c.schedule = "plain";
-    out.push_back(c);
-    if (s.name.rfind("ManyItems", 0) == 0 || s.name.rfind("QueryRows", 0) == 0) {
-      c.schedule = "";
-      c.max_ctas = 3;
-      out.push_back(c);
-    }
-  }
   return out;
 }
 

@@ -42,7 +42,7 @@ __device__ __forceinline__ void FusedProducerLoop(const FusedCascadeParams& f, c
   PrefetchTensorMap(tmap_v);
   RingPosition<CFG::STAGES> pos;
   for (int e = f.cta_indptr[blockIdx.x]; e < f.cta_indptr[blockIdx.x + 1] && f.cta_items[e] >= 0; ++e)
-    ProducePrefixItem<CFG>(f.attn, f.attn.items[f.cta_items[e]], tmap_k, tmap_v, smem, ring, pos, false, 0, 0);
+    ProducePrefixItem<CFG>(f.attn, f.attn.items[f.cta_items[e]], tmap_k, tmap_v, smem, ring, pos, false, 0);
 }
 
 // After a consumer warpgroup wrote the states of rows [wg_row0, wg_row0 + wg_rows) (whole requests:

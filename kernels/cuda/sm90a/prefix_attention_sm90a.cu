@@ -168,22 +168,6 @@ namespace {
 constexpr int kMaxDevices = 64;
 std::atomic<int> g_device_ready[kMaxDevices];
 
-// Each CTA's first copies (PrefixFirstCopies), where the caller gave the plan's host arrays and the
-// settings allow them: CTA c's first item is item c in both grid layouts (FirstItemOfCta).
-PrefixFirstCopiesBlock FirstCopiesOf(const PrefixAttentionParams& p, const WgmmaLaunch& l) {
-  PrefixFirstCopiesBlock block{};
-  if (!p.settings.first_copies || p.host_items == nullptr || p.host_groups == nullptr) return block;
-  const int gqa = p.num_qo_heads / p.num_kv_heads;
-  const int consumer_wgs = l.narrow ? 1 : 2;  // WgmmaPrefixConfig::CONSUMER_WGS of the launch
-  block.ctas = std::min({l.grid, p.num_items, kFirstCopiesCtas});
-  for (int c = 0; c < block.ctas; ++c) {
-    const PrefixWorkItem& item = p.host_items[c];
-    block.cta[c] = PrefixFirstCopiesFor(item, p.host_groups[item.group], p.page_size, l.tile_tokens, consumer_wgs, gqa,
-                                        l.q_tma, l.q_tma_partial);
-  }
-  return block;
-}
-
 }  // namespace
 
 bool Built() { return true; }
@@ -281,7 +265,6 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
     case PrefixKvL2Hint::kEvictLast: l.kv_evict = L2Evict::kLast; break;
   }
   l.narrow = UsesNarrowCta(params);
-  l.first = FirstCopiesOf(params, l);
   const bool fp16 = params.dtype == DType::kFloat16;
   if (params.head_dim == 64)
     return fp16 ? RunWgmmaPrefixAttention<__half, 64>(l, stream) : RunWgmmaPrefixAttention<__nv_bfloat16, 64>(l, stream);

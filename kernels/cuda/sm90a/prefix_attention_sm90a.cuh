@@ -40,7 +40,6 @@
 #include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <type_traits>
@@ -280,61 +279,6 @@ __device__ __forceinline__ void IssueQTma(const CUtensorMap* tmap_q, uint32_t q_
     TmaLoad3d(q_smem + h * CFG::Q_PANEL_BYTES, tmap_q, 64 * h, kv_head * gqa, first_request + group_row0 / gqa, full_q);
 }
 
-// ---- each CTA's first copies, resolved on the host -----------------------------------------------
-
-// What the producer issues first, for the CTA's first item (item blockIdx.x in both grid layouts,
-// FirstItemOfCta): its warpgroups' Q boxes and its first K/V boxes. Without this the producer
-// reads the item, then its group, before its first copy: two dependent loads, the first one a DRAM
-// round trip behind the benchmark flush's write-backs (the plan was uploaded before the flush, as a
-// serving step's prefix items are, unchanged, steps before). That put a memory-bound CTA's first K
-// tile ~4 µs after its entry (sessions 21, 33); a parameter read is one round trip to a line the
-// launch has just written. Session 33 carried whole items (11 KiB of parameters, ~0.3 µs a
-// launch: bench/param_probe.cu, session 34) and saw the first K tile 0.7 µs earlier; 16 bytes a
-// CTA keep the block near 2 KiB (~0.1 µs). The producer reads the item from memory as before for
-// the rest (PrefixFirstCopiesFor builds these exactly as the producer would, on the host).
-struct PrefixFirstCopies {
-  int32_t kv_row[2];  // rows (dim 1 of the K/V maps) of the first row tile's first two K/V boxes
-  int32_t q_request;  // dim 2 of the Q map's box of warpgroup 0 (warpgroup w: + w · 64 / g)
-  uint16_t kv_head;
-  uint8_t kv_boxes;   // how many of kv_row to issue: min(2, the item's K/V tiles)
-  uint8_t q_wgs;      // bit w: warpgroup w's first Q box is issued by the producer (QByTma)
-};
-static_assert(sizeof(PrefixFirstCopies) == 16, "one CTA's entry: 16 bytes");
-// CTAs with an entry: one per SM of the GPUs this path runs on (132 on an H100 SXM / H200); a
-// larger grid's other CTAs read their first item from memory.
-constexpr int kFirstCopiesCtas = 144;
-struct PrefixFirstCopiesBlock {
-  int32_t ctas;  // CTAs [0, ctas) have an entry (0: none, every CTA reads its first item)
-  int32_t pad[3];
-  PrefixFirstCopies cta[kFirstCopiesCtas];
-};
-
-// The entry of a CTA whose first item is `item` of `group`, for BLOCK_N-token tiles and
-// `consumer_wgs` warpgroups of 64 rows: the K/V rows of KvWalk::BoxBegin(0, 1) and the warpgroups
-// QByTma takes (the producer issues their first Q boxes, IssueFirstQueries).
-inline PrefixFirstCopies PrefixFirstCopiesFor(const PrefixWorkItem& item, const PrefixGroup& group, int page_size,
-                                              int block_n, int consumer_wgs, int gqa, bool q_tma, bool q_partial) {
-  PrefixFirstCopies c{};
-  const int tiles = item.kv_end > item.kv_begin ? (item.kv_end - item.kv_begin + block_n - 1) / block_n : 0;
-  const int64_t slot0 = int64_t(group.prefix.first_page) * page_size;
-  c.kv_head = uint16_t(item.kv_head);
-  c.q_request = group.first_request + item.row_begin / gqa;
-  if (item.row_end <= item.row_begin || tiles == 0) return c;  // no row tile, or nothing to walk
-  c.kv_boxes = uint8_t(tiles < 2 ? tiles : 2);
-  for (int t = 0; t < c.kv_boxes; ++t) {
-    const int box = item.kv_begin + t * block_n;
-    const int last = group.prefix.num_tokens - block_n;
-    c.kv_row[t] = int32_t(slot0 + (box < last ? box : last));
-  }
-  for (int wg = 0; wg < consumer_wgs; ++wg) {
-    const int wg_row0 = item.row_begin + wg * kWarpgroupRows;
-    const int wg_rows = std::min(item.row_end - wg_row0, kWarpgroupRows);
-    if (q_tma && wg_rows > 0 && (wg_rows == kWarpgroupRows || q_partial) && wg_row0 % gqa == 0)
-      c.q_wgs |= uint8_t(1u << wg);
-  }
-  return c;
-}
-
 // ---- producer ----------------------------------------------------------------------------------
 
 // The queries of the CTA's first row tile, issued by the producer before its first K/V tiles, so
@@ -371,79 +315,44 @@ __device__ __forceinline__ void LoadPanels(uint32_t dst, const CUtensorMap* tmap
 }
 
 // Every K/V tile of one prefix item (each row tile walks the item's KV range once) into the ring.
-// One K/V tile (box row y, KV head columns from x0) into the ring's stage at pos.
-template <typename CFG>
-__device__ __forceinline__ void ProduceTile(const CUtensorMap* tmap_k, const CUtensorMap* tmap_v, uint32_t smem,
-                                            Ring<CFG> ring, const RingPosition<CFG::STAGES>& pos, int x0, int y,
-                                            bool hint, uint64_t policy) {
-  const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
-  const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
-  MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
-  MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
-  LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy);
-  MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
-  MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
-  LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
-}
-
-// Every K/V tile of one prefix item (each row tile walks the item's KV range once) into the ring,
-// but the first `issued` tiles of its first row tile, which the producer issued from the launch's
-// first copies (their ring positions are already taken).
 template <typename CFG>
 __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p, const PrefixWorkItem& item,
                                                   const CUtensorMap* tmap_k, const CUtensorMap* tmap_v, uint32_t smem,
                                                   Ring<CFG> ring, RingPosition<CFG::STAGES>& pos, bool hint,
-                                                  uint64_t policy, int issued) {
+                                                  uint64_t policy) {
   const PrefixGroup group = p.groups[item.group];
   const KvWalk<CFG::BLOCK_N> walk(item, group);
   const int slot0 = group.prefix.first_page * p.page_size;
   const int x0 = item.kv_head * CFG::HEAD_DIM;
   for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
-    for (int t = row == item.row_begin ? issued : 0; t < walk.num_tiles; ++t, pos.Advance())
-      ProduceTile<CFG>(tmap_k, tmap_v, smem, ring, pos, x0, slot0 + walk.BoxBegin(t), hint, policy);
+    for (int t = 0; t < walk.num_tiles; ++t, pos.Advance()) {
+      const int y = slot0 + walk.BoxBegin(t);
+      const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
+      const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
+      MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
+      MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
+      LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy);
+      MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
+      MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
+      LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
+    }
   }
 }
 
-// The CTA's first copies from its launch entry (PrefixFirstCopies): its warpgroups' first Q boxes,
-// then its first K/V tiles, advancing pos past them. Returns how many K/V tiles it issued.
 template <typename CFG>
-__device__ __forceinline__ int IssueFirstCopies(const PrefixAttentionParams& p, const PrefixFirstCopies& c,
-                                                const CUtensorMap* tmap_k, const CUtensorMap* tmap_v,
-                                                const CUtensorMap* tmap_q, uint32_t smem, Ring<CFG> ring,
-                                                RingPosition<CFG::STAGES>& pos, bool hint, uint64_t policy) {
-  const int gqa = p.num_qo_heads / p.num_kv_heads;
-#pragma unroll
-  for (int wg = 0; wg < CFG::CONSUMER_WGS; ++wg) {
-    // Warpgroup wg's rows start wg · 64 rows (64 / g requests) after q_request.
-    if ((c.q_wgs >> wg) & 1u)
-      IssueQTma<CFG>(tmap_q, smem + wg * CFG::Q_WG_BYTES, ring.FullQ(wg), wg * CFG::WG_ROWS, c.q_request, c.kv_head, gqa);
-  }
-  const int x0 = c.kv_head * CFG::HEAD_DIM;
-  for (int t = 0; t < c.kv_boxes; ++t, pos.Advance())
-    ProduceTile<CFG>(tmap_k, tmap_v, smem, ring, pos, x0, t == 0 ? c.kv_row[0] : c.kv_row[1], hint, policy);
-  return c.kv_boxes;
-}
-
-template <typename CFG>
-__device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const PrefixFirstCopiesBlock& first,
-                                             const CUtensorMap* tmap_k, const CUtensorMap* tmap_v,
-                                             const CUtensorMap* tmap_q, bool q_partial, uint32_t smem, Ring<CFG> ring,
-                                             bool trigger, L2Evict kv_evict) {
+__device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
+                                             const CUtensorMap* tmap_v, const CUtensorMap* tmap_q, bool q_partial,
+                                             uint32_t smem, Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
   Stamp(p, kProducerStart);
+  IssueFirstQueries<CFG>(p, tmap_q, q_partial, smem, ring);
   // An L2 eviction priority for the streamed K/V tiles (kNone: no hint; WgmmaLaunch::kv_evict).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
   RingPosition<CFG::STAGES> pos;
-  int issued = 0;  // K/V tiles of the first item already issued from the launch's entry
-  if (int(blockIdx.x) < first.ctas)
-    issued = IssueFirstCopies<CFG>(p, first.cta[blockIdx.x], tmap_k, tmap_v, tmap_q, smem, ring, pos, hint, policy);
-  else
-    IssueFirstQueries<CFG>(p, tmap_q, q_partial, smem, ring);
   for (int i = FirstItemOfCta(p); i >= 0;) {
     const int next = NextItemOfCta(p, i);
     MaybeTriggerDependents(trigger, next);
-    ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy, issued);
-    issued = 0;
+    ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy);
     i = next;
   }
 }
@@ -997,8 +906,7 @@ template <typename CFG>
 __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
                                const __grid_constant__ CUtensorMap tmap_v, const __grid_constant__ CUtensorMap tmap_q,
-                               const __grid_constant__ PrefixFirstCopiesBlock first, const int q_tma,
-                               const int trigger_dependents, const int kv_evict) {
+                               const int q_tma, const int trigger_dependents, const int kv_evict) {
   // q_tma: 0 every Q row by cp.async, 1 whole warpgroups' by TMA, 2 every warpgroup's (QByTma).
   const CUtensorMap* const q_map = q_tma != 0 ? &tmap_q : nullptr;
   const bool q_partial = q_tma == 2;
@@ -1016,7 +924,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x < 32) {
       if (threadIdx.x == 0)
-        ProducerLoop<CFG>(params, first, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
+        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
                           static_cast<L2Evict>(kv_evict));
       __syncwarp();
       if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params);
@@ -1060,8 +968,6 @@ struct WgmmaLaunch {
   // head_dim's default or its alternate (AlternatePrefixKvTileTokens: 128 at head_dim 64, 160 at
   // 128), which always takes the 2-stage ring.
   int tile_tokens = 0;
-  // Each CTA's first copies (PrefixFirstCopies; ctas = 0: none).
-  PrefixFirstCopiesBlock first{};
 };
 
 template <typename CFG>
@@ -1071,8 +977,8 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.first, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0,
-      l.trigger_dependents ? 1 : 0, static_cast<int>(l.kv_evict));
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? 1 : 0,
+      static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 

@@ -29,10 +29,7 @@
 // at head_dim 256, where the narrow CTA would leave no room beside it), PREFIXD_SM90A_KV_TILE=
 // auto|128|160|192 the K/V tile (auto: the plan's, PrefixAttentionParams::kv_tile_tokens, from
 // ChoosePrefixKvTileTokens); 128 or 192 at head_dim 64, 128 or 160 at head_dim 128 (a value the
-// head_dim has no kernel for is ignored there); head_dim 256 has its one tile;
-// PREFIXD_SM90A_FIRST_COPIES=0|1 each CTA's first Q and K/V copies carried in the launch (1, the
-// default, where the caller gives PrefixAttentionParams::host_items; PrefixFirstCopies) or found
-// by reading its first item and group from memory first (0).
+// head_dim has no kernel for is ignored there); head_dim 256 has its one tile.
 // By default every CTA executes griddepcontrol.launch_dependents as it starts its last item, so that
 // the decode kernel (a programmatic dependent launch, decode_attention.h) is scheduled while this
 // grid drains; PREFIXD_PREFIX_PDL_TRIGGER=0 waits for the last prefix CTA to exit instead.

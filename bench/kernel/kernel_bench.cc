@@ -13,6 +13,7 @@
 // Without a GPU it runs the CPU backend on a small shape (so the README's command works anywhere),
 // timed with the host clock and labelled as such.
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -207,6 +208,7 @@ struct Config {
   int warmups = 5, iters = 30, check = 2;
   bool flush = true, baseline = true, graph = true, fuse = true;
   bool read_floor = false;  // --read-floor
+  bool output_forms = false;  // --output-forms
 #ifdef PREFIXD_HAVE_CUDA
   FlushMode flush_mode = FlushMode::kWrite;
 #endif
@@ -417,6 +419,39 @@ class DeviceStep {
 
 
 #ifdef PREFIXD_HAVE_CUDA
+// --output-forms' check: the step with all three outputs, then each form with every output
+// poisoned first; a form must write its outputs bit for bit as the full step does and leave the
+// one it was not given untouched (still the poison).
+bool OutputFormsMatch(kernels::cuda::CudaBackend& gpu, const kernels::CascadeArgs& all,
+                      const kernels::CascadeArgs& o_s, const kernels::CascadeArgs& v_s, int64_t n, int64_t rows) {
+  struct Outputs {
+    std::vector<uint16_t> o;
+    std::vector<float> v, s;
+  };
+  auto run = [&](const kernels::CascadeArgs& a) {
+    gpu.Fill(all.o, 0xFF, n * 2);
+    gpu.Fill(all.v_out, 0xFF, n * 4);
+    gpu.Fill(all.s_out, 0xFF, rows * 4);
+    gpu.RunCascade(a);
+    gpu.Synchronize();
+    Outputs out{std::vector<uint16_t>(size_t(n)), std::vector<float>(size_t(n)), std::vector<float>(size_t(rows))};
+    gpu.CopyToHost(out.o.data(), all.o, n * 2);
+    gpu.CopyToHost(out.v.data(), all.v_out, n * 4);
+    gpu.CopyToHost(out.s.data(), all.s_out, rows * 4);
+    return out;
+  };
+  auto same_bits = [](const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; };
+  auto all_poison = [](const void* p, size_t bytes) {
+    const auto* c = static_cast<const uint8_t*>(p);
+    return std::all_of(c, c + bytes, [](uint8_t x) { return x == 0xFF; });
+  };
+  const Outputs want = run(all), got_o_s = run(o_s), got_v_s = run(v_s);
+  return same_bits(want.o.data(), got_o_s.o.data(), size_t(n) * 2) &&
+         same_bits(want.s.data(), got_o_s.s.data(), size_t(rows) * 4) && all_poison(got_o_s.v.data(), size_t(n) * 4) &&
+         same_bits(want.v.data(), got_v_s.v.data(), size_t(n) * 4) &&
+         same_bits(want.s.data(), got_v_s.s.data(), size_t(rows) * 4) && all_poison(got_v_s.o.data(), size_t(n) * 2);
+}
+
 Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& cfg, uint64_t seed) {
   Row row;
   row.shape = s;
@@ -523,6 +558,17 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
     timed(&row.read_pdl_us,
           [=] { EnqueuePlainReadPdlPair(k, v, prefix_bytes, k_suffix, v_suffix, suffix_bytes, stream); });
   }
+  // --output-forms: the step writing one copy of its output instead of all three (o in the input
+  // dtype, fp32 v and s): o and s, what FlashInfer's cascade returns, and v and s, what the
+  // distributed engine's worker asks for (it passes no o). Checked after the timing.
+  kernels::CascadeArgs args_o_s = args, args_v_s = args;
+  args_o_s.v_out = nullptr;
+  args_v_s.o = nullptr;
+  double o_s_us = kNaN, v_s_us = kNaN;
+  if (cfg.output_forms) {
+    timed(&o_s_us, [&] { gpu.RunCascade(args_o_s); });
+    timed(&v_s_us, [&] { gpu.RunCascade(args_v_s); });
+  }
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
     graph = std::make_unique<CapturedGraph>(stream, [&] { gpu.RunCascade(args); });
@@ -536,6 +582,13 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
                 Fmt(", ld.nc %.1f", read_nc_us) + Fmt("; as two launches %.1f", row.read_split_us) +
                 Fmt(", the second a PDL dependent %.1f", row.read_pdl_us) +
                 Fmt("; the prefix's bytes %.1f", row.read_prefix_us) + Fmt(", the suffix's %.1f)", row.read_suffix_us);
+  }
+  if (cfg.output_forms) {
+    row.note += Fmt(" outputs o+s %.1f us", o_s_us) + Fmt(", v+s %.1f", v_s_us);
+    if (!OutputFormsMatch(gpu, args, args_o_s, args_v_s, n, rows)) {
+      row.note += " output-forms-wrong";
+      ++row.wrong;
+    }
   }
   if (beside) {
     char text[64];
@@ -1112,6 +1165,9 @@ int Main(int argc, char** argv) {
                    "the prefix's then the suffix's, back to back (read_split_us) and with the second a programmatic "
                    "dependent that reads, then waits for the first (read_pdl_us); and each part's bytes alone "
                    "(read_prefix_us, read_suffix_us)")
+    ("output-forms", "GPU: also time, interleaved with the step, the step writing one copy of its output instead of "
+                     "all three (o in the input dtype, fp32 v, s): o and s (FlashInfer's cascade outputs) and v and s "
+                     "(the distributed engine's); each checked bit for bit against the full step (note column)")
     ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
                "left to the decode (none, spin, fma, dram, l2; see bench/kernel/beside_load.h)",
      cxxopts::value<std::vector<std::string>>())
@@ -1172,6 +1228,8 @@ int Main(int argc, char** argv) {
   cfg.baseline = !args.count("no-baseline");
   cfg.graph = !args.count("no-graph");
   cfg.read_floor = args.count("read-floor") > 0;
+  cfg.output_forms = args.count("output-forms") > 0;
+  PREFIXD_CHECK_ARG(!cfg.output_forms || use_gpu, "--output-forms needs a GPU (it times the step on the device)");
   PREFIXD_CHECK_ARG(!cfg.read_floor || use_gpu, "--read-floor needs a GPU (it times plain reads on the device)");
   if (args.count("beside")) {
     cfg.beside = args["beside"].as<std::vector<std::string>>();

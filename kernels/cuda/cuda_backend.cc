@@ -219,7 +219,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_persistent_) d << " [decode persistent]";
   if (decode_tma_) d << " [decode TMA]";
   if (decode_tma_diag_ != 0) d << " [decode TMA diagnostics " << decode_tma_diag_ << ": WRONG results]";
-  if (prefix_settings_.diag != 0) d << " [prefix kernel diagnostics " << prefix_settings_.diag << ": WRONG results]";
   if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
   if (decode_tma_warps_ != 12) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
   if (decode_tma_items_per_cta_ != 0)

@@ -101,7 +101,6 @@ PrefixKernelSettings PrefixKernelSettings::FromEnvironment() {
   s.consumer_wgs = int32_t(EnvChoice("PREFIXD_SM90A_CONSUMERS", {"auto", "1", "2"}, 0));
   constexpr int32_t kTiles[] = {0, 128, 160, 192};
   s.kv_tile = kTiles[EnvChoice("PREFIXD_SM90A_KV_TILE", {"auto", "128", "160", "192"}, 0)];
-  s.diag = int32_t(EnvInteger("PREFIXD_SM90A_DIAG", 0, 1, s.diag));
   return s;
 }
 

@@ -62,9 +62,6 @@ struct PrefixKernelSettings {
   // PrefixAttentionParams::kv_tile_tokens): 128 or 192 at head_dim 64, 128 or 160 at head_dim 128;
   // a tile the head_dim has no kernel for is ignored there (head_dim 256 has one).
   int32_t kv_tile = 0;
-  // PREFIXD_SM90A_DIAG=0|1: 1 makes the sm_90a kernel's consumers only wait for and release the K/V
-  // stages (no arithmetic, no states written): WRONG results, for timing its copies alone.
-  int32_t diag = 0;
   // The variables above; an unset one keeps its default, a malformed one throws kInvalidArgument.
   static PrefixKernelSettings FromEnvironment();
 };

@@ -852,10 +852,7 @@ struct Consumer {
   }
   // One prefix item: per row tile, this warpgroup's Q rows, the KV walk, the epilogue, then
   // after_rows(first_request, kv_head, wg_row0, wg_rows) for the rows it wrote.
-  // COPIES_ONLY (PREFIXD_SM90A_DIAG=1, a timing diagnostic with WRONG results): the warpgroup takes
-  // its queries as usual, then walks every tile as an idle warpgroup does (the same waits, turns
-  // and releases, no arithmetic) and writes no state.
-  template <bool COPIES_ONLY = false, typename AfterRows>
+  template <typename AfterRows>
   __device__ void PrefixItem(const PrefixWorkItem& item, int gqa, RingPosition<CFG::STAGES>& pos, AfterRows after_rows) {
     const PrefixGroup group = p.groups[item.group];
     const KvWalk<BLOCK_N> walk(item, group);
@@ -864,7 +861,7 @@ struct Consumer {
       const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);
       const bool active = wg_rows > 0;  // warpgroup-uniform
       int64_t state_rows[2];
-      if (active && !COPIES_ONLY) StateRows(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa, state_rows);
+      if (active) StateRows(group.first_request, item.kv_head, item.chunk, wg_row0, wg_rows, gqa, state_rows);
       if (active && walk.num_tiles > 0) {
         if (QByTma<CFG>(tmap_q, q_partial, wg_row0, wg_rows, gqa))
           LoadQTma<CFG>(tmap_q, q_smem, tid, barrier_id, ring.FullQ(wg), q_phase,
@@ -875,9 +872,9 @@ struct Consumer {
       }
       if (tid == 0 && wg == 0) Stamp(p, kQueryLoaded);
       ResetRows();
-      WalkTiles(active && !COPIES_ONLY, walk, pos);
+      WalkTiles(active, walk, pos);
       if (tid == 0 && wg == 0) Stamp(p, kTilesDone);
-      if (active && !COPIES_ONLY) {
+      if (active) {
         Epilogue(state_rows);
         after_rows(group.first_request, item.kv_head, wg_row0, wg_rows);
         if (tid == 0 && wg == 0) Stamp(p, kEpilogueDone);
@@ -886,7 +883,6 @@ struct Consumer {
     first_q_by_producer = false;  // only ever the first row tile of the CTA's first item
   }
 
-  template <bool COPIES_ONLY = false>
   __device__ void Run(bool trigger) {
     const int gqa = p.num_qo_heads / p.num_kv_heads;
     RingPosition<CFG::STAGES> pos;
@@ -897,7 +893,7 @@ struct Consumer {
     for (int i = FirstItemOfCta(p); i >= 0;) {
       const int next = NextItemOfCta(p, i);
       MaybeTriggerDependents(trigger, next);
-      PrefixItem<COPIES_ONLY>(p.items[i], gqa, pos, [](int, int, int, int) {});
+      PrefixItem(p.items[i], gqa, pos, [](int, int, int, int) {});
       i = next;
     }
     if constexpr (CFG::OVERLAP) {
@@ -910,7 +906,7 @@ template <typename CFG>
 __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
                                const __grid_constant__ CUtensorMap tmap_v, const __grid_constant__ CUtensorMap tmap_q,
-                               const int q_tma, const int trigger_dependents, const int kv_evict, const int diag) {
+                               const int q_tma, const int trigger_dependents, const int kv_evict) {
   // q_tma: 0 every Q row by cp.async, 1 whole warpgroups' by TMA, 2 every warpgroup's (QByTma).
   const CUtensorMap* const q_map = q_tma != 0 ? &tmap_q : nullptr;
   const bool q_partial = q_tma == 2;
@@ -941,9 +937,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     }
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG> consumer(params, ring, q_map, q_partial, smem, wg - 1);
-    if (diag == 1) consumer.template Run<true>(trigger_dependents != 0);  // PREFIXD_SM90A_DIAG: copies only
-    else consumer.Run(trigger_dependents != 0);
+    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents != 0);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }
 }
@@ -974,9 +968,6 @@ struct WgmmaLaunch {
   // head_dim's default or its alternate (AlternatePrefixKvTileTokens: 128 at head_dim 64, 160 at
   // 128), which always takes the 2-stage ring.
   int tile_tokens = 0;
-  // PrefixKernelSettings::diag (PREFIXD_SM90A_DIAG=1: the consumers only wait for and release the
-  // K/V stages; WRONG results, for timing the copies alone).
-  int diag = 0;
 };
 
 template <typename CFG>
@@ -987,7 +978,7 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
       l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? 1 : 0,
-      static_cast<int>(l.kv_evict), l.diag);
+      static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 

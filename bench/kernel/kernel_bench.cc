@@ -13,10 +13,10 @@
 // Without a GPU it runs the CPU backend on a small shape (so the README's command works anywhere),
 // timed with the host clock and labelled as such.
 #include <algorithm>
-#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>

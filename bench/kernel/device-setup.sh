@@ -16,11 +16,13 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 pack_logs() {
   tar -C "$OUT" -czf "/tmp/$SETUP_TAG-all.tgz" --exclude=all.tgz . && mv "/tmp/$SETUP_TAG-all.tgz" "$OUT/all.tgz"
 }
-# run_whole_suite: launch/gpu-check.sh on the carried binaries, GPU tests only (8 shards of at
-# most 300 s) with its default sanitizer lists, logs in $OUT/check; its summary's last 8 lines.
+# run_whole_suite: launch/gpu-check.sh on the carried binaries, GPU tests only (PREFIXD_TEST_SHARDS
+# shards, 8, of at most PREFIXD_TIMEOUT_TESTS s, 300) with its default sanitizer lists (none with
+# PREFIXD_SKIP_SANITIZER=1), logs in $OUT/check; its summary's last 8 lines.
 run_whole_suite() {
   OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 \
-    PREFIXD_TIMEOUT_TESTS=300 PREFIXD_TEST_SHARDS=8 bash launch/gpu-check.sh 2>&1 | tail -8
+    PREFIXD_TIMEOUT_TESTS=${PREFIXD_TIMEOUT_TESTS:-300} PREFIXD_TEST_SHARDS=${PREFIXD_TEST_SHARDS:-8} \
+    bash launch/gpu-check.sh 2>&1 | tail -8
 }
 # run_gpu_tests FILTER: the carried GPU tests whose names match FILTER (brief log: $OUT/tests.log),
 # then one summary line and the failed tests (at most 20); nothing when the tarball holds no test

@@ -6,6 +6,5 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s71-run8
-OUT=$OUT/check PREFIXD_BIN_DIR=/tmp/b PREFIXD_SKIP_CPU_TESTS=1 PREFIXD_SKIP_BENCH=1 PREFIXD_SKIP_SANITIZER=1 \
-  PREFIXD_TIMEOUT_TESTS=230 PREFIXD_TEST_SHARDS=12 bash launch/gpu-check.sh 2>&1 | tail -6
+PREFIXD_SKIP_SANITIZER=1 PREFIXD_TIMEOUT_TESTS=230 PREFIXD_TEST_SHARDS=12 run_whole_suite
 pack_logs

@@ -41,8 +41,9 @@ __device__ __forceinline__ void FusedProducerLoop(const FusedCascadeParams& f, c
   PrefetchTensorMap(tmap_k);
   PrefetchTensorMap(tmap_v);
   RingPosition<CFG::STAGES> pos;
+  uint32_t no_gate = 0;  // one thread issues both streams
   for (int e = f.cta_indptr[blockIdx.x]; e < f.cta_indptr[blockIdx.x + 1] && f.cta_items[e] >= 0; ++e)
-    ProducePrefixItem<CFG>(f.attn, f.attn.items[f.cta_items[e]], tmap_k, tmap_v, smem, ring, pos, false, 0);
+    ProducePrefixItem<CFG>(f.attn, f.attn.items[f.cta_items[e]], tmap_k, tmap_v, smem, ring, pos, false, 0, no_gate);
 }
 
 // After a consumer warpgroup wrote the states of rows [wg_row0, wg_row0 + wg_rows) (whole requests:

@@ -3,10 +3,11 @@
 //
 // CTA = 3 warpgroups, persistent over the work items (item = blockIdx.x + k · gridDim.x, or in a
 // balanced grid item blockIdx.x and its cta_next chain: FirstItemOfCta / NextItemOfCta):
-//   warpgroup 0, one thread: the producer. Per KV tile of BLOCK_N tokens it waits until a stage of
-//     the shared-memory ring is free (empty barrier), then has TMA copy the K tile and the V tile
-//     (two 64-column panels each for head_dim 128) into it; the copies complete on the stage's
-//     full barriers. It runs ahead across tiles, row tiles and items, bounded by STAGES.
+//   warpgroup 0, two threads: the producers, one for K tiles and one for V tiles. Per KV tile of
+//     BLOCK_N tokens each waits until its stage of the shared-memory ring is free (empty barrier),
+//     then has TMA copy its tile (two 64-column panels for head_dim 128) into it; the copies
+//     complete on the stage's full barriers. Each runs ahead across tiles, row tiles and items,
+//     bounded by STAGES, K's no longer behind V's releases (ProducerLoop).
 //   warpgroups 1, 2: consumers, 64 query rows each (128 rows = one row tile of an item). Per tile:
 //     S = Q·Kᵀ (wgmma, Q and K from shared memory) → release K → mask, base-2 online softmax in
 //     registers → P (fp16/bf16 registers) → O += P·V (wgmma, A = P from registers, V MN-major
@@ -116,7 +117,8 @@ struct WgmmaPrefixConfig {
   static constexpr int ONES_WG_BYTES = 16 * 128;
   static constexpr int ONES_OFFSET = V_OFFSET + STAGES * KV_TILE_BYTES;
   static constexpr int BAR_OFFSET = ONES_OFFSET + (ROWSUM_BY_MMA ? CONSUMER_WGS * ONES_WG_BYTES : 0);
-  static constexpr int BARRIERS = 4 * STAGES + CONSUMER_WGS;  // the ring's, then one Q barrier per consumer
+  // The ring's, one Q barrier per consumer, and the split producers' first-tile gate (Ring::FirstK).
+  static constexpr int BARRIERS = 4 * STAGES + CONSUMER_WGS + 1;
   static constexpr int SMEM_BYTES = 1024 + BAR_OFFSET + 8 * BARRIERS;
 
   // FlashAttention-4's conditional softmax rescaling (Consumer::Softmax): O is rescaled only on
@@ -155,7 +157,8 @@ struct WgmmaPrefixConfig {
 
 // The barriers of the ring: full = "the tile has landed" (1 arrival + TMA bytes), empty = "every
 // consumer warp is done with the stage" (one arrival per consumer warp); and per consumer
-// warpgroup "its Q rows have landed" (1 arrival + TMA bytes; used only by TMA loads of Q).
+// warpgroup "its Q rows have landed" (1 arrival + TMA bytes; used only by TMA loads of Q); and
+// "the K producer has issued the CTA's first K tile" (1 arrival; ProducePrefixItem's gate).
 template <typename CFG>
 struct Ring {
   uint32_t bars;
@@ -164,6 +167,7 @@ struct Ring {
   __device__ uint32_t EmptyK(int s) const { return bars + 8 * (2 * CFG::STAGES + s); }
   __device__ uint32_t EmptyV(int s) const { return bars + 8 * (3 * CFG::STAGES + s); }
   __device__ uint32_t FullQ(int wg) const { return bars + 8 * (4 * CFG::STAGES + wg); }
+  __device__ uint32_t FirstK() const { return bars + 8 * (4 * CFG::STAGES + CFG::CONSUMER_WGS); }
 };
 
 // Thread 0 initialises every barrier of the ring; visible to the whole CTA (and TMA) on return.
@@ -177,6 +181,7 @@ __device__ __forceinline__ void InitRing(Ring<CFG> ring) {
       MbarrierInit(ring.EmptyV(s), 4 * CFG::CONSUMER_WGS);
     }
     for (int wg = 0; wg < CFG::CONSUMER_WGS; ++wg) MbarrierInit(ring.FullQ(wg), 1);
+    MbarrierInit(ring.FirstK(), 1);
     FenceBarrierInit();
   }
   __syncthreads();
@@ -314,12 +319,22 @@ __device__ __forceinline__ void LoadPanels(uint32_t dst, const CUtensorMap* tmap
   }
 }
 
-// Every K/V tile of one prefix item (each row tile walks the item's KV range once) into the ring.
-template <typename CFG>
+// Which of an item's tile streams a producer thread issues: both, K then V per tile (one producer
+// thread: the fused kernel), or only K's or only V's (the prefix kernel's two producer threads,
+// ProducerLoop).
+enum class KvStream { kBoth, kK, kV };
+
+// Every K (and/or V) tile of one prefix item (each row tile walks the item's KV range once) into
+// the ring. gate (0: none) orders the CTA's first tiles across the two producer threads of the split
+// streams: the K thread arrives on it once it has issued its first K tile (after the first row
+// tile's queries), the V thread waits on it before its first V tile, so that the SM's TMA queue
+// holds Q, then K, then V, as one thread issued them (a V tile ahead of Q delayed Q: session 11);
+// both then clear it.
+template <typename CFG, KvStream STREAM = KvStream::kBoth>
 __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p, const PrefixWorkItem& item,
                                                   const CUtensorMap* tmap_k, const CUtensorMap* tmap_v, uint32_t smem,
                                                   Ring<CFG> ring, RingPosition<CFG::STAGES>& pos, bool hint,
-                                                  uint64_t policy) {
+                                                  uint64_t policy, uint32_t& gate) {
   const PrefixGroup group = p.groups[item.group];
   const KvWalk<CFG::BLOCK_N> walk(item, group);
   const int slot0 = group.prefix.first_page * p.page_size;
@@ -327,32 +342,46 @@ __device__ __forceinline__ void ProducePrefixItem(const PrefixAttentionParams& p
   for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
     for (int t = 0; t < walk.num_tiles; ++t, pos.Advance()) {
       const int y = slot0 + walk.BoxBegin(t);
-      const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
-      const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
-      MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
-      MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
-      LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy);
-      MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
-      MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
-      LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
+      if constexpr (STREAM != KvStream::kV) {
+        const uint32_t k_dst = smem + CFG::K_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
+        MbarrierWait<true>(ring.EmptyK(pos.stage), pos.phase ^ 1);
+        MbarrierArriveExpectTx(ring.FullK(pos.stage), CFG::KV_TILE_BYTES);
+        LoadPanels<CFG>(k_dst, tmap_k, x0, y, ring.FullK(pos.stage), hint, policy);
+        if (STREAM == KvStream::kK && gate != 0) MbarrierArrive(gate), gate = 0;
+      }
+      if constexpr (STREAM != KvStream::kK) {
+        const uint32_t v_dst = smem + CFG::V_OFFSET + pos.stage * CFG::KV_TILE_BYTES;
+        if (STREAM == KvStream::kV && gate != 0) MbarrierWait<true>(gate, 0), gate = 0;
+        MbarrierWait<true>(ring.EmptyV(pos.stage), pos.phase ^ 1);
+        MbarrierArriveExpectTx(ring.FullV(pos.stage), CFG::KV_TILE_BYTES);
+        LoadPanels<CFG>(v_dst, tmap_v, x0, y, ring.FullV(pos.stage), hint, policy);
+      }
     }
   }
 }
 
-template <typename CFG>
+// One producer thread's stream of the CTA's items: the K tiles (thread 0, which also issues the
+// first row tile's queries and signals the dependent grid) or the V tiles (thread 64). Two threads
+// so that K's stream does not queue behind V's releases: with one thread issuing K then V per
+// tile, tile t + STAGES's K waited for tile t's V stage to empty, i.e. for tile t's P·V, although
+// its own stage was free after tile t's S (bench/NOTES-prefix.md, session 72).
+template <typename CFG, KvStream STREAM>
 __device__ __forceinline__ void ProducerLoop(const PrefixAttentionParams& p, const CUtensorMap* tmap_k,
                                              const CUtensorMap* tmap_v, const CUtensorMap* tmap_q, bool q_partial,
                                              uint32_t smem, Ring<CFG> ring, bool trigger, L2Evict kv_evict) {
-  Stamp(p, kProducerStart);
-  IssueFirstQueries<CFG>(p, tmap_q, q_partial, smem, ring);
+  if constexpr (STREAM == KvStream::kK) {
+    Stamp(p, kProducerStart);
+    IssueFirstQueries<CFG>(p, tmap_q, q_partial, smem, ring);
+  }
   // An L2 eviction priority for the streamed K/V tiles (kNone: no hint; WgmmaLaunch::kv_evict).
   const bool hint = kv_evict != L2Evict::kNone;
   const uint64_t policy = hint ? CreateL2Policy(kv_evict) : 0;
   RingPosition<CFG::STAGES> pos;
+  uint32_t gate = ring.FirstK();
   for (int i = FirstItemOfCta(p); i >= 0;) {
     const int next = NextItemOfCta(p, i);
-    MaybeTriggerDependents(trigger, next);
-    ProducePrefixItem<CFG>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy);
+    if constexpr (STREAM == KvStream::kK) MaybeTriggerDependents(trigger, next);
+    ProducePrefixItem<CFG, STREAM>(p, p.items[i], tmap_k, tmap_v, smem, ring, pos, hint, policy, gate);
     i = next;
   }
 }
@@ -375,8 +404,8 @@ __device__ __forceinline__ void PrefetchFirstReads(const PrefixAttentionParams& 
   PrefetchLineL2(p.groups);
 }
 
-// The decode kernel's start into L2 (PrefixAttentionParams::decode_warmup), by the producer warp
-// as soon as its lane 0 has issued the CTA's last K/V tile: the prefetches queue behind that
+// The decode kernel's start into L2 (PrefixAttentionParams::decode_warmup), by the V producer's
+// warp as soon as its lane 0 has issued the CTA's last V tile (its last K/V tile): the prefetches queue behind that
 // tile's loads in the SM's TMA unit, so no tile waits for them, and they have the CTA's last tiles
 // of compute to be taken (issued once the last tile had landed instead, they held the CTA's exit
 // back more: bench/RESULTS.md, session 12).
@@ -922,10 +951,15 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
   const int wg = WarpUniform<CFG::UNIFORM_BASE>(int(threadIdx.x) / 128);
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
-    if (threadIdx.x < 32) {
-      if (threadIdx.x == 0)
-        ProducerLoop<CFG>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
-                          static_cast<L2Evict>(kv_evict));
+    if (threadIdx.x == 0)
+      ProducerLoop<CFG, KvStream::kK>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
+                                      static_cast<L2Evict>(kv_evict));
+    if (threadIdx.x >= 64 && threadIdx.x < 96) {
+      // The V stream's warp: the CTA's last tile issued is a V tile, so the decode's warm-up
+      // prefetches still queue behind it (WarmDecodeStart).
+      if (threadIdx.x == 64)
+        ProducerLoop<CFG, KvStream::kV>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
+                                        static_cast<L2Evict>(kv_evict));
       __syncwarp();
       if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params);
     }

@@ -329,7 +329,7 @@ double MeasureCopyBandwidth(int64_t bytes, int reps) {
   return 2.0 * double(bytes) / (double(Median(ms)) * 1e-3);
 }
 
-double MeasureGemmRate(int n, int reps) {
+double MeasureGemmRate(int n, int reps, kernels::DType dtype) {
   cudaStream_t stream = nullptr;
   PREFIXD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cublasHandle_t handle = nullptr;
@@ -340,8 +340,9 @@ double MeasureGemmRate(int n, int reps) {
   PREFIXD_CUDA_CHECK(cudaMalloc(&a, elems * 2));
   PREFIXD_CUDA_CHECK(cudaMalloc(&b, elems * 2));
   PREFIXD_CUDA_CHECK(cudaMalloc(&c, elems * 2));
-  FillRandom(a, int64_t(elems), kernels::DType::kFloat16, 1.f, 1, stream);  // random, never zeros
-  FillRandom(b, int64_t(elems), kernels::DType::kFloat16, 1.f, 2, stream);
+  FillRandom(a, int64_t(elems), dtype, 1.f, 1, stream);  // random, never zeros
+  FillRandom(b, int64_t(elems), dtype, 1.f, 2, stream);
+  const cudaDataType_t type = dtype == kernels::DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
   const float alpha = 1.f, beta = 0.f;
   TimingOptions o;
   o.warmups = 3;
@@ -350,9 +351,8 @@ double MeasureGemmRate(int n, int reps) {
   const std::vector<float> ms = TimeOnStream(
       stream,
       [&] {
-        PREFIXD_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, CUDA_R_16F, n, b,
-                                          CUDA_R_16F, n, &beta, c, CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
-                                          CUBLAS_GEMM_DEFAULT));
+        PREFIXD_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, type, n, b, type, n,
+                                          &beta, c, type, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       },
       o);
   cudaFree(a);

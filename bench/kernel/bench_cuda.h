@@ -66,9 +66,10 @@ int64_t CheckPlainReads(void* stream);
 void FillRandom(void* ptr, int64_t count, kernels::DType dtype, float scale, uint64_t seed, void* stream);
 
 // Ceilings measured on this device: device-to-device copy of `bytes` (bytes read + bytes written
-// per second), and cuBLAS fp16 GEMM n×n×n (fp32 accumulation) on random data, in FLOP/s.
+// per second), and cuBLAS GEMM n×n×n (fp32 accumulation) on random data of `dtype` (fp16: the
+// issue's ceiling; bf16 only as information), in FLOP/s.
 double MeasureCopyBandwidth(int64_t bytes, int reps);
-double MeasureGemmRate(int n, int reps);
+double MeasureGemmRate(int n, int reps, kernels::DType dtype = kernels::DType::kFloat16);
 
 // A CUDA graph of what fn enqueues on `stream` (captured in global mode: any call unsafe during
 // capture fails it); Launch enqueues one replay.

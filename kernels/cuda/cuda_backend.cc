@@ -201,7 +201,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     d << " [decode pipeline forced: " << kPipelineNames[int(decode_pipeline_)] << "]";
   if (decode_pipeline_ == DecodePipeline::kWarp) d << " [warp CTA rounds: " << decode_warp_rounds_ << "]";
   if (decode_warp_min_items_ != kDefaultWarpMinItems)
-    d << " [warp CTA rule: " << (decode_warp_min_items_ > 0 ? "from " + std::to_string(decode_warp_min_items_) + " items" : "off") << "]";
+    d << " [warp CTA rule: "
+      << (decode_warp_min_items_ > 0
+              ? "from " + std::to_string(decode_warp_min_items_) + (decode_warp_min_items_ == 1 ? " item" : " items")
+              : "off")
+      << "]";
   if (!decode_pdl_) d << " [decode PDL off]";
   if (!merge_pdl_) d << " [merge PDL off]";
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";

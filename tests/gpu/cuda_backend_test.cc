@@ -1273,7 +1273,7 @@ TEST(DecodeWarpRule, MatchesFloat64OracleOnAndOff) {
   };
   for (const char* min_items : {"1", "0"})
     ExpectCasesMatchOracleWithEnv({{"PREFIXD_DECODE_WARP_MIN_ITEMS", min_items}},
-                                  min_items[0] == '0' ? "[warp CTA rule: off]" : "[warp CTA rule: from 1 items]", cases,
+                                  min_items[0] == '0' ? "[warp CTA rule: off]" : "[warp CTA rule: from 1 item]", cases,
                                   std::string("_warp_rule_") + min_items, rng);
   std::vector<int> suffixes(256);
   for (int& s : suffixes) s = 1 + int(rng() % 32);

@@ -1,7 +1,7 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (s17-*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
-# helpers below (pack_logs, run_gpu_tests, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
+# helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds,
 # run_probe_rounds, run_planner_check, run_ncu_stalls).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
@@ -32,6 +32,20 @@ run_gpu_tests() {
   timeout "${GPU_TESTS_TIMEOUT:-200}" /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$1" >"$OUT/tests.log" 2>&1
   echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$OUT/tests.log" | sed 's/ (.*//' | sort -u | head -20
+}
+# run_test_shards FILTER: the carried GPU tests whose names match FILTER in 8 gtest shards side by
+# side (at most 240 s each; logs $OUT/tests-N.log), then each shard's exit status, the summary lines
+# counted, and the failed tests (at most 20).
+run_test_shards() {
+  local pids=() i
+  for i in 0 1 2 3 4 5 6 7; do
+    GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 240 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$1" \
+      >"$OUT/tests-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1 2 3 4 5 6 7; do wait ${pids[$i]}; echo -n "shard $i rc=$? "; done; echo
+  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT"/tests-*.log | sort | uniq -c
+  grep -hE '^\[  FAILED  \] [A-Za-z]' "$OUT"/tests-*.log | sed 's/ (.*//' | sort -u | head -20
 }
 # run_variants NAME VARIANTS BENCH_ARGS...: one kernel-benchmark call timing each shape once per
 # variant (--variants; no baseline, no graph replay, one request checked), its table in

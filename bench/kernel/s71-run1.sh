@@ -14,15 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s71-run1
 F='*SequentialTmaDecode*:*PrefixAttentionKernelTest*wgmma*:PrefixAttentionQueryMap.*:Shapes/CudaCascadeTest.*:*CudaGraph*:*CudaConcurrentCascade*:*CudaEarlyDecode*'
-pids=()
-for i in 0 1 2 3 4 5 6 7; do
-  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 240 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$F" \
-    >"$OUT/tests-$i.log" 2>&1 &
-  pids+=($!)
-done
-for i in 0 1 2 3 4 5 6 7; do wait ${pids[$i]}; echo -n "shard $i rc=$? "; done; echo
-grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT"/tests-*.log | sort | uniq -c
-grep -hE '^\[  FAILED  \] [A-Za-z]' "$OUT"/tests-*.log | sed 's/ (.*//' | sort -u | head -20
+run_test_shards "$F"
 for v in 1 0; do
   PREFIXD_SM90A_FIRST_COPIES=$v timeout 90 /tmp/b/prefixd_prefix_probe --kernel wgmma --timeline \
     --shape 32/32:16:8192 --shape 32/32:64:8192 --shape 32/8:64:8192 --shape 32/8:256:32768 >"$OUT/probe-first$v.txt" 2>&1

@@ -13,15 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . bench/kernel/device-setup.sh s72-run2
 F='*PrefixAttentionKernelTest*wgmma*:PrefixAttentionQueryMap.*:*PrefixAttentionKernelSelection*:Shapes/CudaCascadeTest.*:*CudaGraph*:*CudaConcurrentCascade*:*CudaEarlyDecode*'
-pids=()
-for i in 0 1 2 3 4 5 6 7; do
-  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 240 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$F" \
-    >"$OUT/tests-$i.log" 2>&1 &
-  pids+=($!)
-done
-for i in 0 1 2 3 4 5 6 7; do wait ${pids[$i]}; echo -n "shard $i rc=$? "; done; echo
-grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT"/tests-*.log | sort | uniq -c
-grep -hE '^\[  FAILED  \] [A-Za-z]' "$OUT"/tests-*.log | sed 's/ (.*//' | sort -u | head -20
+run_test_shards "$F"
 run_sanitizers '*wgmma_tiny1_ManyItems_d128_fp16*:*wgmma_tiny1_PoisonShortPrefix_bf16*:*wgmma_ctas3_tiny1_QueryRows_g1_fp16*:*wgmma_tiny1_Flat_bf16_d128_g1*'
 T=PREFIXD_SM90A_TINY_ROWS
 RUN_TIMEOUT=150 run_variants tiny1 "default,$T=0" --heads 32/32 -b 16 -p 1024,8192,32768 -s 32,256 --dtype fp16,bf16 --read-floor

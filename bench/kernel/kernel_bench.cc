@@ -1310,8 +1310,9 @@ int Main(int argc, char** argv) {
     // issue's method says): bf16 has run the compute-bound prefix 2-4% faster than fp16 at the
     // same SM clock (bench/RESULTS.md, session 72), and this says whether cuBLAS does too.
     const auto& dtype_args = args["dtype"].as<std::vector<std::string>>();
-    const bool any_bf16 = std::any_of(dtype_args.begin(), dtype_args.end(),
-                                      [](const std::string& dt) { return kernels::ParseDType(dt) == kernels::DType::kBFloat16; });
+    const bool any_bf16 = std::any_of(dtype_args.begin(), dtype_args.end(), [](const std::string& dt) {
+      return kernels::ParseDType(dt) == kernels::DType::kBFloat16;
+    });
     const double gemm_bf16 = any_bf16 ? MeasureGemmRate(cfg.gemm_n, cfg.gemm_reps, kernels::DType::kBFloat16) : 0.0;
     // The GEMM's ~15 ms at full power leave the SM clock lowered for a while: without a pause the
     // first shape's prefix part was timed up to 15% slow (H200, bench/RESULTS.md session 43), the
@@ -1336,7 +1337,8 @@ int Main(int argc, char** argv) {
                 "#   GEMM %.0f TFLOP/s = cuBLAS fp16 %d^3 (fp32 accumulation) on random data, median of %d\n",
                 ceilings.copy_bw / 1e12, int(cfg.copy_bytes >> 30), ceilings.gemm / 1e12, cfg.gemm_n, cfg.gemm_reps);
     if (gemm_bf16 > 0)
-      std::printf("#   (information: the same GEMM in bf16 %.0f TFLOP/s, %.3f x the fp16 rate; the floors use fp16's)\n",
+      std::printf("#   (information: the same GEMM in bf16 %.0f TFLOP/s, %.3f x the fp16 rate; the floors use "
+                  "fp16's)\n",
                   gemm_bf16 / 1e12, gemm_bf16 / ceilings.gemm);
 #endif
   } else {

@@ -405,10 +405,10 @@ __device__ __forceinline__ void PrefetchFirstReads(const PrefixAttentionParams& 
 }
 
 // The decode kernel's start into L2 (PrefixAttentionParams::decode_warmup), by the V producer's
-// warp as soon as its lane 0 has issued the CTA's last V tile (its last K/V tile): the prefetches queue behind that
-// tile's loads in the SM's TMA unit, so no tile waits for them, and they have the CTA's last tiles
-// of compute to be taken (issued once the last tile had landed instead, they held the CTA's exit
-// back more: bench/RESULTS.md, session 12).
+// warp as soon as its lane 0 has issued the CTA's last V tile (its last K/V tile): the prefetches
+// queue behind that tile's loads in the SM's TMA unit, so no tile waits for them, and they have the
+// CTA's last tiles of compute to be taken (issued once the last tile had landed instead, they held
+// the CTA's exit back more: bench/RESULTS.md, session 12).
 // 1. Items blockIdx.x + gridDim.x · lane, ...: each one's descriptor and bases are read and the
 //    page-table line of its first tokens prefetched, so that the decode CTA's dependent start
 //    (item → page table → first tile) finds them in L2.

@@ -11,7 +11,9 @@
 //   none   no flush (the read's own data partly still in L2 when N is small),
 // once per load form: default caching, ld.global.nc, the .lu qualifier, an L2 cache-hint policy
 // (createpolicy evict_first), cp.async with that policy (the decode kernel's form), and bulk copies
-// (TMA; the prefix kernel's form) without and with it. dirty_us = t(write) − t(clean) is what the flush's dirty lines cost that read: the
+// (TMA; the prefix kernel's form) without and with it, and the bulk reader on 128 CTAs with its
+// chunks interleaved or in one contiguous run per CTA (the prefix kernel's share), and contiguous
+// on every SM. dirty_us = t(write) − t(clean) is what the flush's dirty lines cost that read: the
 // question is whether any load form avoids it (a read that does not displace the dirty lines).
 // Median of --iters, CUDA events around the read kernel alone; the empty kernel under the same
 // events is printed for reference. --ctas and --l2-hit print other tables instead (L2HitTable: the
@@ -39,8 +41,16 @@ using prefixd::bench::plain_read::LoadForm;
 using prefixd::bench::plain_read::Spans;
 using prefixd::bench::plain_read::StreamReadKernel;
 
-constexpr const char* kFormNames[] = {"default", "ld.nc", "ld.lu", "policy evict_first", "cp.async+policy",
-                                      "bulk (TMA) plain", "bulk (TMA)+policy"};
+constexpr const char* kFormNames[] = {"default",
+                                      "ld.nc",
+                                      "ld.lu",
+                                      "policy evict_first",
+                                      "cp.async+policy",
+                                      "bulk (TMA) plain",
+                                      "bulk (TMA)+policy",
+                                      "bulk 128 CTAs",
+                                      "bulk 128 contiguous",
+                                      "bulk SMs contiguous"};
 
 __global__ void EmptyKernel() {}
 
@@ -69,6 +79,22 @@ void LaunchBulk(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaSt
   }
   BulkReadKernel<POLICY><<<grid / 8, kThreads, smem, s>>>(Spans{reinterpret_cast<const uint8_t*>(data), n16 * 16}, sink);
 }
+// The bulk reader (no cache hint) on `ctas` CTAs (at most one per SM), each CTA's chunks either
+// every ctas-th (CONTIGUOUS false) or one contiguous run, as a prefix-kernel CTA streams one item
+// (the prefix kernel's grid at 32/32 B16 P8192: 128 CTAs, one 1 MiB item each).
+template <bool CONTIGUOUS, int CTAS>
+void LaunchBulkShare(const uint4* data, int64_t n16, uint32_t* sink, int grid, cudaStream_t s) {
+  constexpr int smem = kBulkStages * kBulkChunk;
+  static bool raised = false;
+  if (!raised) {
+    PREFIXD_CUDA_CHECK(cudaFuncSetAttribute(BulkReadKernel<false, kBulkStages, CONTIGUOUS>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    raised = true;
+  }
+  const int ctas = CTAS > 0 ? std::min(CTAS, grid / 8) : grid / 8;
+  BulkReadKernel<false, kBulkStages, CONTIGUOUS>
+      <<<ctas, kThreads, smem, s>>>(Spans{reinterpret_cast<const uint8_t*>(data), n16 * 16}, sink);
+}
 // The per-SM table (--ctas): the evict-first bulk reader on `ctas` CTAs, one per SM (their shared
 // memory keeps a second off), with STAGES chunks of 32 KiB in flight each.
 template <int STAGES>
@@ -87,7 +113,11 @@ void LaunchBulkOnCtas(const uint4* data, int64_t n16, uint32_t* sink, int ctas, 
 constexpr ReadLauncher kLaunchers[] = {LaunchRead<LoadForm::kDefault>,          LaunchRead<LoadForm::kNonCoherent>,
                                        LaunchRead<LoadForm::kLastUse>,          LaunchRead<LoadForm::kPolicyEvictFirst>,
                                        LaunchRead<LoadForm::kCpAsyncPolicy>,    LaunchBulk<false>,
-                                       LaunchBulk<true>};
+                                       LaunchBulk<true>,                        LaunchBulkShare<false, 128>,
+                                       LaunchBulkShare<true, 128>,              LaunchBulkShare<true, 0>};
+
+static_assert(sizeof(kLaunchers) / sizeof(kLaunchers[0]) == sizeof(kFormNames) / sizeof(kFormNames[0]),
+              "one name per load form");
 
 std::vector<int> ParseList(const char* s) {
   std::vector<int> out;

@@ -109,7 +109,10 @@ __global__ void __launch_bounds__(kThreads) StreamReadKernel(Spans spans, uint32
 constexpr int kBulkChunk = 32 << 10, kBulkStages = 4;
 // With wrap > 0 the chunks' offsets wrap at `wrap` bytes (a multiple of kBulkChunk, within span a):
 // spans.Bytes() / wrap passes over the same region (the probe's L2-hit table).
-template <bool POLICY, int STAGES = kBulkStages>
+// CONTIGUOUS: each CTA reads one contiguous run of chunks (CTA b: chunks [b·n, (b + 1)·n), n =
+// ceil(chunks / grid)), as each prefix-kernel CTA streams one item's K/V range, instead of every
+// grid-th chunk (the probe's question: does a fixed contiguous share per CTA stream slower?).
+template <bool POLICY, int STAGES = kBulkStages, bool CONTIGUOUS = false>
 __global__ void __launch_bounds__(kThreads) BulkReadKernel(Spans spans, uint32_t* sink, int64_t wrap = 0,
                                                            uint32_t* xor_out = nullptr) {
   extern __shared__ __align__(128) uint8_t ring[];
@@ -119,7 +122,9 @@ __global__ void __launch_bounds__(kThreads) BulkReadKernel(Spans spans, uint32_t
   // Chunks never straddle the two spans: span a's chunks, then span b's.
   const int64_t chunks_a = (spans.a_bytes + kBulkChunk - 1) / kBulkChunk;
   const int64_t chunks = chunks_a + (spans.b_bytes + kBulkChunk - 1) / kBulkChunk;
-  const int my_chunks = int((chunks - blockIdx.x + gridDim.x - 1) / gridDim.x);
+  const int64_t run = (chunks + gridDim.x - 1) / gridDim.x;  // CONTIGUOUS: chunks per CTA
+  const int my_chunks = CONTIGUOUS ? int(max(int64_t(0), min(run, chunks - int64_t(blockIdx.x) * run)))
+                                   : int((chunks - blockIdx.x + gridDim.x - 1) / gridDim.x);
   auto bar = [&](int st) { return static_cast<uint32_t>(__cvta_generic_to_shared(&full[st])); };
   if (threadIdx.x == 0)
     for (int st = 0; st < STAGES; ++st) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar(st)));
@@ -127,7 +132,7 @@ __global__ void __launch_bounds__(kThreads) BulkReadKernel(Spans spans, uint32_t
   __syncthreads();
   // The bytes of this CTA's k-th chunk, and where they start.
   auto chunk_of = [&](int k, const uint8_t** src) {
-    const int64_t c = int64_t(blockIdx.x) + int64_t(k) * gridDim.x;
+    const int64_t c = CONTIGUOUS ? int64_t(blockIdx.x) * run + k : int64_t(blockIdx.x) + int64_t(k) * gridDim.x;
     const bool in_a = c < chunks_a;
     int64_t offset = (in_a ? c : c - chunks_a) * kBulkChunk;
     if (wrap > 0 && in_a) offset %= wrap;

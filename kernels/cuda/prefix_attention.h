@@ -22,8 +22,8 @@ namespace prefixd::kernels::cuda {
 // first num_items decode items (the ones whose CTAs start first), its work item, its first
 // page-table entries and its request's query rows, and optionally the K/V rows of its first
 // `tokens` suffix tokens. Why: a decode CTA starts with a chain of dependent loads (item → page
-// table → first K/V tiles) that finds L2 cold after the prefix kernel. Issued by the producer warp
-// once it has issued the CTA's own last K/V tile, so that no tile of the prefix waits behind it;
+// table → first K/V tiles) that finds L2 cold after the prefix kernel. Issued by the V producer's
+// warp once it has issued the CTA's own last K/V tile, so that no tile of the prefix waits behind it;
 // the CTA cannot exit before its prefetches are taken, which is why the K/V rows are few
 // (bench/RESULTS.md, session 12). A hint only: results never depend on it. The mma.sync
 // kernel ignores it.

@@ -1309,10 +1309,8 @@ int Main(int argc, char** argv) {
     // With bf16 shapes, the same GEMM in bf16 as information (the floors use the fp16 rate, as the
     // issue's method says): bf16 has run the compute-bound prefix 2-4% faster than fp16 at the
     // same SM clock (bench/RESULTS.md, session 72), and this says whether cuBLAS does too.
-    const auto& dtype_args = args["dtype"].as<std::vector<std::string>>();
-    const bool any_bf16 = std::any_of(dtype_args.begin(), dtype_args.end(), [](const std::string& dt) {
-      return kernels::ParseDType(dt) == kernels::DType::kBFloat16;
-    });
+    const bool any_bf16 = std::any_of(cfg.shapes.begin(), cfg.shapes.end(),
+                                      [](const Shape& shape) { return shape.dtype == kernels::DType::kBFloat16; });
     const double gemm_bf16 = any_bf16 ? MeasureGemmRate(cfg.gemm_n, cfg.gemm_reps, kernels::DType::kBFloat16) : 0.0;
     // The GEMM's ~15 ms at full power leave the SM clock lowered for a while: without a pause the
     // first shape's prefix part was timed up to 15% slow (H200, bench/RESULTS.md session 43), the

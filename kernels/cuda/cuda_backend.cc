@@ -29,6 +29,9 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
+// "1 item", "4 items": a count in the backend's description.
+std::string Items(int n) { return std::to_string(n) + (n == 1 ? " item" : " items"); }
+
 // Shapes of plan.cc's serialised form (Serialize): its header, then the arrays in order.
 constexpr int64_t kHeaderInts = CascadePlan::kSerializedHeaderInts;
 constexpr int64_t kPrefixItemInts = sizeof(PrefixWorkItem) / sizeof(int32_t);
@@ -201,11 +204,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     d << " [decode pipeline forced: " << kPipelineNames[int(decode_pipeline_)] << "]";
   if (decode_pipeline_ == DecodePipeline::kWarp) d << " [warp CTA rounds: " << decode_warp_rounds_ << "]";
   if (decode_warp_min_items_ != kDefaultWarpMinItems)
-    d << " [warp CTA rule: "
-      << (decode_warp_min_items_ > 0
-              ? "from " + std::to_string(decode_warp_min_items_) + (decode_warp_min_items_ == 1 ? " item" : " items")
-              : "off")
-      << "]";
+    d << " [warp CTA rule: " << (decode_warp_min_items_ > 0 ? "from " + Items(decode_warp_min_items_) : "off") << "]";
   if (!decode_pdl_) d << " [decode PDL off]";
   if (!merge_pdl_) d << " [merge PDL off]";
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
@@ -225,8 +224,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_tma_diag_ != 0) d << " [decode TMA diagnostics " << decode_tma_diag_ << ": WRONG results]";
   if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
   if (decode_tma_warps_ != 12) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
-  if (decode_tma_items_per_cta_ != 0)
-    d << " [decode TMA: " << decode_tma_items_per_cta_ << (decode_tma_items_per_cta_ == 1 ? " item" : " items") << " per CTA]";
+  if (decode_tma_items_per_cta_ != 0) d << " [decode TMA: " << Items(decode_tma_items_per_cta_) << " per CTA]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";

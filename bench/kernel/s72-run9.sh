@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 72, run 9 (nvidia-h200; NOT RUN: too little device time was left to start a machine): run 8 found the evict-first hint 3.2 µs faster for a 128 MiB bulk
+# Session 72, run 9 (nvidia-h200; not run in session 72 for lack of device time; run in session 73 as
+# bench/kernel/s73-run1.sh, part 1: the hint is right at P32768 too): run 8 found the evict-first hint 3.2 µs faster for a 128 MiB bulk
 # read after the write flush but 5.3 µs slower at 512 MiB (4 × L2 and more: the dirty lines it spares
 # are evicted anyway). The plan streams every memory-bound prefix evict-first (PrefixKvEvictFirst:
 # few rows per KV head, a decode of at most 3 × L2), whatever the prefix's own bytes. The default

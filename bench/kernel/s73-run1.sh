@@ -11,10 +11,10 @@
 #   CARRY=.carry/s73a bash bench/kernel/s73-run1.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# Part 1 is session 72's script as it stands (its logs under $OUT/evict; the run itself had the same
+# calls inline, logs evict1/evict2 at the top of run1.tgz).
+OUT=${OUT:-/tmp/s73-run1}/evict bash bench/kernel/s72-run9.sh
 . bench/kernel/device-setup.sh s73-run1
-RUN_TIMEOUT=100 run_variants evict1 "default,PREFIXD_SM90A_KV_POLICY=normal" --heads 32/32 -b 16,64 -p 8192,32768 -s 32,256 --dtype fp16
-RUN_TIMEOUT=100 run_variants evict2 "PREFIXD_SM90A_KV_POLICY=normal,default" --heads 32/32 -b 16,64 -p 8192,32768 -s 32,256 --dtype fp16
-show_parts evict1 evict2
 timeout 90 /tmp/b/prefixd_prefix_probe --kernel wgmma --timeline \
   --shape 32/8:256:1024 --shape 32/8:64:1024 --shape 32/8:256:8192 --shape 32/32:256:1024 >"$OUT/probe-short.txt" 2>&1
 echo "== probe short rc=$?"; grep -E '^#? *timeline|^ *wgmma|first K|tiles done|exit|Q loaded' "$OUT/probe-short.txt" | cut -c1-200 | head -48

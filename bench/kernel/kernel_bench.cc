@@ -209,6 +209,7 @@ struct Config {
   bool flush = true, baseline = true, graph = true, fuse = true;
   bool read_floor = false;  // --read-floor
   bool output_forms = false;  // --output-forms
+  bool without_merge = false;  // --without-merge
 #ifdef PREFIXD_HAVE_CUDA
   FlushMode flush_mode = FlushMode::kWrite;
 #endif
@@ -569,6 +570,14 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
     timed(&o_s_us, [&] { gpu.RunCascade(args_o_s); });
     timed(&v_s_us, [&] { gpu.RunCascade(args_v_s); });
   }
+  // --without-merge: the step's prefix and decode parts as the step runs them (a concurrent plan's
+  // two grids side by side and their join), without the merge kernel after them: total_us minus
+  // this is what the merge costs inside the step (its launch after the join, its ramp and its
+  // reads), to price a merge inside the step's own launch. The outputs of merged requests are then
+  // not written; nothing is checked after it.
+  double without_merge_us = kNaN;
+  const bool time_without_merge = cfg.without_merge && !gpu.fused_plan_loaded() && !plan.merge_requests.empty();
+  if (time_without_merge) timed(&without_merge_us, [&] { gpu.RunCascadeParts(args, CB::kPrefixPart | CB::kDecodePart); });
   std::unique_ptr<CapturedGraph> graph;
   if (cfg.graph) {
     graph = std::make_unique<CapturedGraph>(stream, [&] { gpu.RunCascade(args); });
@@ -583,6 +592,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
                 Fmt(", the second a PDL dependent %.1f", row.read_pdl_us) +
                 Fmt("; the prefix's bytes %.1f", row.read_prefix_us) + Fmt(", the suffix's %.1f)", row.read_suffix_us);
   }
+  if (time_without_merge) row.note += Fmt(" without-merge %.1f us", without_merge_us);
   if (cfg.output_forms) {
     row.note += Fmt(" outputs o+s %.1f us", o_s_us) + Fmt(", v+s %.1f", v_s_us);
     if (!OutputFormsMatch(gpu, args, args_o_s, args_v_s, n, rows)) {
@@ -1168,6 +1178,8 @@ int Main(int argc, char** argv) {
     ("output-forms", "GPU: also time, interleaved with the step, the step writing one copy of its output instead of "
                      "all three (o in the input dtype, fp32 v, s): o and s (FlashInfer's cascade outputs) and v and s "
                      "(the distributed engine's); each checked bit for bit against the full step (note column)")
+    ("without-merge", "GPU, plans with a merge kernel: also time, interleaved with the step, the step without its "
+                      "merge kernel (what the merge costs inside the step; note column)")
     ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
                "left to the decode (none, spin, fma, dram, l2; see bench/kernel/beside_load.h)",
      cxxopts::value<std::vector<std::string>>())
@@ -1230,6 +1242,8 @@ int Main(int argc, char** argv) {
   cfg.read_floor = args.count("read-floor") > 0;
   cfg.output_forms = args.count("output-forms") > 0;
   PREFIXD_CHECK_ARG(!cfg.output_forms || use_gpu, "--output-forms needs a GPU (it times the step on the device)");
+  cfg.without_merge = args.count("without-merge") > 0;
+  PREFIXD_CHECK_ARG(!cfg.without_merge || use_gpu, "--without-merge needs a GPU (it times the step on the device)");
   PREFIXD_CHECK_ARG(!cfg.read_floor || use_gpu, "--read-floor needs a GPU (it times plain reads on the device)");
   if (args.count("beside")) {
     cfg.beside = args["beside"].as<std::vector<std::string>>();

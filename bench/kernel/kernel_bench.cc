@@ -593,6 +593,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
                 Fmt("; the prefix's bytes %.1f", row.read_prefix_us) + Fmt(", the suffix's %.1f)", row.read_suffix_us);
   }
   if (time_without_merge) row.note += Fmt(" without-merge %.1f us", without_merge_us);
+  else if (cfg.without_merge) row.note += " without-merge(no merge kernel in this plan)";
   if (cfg.output_forms) {
     row.note += Fmt(" outputs o+s %.1f us", o_s_us) + Fmt(", v+s %.1f", v_s_us);
     if (!OutputFormsMatch(gpu, args, args_o_s, args_v_s, n, rows)) {

@@ -1,7 +1,8 @@
 // State-merge kernels: n-ary ⊕ over runs of partial states, binary in-place ⊕, and the fp32 → dtype
 // cast of final outputs. One warp per row (two for short runs of a large merge; runs of 5-8 states
-// with all their loads at once: MergeShortRunsKernel): a row is at most 256 floats, so a warp's
-// float4 loads cover it in two passes and the merge needs no shared memory or block barrier.
+// with all their loads at once: MergeShortRunsKernel; one block per row for long runs of few rows:
+// MergeLongRunsKernel): a row is at most 256 floats, so a warp's float4 loads cover it in two
+// passes and the one-warp merges need no shared memory or block barrier.
 #include "kernels/cuda/merge_states.h"
 
 #include <cuda_bf16.h>
@@ -294,6 +295,83 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   }
 }
 
+// The n-ary merge of few rows with long runs: one block per row, its kWarpsPerBlock warps each
+// taking every kWarpsPerBlock-th state of the run (kBatch loads in flight per warp, as MergeOneRow),
+// their partial sums added in shared memory in warp order. A run of n states costs
+// ceil(n / (kWarpsPerBlock · kBatch)) memory latencies per 128 floats of head_dim instead of
+// MergeOneRow's ceil(n / kBatch): plain decode of one or a few requests over a long prefix merges
+// runs of 30-50 chunk states per row, which took 13-26 µs one warp per row (H200, bench/RESULTS.md,
+// session 75). Worth it only where one warp per row leaves the SMs' warps idle (MergeLongRuns).
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeLongRunsKernel(MergeStatesParams p) {
+  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
+  constexpr int kMaxFloat4s = 256 / 4;  // the largest head_dim's float4s
+  __shared__ float4 partial[kWarpsPerBlock][kMaxFloat4s];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const MergeRun run = FindMergeRun(p, blockIdx.x);
+  const int n = run.n, d4_count = p.head_dim / 4;
+  const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + run.first * p.head_dim);
+  const int64_t state_float4s = run.stride * d4_count;
+  const uint64_t row_empty = RowEmptyStates(p, run, 0);
+  // m and the sum of the weights over the whole run, in every warp (the s loads are a few bytes;
+  // each warp needs m for its own weights).
+  float m = -INFINITY, sum_w = 0.f;
+  for (int i = lane; i < n; i += kWarpSize) {
+    const float s_i = p.s_in[run.first + i * run.stride];
+    CheckKnownEmptyState(p, row_empty, i, s_i);
+    m = fmaxf(m, s_i);
+  }
+  m = WarpMax(m);
+  if (m != -INFINITY) {
+    for (int i = lane; i < n; i += kWarpSize) sum_w += exp2f(p.s_in[run.first + i * run.stride] - m);
+    sum_w = WarpSum(sum_w);
+  }
+  const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;
+  for (int d4_base = 0; d4_base < d4_count; d4_base += kWarpSize) {
+    const int d4 = d4_base + lane;
+    const bool active = d4 < d4_count;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (m != -INFINITY) {
+#pragma unroll 1
+      for (int i0 = warp; i0 < n; i0 += kWarpsPerBlock * kBatch) {
+        float4 x[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int i = i0 + k * kWarpsPerBlock;
+          x[k] = active && i < n && !KnownEmptyState(p, row_empty, i) ? v_first[i * state_float4s + d4]
+                                                                       : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int i = i0 + k * kWarpsPerBlock;
+          if (i >= n) break;  // uniform over the warp
+          const float wk = exp2f(p.s_in[run.first + i * run.stride] - m);  // 0 for an empty state
+          if (wk == 0.f) continue;  // its v may be poison: never multiply it in
+          acc.x += wk * x[k].x;
+          acc.y += wk * x[k].y;
+          acc.z += wk * x[k].z;
+          acc.w += wk * x[k].w;
+        }
+      }
+    }
+    if (active) partial[warp][d4] = acc;
+  }
+  __syncthreads();
+  // The warps' sums added in warp order, each float4 of the row by one thread.
+  for (int d4 = threadIdx.x; d4 < d4_count; d4 += blockDim.x) {
+    float4 sum = partial[0][d4];
+#pragma unroll
+    for (int w = 1; w < kWarpsPerBlock; ++w) {
+      const float4 x = partial[w][d4];
+      sum.x += x.x;
+      sum.y += x.y;
+      sum.z += x.z;
+      sum.w += x.w;
+    }
+    StoreMergedValues(p, run, 0, d4, make_float4(sum.x * inv, sum.y * inv, sum.z * inv, sum.w * inv));
+  }
+  if (threadIdx.x == 0) StoreMergedLse(p, run, 0, m == -INFINITY ? m : m + log2f(sum_w));
+}
+
 __global__ void MergeStateInPlaceKernel(float* v, float* s, const float* v_other,
                                         const float* s_other, int rows, int head_dim) {
   const int lane = threadIdx.x % kWarpSize;
@@ -340,6 +418,16 @@ int MergeRowsPerWarp(const MergeStatesParams& params) {
   return BlocksForRows(params.rows) > int64_t(sms) * kMergeBlocksPerSm ? 2 : 1;
 }
 
+// Whether the merge takes MergeLongRunsKernel: runs longer than one batch that the short-run kernels
+// do not take, and few enough rows that a block per row fits in one wave of resident blocks (with
+// more rows one warp per row already keeps the SMs busy, and the block's extra warps cost waves).
+bool MergeLongRuns(const MergeStatesParams& params) {
+  const bool short_kernel = params.max_run_states <= kWideStates && params.head_dim <= 128;
+  if (params.max_run_states <= kBatch || short_kernel || params.head_dim > 256) return false;
+  const int sms = params.num_sms > 0 ? params.num_sms : DeviceSmCountOnce();
+  return int64_t(params.rows) <= int64_t(sms) * kMergeBlocksPerSm;
+}
+
 }  // namespace
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
@@ -368,6 +456,9 @@ void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
   if (MergeRowsPerWarp(params) == 2) {
     LaunchMaybeProgrammatic(MergeShortRunsKernel<2, kBatch>, dim3(unsigned(BlocksForRows((params.rows + 1) / 2))), block,
                             0, stream, params.programmatic_launch, params);
+  } else if (MergeLongRuns(params)) {
+    LaunchMaybeProgrammatic(MergeLongRunsKernel, dim3(unsigned(params.rows)), block, 0, stream,
+                            params.programmatic_launch, params);
   } else if (params.max_run_states > kBatch && params.max_run_states <= kWideStates && params.head_dim <= 128) {
     LaunchMaybeProgrammatic(MergeShortRunsKernel<1, kWideStates>, dim3(unsigned(BlocksForRows(params.rows))), block, 0,
                             stream, params.programmatic_launch, params);

@@ -63,7 +63,8 @@ struct MergeStatesParams {
   // An upper bound on every row's number of states (runs mode: the longest run merged; fixed-n
   // mode: ≥ num_states), or 0 if unknown. Runs of at most 4 states at head_dim ≤ 128 may be merged
   // two rows per warp, runs of 5-8 with all their loads at once (merge_states.cu,
-  // MergeShortRunsKernel); a run longer than the bound traps.
+  // MergeShortRunsKernel), longer ones of few rows a block per row (MergeLongRunsKernel); a run
+  // longer than the bound traps in the short-run kernels.
   int max_run_states = 0;
   // Rows per warp: 0 = by the size (two where one per warp would take more than one wave of
   // resident warps), 1, or 2 (consecutive rows: heads of one request in runs mode). Two only where

@@ -1855,10 +1855,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaMergeStatesTest,
                                            MergeCase{4, 9001, 128}, MergeCase{3, 8999, 64},
                                            MergeCase{1, 20000, 128}, MergeCase{5, 9001, 128},
                                            // Runs of 5-8 states at D ≤ 128: every load of a row at
-                                           // once (MergeShortRunsKernel<1, 8>); 9 and D 256 the
+                                           // once (MergeShortRunsKernel<1, 8>); longer ones, and 5-8
+                                           // at D 256, one block per row where the rows fit in one
+                                           // wave of blocks (1056 on an H200: MergeLongRunsKernel,
+                                           // also the cases of 20-70 states above), else the
                                            // general kernel.
                                            MergeCase{6, 37, 64}, MergeCase{7, 4500, 128}, MergeCase{8, 33, 128},
-                                           MergeCase{8, 9001, 64}, MergeCase{9, 37, 128}, MergeCase{8, 17, 256}),
+                                           MergeCase{8, 9001, 64}, MergeCase{9, 37, 128}, MergeCase{8, 17, 256},
+                                           MergeCase{44, 48, 64}, MergeCase{44, 48, 256}, MergeCase{17, 1056, 128},
+                                           MergeCase{13, 1057, 256}, MergeCase{12, 1500, 128}, MergeCase{6, 1000, 256}),
                          [](const ::testing::TestParamInfo<MergeCase>& info) {
                            return "n" + std::to_string(info.param.n) + "_rows" + std::to_string(info.param.rows) + "_d" +
                                   std::to_string(info.param.dim);

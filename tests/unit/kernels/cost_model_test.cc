@@ -791,7 +791,15 @@ TEST(DecodeKernelChoice, TensorCoresWhereBuiltAndLongItemsAtHeadDim256) {
   EXPECT_TRUE(TensorCoreDecodeApplies(4, 256, kTensorCoreDecodeShortItemTokens + 1));
   EXPECT_FALSE(TensorCoreDecodeApplies(4, 256, kTensorCoreDecodeShortItemTokens));
   EXPECT_TRUE(TensorCoreDecodeApplies(4, 256, 8, /*forced=*/true));
-  EXPECT_FALSE(TensorCoreDecodeApplies(8, 256, 256, true)) << "not built for g 8 at d 256";
+  // Groups of 5-8 at head_dim 256: the group of 4 in two slices, long items only (session 75).
+  for (int g : {5, 8}) {
+    EXPECT_TRUE(TensorCoreDecodeApplies(g, 256, 256)) << "g " << g;
+    EXPECT_FALSE(TensorCoreDecodeApplies(g, 256, kTensorCoreDecodeShortItemTokens)) << "g " << g;
+    EXPECT_EQ(DecodeSlicingFor(g, 256, true).rows, 4) << "g " << g;
+    EXPECT_EQ(DecodeSlicingFor(g, 256, true).slices, 2) << "g " << g;
+    EXPECT_EQ(DecodeSlicingFor(g, 256, false).rows, 8) << "g " << g << " on CUDA cores";
+  }
+  EXPECT_FALSE(TensorCoreDecodeApplies(2, 256, 256, true)) << "g 2 stays on CUDA cores at d 256";
 }
 
 // The TMA decode is built for groups of 1, 2, 4 and 8 at head_dim 64 and 128; the planner's
@@ -853,12 +861,13 @@ TEST(DecodeKernelChoice, EveryGroupSizeIsServed) {
   EXPECT_EQ(DecodeSlicing(12, true).slices, 1);
   EXPECT_EQ(DecodeSlicing(32, true).slices, 2);
   // Through the group that runs: tensor cores for 3, 5-7, 12, 16 and 32 at head_dim 64 and 128, with
-  // the 16-row group for g > 8; at 256 only the group of 4 is built (long items), so g > 8 runs on
-  // the CUDA-core kernel in slices of 8.
+  // the 16-row group for g > 8; at 256 only the group of 4 is built (long items: g = 3 in it, 5-8
+  // in two slices of it), so g > 8 runs on the CUDA-core kernel in slices of 8.
   for (int d : {64, 128})
     for (int g : {3, 5, 6, 7, 12, 16, 32}) EXPECT_TRUE(TensorCoreDecodeApplies(g, d, 256)) << "g " << g << " d " << d;
   EXPECT_TRUE(TensorCoreDecodeApplies(3, 256, 256));
-  EXPECT_FALSE(TensorCoreDecodeApplies(5, 256, 256, true));
+  EXPECT_TRUE(TensorCoreDecodeApplies(5, 256, 256));
+  EXPECT_FALSE(TensorCoreDecodeApplies(9, 256, 256, true));
   EXPECT_FALSE(TensorCoreDecodeApplies(16, 256, 256, true));
   for (int d : {64, 128}) {
     EXPECT_TRUE(TensorCoreDecodeBuilt(16, d));
@@ -871,8 +880,9 @@ TEST(DecodeKernelChoice, EveryGroupSizeIsServed) {
 }
 
 // The cost model counts a sliced group's CTAs and the K/V each of them streams: at head_dim 128
-// (tensor cores) a group of 16 is one CTA per item and a group of 32 two; at head_dim 256 (the
-// CUDA-core kernel for g > 8) a group of 16 is two.
+// (tensor cores) a group of 16 is one CTA per item and a group of 32 two; at head_dim 256 a group of
+// 16 is two (the CUDA-core kernel's slices of 8) and so is a group of 8 (the tensor-core kernel's
+// slices of 4).
 TEST(CostModel, SlicedGroupsCountEveryCtaAndItsBytes) {
   const CostModelParams params = CostModelParams::H200();
   GridShape eight;
@@ -893,12 +903,19 @@ TEST(CostModel, SlicedGroupsCountEveryCtaAndItsBytes) {
   EXPECT_DOUBLE_EQ(p32.decode_streamed_bytes, 2 * p8.decode_streamed_bytes);
   EXPECT_DOUBLE_EQ(p32.decode_unique_bytes, p8.decode_unique_bytes) << "the same pages";
 
-  GridShape wide16 = sixteen, wide8 = eight;
-  wide16.head_dim = wide8.head_dim = 256;
-  const CascadePlan plan_w16 = GridPlan(wide16, Layout::kCascade), plan_w8 = GridPlan(wide8, Layout::kCascade);
-  const PlanProfile pw16 = ProfilePlan(plan_w16, params), pw8 = ProfilePlan(plan_w8, params);
+  GridShape wide16 = sixteen, wide8 = eight, wide4 = eight;
+  wide16.head_dim = wide8.head_dim = wide4.head_dim = 256;
+  wide4.h_qo = 8;
+  const CascadePlan plan_w16 = GridPlan(wide16, Layout::kCascade), plan_w8 = GridPlan(wide8, Layout::kCascade),
+                    plan_w4 = GridPlan(wide4, Layout::kCascade);
+  const PlanProfile pw16 = ProfilePlan(plan_w16, params), pw8 = ProfilePlan(plan_w8, params),
+                    pw4 = ProfilePlan(plan_w4, params);
+  EXPECT_EQ(pw4.decode_items, int64_t(plan_w4.decode_items.size())) << "the group of 4 at head_dim 256";
   EXPECT_EQ(pw16.decode_items, 2 * int64_t(plan_w16.decode_items.size())) << "slices of 8 at head_dim 256";
-  EXPECT_DOUBLE_EQ(pw16.decode_streamed_bytes, 2 * pw8.decode_streamed_bytes);
+  EXPECT_DOUBLE_EQ(pw16.decode_streamed_bytes, 2 * pw4.decode_streamed_bytes);
+  EXPECT_EQ(pw8.decode_items, 2 * int64_t(plan_w8.decode_items.size())) << "g 8: two slices of 4 (tensor cores)";
+  EXPECT_EQ(pw8.decode_rows, 4);
+  EXPECT_DOUBLE_EQ(pw8.decode_streamed_bytes, 2 * pw4.decode_streamed_bytes);
 
   EXPECT_EQ(p8.decode_rows, 8);
   EXPECT_EQ(p16.decode_rows, 16);

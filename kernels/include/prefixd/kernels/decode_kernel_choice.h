@@ -6,7 +6,8 @@
 // mma.sync; with g heads per K/V byte the CUDA-core kernel becomes arithmetic-bound (~56% of the
 // copy bandwidth at g = 4, ~33% at g = 8, head_dim 128; bench/RESULTS.md). It is built for g = 4
 // and 8 at head_dim 64 and 128, and for g = 4 at head_dim 256 (at g = 8 there its accumulators and
-// queries spill). At head_dim 256 it runs only for items longer than one 32-token step: there it
+// queries spill; groups of 5-8 run there as two slices of 4: SlicedOnTensorCores). At head_dim 256
+// it runs only for items longer than one 32-token step: there it
 // streams at 77% of the copy bandwidth against the CUDA-core kernel's 60% (32/8 B256 S256: 163.8
 // against 209.3 µs), but steps of items of ≤ 32 tokens ran 4-9 µs slower on it (255 registers,
 // two CTAs per SM; H200, bench/RESULTS.md, session 27).
@@ -44,6 +45,14 @@ constexpr DecodeGroupSlicing DecodeSlicing(int gqa, bool sixteen_rows = false) {
 // Items of at most this many tokens stay on the CUDA-core kernel at head_dim 256.
 inline constexpr int kTensorCoreDecodeShortItemTokens = 32;
 
+// Whether a group of 5-8 heads at head_dim 256 runs on the tensor-core kernel's 4-row group in two
+// slices (two CTAs per item, each reading the item's K/V) instead of on the CUDA-core kernel, whose
+// 8 heads' arithmetic held it to 1.4 TB/s (16/2 D256 B256 S1024). Measured on the H200
+// (bench/RESULTS.md, session 75, run 8; g = 8, bf16 and fp16, two rounds): suffix parts of S1024
+// −8 to −33% (16/2 B256 393.5 → 287.5 µs, 64/8 B256 1536 → 1031), steps −7 to −33%; S32 items stay
+// on CUDA cores (kTensorCoreDecodeShortItemTokens) and measured even.
+constexpr bool SlicedOnTensorCores(int gqa, int head_dim) { return gqa > 4 && gqa <= 8 && head_dim == 256; }
+
 // Whether the tensor-core decode kernel is built for gqa = H_qo / H_kv at head_dim (the launcher
 // instantiates exactly these; decode_attention.cu).
 constexpr bool TensorCoreDecodeBuilt(int gqa, int head_dim) {
@@ -55,7 +64,8 @@ constexpr bool TensorCoreDecodeBuilt(int gqa, int head_dim) {
 // max_item_tokens the plan's longest decode item (0: unknown); forced: the kernel was asked for by
 // name (it then runs wherever it is built).
 inline bool TensorCoreDecodeApplies(int gqa, int head_dim, int max_item_tokens, bool forced = false) {
-  if (!TensorCoreDecodeBuilt(DecodeSlicing(gqa).rows, head_dim)) return false;
+  const int rows = SlicedOnTensorCores(gqa, head_dim) ? 4 : DecodeSlicing(gqa).rows;
+  if (!TensorCoreDecodeBuilt(rows, head_dim)) return false;
   if (head_dim != 256) return true;
   const bool short_items = max_item_tokens > 0 && max_item_tokens <= kTensorCoreDecodeShortItemTokens;
   return forced || !short_items;
@@ -93,6 +103,7 @@ constexpr int SequentialTmaDecodeWarps(int gqa, int head_dim, int num_items, int
 // How g is served by the kernel that runs (tensor_cores: TensorCoreDecodeApplies, or the launcher's
 // forced choice): the 16-row group wherever the tensor-core kernel has it.
 constexpr DecodeGroupSlicing DecodeSlicingFor(int gqa, int head_dim, bool tensor_cores) {
+  if (tensor_cores && SlicedOnTensorCores(gqa, head_dim)) return {4, (gqa + 3) / 4};
   return DecodeSlicing(gqa, tensor_cores && SixteenRowDecodeBuilt(head_dim));
 }
 

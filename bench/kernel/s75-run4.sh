@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Session 75, run 4 (nvidia-h200): 2-head groups' decode at head_dim 256 on the tensor-core kernel's
+# 4-row group (PairOnTensorCores) against run 3's build ($CARRY_OLD: the long-run merge only), then the
+# planner checks on this build. As run 3, its decode shapes are 16/2, groups of 8 that the change does
+# not touch: both builds ran the same kernels there (run 7); the change was reverted unmeasured, and the
+# planner checks below are of the long-run merge's kernels.
+#   1. the GPU tests of the decodes, head_dim 256, the cascade and the planner (8 shards); memcheck on
+#      the GQA-2 head_dim-256 cascade and decode tests;
+#   2. the parts timed alone (`--calibrate`) by each build in turn, twice: 16/2 D256 B3-256 P1000
+#      S300-1024 and 16/2 D256 B100 P12344 S7/S300, bf16, page 8;
+#   3. run 1's off-grid planner checks (81 fp16 + 32 bf16 shapes) and the default grid's (fp16,
+#      bf16; 60 shapes each) on this build.
+#   CARRY=.carry/s75c CARRY_OLD=.carry/s75b bash bench/kernel/s75-run4.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source bench/kernel/device-setup.sh s75-run4
+mkdir -p /tmp/old && tar -C /tmp/old -xJf "${CARRY_OLD:?}/bins.tar.xz"
+run_test_shards '*CudaCoresDecodeTest*:*DecodePipelineTest*:*CudaDecodeVariantTest*:*d256*:*CudaCascadeTest*:*CudaPlanner*:*Merge*'
+timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+  --gtest_filter='*h8kv4_d256*' >"$OUT/memcheck.log" 2>&1
+echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"
+parts() {  # parts NAME ARGS...: both builds in turn, twice; the part samples of each (prefix parts left out)
+  local name=$1; shift
+  for i in 1 2; do for b in old new; do
+    local exe=/tmp/b/prefixd_kernel_bench; [ $b = old ] && exe=/tmp/old/prefixd_kernel_bench
+    timeout 100 $exe --calibrate /dev/null "$@" >"$OUT/$name-$b$i.txt" 2>&1
+    echo "$name $b$i rc=$?"
+  done; done
+  echo "== $name: measured us per sample, old1 new1 old2 new2"
+  paste <(grep '^#   [fb][pf]16 ' "$OUT/$name-old1.txt" | awk '{printf "%-52s %7.1f\n", $2" "$3" "$4" "$5" "$6" "$7" "$8" "$9, $(NF-2)}') \
+        <(grep '^#   [fb][pf]16 ' "$OUT/$name-new1.txt" | awk '{printf "%7.1f\n", $(NF-2)}') \
+        <(grep '^#   [fb][pf]16 ' "$OUT/$name-old2.txt" | awk '{printf "%7.1f\n", $(NF-2)}') \
+        <(grep '^#   [fb][pf]16 ' "$OUT/$name-new2.txt" | awk '{printf "%7.1f\n", $(NF-2)}') | grep -v " prefix \| merge "
+}
+parts gqa2-d256 --dtype bf16 --heads 16/2 -d 256 -b 3,100,256 -p 1000 -s 300,1024 --page-size 8
+parts gqa2-d256-long --dtype bf16 --heads 16/2 -d 256 -b 100 -p 12344 -s 7,300 --page-size 8
+# check NAME ARGS...: the planner check, its summary lines and the rows over 5%
+check() { local name=$1; shift; timeout 200 $B --planner-check "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
+  echo "== planner $name rc=$rc, $(grep -cE '^ +(fp16|bf16) ' "$OUT/$name.txt") shapes"
+  grep -E "planner check:" "$OUT/$name.txt" | grep -v "must be"
+  grep -E "SLOW|WRONG" "$OUT/$name.txt" | grep -E '^ +(fp16|bf16) ' | head -20; }
+check odd-fp16 --dtype fp16 --heads 32/8,40/8,64/8 -b 1,37,200 -p 304,5000,65536 -s 1,100,1000
+check odd-bf16 --dtype bf16 --heads 16/2,24/8 -d 64,256 -b 3,100 -p 1000,12344 -s 7,300 --page-size 8
+check grid-fp16 --dtype fp16
+check grid-bf16 --dtype bf16
+pack_logs

@@ -49,8 +49,8 @@ inline constexpr int kTensorCoreDecodeShortItemTokens = 32;
 // slices (two CTAs per item, each reading the item's K/V) instead of on the CUDA-core kernel, whose
 // 8 heads' arithmetic held it to 1.4 TB/s (16/2 D256 B256 S1024). Measured on the H200
 // (bench/RESULTS.md, session 75, run 8; g = 8, bf16 and fp16, two rounds): suffix parts of S1024
-// −8 to −33% (16/2 B256 393.5 → 287.5 µs, 64/8 B256 1536 → 1031), steps −7 to −33%; S32 items stay
-// on CUDA cores (kTensorCoreDecodeShortItemTokens) and measured even.
+// −4 to −34% (16/2 B256 393.5 → 287.5 µs, 64/8 B256 1536 → 1031), steps −5 to −34%; S32 items stay
+// on CUDA cores (kTensorCoreDecodeShortItemTokens), steps −3.0 to +2.6%.
 constexpr bool SlicedOnTensorCores(int gqa, int head_dim) { return gqa > 4 && gqa <= 8 && head_dim == 256; }
 
 // Whether the tensor-core decode kernel is built for gqa = H_qo / H_kv at head_dim (the launcher

@@ -3,7 +3,7 @@
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds,
-# run_probe_rounds, run_planner_check, run_ncu_stalls).
+# run_part_rounds, run_probe_rounds, run_planner_check, run_ncu_stalls).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -137,6 +137,24 @@ run_build_rounds() {
   echo "== $name: total (suffix part alone) us, round 1 then 2, builds in turn: $builds"
   paste -d, "${files[@]}" | awk -F, -v n=32 -v runs=${#files[@]} 'NR>1 {printf "B%s P%s S%s", $6, $7, $8;
     for (i = 0; i < runs; ++i) printf " | %6.1f (%5.1f)", $(i*n+16), $(i*n+14); printf "\n"}'
+}
+# run_part_rounds NAME HIDE ARGS...: the kernel benchmark's parts timed alone (`--calibrate`: every
+# part of the cascade, plain decode and the narrow and half cascades) by this build (/tmp/b) and by
+# /tmp/old in turn, twice (logs $OUT/NAME-{old,new}{1,2}.txt); then one line per sample with the
+# four times, old1 new1 old2 new2, leaving out the samples whose label matches the regex HIDE
+# (e.g. " prefix "). Time limit per call: 100 s.
+run_part_rounds() {
+  local name=$1 hide=$2 exe; shift 2
+  for i in 1 2; do for b in old new; do
+    exe=/tmp/b/prefixd_kernel_bench; [ $b = old ] && exe=/tmp/old/prefixd_kernel_bench
+    timeout 100 $exe --calibrate /dev/null "$@" >"$OUT/$name-$b$i.txt" 2>&1
+    echo "$name $b$i rc=$?"
+  done; done
+  echo "== $name: measured us per sample, old1 new1 old2 new2"
+  paste <(grep '^#   [fb][pf]16 ' "$OUT/$name-old1.txt" | awk '{printf "%-52s %7.1f\n", $2" "$3" "$4" "$5" "$6" "$7" "$8" "$9, $(NF-2)}') \
+        <(grep '^#   [fb][pf]16 ' "$OUT/$name-new1.txt" | awk '{printf "%7.1f\n", $(NF-2)}') \
+        <(grep '^#   [fb][pf]16 ' "$OUT/$name-old2.txt" | awk '{printf "%7.1f\n", $(NF-2)}') \
+        <(grep '^#   [fb][pf]16 ' "$OUT/$name-new2.txt" | awk '{printf "%7.1f\n", $(NF-2)}') | grep -v "$hide"
 }
 # run_probe_rounds "BUILDS" PROBE_ARGS...: the prefix probe of each build named (new: this build's
 # /tmp/b/prefixd_prefix_probe, X: /tmp/b/prefixd_prefix_probe_X), the builds in turn, twice; logs

@@ -16,20 +16,7 @@ source bench/kernel/device-setup.sh s75-run3
 mkdir -p /tmp/old && tar -C /tmp/old -xJf "${CARRY_OLD:?}/bins.tar.xz"
 run_test_shards '*Merge*:*CudaCoresDecodeTest*:*DecodePipelineTest*:*CudaDecodeVariantTest*:*d256*:*CudaCascadeTest*:*CudaPlanner*'
 run_sanitizers '*CudaMergeStates*'
-parts() {  # parts NAME ARGS...: both builds in turn, twice; the part samples of each
-  local name=$1; shift
-  for i in 1 2; do for b in old new; do
-    local exe=/tmp/b/prefixd_kernel_bench; [ $b = old ] && exe=/tmp/old/prefixd_kernel_bench
-    timeout 100 $exe --calibrate /dev/null "$@" >"$OUT/$name-$b$i.txt" 2>&1
-    echo "$name $b$i rc=$?"
-  done; done
-  echo "== $name: measured us per sample, old1 new1 old2 new2"
-  paste <(grep '^#   [fb][pf]16 ' "$OUT/$name-old1.txt" | awk '{printf "%-52s %7.1f\n", $2" "$3" "$4" "$5" "$6" "$7" "$8" "$9, $(NF-2)}') \
-        <(grep '^#   [fb][pf]16 ' "$OUT/$name-new1.txt" | awk '{printf "%7.1f\n", $(NF-2)}') \
-        <(grep '^#   [fb][pf]16 ' "$OUT/$name-old2.txt" | awk '{printf "%7.1f\n", $(NF-2)}') \
-        <(grep '^#   [fb][pf]16 ' "$OUT/$name-new2.txt" | awk '{printf "%7.1f\n", $(NF-2)}') | grep -v " prefix "
-}
-parts merge-fp16 --dtype fp16 --heads 32/8 -b 1 -p 65536 -s 1,1000
-parts merge-bf16 --dtype bf16 --heads 16/2 -d 64,256 -b 3 -p 12344 -s 7 --page-size 8
-parts gqa2-d256 --dtype bf16 --heads 16/2 -d 256 -b 3,100,256 -p 1000 -s 300,1024 --page-size 8
+run_part_rounds merge-fp16 ' prefix ' --dtype fp16 --heads 32/8 -b 1 -p 65536 -s 1,1000
+run_part_rounds merge-bf16 ' prefix ' --dtype bf16 --heads 16/2 -d 64,256 -b 3 -p 12344 -s 7 --page-size 8
+run_part_rounds gqa2-d256 ' prefix ' --dtype bf16 --heads 16/2 -d 256 -b 3,100,256 -p 1000 -s 300,1024 --page-size 8
 pack_logs

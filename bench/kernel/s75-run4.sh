@@ -19,21 +19,8 @@ run_test_shards '*CudaCoresDecodeTest*:*DecodePipelineTest*:*CudaDecodeVariantTe
 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
   --gtest_filter='*h8kv4_d256*' >"$OUT/memcheck.log" 2>&1
 echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"
-parts() {  # parts NAME ARGS...: both builds in turn, twice; the part samples of each (prefix parts left out)
-  local name=$1; shift
-  for i in 1 2; do for b in old new; do
-    local exe=/tmp/b/prefixd_kernel_bench; [ $b = old ] && exe=/tmp/old/prefixd_kernel_bench
-    timeout 100 $exe --calibrate /dev/null "$@" >"$OUT/$name-$b$i.txt" 2>&1
-    echo "$name $b$i rc=$?"
-  done; done
-  echo "== $name: measured us per sample, old1 new1 old2 new2"
-  paste <(grep '^#   [fb][pf]16 ' "$OUT/$name-old1.txt" | awk '{printf "%-52s %7.1f\n", $2" "$3" "$4" "$5" "$6" "$7" "$8" "$9, $(NF-2)}') \
-        <(grep '^#   [fb][pf]16 ' "$OUT/$name-new1.txt" | awk '{printf "%7.1f\n", $(NF-2)}') \
-        <(grep '^#   [fb][pf]16 ' "$OUT/$name-old2.txt" | awk '{printf "%7.1f\n", $(NF-2)}') \
-        <(grep '^#   [fb][pf]16 ' "$OUT/$name-new2.txt" | awk '{printf "%7.1f\n", $(NF-2)}') | grep -v " prefix \| merge "
-}
-parts gqa2-d256 --dtype bf16 --heads 16/2 -d 256 -b 3,100,256 -p 1000 -s 300,1024 --page-size 8
-parts gqa2-d256-long --dtype bf16 --heads 16/2 -d 256 -b 100 -p 12344 -s 7,300 --page-size 8
+run_part_rounds gqa2-d256 ' prefix \| merge ' --dtype bf16 --heads 16/2 -d 256 -b 3,100,256 -p 1000 -s 300,1024 --page-size 8
+run_part_rounds gqa2-d256-long ' prefix \| merge ' --dtype bf16 --heads 16/2 -d 256 -b 100 -p 12344 -s 7,300 --page-size 8
 # check NAME ARGS...: the planner check, its summary lines and the rows over 5%
 check() { local name=$1; shift; timeout 200 $B --planner-check "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
   echo "== planner $name rc=$rc, $(grep -cE '^ +(fp16|bf16) ' "$OUT/$name.txt") shapes"

@@ -101,7 +101,8 @@ constexpr int SequentialTmaDecodeWarps(int gqa, int head_dim, int num_items, int
 }
 
 // How g is served by the kernel that runs (tensor_cores: TensorCoreDecodeApplies, or the launcher's
-// forced choice): the 16-row group wherever the tensor-core kernel has it.
+// forced choice): the 16-row group wherever the tensor-core kernel has it, groups of 5-8 at head_dim
+// 256 in slices of its group of 4 (SlicedOnTensorCores).
 constexpr DecodeGroupSlicing DecodeSlicingFor(int gqa, int head_dim, bool tensor_cores) {
   if (tensor_cores && SlicedOnTensorCores(gqa, head_dim)) return {4, (gqa + 3) / 4};
   return DecodeSlicing(gqa, tensor_cores && SixteenRowDecodeBuilt(head_dim));

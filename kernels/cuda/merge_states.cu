@@ -150,6 +150,25 @@ __device__ __forceinline__ void StoreMergedLse(const MergeStatesParams& p, const
   }
 }
 
+// The largest LSE m of a run of n states (state i's s at s_in[first + i · stride], loaded by lane
+// i mod 32 and checked against the plan's empty mask) and the sum of the weights 2^(s_i − m), over
+// the warp, as (m, sum): (−inf, 0) for a run of empty states only.
+__device__ __forceinline__ float2 RunMaxAndWeightSum(const MergeStatesParams& p, int64_t first, int64_t stride, int n,
+                                                     uint64_t row_empty, int lane) {
+  float m = -INFINITY, sum_w = 0.f;
+  for (int i = lane; i < n; i += kWarpSize) {
+    const float s_i = p.s_in[first + i * stride];
+    CheckKnownEmptyState(p, row_empty, i, s_i);
+    m = fmaxf(m, s_i);
+  }
+  m = WarpMax(m);
+  if (m != -INFINITY) {
+    for (int i = lane; i < n; i += kWarpSize) sum_w += exp2f(p.s_in[first + i * stride] - m);
+    sum_w = WarpSum(sum_w);
+  }
+  return make_float2(m, sum_w);
+}
+
 // Row j of the run, any length and head_dim: kBatch states' loads in flight at a time.
 __device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const MergeRun& run, int j, int lane) {
   const int n = run.n;
@@ -177,16 +196,9 @@ __device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const Me
     m = WarpMax(s_lane);
     if (m != -INFINITY) sum_w = WarpSum(exp2f(s_lane - m));
   } else {
-    for (int i = lane; i < n; i += kWarpSize) {
-      const float s_i = p.s_in[first + i * stride];
-      CheckKnownEmptyState(p, row_empty, i, s_i);
-      m = fmaxf(m, s_i);
-    }
-    m = WarpMax(m);
-    if (m != -INFINITY) {
-      for (int i = lane; i < n; i += kWarpSize) sum_w += exp2f(p.s_in[first + i * stride] - m);
-      sum_w = WarpSum(sum_w);
-    }
+    const float2 lse = RunMaxAndWeightSum(p, first, stride, n, row_empty, lane);
+    m = lse.x;
+    sum_w = lse.y;
   }
   // An empty run (or one of empty states only) is the empty state: v = 0, s = −inf.
   const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;
@@ -314,17 +326,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   const uint64_t row_empty = RowEmptyStates(p, run, 0);
   // m and the sum of the weights over the whole run, in every warp (the s loads are a few bytes;
   // each warp needs m for its own weights).
-  float m = -INFINITY, sum_w = 0.f;
-  for (int i = lane; i < n; i += kWarpSize) {
-    const float s_i = p.s_in[run.first + i * run.stride];
-    CheckKnownEmptyState(p, row_empty, i, s_i);
-    m = fmaxf(m, s_i);
-  }
-  m = WarpMax(m);
-  if (m != -INFINITY) {
-    for (int i = lane; i < n; i += kWarpSize) sum_w += exp2f(p.s_in[run.first + i * run.stride] - m);
-    sum_w = WarpSum(sum_w);
-  }
+  const float2 lse = RunMaxAndWeightSum(p, run.first, run.stride, n, row_empty, lane);
+  const float m = lse.x, sum_w = lse.y;
   const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;
   for (int d4_base = 0; d4_base < d4_count; d4_base += kWarpSize) {
     const int d4 = d4_base + lane;

@@ -40,6 +40,7 @@
 #include "prefixd/common/tool_main.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/cost_model.h"
+#include "prefixd/kernels/measured_choice.h"
 #include "prefixd/kernels/plan.h"
 
 #ifdef PREFIXD_HAVE_CUDA
@@ -929,6 +930,10 @@ struct PlannerRow {
   Shape shape;
   PlannerPlans plans;
   double cascade_us = kNaN, plain_us = kNaN, narrow_us = kNaN, half_us = kNaN, choice_us = kNaN;
+  // The measured choice (kernels::MeasuredPlanner, fresh per shape): what it kept ("-": no near
+  // tie, the model's choice), and that plan's time by this bench's method (not the planner's own).
+  std::string measured_name = "-";
+  double measured_us = kNaN;
   int wrong = 0;
   double Ratio() const {
     double best = cascade_us;
@@ -942,13 +947,19 @@ struct PlannerRow {
   double RatioToBetterOfTwo() const {
     return choice_us / (std::isnan(plain_us) ? cascade_us : std::min(cascade_us, plain_us));
   }
+  // The same two for the measured choice.
+  double MeasuredToPlain() const { return std::isnan(plain_us) ? 1.0 : measured_us / plain_us; }
+  double MeasuredToBetterOfTwo() const {
+    return measured_us / (std::isnan(plain_us) ? cascade_us : std::min(cascade_us, plain_us));
+  }
 };
 
 void PrintPlannerHeader(bool measured) {
-  std::printf("#\n# %5s %7s %4s %5s %6s %5s | %10s %10s %10s %-22s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s\n",
+  std::printf("#\n# %5s %7s %4s %5s %6s %5s | %10s %10s %10s %-22s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s | "
+              "%11s %-8s %6s\n",
               "dtype", "Hqo/Hkv", "D", "B", "P", "S", "cascade_us", "plain_us", "choice_us", "choice", "pred_casc",
               "pred_plain", "pred_choice", measured ? "ratio" : "-", measured ? "check" : "", "narrow_us",
-              "pred_narrow", "half_us", "pred_half");
+              "pred_narrow", "half_us", "pred_half", "measured_us", "measured", "m_rat2");
 }
 
 void PrintPlannerRow(const PlannerRow& r, bool measured) {
@@ -958,14 +969,16 @@ void PrintPlannerRow(const PlannerRow& r, bool measured) {
   if (measured) status = r.wrong ? "WRONG" : r.Ratio() > 1.05 ? "SLOW" : "OK";
   // The narrow and half cascades' columns come last, so that logs parsed by their first columns
   // (planner_offline_eval.py) read the same.
-  std::printf("  %5s %7s %4d %5d %6d %5d | %10s %10s %10s %-22s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s\n",
+  std::printf("  %5s %7s %4d %5d %6d %5d | %10s %10s %10s %-22s | %10s %10s %10s | %6s | %-5s | %10s %11s | %8s %9s | "
+              "%11s %-8s %6s\n",
               kernels::DTypeName(s.dtype), heads.c_str(), s.head_dim, s.batch, s.prefix, s.suffix,
               Fmt("%.1f", r.cascade_us).c_str(), Fmt("%.1f", r.plain_us).c_str(), Fmt("%.1f", r.choice_us).c_str(),
               r.plans.choice_name.c_str(), Fmt("%.1f", r.plans.pred_cascade).c_str(),
               Fmt("%.1f", r.plans.pred_plain).c_str(), Fmt("%.1f", r.plans.pred_choice).c_str(),
               measured ? Fmt("%.3f", r.Ratio()).c_str() : "-", status.c_str(), Fmt("%.1f", r.narrow_us).c_str(),
               Fmt("%.1f", r.plans.pred_narrow).c_str(), Fmt("%.1f", r.half_us).c_str(),
-              Fmt("%.1f", r.plans.pred_half).c_str());
+              Fmt("%.1f", r.plans.pred_half).c_str(), Fmt("%.1f", r.measured_us).c_str(), r.measured_name.c_str(),
+              measured ? Fmt("%.3f", r.MeasuredToBetterOfTwo()).c_str() : "-");
   std::fflush(stdout);
 }
 
@@ -1033,7 +1046,25 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
     row.choice_us = time_us([&] { gpu.RunCascade(args); });
   }
 
-  // Check the chosen plan's outputs (poisoned first) against the CPU backend on sampled requests.
+  // The measured choice: a fresh MeasuredPlanner times the near ties its own way (median of 7,
+  // flushed), then the plan it kept is timed here like the others (or takes their time).
+  kernels::PlanOptions choose = base;
+  choose.choose_layout = true;
+  choose.cost_model = std::make_shared<kernels::CostModelParams>(params);
+  kernels::MeasuredPlanner measured_planner;
+  kernels::MeasuredChoiceReport measured_report;
+  const CascadePlan measured = measured_planner.Plan(p.batch, p.pool, choose, gpu, args.kv, &measured_report);
+  if (measured_report.timed) row.measured_name = kernels::PlanCandidateName(measured_report.chosen);
+  const std::vector<int32_t> measured_flat = measured.Serialize();
+  if (measured_flat == p.choice.Serialize()) row.measured_us = row.choice_us;
+  else if (measured_flat == p.cascade.Serialize()) row.measured_us = row.cascade_us;
+  else if (p.has_plain && measured_flat == p.plain.Serialize()) row.measured_us = row.plain_us;
+  else {
+    gpu.LoadPlan(measured);
+    row.measured_us = time_us([&] { gpu.RunCascade(args); });
+  }
+
+  // Check the chosen plans' outputs (poisoned first) against the CPU backend on sampled requests.
   if (cfg.check > 0) {
     std::mt19937_64 rng(seed + 7);
     const std::vector<int> sample = SampleRequests(s.batch, cfg.check, rng);
@@ -1042,16 +1073,19 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
     gpu.CopyToHost(v_host.data(), args.kv.v, kv_elems * 2);
     gpu.CopyToHost(q_host.data(), args.q, n * 2);
     const HostStates want = CpuReference(p.pool, k_host, v_host, p.batch, sample, q_host);
-    gpu.LoadPlan(p.choice);
-    gpu.Fill(args.v_out, 0xFF, n * 4);
-    gpu.Fill(args.s_out, 0xFF, rows * 4);
-    gpu.RunCascade(args);
-    gpu.Synchronize();
-    HostStates got{std::vector<float>(n), std::vector<float>(rows)};
-    gpu.CopyToHost(got.v.data(), args.v_out, n * 4);
-    gpu.CopyToHost(got.s.data(), args.s_out, rows * 4);
-    Row check_row;
-    if (!CheckRows(got, want, sample, s.h_qo, s.head_dim, s.dtype, &check_row)) row.wrong = 1;
+    for (const CascadePlan* plan : {&p.choice, &measured}) {
+      gpu.LoadPlan(*plan);
+      gpu.Fill(args.v_out, 0xFF, n * 4);
+      gpu.Fill(args.s_out, 0xFF, rows * 4);
+      gpu.RunCascade(args);
+      gpu.Synchronize();
+      HostStates got{std::vector<float>(n), std::vector<float>(rows)};
+      gpu.CopyToHost(got.v.data(), args.v_out, n * 4);
+      gpu.CopyToHost(got.s.data(), args.s_out, rows * 4);
+      Row check_row;
+      if (!CheckRows(got, want, sample, s.h_qo, s.head_dim, s.dtype, &check_row)) row.wrong = 1;
+      if (measured_flat == p.choice.Serialize()) break;  // the same plan: checked once
+    }
   }
   return row;
 }
@@ -1117,6 +1151,8 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
     PrintPlannerHeader(true);
     int slow = 0, wrong = 0, slower_than_plain = 0, slower_than_two = 0;
     double worst = 0, worst_to_plain = 0, worst_to_two = 0;
+    int measured_timed = 0, measured_over_plain = 0, measured_over_two = 0;
+    double measured_worst_plain = 0, measured_worst_two = 0;
     for (size_t i = 0; i < cfg.shapes.size(); ++i) {
       const PlannerRow* known = calibrate ? &first_pass[i] : nullptr;
       const PlannerRow row = RunPlannerShape(gpu, cfg.shapes[i], cfg, seed0 + 1000 * i, base, params, nullptr, known);
@@ -1128,11 +1164,20 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
       wrong += row.wrong;
       worst = std::max(worst, row.Ratio());
       worst_to_plain = std::max(worst_to_plain, row.RatioToPlain());
+      measured_timed += row.measured_name != "-";
+      measured_over_plain += row.MeasuredToPlain() > 1.05;
+      measured_over_two += row.MeasuredToBetterOfTwo() > 1.05;
+      measured_worst_plain = std::max(measured_worst_plain, row.MeasuredToPlain());
+      measured_worst_two = std::max(measured_worst_two, row.MeasuredToBetterOfTwo());
     }
     std::printf("# planner check: choice / plain (the performance issue's bar, <= 1.05): worst %.3f, shapes over: %d\n",
                 worst_to_plain, slower_than_plain);
     std::printf("# planner check: choice / min(cascade, plain) (the issue's item 4, <= 1.05): worst %.3f, shapes over: %d\n",
                 worst_to_two, slower_than_two);
+    std::printf("# measured choice (near ties timed on %d of %zu shapes): / plain worst %.3f, shapes over 1.05: %d; "
+                "/ min(cascade, plain) worst %.3f, shapes over 1.05: %d\n",
+                measured_timed, cfg.shapes.size(), measured_worst_plain, measured_over_plain, measured_worst_two,
+                measured_over_two);
     std::printf("# planner check: choice / the fastest timed layout: worst ratio %.3f; shapes over 1.05: %d; wrong "
                 "results: %d %s\n", worst, slow, wrong,
                 slow == 0 && wrong == 0 ? "OK" : "FAILED");

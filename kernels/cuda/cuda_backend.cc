@@ -308,6 +308,8 @@ void CudaBackend::Release() noexcept {
   fused_counters_ = nullptr;
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
+  if (timing_start_) cudaEventDestroy(timing_start_);
+  if (timing_stop_) cudaEventDestroy(timing_stop_);
   if (decode_stream_) cudaStreamDestroy(decode_stream_);
   if (stream_) cudaStreamDestroy(stream_);
   partial_v_ = partial_s_ = nullptr;
@@ -516,6 +518,23 @@ void CudaBackend::Fill(void* dst, uint8_t byte, size_t bytes) {
 void CudaBackend::Synchronize() {
   FlushUploads();
   PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+double CudaBackend::TimeUs(const std::function<void()>& enqueue) {
+  PREFIXD_CUDA_CHECK(cudaSetDevice(device_));
+  if (timing_start_ == nullptr) {
+    PREFIXD_CUDA_CHECK(cudaEventCreate(&timing_start_));
+    PREFIXD_CUDA_CHECK(cudaEventCreate(&timing_stop_));
+  }
+  FlushUploads();  // queued uploads are earlier work, not the timed one's
+  PREFIXD_CUDA_CHECK(cudaEventRecord(timing_start_, stream_));
+  enqueue();
+  FlushUploads();
+  PREFIXD_CUDA_CHECK(cudaEventRecord(timing_stop_, stream_));
+  PREFIXD_CUDA_CHECK(cudaEventSynchronize(timing_stop_));
+  float ms = 0.f;
+  PREFIXD_CUDA_CHECK(cudaEventElapsedTime(&ms, timing_start_, timing_stop_));
+  return double(ms) * 1e3;
 }
 
 void CudaBackend::LoadPlan(const CascadePlan& given) {

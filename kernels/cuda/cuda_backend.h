@@ -193,6 +193,7 @@ class CudaBackend final : public Backend {
   void Fill(void* dst, uint8_t byte, size_t bytes) override;
   void Synchronize() override;
   void* stream() const override { return stream_; }
+  double TimeUs(const std::function<void()>& enqueue) override;  // CUDA events on the stream
   void BeginUploadBatch() override;
   void EndUploadBatch() override;
 
@@ -380,6 +381,7 @@ class CudaBackend final : public Backend {
   int64_t sequential_tma_launches_ = 0;
   cudaStream_t decode_stream_ = nullptr;
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
+  cudaEvent_t timing_start_ = nullptr, timing_stop_ = nullptr;  // TimeUs, created at its first call
   bool plan_loaded_ = false;
   LoadedPlan plan_;
   PrefixKernelSettings prefix_settings_;          // PREFIXD_PREFIX_KERNEL, PREFIXD_SM90A_* (read once)

@@ -1,5 +1,6 @@
 #include "src/backend_common.h"
 
+#include <chrono>
 #include <cmath>
 
 #include "prefixd/common/error.h"
@@ -12,6 +13,14 @@ const char* BackendKindName(BackendKind kind) {
     case BackendKind::kCuda: return "cuda";
   }
   return "unknown";
+}
+
+double Backend::TimeUs(const std::function<void()>& enqueue) {
+  Synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  enqueue();
+  Synchronize();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 }
 
 float ResolveSmScale(float sm_scale, int head_dim) {

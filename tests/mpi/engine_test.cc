@@ -79,7 +79,8 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
 class Harness {
  public:
   Harness(const Shape& s, StateReduction reduction, int chunks, bool cuda, int32_t shard_min_tokens, bool split = false,
-          int head_chunks = 1, bool run_ahead = false, bool send_first = false, int choose_layout = -1)
+          int head_chunks = 1, bool run_ahead = false, bool send_first = false, int choose_layout = -1,
+          double measured_tie_band = -1)
       : shape_(s), cuda_(cuda) {
     EngineOptions o;
     o.worker.pool.num_layers = s.layers;
@@ -93,6 +94,10 @@ class Harness {
     o.worker.split_own_rows = split;
     o.worker.send_before_decode = send_first;
     o.worker.choose_layout = choose_layout;
+    if (measured_tie_band >= 0) {  // the layout choice's near ties timed, within this band
+      o.worker.measure_plan_choice = 1;
+      o.worker.measured_choice.tie_band = measured_tie_band;
+    }
     o.worker.head_chunks = head_chunks;
     o.worker.run_ahead = run_ahead;
     o.placement.shard_min_tokens = shard_min_tokens;
@@ -193,11 +198,14 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
       setenv("PREFIXD_DECODE_BEHIND_PREFIX", "0", 1), setenv("PREFIXD_DECODE_BESIDE_PREFIX", "1", 1);
       setenv("PREFIXD_FUSE_MERGE", "0", 1);
     }
+    // layoutN expects the model's plain choices, which a measured choice may overrule.
+    if (layout()) setenv("PREFIXD_MEASURED_CHOICE", "0", 1);
   }
   void TearDown() override {
     unsetenv("PREFIXD_DECODE_BEHIND_PREFIX");
     unsetenv("PREFIXD_DECODE_BESIDE_PREFIX");
     unsetenv("PREFIXD_FUSE_MERGE");
+    unsetenv("PREFIXD_MEASURED_CHOICE");
   }
   bool behind() const { return std::get<1>(GetParam()).rfind("behind", 0) == 0; }
   bool beside() const { return std::get<1>(GetParam()).rfind("beside", 0) == 0; }
@@ -209,8 +217,13 @@ class EngineTest : public testing::TestWithParam<std::tuple<StateReduction, std:
   bool layout() const { return std::get<1>(GetParam()).rfind("layout", 0) == 0; }
   // The "sendfirst" schedules keep every group a cascade (so that send-before-decode runs where the
   // test expects it); the others plan as their backend's default says (the layout choice on for CUDA).
+  // "measuredN": the layout choice on and every alternative to its choice timed as a near tie
+  // (kernels::MeasuredPlanner with an unbounded tie band; the tests' prefixes of a few pages are
+  // no near ties in the H200 model), on the CPU backend too.
+  bool measured() const { return std::get<1>(GetParam()).rfind("measured", 0) == 0; }
+  double measured_tie_band() const { return measured() ? 1e9 : -1; }
   int layout_choice() const {
-    if (layout()) return 1;
+    if (layout() || measured()) return 1;
     return std::get<1>(GetParam()).rfind("sendfirst", 0) == 0 || behind() || beside() ? 0 : -1;
   }
   bool send_first() const {
@@ -258,7 +271,8 @@ TEST_P(EngineTest, EvenSplit) {
   const Shape shape = NewShape();
   SCOPED_TRACE(Describe(shape, seed_));
   const int n = WorldSize();
-  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), layout_choice());
+  Harness h(shape, reduction(), chunks(), cuda(), 1, split(), head_chunks(), false, send_first(), layout_choice(),
+            measured_tie_band());
   if (h.root()) {
     const int len = shape.page * n * (2 + int(rng_() % 4));  // whole pages on every rank
     const int32_t p = h.coord().AddPrefix(RandomTokens(rng_, len));
@@ -305,6 +319,11 @@ TEST_P(EngineTest, EvenSplit) {
   if (!whole_heads) EXPECT_EQ(behind, 0);
   // Head chunks ran with the all-to-all reduction; the tree falls back to whole heads.
   EXPECT_EQ(h.engine().worker().last_head_chunks(), reduction() == StateReduction::kAllToAll ? head_chunks() : 1);
+  // measuredN: some rank timed a near tie (the short prefixes here are near ties of plain decode and
+  // the cascade in the H200 model), and the outputs above were checked whatever it kept.
+  const int64_t timed = SumOverRanks(h.engine().worker().plan_choices_timed());
+  if (measured()) EXPECT_GT(timed, 0) << "no near tie was timed";
+  else if (layout() || !cuda()) EXPECT_EQ(timed, 0);  // off: forced (layoutN) or the CPU default
 }
 
 // One prefix over every rank and the same number of requests owned by each (the scaling
@@ -533,7 +552,7 @@ TEST(EngineOptions, RefusesAnUnknownLayoutChoice) {
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
                                           testing::Values("chunks1", "chunks3", "split1", "split2", "heads2", "heads4", "sendfirst1",
-                                                          "sendfirst3", "behind1", "beside1", "layout1"),
+                                                          "sendfirst3", "behind1", "beside1", "layout1", "measured1"),
                                           testing::Values("cpu", "cuda")),
                          [](const testing::TestParamInfo<std::tuple<StateReduction, std::string, std::string>>& info) {
                            return std::get<2>(info.param) + "_" + worker::StateReductionName(std::get<0>(info.param)) +

@@ -121,7 +121,13 @@ Worker::Worker(const WorkerOptions& options, std::unique_ptr<Backend> backend, s
                     "Worker: head_chunks > 1 and split_own_rows do not combine");
   PREFIXD_CHECK_ARG(options_.choose_layout >= -1 && options_.choose_layout <= 1,
                     "Worker: choose_layout must be -1 (the backend's default), 0 or 1, got " << options_.choose_layout);
+  PREFIXD_CHECK_ARG(options_.measure_plan_choice >= -1 && options_.measure_plan_choice <= 1,
+                    "Worker: measure_plan_choice must be -1 (on for CUDA), 0 or 1, got " << options_.measure_plan_choice);
   const bool device = backend->kind() == BackendKind::kCuda;
+  options_.measure_plan_choice =
+      int(EnvInteger("PREFIXD_MEASURED_CHOICE", 0, 1, options_.measure_plan_choice));  // unset: as given
+  measure_plan_choice_ = options_.measure_plan_choice == 1 || (options_.measure_plan_choice == -1 && device);
+  measured_planner_ = kernels::MeasuredPlanner(options_.measured_choice);
   PREFIXD_CHECK_ARG(device == (comm_->memory() == comm::MemoryKind::kDevice),
                     "Worker: comm '" << comm_->name() << "' works on " << (device ? "host" : "device")
                                      << " buffers but backend " << backend->Describe() << " keeps "
@@ -648,10 +654,10 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
   if (ch.is_split) {
     auto x = [&](int i) { return !L.local_owned[i]; };
     auto o = [&](int i) { return bool(L.local_owned[i]); };
-    ch.plan = kernels::PlanCascade(make_batch(x), pool, PlanOptionsFor(be));
+    ch.plan = PlanOn(be, make_batch(x), pool);
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of(x);
-    ch.split_plan = kernels::PlanCascade(make_batch(o), pool, PlanOptionsFor(*ch.split));
+    ch.split_plan = PlanOn(*ch.split, make_batch(o), pool);
     ch.split->LoadPlan(ch.split_plan);
     ch.split_rows = rows_of(o);
   } else if (b_loc > 0 && hc > 1) {  // one plan for H_kv/N heads, run over each chunk's head view
@@ -659,11 +665,11 @@ void Worker::PrepareChunk(Chunk& ch, const StepPlan& plan, const std::vector<int
     batch.num_qo_heads = hq / hc;
     kernels::KvPoolShape view = pool;
     view.num_kv_heads = pool.num_kv_heads / hc;
-    ch.plan = kernels::PlanCascade(batch, view, PlanOptionsFor(be));
+    ch.plan = PlanOn(be, batch, view);
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of([](int) { return true; });
   } else if (b_loc > 0) {
-    ch.plan = kernels::PlanCascade(make_batch([](int) { return true; }), pool, PlanOptionsFor(be));
+    ch.plan = PlanOn(be, make_batch([](int) { return true; }), pool);
     be.LoadPlan(ch.plan);
     ch.plan_rows = rows_of([](int) { return true; });
   }
@@ -795,6 +801,16 @@ kernels::PlanOptions Worker::PlanOptionsFor(const Backend& backend) const {
   if (options_.choose_layout >= 0) o.choose_layout = options_.choose_layout != 0;
   if (options_.fuse_merge >= 0) o.fuse_merge = options_.fuse_merge != 0;
   return o;
+}
+
+kernels::CascadePlan Worker::PlanOn(Backend& backend, const kernels::DecodeBatch& batch,
+                                    const kernels::KvPoolShape& pool) {
+  const kernels::PlanOptions options = PlanOptionsFor(backend);
+  // host_only: nothing runs on a device, so nothing can be timed.
+  if (!measure_plan_choice_ || options_.host_only) return kernels::PlanCascade(batch, pool, options);
+  // A timing runs on an idle device: the step before may still be running (run_ahead), and its
+  // streams share the backend's partial-state workspace.
+  return measured_planner_.Plan(batch, pool, options, backend, kv_, nullptr, [this] { SynchronizeAll(); });
 }
 
 bool Worker::AdvancePlan(kernels::CascadePlan* plan, const std::vector<const RequestInfo*>& rows,

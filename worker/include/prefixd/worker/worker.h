@@ -60,6 +60,7 @@
 #include "prefixd/comm/comm.h"
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/kv_cache.h"
+#include "prefixd/kernels/measured_choice.h"
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/synthetic_kv.h"
 #include "prefixd/worker/backend_buffer.h"
@@ -166,6 +167,13 @@ struct WorkerOptions {
   // planned as plain decode): -1 as the backend's DefaultPlanOptions say (on for CUDA, off for the
   // CPU backend), 0 off, 1 on.
   int choose_layout = -1;
+  // Where the layout choice's cost model has a near tie (kernels::MeasuredPlanner: the cascade or
+  // plain decode predicted within 15% of its choice), time the candidates on the backend once per
+  // shape class and keep the faster: -1 on for CUDA backends (off for the CPU backend), 0 off, 1
+  // on. A timing synchronises every stream first and takes a few milliseconds, at the first batch
+  // of each shape class. PREFIXD_MEASURED_CHOICE=0|1 overrides it (A/B runs).
+  int measure_plan_choice = -1;
+  kernels::MeasuredChoiceOptions measured_choice;  // its tie band, timing rounds and L2 flush
   // Whether single-chunk suffixes are finished inside their decode items (kernels::PlanOptions::
   // fuse_merge): -1 as the backend's DefaultPlanOptions say, 0 off (every request through the merge
   // kernel; the decode then reads no prefix state, so it may run beside the prefix kernel), 1 on.
@@ -295,6 +303,9 @@ class Worker {
   bool last_split(int chunk = 0) const { return chunks_.at(chunk).is_split; }
   // Cascade plans advanced in place by steady steps so far (instead of planned again).
   int64_t plans_advanced() const { return plans_advanced_; }
+  // Plans whose near tie was timed (WorkerOptions::measure_plan_choice), and shape classes kept.
+  int64_t plan_choices_timed() const { return measured_planner_.timings(); }
+  int64_t plan_classes_kept() const { return measured_planner_.classes(); }
   // Head chunks the last step ran with (1: none).
   int last_head_chunks(int chunk = 0) const { return chunks_.at(chunk).head_chunks; }
   // Layers so far whose states were sent before the own rows' decode (send_before_decode).
@@ -393,6 +404,10 @@ class Worker {
   // The options this worker plans its cascades with: the backend's, with choose_layout as
   // WorkerOptions::choose_layout says.
   kernels::PlanOptions PlanOptionsFor(const kernels::Backend& backend) const;
+  // The plan of a chunk's batch on `backend`: PlanCascade with PlanOptionsFor, its near ties timed
+  // where WorkerOptions::measure_plan_choice is on.
+  kernels::CascadePlan PlanOn(kernels::Backend& backend, const kernels::DecodeBatch& batch,
+                              const kernels::KvPoolShape& pool);
   // Host → device copy of a step's per-step array on `be`'s stream, through PinnedStaging on
   // CUDA (src may change as soon as this returns).
   void UploadAsync(kernels::Backend& be, void* dst, const void* src, size_t bytes);
@@ -435,6 +450,8 @@ class Worker {
   bool events_since_decode_ = true;
   std::vector<int> scratch_entries_;
   int64_t plans_advanced_ = 0;
+  bool measure_plan_choice_ = false;         // WorkerOptions::measure_plan_choice, resolved
+  kernels::MeasuredPlanner measured_planner_;
   std::vector<int32_t> scratch_indices_;      // an event ran since decode_reqs_ was made
   std::vector<uint64_t> app_hash_;
   std::vector<int64_t> app_pos_, app_slot_;

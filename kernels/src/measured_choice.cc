@@ -1,0 +1,215 @@
+#include "prefixd/kernels/measured_choice.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "prefixd/common/error.h"
+#include "prefixd/kernels/cost_model.h"
+
+namespace prefixd::kernels {
+
+namespace {
+
+// Quarter-octave bucket (steps of ~19%); −1 for nothing.
+int Bucket(double x) { return x <= 0 ? -1 : int(std::lround(4.0 * std::log2(x))); }
+
+// The kept choice of a class never grows without bound: a server that sees ever new shapes
+// starts over (each class then costs one timing again).
+constexpr size_t kMaxClasses = 4096;
+
+// Backend memory freed on every exit (timing may throw: a bad plan, out of memory).
+class Scratch {
+ public:
+  explicit Scratch(Backend& backend) : backend_(backend) {}
+  ~Scratch() {
+    for (void* p : buffers_) backend_.Free(p);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* Alloc(size_t bytes) {
+    buffers_.push_back(nullptr);
+    buffers_.back() = backend_.Alloc(std::max<size_t>(bytes, 16));
+    return buffers_.back();
+  }
+
+ private:
+  Backend& backend_;
+  std::vector<void*> buffers_;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+const char* PlanCandidateName(PlanCandidate c) {
+  switch (c) {
+    case PlanCandidate::kModelChoice: return "model";
+    case PlanCandidate::kCascade: return "cascade";
+    case PlanCandidate::kPlain: return "plain";
+  }
+  return "unknown";
+}
+
+std::string ShapeClassKey(const DecodeBatch& batch, const KvPoolShape& pool, const PlanReport& model) {
+  std::ostringstream key;
+  key << DTypeName(pool.dtype) << ' ' << batch.num_qo_heads << '/' << pool.num_kv_heads << " D" << pool.head_dim
+      << " p" << pool.page_size;
+  for (const PrefixGroup& g : batch.groups) {
+    int64_t suffix_tokens = 0, longest = 0;
+    for (int r = g.first_request; r < g.first_request + g.num_requests; ++r) {
+      const int64_t len = batch.suffix.SeqLen(r, pool.page_size);
+      suffix_tokens += len;
+      longest = std::max(longest, len);
+    }
+    key << " | r" << Bucket(g.num_requests) << " P" << Bucket(g.prefix.num_tokens)
+        << (CanPlanPlain(g, pool.page_size) ? "w" : "") << " s"
+        << Bucket(g.num_requests > 0 ? double(suffix_tokens) / g.num_requests : 0) << " m" << Bucket(double(longest));
+  }
+  key << " | model";
+  for (const uint8_t p : model.group_plain) key << int(p);
+  key << " t" << model.prefix_target_items << " c" << model.min_prefix_chunk << " d" << model.min_decode_chunk << " r"
+      << model.prefix_tile_rows << " k" << model.concurrent_decode_sms << (model.concurrent_decode_tma ? "tma" : "");
+  return key.str();
+}
+
+int PickMeasured(const std::vector<PlanCandidate>& candidates, const std::vector<double>& measured_us,
+                 double keep_cascade_within) {
+  PREFIXD_CHECK_ARG(candidates.size() == measured_us.size() && !candidates.empty(),
+                    "PickMeasured: " << candidates.size() << " candidates, " << measured_us.size() << " times");
+  int best = -1, cascade = -1;
+  for (int i = 0; i < int(candidates.size()); ++i) {
+    if (!std::isfinite(measured_us[i])) continue;  // NaN or a failed timing never wins
+    if (best < 0 || measured_us[i] < measured_us[best]) best = i;
+    if (candidates[i] == PlanCandidate::kCascade) cascade = i;
+  }
+  if (best < 0) return 0;  // nothing measured: the model's choice
+  if (cascade >= 0 && measured_us[cascade] <= measured_us[best] * (1.0 + keep_cascade_within)) return cascade;
+  return best;
+}
+
+MeasuredPlanner::MeasuredPlanner(const MeasuredChoiceOptions& options) : options_(options) {
+  PREFIXD_CHECK_ARG(options.tie_band >= 0 && options.keep_cascade_within >= 0,
+                    "MeasuredPlanner: tie_band and keep_cascade_within must be ≥ 0");
+  PREFIXD_CHECK_ARG(options.warmup_rounds >= 0 && options.timed_rounds >= 1 && options.flush_bytes >= 0,
+                    "MeasuredPlanner: needs warmup_rounds ≥ 0, timed_rounds ≥ 1, flush_bytes ≥ 0");
+}
+
+std::vector<double> MeasuredPlanner::TimePlans(const std::vector<const CascadePlan*>& plans, Backend& backend,
+                                               const KvPoolView& kv, DType dtype) const {
+  int64_t rows = 0;
+  for (const CascadePlan* p : plans) {
+    PREFIXD_CHECK_ARG(p != nullptr && p->head_dim == kv.shape.head_dim && p->num_kv_heads <= kv.shape.num_kv_heads,
+                      "MeasuredPlanner: a plan does not fit the KV pool (head_dim " << kv.shape.head_dim << ", "
+                                                                                   << kv.shape.num_kv_heads
+                                                                                   << " KV heads)");
+    rows = std::max(rows, int64_t(p->num_requests) * p->num_qo_heads);
+  }
+  if (plans.empty()) return {};
+  const int64_t elems = rows * kv.shape.head_dim;
+  Scratch scratch(backend);
+  CascadeArgs args;
+  args.kv = kv;
+  args.layer = 0;
+  args.q = scratch.Alloc(size_t(elems) * DTypeBytes(dtype));
+  args.o = scratch.Alloc(size_t(elems) * DTypeBytes(dtype));
+  args.v_out = static_cast<float*>(scratch.Alloc(size_t(elems) * 4));
+  args.s_out = static_cast<float*>(scratch.Alloc(size_t(rows) * 4));
+  // Finite queries in both dtypes (0x3C3C: 1.06 in fp16, 0.0115 in bf16): the time does not depend
+  // on the values, but NaN or Inf could take other paths in the softmax.
+  backend.Fill(const_cast<void*>(args.q), 0x3C, size_t(elems) * DTypeBytes(dtype));
+  const bool flush = backend.kind() == BackendKind::kCuda && options_.flush_bytes > 0;
+  void* flush_buffer = flush ? scratch.Alloc(size_t(options_.flush_bytes)) : nullptr;
+
+  std::vector<std::vector<double>> times(plans.size());
+  for (int round = 0; round < options_.warmup_rounds + options_.timed_rounds; ++round) {
+    for (size_t i = 0; i < plans.size(); ++i) {
+      const CascadePlan& plan = *plans[i];
+      backend.LoadPlan(plan);
+      args.kv_head_offset = 0;
+      args.kv_head_count = plan.num_kv_heads < kv.shape.num_kv_heads ? plan.num_kv_heads : 0;
+      if (flush) backend.Fill(flush_buffer, uint8_t(round + i), size_t(options_.flush_bytes));
+      const double us = backend.TimeUs([&] { backend.RunCascade(args); });
+      if (round >= options_.warmup_rounds) times[i].push_back(us);
+    }
+  }
+  std::vector<double> medians;
+  for (const auto& t : times) medians.push_back(Median(t));
+  return medians;
+}
+
+PlanCandidates NearTieCandidates(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
+                                 double tie_band) {
+  PlanCandidates c;
+  c.plans.push_back(PlanCascade(batch, pool, options, &c.model));
+  c.kinds.push_back(PlanCandidate::kModelChoice);
+  c.predicted_us.push_back(c.model.predicted_us);
+  if (!options.choose_layout) return c;
+  const CostModelParams params = options.cost_model ? *options.cost_model : CostModelParams::H200();
+  PlanOptions fixed = options;
+  fixed.choose_layout = false;
+  const std::vector<int32_t> choice_flat = c.plans[0].Serialize();
+  const double limit = c.model.predicted_us * (1.0 + tie_band);
+  auto consider = [&](CascadePlan plan, PlanCandidate kind) {
+    if (plan.Serialize() == choice_flat) {
+      c.kinds[0] = kind;  // the model chose it: so named, PickMeasured favours the cascade
+      return;
+    }
+    const double predicted = PredictCost(plan, params).total_us;
+    if (!(predicted <= limit)) return;
+    c.plans.push_back(std::move(plan));
+    c.kinds.push_back(kind);
+    c.predicted_us.push_back(predicted);
+  };
+  consider(PlanCascade(batch, pool, fixed), PlanCandidate::kCascade);
+  std::vector<uint8_t> plain(batch.groups.size(), 0);
+  bool any_plain = false;
+  for (size_t g = 0; g < batch.groups.size(); ++g) {
+    plain[g] = batch.groups[g].prefix.num_tokens > 0 && CanPlanPlain(batch.groups[g], pool.page_size);
+    any_plain |= plain[g] != 0;
+  }
+  if (any_plain) consider(PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed), PlanCandidate::kPlain);
+  return c;
+}
+
+CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
+                                  Backend& backend, const KvPoolView& kv, MeasuredChoiceReport* report,
+                                  const std::function<void()>& before_timing) {
+  MeasuredChoiceReport local;
+  MeasuredChoiceReport& rep = report ? *report : local;
+  rep = MeasuredChoiceReport{};
+  PlanCandidates c = NearTieCandidates(batch, pool, options, options_.tie_band);
+  rep.model = c.model;
+  rep.chosen = c.kinds[0];
+  if (c.plans.size() == 1) return std::move(c.plans[0]);  // no near tie: the model's choice
+  rep.candidates = c.kinds;
+  rep.predicted_us = c.predicted_us;
+
+  const std::string key = ShapeClassKey(batch, pool, c.model);
+  if (const auto it = kept_.find(key); it != kept_.end()) {
+    const auto at = std::find(c.kinds.begin(), c.kinds.end(), it->second);
+    if (at == c.kinds.end()) return std::move(c.plans[0]);  // the kept one is no near tie here
+    rep.from_cache = true;
+    rep.chosen = *at;
+    return std::move(c.plans[size_t(at - c.kinds.begin())]);
+  }
+  std::vector<const CascadePlan*> plans;
+  for (const CascadePlan& p : c.plans) plans.push_back(&p);
+  if (before_timing) before_timing();
+  rep.measured_us = TimePlans(plans, backend, kv, pool.dtype);
+  rep.timed = true;
+  ++timings_;
+  const int pick = PickMeasured(c.kinds, rep.measured_us, options_.keep_cascade_within);
+  rep.chosen = c.kinds[size_t(pick)];
+  if (kept_.size() >= kMaxClasses) kept_.clear();
+  kept_[key] = rep.chosen;
+  return std::move(c.plans[size_t(pick)]);
+}
+
+}  // namespace prefixd::kernels

@@ -1,0 +1,270 @@
+// MeasuredPlanner (measured_choice.h): which plans it times, what it keeps from the times, that a
+// kept choice serves the shape class without timing, and that every plan it returns computes the
+// cascade's attention. The times come from a backend that runs the work on the CPU backend and
+// reports scripted microseconds per kind of loaded plan, so the choices are deterministic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "prefixd/kernels/backend.h"
+#include "prefixd/kernels/cost_model.h"
+#include "prefixd/kernels/measured_choice.h"
+#include "prefixd/kernels/plan.h"
+#include "support/backend_step.h"
+#include "support/test_support.h"
+#include "unit/kernels/expect_error.h"
+#include "unit/kernels/random_batch.h"
+
+namespace prefixd::test {
+namespace {
+
+using kernels::Backend;
+using kernels::CascadePlan;
+using kernels::DecodeBatch;
+using kernels::KvPoolShape;
+using kernels::MeasuredChoiceReport;
+using kernels::MeasuredPlanner;
+using kernels::PlanCandidate;
+using kernels::PlanOptions;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+const DType kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
+
+// The CPU backend, with TimeUs reporting script(loaded plan) after running the work for real.
+class ScriptedTimeBackend final : public Backend {
+ public:
+  explicit ScriptedTimeBackend(std::function<double(const CascadePlan&)> script)
+      : inner_(kernels::MakeCpuBackend()), script_(std::move(script)) {}
+  int time_calls = 0;
+
+  kernels::BackendKind kind() const override { return inner_->kind(); }
+  std::string Describe() const override { return "scripted " + inner_->Describe(); }
+  PlanOptions DefaultPlanOptions() const override { return inner_->DefaultPlanOptions(); }
+  const kernels::WorkspaceLimits& limits() const override { return inner_->limits(); }
+  void* Alloc(size_t bytes) override { return inner_->Alloc(bytes); }
+  void Free(void* ptr) override { inner_->Free(ptr); }
+  void CopyToDevice(void* d, const void* s, size_t n) override { inner_->CopyToDevice(d, s, n); }
+  void CopyToHost(void* d, const void* s, size_t n) override { inner_->CopyToHost(d, s, n); }
+  void CopyDeviceToDevice(void* d, const void* s, size_t n) override { inner_->CopyDeviceToDevice(d, s, n); }
+  void Fill(void* d, uint8_t b, size_t n) override { inner_->Fill(d, b, n); }
+  void Synchronize() override { inner_->Synchronize(); }
+  void* stream() const override { return inner_->stream(); }
+  double TimeUs(const std::function<void()>& enqueue) override {
+    ++time_calls;
+    enqueue();
+    return script_(loaded_);
+  }
+  void LoadPlan(const CascadePlan& plan) override {
+    inner_->LoadPlan(plan);
+    loaded_ = plan;
+  }
+  void RunCascade(const kernels::CascadeArgs& a) override { inner_->RunCascade(a); }
+  void RunCascadeParts(const kernels::CascadeArgs& a, unsigned p) override { inner_->RunCascadeParts(a, p); }
+  void RunPrefixAttention(const kernels::PrefixAttentionArgs& a) override { inner_->RunPrefixAttention(a); }
+  void MergeStates(const float* v, const float* s, int n, int rows, int d, float* vo, float* so) override {
+    inner_->MergeStates(v, s, n, rows, d, vo, so);
+  }
+  void MergeStateInPlace(float* v, float* s, const float* vo, const float* so, int rows, int d) override {
+    inner_->MergeStateInPlace(v, s, vo, so, rows, d);
+  }
+  void CastStates(const float* v, int64_t n, DType t, void* out) override { inner_->CastStates(v, n, t, out); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  std::function<double(const CascadePlan&)> script_;
+  CascadePlan loaded_;
+};
+
+// Scripted times by the loaded plan's kind: plain decode has no prefix items; a concurrent or
+// re-split cascade differs from the fixed cascade of the same batch.
+struct Script {
+  double plain_us = 100, cascade_us = 100, other_us = 100;
+  std::vector<int32_t> cascade_flat;
+  double operator()(const CascadePlan& p) const {
+    if (p.prefix_items.empty()) return plain_us;
+    return p.Serialize() == cascade_flat ? cascade_us : other_us;
+  }
+};
+
+PlanOptions ChooseOptions() {
+  PlanOptions o = kernels::H200PlanOptions();  // the cost model's candidates as on an H200
+  o.choose_layout = true;
+  return o;
+}
+
+// One group of `b` requests on a prefix of `p` tokens, suffixes of `s` tokens, 32/8 heads, D128.
+struct Case {
+  KvPoolShape shape;
+  DecodeBatch batch;
+  HostKvPool pool;
+};
+
+Case MakeCase(int b, int p, int s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Case c;
+  const std::vector<GroupSpec> groups{{p, std::vector<int>(size_t(b), s)}};
+  c.shape = KvPoolShape{1, PagesNeeded(groups, 16) + 2, 16, 8, 128, kF16};
+  kernels::PageAllocator alloc(c.shape.num_pages);
+  c.batch = BuildBatch(groups, 32, 16, alloc, rng);
+  c.pool = RandomKvPool(rng, c.shape);
+  return c;
+}
+
+TEST(PickMeasured, FastestUnlessTheCascadeIsWithinTheMargin) {
+  using K = PlanCandidate;
+  EXPECT_EQ(kernels::PickMeasured({K::kModelChoice, K::kCascade}, {90, 100}, 0.02), 0);
+  EXPECT_EQ(kernels::PickMeasured({K::kModelChoice, K::kCascade}, {99, 100}, 0.02), 1);  // within 2%
+  EXPECT_EQ(kernels::PickMeasured({K::kCascade, K::kPlain}, {100, 97}, 0.02), 1);
+  EXPECT_EQ(kernels::PickMeasured({K::kCascade, K::kPlain}, {100, 99}, 0.02), 0);
+  EXPECT_EQ(kernels::PickMeasured({K::kPlain, K::kModelChoice}, {50, 40}, 0.5), 1);  // no cascade: fastest
+}
+
+TEST(PickMeasured, NanNeverWins) {
+  using K = PlanCandidate;
+  EXPECT_EQ(kernels::PickMeasured({K::kModelChoice, K::kCascade, K::kPlain}, {kNaN, 100, 50}, 0.02), 2);
+  EXPECT_EQ(kernels::PickMeasured({K::kModelChoice, K::kCascade}, {10, kNaN}, 0.02), 0);
+  EXPECT_EQ(kernels::PickMeasured({K::kModelChoice, K::kCascade}, {kNaN, kNaN}, 0.02), 0);  // the model's
+  EXPECT_INVALID_ARGUMENT(kernels::PickMeasured({K::kCascade}, {1, 2}, 0.02), "2 times");
+}
+
+TEST(ShapeClassKey, BucketsLengthsAndNamesTheModelsChoice) {
+  const Case a = MakeCase(200, 5000, 100, 1), near = MakeCase(205, 5100, 104, 2), far = MakeCase(256, 5000, 100, 3);
+  kernels::PlanReport model;
+  model.group_plain = {0};
+  const std::string key = kernels::ShapeClassKey(a.batch, a.shape, model);
+  EXPECT_EQ(key, kernels::ShapeClassKey(near.batch, near.shape, model));
+  EXPECT_NE(key, kernels::ShapeClassKey(far.batch, far.shape, model));
+  KvPoolShape bf16 = a.shape;
+  bf16.dtype = kBF16;
+  EXPECT_NE(key, kernels::ShapeClassKey(a.batch, bf16, model));
+  kernels::PlanReport concurrent = model;
+  concurrent.concurrent_decode_sms = 20;
+  EXPECT_NE(key, kernels::ShapeClassKey(a.batch, a.shape, concurrent));
+}
+
+// Where the model's choice has no rival within the tie band, nothing is timed.
+TEST(MeasuredPlanner, NoNearTieTimesNothing) {
+  const Case c = MakeCase(256, 1024, 256, 4);  // cascade predicted far ahead of plain decode
+  const kernels::PlanCandidates cands = kernels::NearTieCandidates(c.batch, c.shape, ChooseOptions(), 0.15);
+  ASSERT_EQ(cands.plans.size(), 1u) << "the shape has a near tie; the test needs one without";
+  ScriptedTimeBackend backend(Script{});
+  MeasuredPlanner planner;
+  MeasuredChoiceReport rep;
+  const CascadePlan plan = planner.Plan(c.batch, c.shape, ChooseOptions(), backend, {c.shape, nullptr, nullptr}, &rep);
+  EXPECT_EQ(backend.time_calls, 0);
+  EXPECT_FALSE(rep.timed);
+  EXPECT_TRUE(rep.candidates.empty());
+  EXPECT_EQ(plan.Serialize(), kernels::PlanCascade(c.batch, c.shape, ChooseOptions()).Serialize());
+}
+
+TEST(MeasuredPlanner, ChooseLayoutOffIsThePlannersPlan) {
+  const Case c = MakeCase(3, 256, 256, 5);
+  PlanOptions o = ChooseOptions();
+  o.choose_layout = false;
+  ScriptedTimeBackend backend(Script{});
+  MeasuredPlanner planner;
+  const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, {c.shape, nullptr, nullptr});
+  EXPECT_EQ(backend.time_calls, 0);
+  EXPECT_EQ(plan.Serialize(), kernels::PlanCascade(c.batch, c.shape, o).Serialize());
+}
+
+// A near tie (32/8 B3 P256 S256: plain decode and the cascade predicted within 8%) is timed once,
+// the measured winner kept for the class, and later batches of the class get it untimed.
+TEST(MeasuredPlanner, TimesANearTieOnceAndKeepsTheFasterForTheClass) {
+  Case c = MakeCase(3, 256, 256, 6);
+  const PlanOptions o = ChooseOptions();
+  const kernels::PlanCandidates cands = kernels::NearTieCandidates(c.batch, c.shape, o, 0.15);
+  ASSERT_GE(cands.plans.size(), 2u) << "the shape has no near tie; the test needs one";
+  PlanOptions fixed = o;
+  fixed.choose_layout = false;
+  Script script;
+  script.cascade_flat = kernels::PlanCascade(c.batch, c.shape, fixed).Serialize();
+  for (const double plain_us : {50.0, 200.0}) {  // plain decode measured twice as fast, then half as fast
+    script.plain_us = plain_us;
+    ScriptedTimeBackend backend(script);
+    MeasuredPlanner planner;
+    BackendBuffers mem(backend);
+    const kernels::KvPoolView real{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
+                                   mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+    MeasuredChoiceReport rep;
+    const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, real, &rep);
+    ASSERT_TRUE(rep.timed);
+    ASSERT_EQ(rep.measured_us.size(), rep.candidates.size());
+    const kernels::MeasuredChoiceOptions defaults;
+    EXPECT_EQ(backend.time_calls, int(rep.candidates.size()) * (defaults.warmup_rounds + defaults.timed_rounds));
+    const PlanCandidate want = plain_us < 100 ? PlanCandidate::kPlain : PlanCandidate::kCascade;
+    EXPECT_EQ(rep.chosen, want) << "plain " << plain_us << " us";
+    EXPECT_EQ(plan.prefix_items.empty(), want == PlanCandidate::kPlain);
+    EXPECT_EQ(planner.timings(), 1);
+    EXPECT_EQ(planner.classes(), 1);
+
+    // The same class again (one more suffix token per request: same buckets): kept, not timed.
+    const int calls = backend.time_calls;
+    MeasuredChoiceReport again;
+    const CascadePlan same = planner.Plan(c.batch, c.shape, o, backend, real, &again);
+    EXPECT_TRUE(again.from_cache);
+    EXPECT_FALSE(again.timed);
+    EXPECT_EQ(again.chosen, want);
+    EXPECT_EQ(same.Serialize(), plan.Serialize());
+    const Case grown = MakeCase(3, 256, 257, 6);
+    MeasuredChoiceReport next;
+    const CascadePlan grown_plan = planner.Plan(grown.batch, grown.shape, o, backend, real, &next);
+    ASSERT_EQ(kernels::ShapeClassKey(grown.batch, grown.shape, next.model),
+              kernels::ShapeClassKey(c.batch, c.shape, rep.model));
+    EXPECT_TRUE(next.from_cache);
+    EXPECT_EQ(grown_plan.prefix_items.empty(), want == PlanCandidate::kPlain);
+    EXPECT_EQ(backend.time_calls, calls);
+    EXPECT_EQ(planner.timings(), 1);
+  }
+}
+
+// Whatever is chosen computes the cascade's attention (CPU backend, fresh random K/V and queries).
+TEST(MeasuredPlanner, ChosenPlanComputesTheCascadesAttention) {
+  for (const bool plain_faster : {true, false}) {
+    Case c = MakeCase(3, 256, 256, 7 + plain_faster);
+    const PlanOptions o = ChooseOptions();
+    PlanOptions fixed = o;
+    fixed.choose_layout = false;
+    const CascadePlan cascade = kernels::PlanCascade(c.batch, c.shape, fixed);
+    Script script;
+    script.cascade_flat = cascade.Serialize();
+    script.plain_us = plain_faster ? 10 : 1000;
+    ScriptedTimeBackend backend(script);
+    BackendBuffers mem(backend);
+    const kernels::KvPoolView kv{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
+                                 mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+    MeasuredPlanner planner;
+    MeasuredChoiceReport rep;
+    const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
+    ASSERT_TRUE(rep.timed);
+    std::mt19937_64 rng(TestSeed() + plain_faster);
+    const std::vector<uint16_t> q = MakeQueries(rng, c.pool, 0, c.batch, false, 0.f);
+    const StepResult want = RunStep(backend, c.pool, 0, cascade, q);
+    const StepResult got = RunStep(backend, c.pool, 0, plan, q);
+    ASSERT_EQ(got.v.size(), want.v.size());
+    for (size_t i = 0; i < want.v.size(); ++i)
+      ASSERT_NEAR(got.v[i], want.v[i], 2e-5 * (1 + std::fabs(want.v[i]))) << "v[" << i << "]";
+    for (size_t i = 0; i < want.s.size(); ++i) ASSERT_NEAR(got.s[i], want.s[i], 2e-5 * (1 + std::fabs(want.s[i])));
+  }
+}
+
+TEST(MeasuredPlanner, RejectsAPlanThatDoesNotFitThePool) {
+  const Case c = MakeCase(3, 256, 256, 9);
+  ScriptedTimeBackend backend(Script{});
+  MeasuredPlanner planner;
+  KvPoolShape other = c.shape;
+  other.head_dim = 64;
+  const CascadePlan plan = kernels::PlanCascade(c.batch, c.shape, {});
+  EXPECT_INVALID_ARGUMENT(planner.TimePlans({&plan}, backend, {other, nullptr, nullptr}, kF16), "does not fit");
+  kernels::MeasuredChoiceOptions bad;
+  bad.timed_rounds = 0;
+  EXPECT_INVALID_ARGUMENT(MeasuredPlanner{bad}, "timed_rounds");
+}
+
+}  // namespace
+}  // namespace prefixd::test

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -27,6 +28,7 @@
 #include "prefixd/kernels/backend.h"
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
+#include "prefixd/kernels/measured_choice.h"
 #include "prefixd/kernels/plan.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
 #include "prefixd/kernels/state.h"
@@ -1558,6 +1560,83 @@ TEST(CudaPlanner, ChosenLayoutsMatchTheOracle) {
                         : fine   ? "cascade with fine chunks chosen"
                         : narrow ? "cascade with narrow items chosen"
                                  : "cascade chosen");
+  }
+}
+
+// Backend::TimeUs times only the work it is given: not what was queued before it.
+TEST(CudaPlanner, TimeUsTimesOnlyItsOwnWork) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  Backend& be = Device();
+  const size_t bytes = size_t(1) << 30;
+  BackendBuffers mem(be);
+  void* buffer = mem.Poisoned(bytes);
+  const double fill_us = be.TimeUs([&] { be.Fill(buffer, 0x11, bytes); });
+  EXPECT_GT(fill_us, 50.0) << "1 GiB written in under 50 us";  // > 20 TB/s: not timed
+  EXPECT_LT(fill_us, 2e6);
+  be.Fill(buffer, 0x22, bytes);  // queued before, not timed
+  const double empty_us = be.TimeUs([] {});
+  EXPECT_GE(empty_us, 0.0);
+  EXPECT_LT(empty_us, 0.25 * fill_us) << "TimeUs counted the work queued before it";
+}
+
+// The measured choice (kernels::MeasuredPlanner) on the device: near ties of the H200 model — plain
+// decode against the cascade (32/8 B3 P256 S256), the model's split or concurrent variant against
+// the cascade (32/8 B200 P5000 S100, where session 75 measured the model's choice 10% slower) —
+// timed with finite positive times, one of the candidates kept, its outputs those of the float64
+// oracle (small case) or of the device's cascade (large case), and the class served from then on.
+TEST(CudaPlanner, MeasuredChoiceTimesNearTiesAndComputesTheCascadesAttention) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  PREFIXD_SEEDED_RNG(rng);
+  const int page_size = 16, hq = 32, hkv = 8, d = 128;
+  // The CPU stand-in plans as the CUDA backend does on an H200 (its own default has no layout choice).
+  PlanOptions options = kernels::CudaAvailable() ? Device().DefaultPlanOptions() : kernels::H200BackendPlanOptions();
+  options.choose_layout = true;
+  for (const auto& [requests, prefix, suffix] : std::vector<std::tuple<int, int, int>>{{3, 256, 256}, {200, 5000, 100}}) {
+    SCOPED_TRACE(std::to_string(requests) + " requests, prefix " + std::to_string(prefix) + ", suffix " +
+                 std::to_string(suffix));
+    std::vector<GroupSpec> groups = {{prefix, std::vector<int>(size_t(requests), suffix)}};
+    const KvPoolShape shape{1, PagesNeeded(groups, page_size) + 3, page_size, hkv, d, kF16};
+    kernels::PageAllocator alloc(shape.num_pages);
+    const DecodeBatch batch = BuildBatch(groups, hq, page_size, alloc, rng);
+    const HostKvPool pool = RandomKvPool(rng, shape);
+    const std::vector<uint16_t> q = MakeQueries(rng, pool, 0, batch, false, 0.f);
+    BackendBuffers mem(Device());
+    const kernels::KvPoolView kv{shape, mem.Upload(pool.k.data(), pool.k.size() * 2),
+                                 mem.Upload(pool.v.data(), pool.v.size() * 2)};
+    kernels::MeasuredChoiceOptions mo;
+    mo.warmup_rounds = 1;
+    mo.timed_rounds = 3;
+    kernels::MeasuredPlanner planner(mo);
+    kernels::MeasuredChoiceReport rep;
+    const CascadePlan plan = planner.Plan(batch, shape, options, Device(), kv, &rep);
+    ASSERT_TRUE(rep.timed) << "no near tie: predicted " << rep.model.predicted_us << " us, cascade "
+                           << rep.model.predicted_cascade_us << ", plain " << rep.model.predicted_plain_us;
+    ASSERT_GE(rep.candidates.size(), 2u);
+    ASSERT_EQ(rep.measured_us.size(), rep.candidates.size());
+    for (size_t i = 0; i < rep.candidates.size(); ++i) {
+      EXPECT_TRUE(std::isfinite(rep.measured_us[i]) && rep.measured_us[i] > 0)
+          << kernels::PlanCandidateName(rep.candidates[i]) << ": " << rep.measured_us[i] << " us";
+      std::printf("  [measured] %s: predicted %.1f us, measured %.1f us%s\n",
+                  kernels::PlanCandidateName(rep.candidates[i]), rep.predicted_us[i], rep.measured_us[i],
+                  rep.candidates[i] == rep.chosen ? " (kept)" : "");
+    }
+    EXPECT_NE(std::find(rep.candidates.begin(), rep.candidates.end(), rep.chosen), rep.candidates.end());
+    const StepResult got = RunStep(Device(), pool, 0, plan, q);
+    if (requests <= 8) {
+      ExpectMatchesOracle(got, NaiveCascade(pool, 0, batch, q, 1.0 / std::sqrt(double(d))), kF16, "measured choice");
+    } else {
+      PlanOptions fixed = options;
+      fixed.choose_layout = false;
+      const StepResult cascade = RunStep(Device(), pool, 0, kernels::PlanCascade(batch, shape, fixed), q);
+      const std::vector<double> v = ToDouble(cascade.v), s = ToDouble(cascade.s);
+      ExpectAllClose(got.v.data(), v.data(), int64_t(v.size()), OutputTolerance(kF16), "measured choice vs cascade");
+      ExpectLseClose(got.s.data(), s.data(), int64_t(s.size()), kLseTol, "measured choice vs cascade (s)");
+    }
+    kernels::MeasuredChoiceReport again;
+    const CascadePlan same = planner.Plan(batch, shape, options, Device(), kv, &again);
+    EXPECT_TRUE(again.from_cache);
+    EXPECT_EQ(same.Serialize(), plan.Serialize());
+    EXPECT_EQ(planner.timings(), 1);
   }
 }
 

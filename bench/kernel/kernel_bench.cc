@@ -1059,6 +1059,8 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
   if (measured_flat == p.choice.Serialize()) row.measured_us = row.choice_us;
   else if (measured_flat == p.cascade.Serialize()) row.measured_us = row.cascade_us;
   else if (p.has_plain && measured_flat == p.plain.Serialize()) row.measured_us = row.plain_us;
+  else if (p.has_half && measured_flat == p.half.Serialize()) row.measured_us = row.half_us;
+  else if (p.has_narrow && measured_flat == p.narrow.Serialize()) row.measured_us = row.narrow_us;
   else {
     gpu.LoadPlan(measured);
     row.measured_us = time_us([&] { gpu.RunCascade(args); });

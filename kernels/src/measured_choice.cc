@@ -53,6 +53,8 @@ const char* PlanCandidateName(PlanCandidate c) {
     case PlanCandidate::kModelChoice: return "model";
     case PlanCandidate::kCascade: return "cascade";
     case PlanCandidate::kPlain: return "plain";
+    case PlanCandidate::kHalfTarget: return "half";
+    case PlanCandidate::kNarrow: return "narrow";
   }
   return "unknown";
 }
@@ -154,11 +156,14 @@ PlanCandidates NearTieCandidates(const DecodeBatch& batch, const KvPoolShape& po
   const CostModelParams params = options.cost_model ? *options.cost_model : CostModelParams::H200();
   PlanOptions fixed = options;
   fixed.choose_layout = false;
-  const std::vector<int32_t> choice_flat = c.plans[0].Serialize();
+  std::vector<std::vector<int32_t>> flats{c.plans[0].Serialize()};
   const double limit = c.model.predicted_us * (1.0 + tie_band);
   auto consider = [&](CascadePlan plan, PlanCandidate kind) {
-    if (plan.Serialize() == choice_flat) {
-      c.kinds[0] = kind;  // the model chose it: so named, PickMeasured favours the cascade
+    std::vector<int32_t> flat = plan.Serialize();
+    const auto same = std::find(flats.begin(), flats.end(), flat);
+    if (same != flats.end()) {
+      // The model chose it: so named (PickMeasured favours the cascade). Else a candidate already in.
+      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice) c.kinds[0] = kind;
       return;
     }
     const double predicted = PredictCost(plan, params).total_us;
@@ -166,6 +171,7 @@ PlanCandidates NearTieCandidates(const DecodeBatch& batch, const KvPoolShape& po
     c.plans.push_back(std::move(plan));
     c.kinds.push_back(kind);
     c.predicted_us.push_back(predicted);
+    flats.push_back(std::move(flat));
   };
   consider(PlanCascade(batch, pool, fixed), PlanCandidate::kCascade);
   std::vector<uint8_t> plain(batch.groups.size(), 0);
@@ -175,6 +181,18 @@ PlanCandidates NearTieCandidates(const DecodeBatch& batch, const KvPoolShape& po
     any_plain |= plain[g] != 0;
   }
   if (any_plain) consider(PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed), PlanCandidate::kPlain);
+  // The two split layouts the planner check times beside them (bench/kernel/kernel_bench.cc), which
+  // the model misranked by 5-13% on session 76's off-grid shapes.
+  PlanOptions half = fixed;
+  half.prefix_target_items = std::max(1, (options.prefix_target_items > 0 ? options.prefix_target_items
+                                                                           : options.target_items) / 2);
+  consider(PlanCascade(batch, pool, half), PlanCandidate::kHalfTarget);
+  if (options.narrow_tile_rows > 0 && options.narrow_tile_rows < options.prefix_tile_rows &&
+      (options.narrow_head_dim == 0 || pool.head_dim == options.narrow_head_dim)) {
+    PlanOptions narrow = fixed;
+    narrow.prefix_tile_rows = options.narrow_tile_rows;
+    consider(PlanCascade(batch, pool, narrow), PlanCandidate::kNarrow);
+  }
   return c;
 }
 

@@ -4,11 +4,13 @@
 // reports scripted microseconds per kind of loaded plan, so the choices are deterministic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "prefixd/kernels/backend.h"
@@ -104,14 +106,14 @@ struct Case {
   HostKvPool pool;
 };
 
-Case MakeCase(int b, int p, int s, uint64_t seed) {
+Case MakeCase(int b, int p, int s, uint64_t seed, bool with_kv = true) {
   std::mt19937_64 rng(seed);
   Case c;
   const std::vector<GroupSpec> groups{{p, std::vector<int>(size_t(b), s)}};
   c.shape = KvPoolShape{1, PagesNeeded(groups, 16) + 2, 16, 8, 128, kF16};
   kernels::PageAllocator alloc(c.shape.num_pages);
   c.batch = BuildBatch(groups, 32, 16, alloc, rng);
-  c.pool = RandomKvPool(rng, c.shape);
+  if (with_kv) c.pool = RandomKvPool(rng, c.shape);
   return c;
 }
 
@@ -133,7 +135,8 @@ TEST(PickMeasured, NanNeverWins) {
 }
 
 TEST(ShapeClassKey, BucketsLengthsAndNamesTheModelsChoice) {
-  const Case a = MakeCase(200, 5000, 100, 1), near = MakeCase(205, 5100, 104, 2), far = MakeCase(256, 5000, 100, 3);
+  const Case a = MakeCase(200, 5000, 100, 1, false), near = MakeCase(205, 5100, 104, 2, false),
+             far = MakeCase(256, 5000, 100, 3, false);
   kernels::PlanReport model;
   model.group_plain = {0};
   const std::string key = kernels::ShapeClassKey(a.batch, a.shape, model);
@@ -147,9 +150,37 @@ TEST(ShapeClassKey, BucketsLengthsAndNamesTheModelsChoice) {
   EXPECT_NE(key, kernels::ShapeClassKey(a.batch, a.shape, concurrent));
 }
 
+// The candidates are distinct plans, the model's choice first, the others predicted within the
+// band; the split layouts are among them where the model has them near: the half item target at
+// 32/8 B3 P8192 S32 (predicted ~3% behind the cascade), the narrow items at B37 P256 S32 (~8%).
+TEST(NearTieCandidates, DistinctPlansWithinTheBand) {
+  bool half = false, narrow = false;
+  for (const auto& [b, p, s] : std::vector<std::tuple<int, int, int>>{{3, 8192, 32}, {37, 256, 32}, {3, 256, 256},
+                                                                      {64, 1024, 256}, {200, 5000, 100}}) {
+    SCOPED_TRACE("B" + std::to_string(b) + " P" + std::to_string(p) + " S" + std::to_string(s));
+    const Case c = MakeCase(b, p, s, 10, false);
+    const kernels::PlanCandidates cands = kernels::NearTieCandidates(c.batch, c.shape, ChooseOptions(), 0.15);
+    ASSERT_EQ(cands.plans.size(), cands.kinds.size());
+    ASSERT_EQ(cands.plans.size(), cands.predicted_us.size());
+    EXPECT_EQ(cands.predicted_us[0], cands.model.predicted_us);
+    for (size_t i = 0; i < cands.plans.size(); ++i) {
+      EXPECT_LE(cands.predicted_us[i], cands.model.predicted_us * 1.15 + 1e-9) << i;
+      if (i > 0) EXPECT_NE(cands.kinds[i], PlanCandidate::kModelChoice);
+      for (size_t j = 0; j < i; ++j) EXPECT_NE(cands.plans[i].Serialize(), cands.plans[j].Serialize()) << i << " " << j;
+      half |= cands.kinds[i] == PlanCandidate::kHalfTarget;
+      narrow |= cands.kinds[i] == PlanCandidate::kNarrow;
+    }
+    // With no band, only candidates predicted no slower than the model's choice remain.
+    const kernels::PlanCandidates tight = kernels::NearTieCandidates(c.batch, c.shape, ChooseOptions(), 0.0);
+    for (const double us : tight.predicted_us) EXPECT_LE(us, tight.model.predicted_us);
+  }
+  EXPECT_TRUE(half) << "no half-target candidate on these shapes";
+  EXPECT_TRUE(narrow) << "no narrow candidate on these shapes";
+}
+
 // Where the model's choice has no rival within the tie band, nothing is timed.
 TEST(MeasuredPlanner, NoNearTieTimesNothing) {
-  const Case c = MakeCase(256, 1024, 256, 4);  // cascade predicted far ahead of plain decode
+  const Case c = MakeCase(3, 128, 32, 4);  // plain decode predicted far ahead of every cascade
   const kernels::PlanCandidates cands = kernels::NearTieCandidates(c.batch, c.shape, ChooseOptions(), 0.15);
   ASSERT_EQ(cands.plans.size(), 1u) << "the shape has a near tie; the test needs one without";
   ScriptedTimeBackend backend(Script{});

@@ -6,7 +6,8 @@
 // target); there three of 113 shapes took a variant 10-17% slower than the plain cascade. No
 // refit or margin ranked them as measured. A MeasuredPlanner plans with the model as always and,
 // where the model's choice is a near tie (another candidate — the cascade with the options' split,
-// or plain decode of every group that can be — predicted within tie_band of it), times those
+// plain decode of every group that can be, the cascade with half the prefix item target or with
+// the narrow prefix CTA's items — predicted within tie_band of it), times those
 // candidates once on the backend, on the caller's KV pool, and keeps the fastest for the batch's
 // shape class. Later batches of the class (ShapeClassKey) get the kept candidate without timing,
 // so a decode that grows by a token per step is timed again only when it crosses into a new class.
@@ -33,6 +34,8 @@ enum class PlanCandidate : uint8_t {
   kModelChoice,  // PlanCascade with options.choose_layout (the cost model's plan)
   kCascade,      // every group a cascade, the options' split (choose_layout off)
   kPlain,        // every group that can be plain decode is (PlainLayout), the options' split
+  kHalfTarget,   // the cascade with half the prefix item target (more SMs free for the decode)
+  kNarrow,       // the cascade of the narrow prefix CTA's items (PlanOptions::narrow_tile_rows)
 };
 const char* PlanCandidateName(PlanCandidate c);
 
@@ -64,10 +67,10 @@ struct MeasuredChoiceReport {
 };
 
 // The plans a measured choice times, planned without running anything: the model's choice first
-// (PlanCascade with options.choose_layout, its report in `model`), then the cascade and plain
-// decode where they differ from it and are predicted within tie_band of it. A candidate identical
-// to the model's choice names the first entry instead (kinds[0] = kCascade or kPlain). One entry:
-// no near tie.
+// (PlanCascade with options.choose_layout, its report in `model`), then the cascade, plain decode,
+// the half-target and the narrow cascade (where the options allow them) where they differ from it
+// and from each other and are predicted within tie_band of it. A candidate identical to the model's
+// choice names the first entry instead (kinds[0] = kCascade, say). One entry: no near tie.
 struct PlanCandidates {
   PlanReport model;
   std::vector<PlanCandidate> kinds;

@@ -385,6 +385,10 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
     }
   }
 
+  // The layout choice's near ties timed on the device (WorkerOptions::measure_plan_choice), over all
+  // ranks: each costs a few milliseconds of one step, once per shape class.
+  int64_t choices[2] = {engine.worker().plan_choices_timed(), engine.worker().plan_classes_kept()};
+  PREFIXD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, choices, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   if (rank == 0) {
     std::vector<double> sorted = step_ms;
     std::sort(sorted.begin(), sorted.end());
@@ -394,6 +398,9 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                 "mean %.3f ms, p50 %.3f ms, p99 %.3f ms, max %.3f ms; %d question(s) refused\n",
                 step_ms.size(), (long long)decoded, busy_s, busy_s > 0 ? decoded / busy_s : 0.0, mean, pct(0.5),
                 pct(0.99), sorted.empty() ? 0.0 : sorted.back(), refused);
+    std::printf("# plans: %lld near tie(s) of the layout choice timed on the device, %lld shape class(es) kept "
+                "(summed over ranks)\n",
+                (long long)choices[0], (long long)choices[1]);
     for (size_t r = 0; r < peak.size(); ++r)
       std::printf("# memory rank %zu (peak): KV pool %s, prefix shards %d pages (%s), suffixes %d pages (%s), "
                   "workspace %s\n",

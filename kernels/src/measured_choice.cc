@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "prefixd/common/error.h"
@@ -146,53 +147,79 @@ std::vector<double> MeasuredPlanner::TimePlans(const std::vector<const CascadePl
   return medians;
 }
 
+namespace {
+
+// The plan of one candidate layout: kModelChoice as the options say (the layout choice), the others
+// with the options' split but choose_layout off; nullopt where the options do not allow it.
+std::optional<CascadePlan> PlanOfKind(PlanCandidate kind, const DecodeBatch& batch, const KvPoolShape& pool,
+                                      const PlanOptions& options) {
+  PlanOptions fixed = options;
+  fixed.choose_layout = false;
+  switch (kind) {
+    case PlanCandidate::kModelChoice: return PlanCascade(batch, pool, options);
+    case PlanCandidate::kCascade: return PlanCascade(batch, pool, fixed);
+    case PlanCandidate::kPlain: {
+      std::vector<uint8_t> plain(batch.groups.size(), 0);
+      bool any = false;
+      for (size_t g = 0; g < batch.groups.size(); ++g) {
+        plain[g] = batch.groups[g].prefix.num_tokens > 0 && CanPlanPlain(batch.groups[g], pool.page_size);
+        any |= plain[g] != 0;
+      }
+      if (!any) return std::nullopt;
+      return PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed);
+    }
+    case PlanCandidate::kHalfTarget:
+      fixed.prefix_target_items =
+          std::max(1, (options.prefix_target_items > 0 ? options.prefix_target_items : options.target_items) / 2);
+      return PlanCascade(batch, pool, fixed);
+    case PlanCandidate::kNarrow:
+      if (options.narrow_tile_rows <= 0 || options.narrow_tile_rows >= options.prefix_tile_rows ||
+          (options.narrow_head_dim != 0 && pool.head_dim != options.narrow_head_dim))
+        return std::nullopt;
+      fixed.prefix_tile_rows = options.narrow_tile_rows;
+      return PlanCascade(batch, pool, fixed);
+  }
+  return std::nullopt;
+}
+
+// The candidates after c's first entry (the model's plan and report, already in c).
+void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
+                 double tie_band) {
+  const CostModelParams params = options.cost_model ? *options.cost_model : CostModelParams::H200();
+  std::vector<std::vector<int32_t>> flats{c.plans[0].Serialize()};
+  const double limit = c.model.predicted_us * (1.0 + tie_band);
+  // The cascade and plain decode (the two), then the two split layouts the planner check
+  // times beside them (bench/kernel/kernel_bench.cc), which the model misranked by 5-13% on session
+  // 76's off-grid shapes.
+  for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
+                                   PlanCandidate::kNarrow}) {
+    std::optional<CascadePlan> plan = PlanOfKind(kind, batch, pool, options);
+    if (!plan) continue;
+    std::vector<int32_t> flat = plan->Serialize();
+    const auto same = std::find(flats.begin(), flats.end(), flat);
+    if (same != flats.end()) {
+      // The model chose it: so named (PickMeasured favours the cascade). Else a candidate already in.
+      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice) c.kinds[0] = kind;
+      continue;
+    }
+    const double predicted = PredictCost(*plan, params).total_us;
+    if (!(predicted <= limit)) continue;
+    c.plans.push_back(std::move(*plan));
+    c.kinds.push_back(kind);
+    c.predicted_us.push_back(predicted);
+    flats.push_back(std::move(flat));
+  }
+}
+
+}  // namespace
+
 PlanCandidates NearTieCandidates(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
                                  double tie_band) {
   PlanCandidates c;
   c.plans.push_back(PlanCascade(batch, pool, options, &c.model));
   c.kinds.push_back(PlanCandidate::kModelChoice);
   c.predicted_us.push_back(c.model.predicted_us);
-  if (!options.choose_layout) return c;
-  const CostModelParams params = options.cost_model ? *options.cost_model : CostModelParams::H200();
-  PlanOptions fixed = options;
-  fixed.choose_layout = false;
-  std::vector<std::vector<int32_t>> flats{c.plans[0].Serialize()};
-  const double limit = c.model.predicted_us * (1.0 + tie_band);
-  auto consider = [&](CascadePlan plan, PlanCandidate kind) {
-    std::vector<int32_t> flat = plan.Serialize();
-    const auto same = std::find(flats.begin(), flats.end(), flat);
-    if (same != flats.end()) {
-      // The model chose it: so named (PickMeasured favours the cascade). Else a candidate already in.
-      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice) c.kinds[0] = kind;
-      return;
-    }
-    const double predicted = PredictCost(plan, params).total_us;
-    if (!(predicted <= limit)) return;
-    c.plans.push_back(std::move(plan));
-    c.kinds.push_back(kind);
-    c.predicted_us.push_back(predicted);
-    flats.push_back(std::move(flat));
-  };
-  consider(PlanCascade(batch, pool, fixed), PlanCandidate::kCascade);
-  std::vector<uint8_t> plain(batch.groups.size(), 0);
-  bool any_plain = false;
-  for (size_t g = 0; g < batch.groups.size(); ++g) {
-    plain[g] = batch.groups[g].prefix.num_tokens > 0 && CanPlanPlain(batch.groups[g], pool.page_size);
-    any_plain |= plain[g] != 0;
-  }
-  if (any_plain) consider(PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed), PlanCandidate::kPlain);
-  // The two split layouts the planner check times beside them (bench/kernel/kernel_bench.cc), which
-  // the model misranked by 5-13% on session 76's off-grid shapes.
-  PlanOptions half = fixed;
-  half.prefix_target_items = std::max(1, (options.prefix_target_items > 0 ? options.prefix_target_items
-                                                                           : options.target_items) / 2);
-  consider(PlanCascade(batch, pool, half), PlanCandidate::kHalfTarget);
-  if (options.narrow_tile_rows > 0 && options.narrow_tile_rows < options.prefix_tile_rows &&
-      (options.narrow_head_dim == 0 || pool.head_dim == options.narrow_head_dim)) {
-    PlanOptions narrow = fixed;
-    narrow.prefix_tile_rows = options.narrow_tile_rows;
-    consider(PlanCascade(batch, pool, narrow), PlanCandidate::kNarrow);
-  }
+  if (options.choose_layout) AddNearTies(c, batch, pool, options, tie_band);
   return c;
 }
 
@@ -202,21 +229,32 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
   MeasuredChoiceReport local;
   MeasuredChoiceReport& rep = report ? *report : local;
   rep = MeasuredChoiceReport{};
-  PlanCandidates c = NearTieCandidates(batch, pool, options, options_.tie_band);
+  PlanCandidates c;
+  c.plans.push_back(PlanCascade(batch, pool, options, &c.model));
+  c.kinds.push_back(PlanCandidate::kModelChoice);
+  c.predicted_us.push_back(c.model.predicted_us);
   rep.model = c.model;
-  rep.chosen = c.kinds[0];
-  if (c.plans.size() == 1) return std::move(c.plans[0]);  // no near tie: the model's choice
-  rep.candidates = c.kinds;
-  rep.predicted_us = c.predicted_us;
+  if (!options.choose_layout) return std::move(c.plans[0]);
 
+  // A class seen before: its kept layout, planned alone (the candidates are not made again, so a
+  // steady decode plans about as often as without the measured choice).
   const std::string key = ShapeClassKey(batch, pool, c.model);
   if (const auto it = kept_.find(key); it != kept_.end()) {
-    const auto at = std::find(c.kinds.begin(), c.kinds.end(), it->second);
-    if (at == c.kinds.end()) return std::move(c.plans[0]);  // the kept one is no near tie here
     rep.from_cache = true;
-    rep.chosen = *at;
-    return std::move(c.plans[size_t(at - c.kinds.begin())]);
+    rep.chosen = it->second.kind;
+    if (it->second.model_plan) return std::move(c.plans[0]);
+    if (std::optional<CascadePlan> plan = PlanOfKind(it->second.kind, batch, pool, options)) return std::move(*plan);
+    return std::move(c.plans[0]);
   }
+  AddNearTies(c, batch, pool, options, options_.tie_band);
+  rep.chosen = c.kinds[0];
+  if (kept_.size() >= kMaxClasses) kept_.clear();
+  if (c.plans.size() == 1) {  // no near tie: the model's choice, for the whole class
+    kept_[key] = Kept{c.kinds[0], true};
+    return std::move(c.plans[0]);
+  }
+  rep.candidates = c.kinds;
+  rep.predicted_us = c.predicted_us;
   std::vector<const CascadePlan*> plans;
   for (const CascadePlan& p : c.plans) plans.push_back(&p);
   if (before_timing) before_timing();
@@ -225,8 +263,7 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
   ++timings_;
   const int pick = PickMeasured(c.kinds, rep.measured_us, options_.keep_cascade_within);
   rep.chosen = c.kinds[size_t(pick)];
-  if (kept_.size() >= kMaxClasses) kept_.clear();
-  kept_[key] = rep.chosen;
+  kept_[key] = Kept{rep.chosen, pick == 0};
   return std::move(c.plans[size_t(pick)]);
 }
 

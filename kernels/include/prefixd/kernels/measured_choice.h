@@ -95,9 +95,10 @@ class MeasuredPlanner {
  public:
   explicit MeasuredPlanner(const MeasuredChoiceOptions& options = {});
 
-  // The plan for the batch (options.choose_layout on; off: PlanCascade as is, never timed). Near
-  // ties are timed on `backend` against `kv` (read only; layer 0) at the first batch of their shape
-  // class. A plan made for a view of kv_head_count of the pool's KV heads (the worker's head
+  // The plan for the batch (options.choose_layout on; off: PlanCascade as is, never timed). At the
+  // first batch of a shape class the candidates are planned and, where there is a near tie, timed
+  // on `backend` against `kv` (read only; layer 0); the class keeps the layout chosen (the model's
+  // where there was no near tie), and its later batches plan only that one. A plan made for a view of kv_head_count of the pool's KV heads (the worker's head
   // chunks) is timed on the pool's first such heads. before_timing (if set) runs once before a
   // timing: e.g. the caller's other streams synchronised, so that nothing else runs beside it.
   CascadePlan Plan(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options, Backend& backend,
@@ -110,12 +111,16 @@ class MeasuredPlanner {
   std::vector<double> TimePlans(const std::vector<const CascadePlan*>& plans, Backend& backend,
                                 const KvPoolView& kv, DType dtype) const;
 
-  int classes() const { return int(kept_.size()); }
+  int classes() const { return int(kept_.size()); }  // shape classes kept (timed or not)
   int timings() const { return timings_; }  // Plan calls that timed candidates
 
  private:
   MeasuredChoiceOptions options_;
-  std::map<std::string, PlanCandidate> kept_;
+  struct Kept {
+    PlanCandidate kind;
+    bool model_plan;  // the model's own plan was kept (no near tie, or it measured fastest)
+  };
+  std::map<std::string, Kept> kept_;
   int timings_ = 0;
 };
 

@@ -30,9 +30,10 @@ class Scratch {
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   void* Alloc(size_t bytes) {
-    buffers_.push_back(nullptr);
-    buffers_.back() = backend_.Alloc(std::max<size_t>(bytes, 16));
-    return buffers_.back();
+    buffers_.reserve(buffers_.size() + 1);  // so that the push below cannot throw
+    void* p = backend_.Alloc(std::max<size_t>(bytes, 16));
+    buffers_.push_back(p);
+    return p;
   }
 
  private:
@@ -120,15 +121,35 @@ std::vector<double> MeasuredPlanner::TimePlans(const std::vector<const CascadePl
   CascadeArgs args;
   args.kv = kv;
   args.layer = 0;
-  args.q = scratch.Alloc(size_t(elems) * DTypeBytes(dtype));
-  args.o = scratch.Alloc(size_t(elems) * DTypeBytes(dtype));
-  args.v_out = static_cast<float*>(scratch.Alloc(size_t(elems) * 4));
-  args.s_out = static_cast<float*>(scratch.Alloc(size_t(rows) * 4));
+  // A device the KV pool fills may have no room for the scratch: then nothing is timed (NaN), and
+  // the caller keeps the model's choice. Any other error is the caller's to see.
+  try {
+    args.q = scratch.Alloc(size_t(elems) * DTypeBytes(dtype));
+    args.o = scratch.Alloc(size_t(elems) * DTypeBytes(dtype));
+    args.v_out = static_cast<float*>(scratch.Alloc(size_t(elems) * 4));
+    args.s_out = static_cast<float*>(scratch.Alloc(size_t(rows) * 4));
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kOutOfMemory) throw;
+    return std::vector<double>(plans.size(), std::numeric_limits<double>::quiet_NaN());
+  }
   // Finite queries in both dtypes (0x3C3C: 1.06 in fp16, 0.0115 in bf16): the time does not depend
   // on the values, but NaN or Inf could take other paths in the softmax.
   backend.Fill(const_cast<void*>(args.q), 0x3C, size_t(elems) * DTypeBytes(dtype));
-  const bool flush = backend.kind() == BackendKind::kCuda && options_.flush_bytes > 0;
-  void* flush_buffer = flush ? scratch.Alloc(size_t(options_.flush_bytes)) : nullptr;
+  // The flush buffer, or a quarter of it (still several times an H100's or H200's 50 MB L2), or none
+  // where even that does not fit (the runs then start with part of the K/V in L2: all alike).
+  void* flush_buffer = nullptr;
+  int64_t flush_bytes = 0;
+  if (backend.kind() == BackendKind::kCuda)
+    for (const int64_t bytes : {options_.flush_bytes, options_.flush_bytes / 4}) {
+      if (bytes <= 0 || flush_buffer != nullptr) break;
+      try {
+        flush_buffer = scratch.Alloc(size_t(bytes));
+        flush_bytes = bytes;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kOutOfMemory) throw;
+      }
+    }
+  const bool flush = flush_buffer != nullptr;
 
   std::vector<std::vector<double>> times(plans.size());
   for (int round = 0; round < options_.warmup_rounds + options_.timed_rounds; ++round) {
@@ -137,7 +158,7 @@ std::vector<double> MeasuredPlanner::TimePlans(const std::vector<const CascadePl
       backend.LoadPlan(plan);
       args.kv_head_offset = 0;
       args.kv_head_count = plan.num_kv_heads < kv.shape.num_kv_heads ? plan.num_kv_heads : 0;
-      if (flush) backend.Fill(flush_buffer, uint8_t(round + i), size_t(options_.flush_bytes));
+      if (flush) backend.Fill(flush_buffer, uint8_t(round + i), size_t(flush_bytes));
       const double us = backend.TimeUs([&] { backend.RunCascade(args); });
       if (round >= options_.warmup_rounds) times[i].push_back(us);
     }
@@ -259,6 +280,10 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
   for (const CascadePlan& p : c.plans) plans.push_back(&p);
   if (before_timing) before_timing();
   rep.measured_us = TimePlans(plans, backend, kv, pool.dtype);
+  if (std::none_of(rep.measured_us.begin(), rep.measured_us.end(), [](double us) { return std::isfinite(us); })) {
+    ++failed_timings_;  // no room for the scratch: the model's choice, and the class tried again later
+    return std::move(c.plans[0]);
+  }
   rep.timed = true;
   ++timings_;
   const int pick = PickMeasured(c.kinds, rep.measured_us, options_.keep_cascade_within);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -43,12 +44,16 @@ class ScriptedTimeBackend final : public Backend {
   explicit ScriptedTimeBackend(std::function<double(const CascadePlan&)> script)
       : inner_(kernels::MakeCpuBackend()), script_(std::move(script)) {}
   int time_calls = 0;
+  size_t alloc_limit = SIZE_MAX;  // larger allocations throw kOutOfMemory (a device the pool fills)
 
   kernels::BackendKind kind() const override { return inner_->kind(); }
   std::string Describe() const override { return "scripted " + inner_->Describe(); }
   PlanOptions DefaultPlanOptions() const override { return inner_->DefaultPlanOptions(); }
   const kernels::WorkspaceLimits& limits() const override { return inner_->limits(); }
-  void* Alloc(size_t bytes) override { return inner_->Alloc(bytes); }
+  void* Alloc(size_t bytes) override {
+    if (bytes > alloc_limit) PREFIXD_THROW(ErrorKind::kOutOfMemory, "scripted: no room for " << bytes << " bytes");
+    return inner_->Alloc(bytes);
+  }
   void Free(void* ptr) override { inner_->Free(ptr); }
   void CopyToDevice(void* d, const void* s, size_t n) override { inner_->CopyToDevice(d, s, n); }
   void CopyToHost(void* d, const void* s, size_t n) override { inner_->CopyToHost(d, s, n); }
@@ -282,6 +287,29 @@ TEST(MeasuredPlanner, ChosenPlanComputesTheCascadesAttention) {
       ASSERT_NEAR(got.v[i], want.v[i], 2e-5 * (1 + std::fabs(want.v[i]))) << "v[" << i << "]";
     for (size_t i = 0; i < want.s.size(); ++i) ASSERT_NEAR(got.s[i], want.s[i], 2e-5 * (1 + std::fabs(want.s[i])));
   }
+}
+
+// No device memory for the timing's scratch: the model's choice, no error, and the class not kept
+// (a later batch tries again).
+TEST(MeasuredPlanner, NoRoomForTheScratchTakesTheModelsChoice) {
+  Case c = MakeCase(3, 256, 256, 11);
+  ScriptedTimeBackend backend(Script{});
+  BackendBuffers mem(backend);
+  const kernels::KvPoolView kv{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
+                               mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+  backend.alloc_limit = 64;  // the queries alone need 3 · 32 · 128 · 2 bytes
+  MeasuredPlanner planner;
+  MeasuredChoiceReport rep;
+  const CascadePlan plan = planner.Plan(c.batch, c.shape, ChooseOptions(), backend, kv, &rep);
+  EXPECT_FALSE(rep.timed);
+  EXPECT_EQ(backend.time_calls, 0);
+  EXPECT_EQ(planner.failed_timings(), 1);
+  EXPECT_EQ(planner.classes(), 0);
+  EXPECT_EQ(plan.Serialize(), kernels::PlanCascade(c.batch, c.shape, ChooseOptions()).Serialize());
+  backend.alloc_limit = SIZE_MAX;  // room again: timed now
+  planner.Plan(c.batch, c.shape, ChooseOptions(), backend, kv, &rep);
+  EXPECT_TRUE(rep.timed);
+  EXPECT_EQ(planner.timings(), 1);
 }
 
 TEST(MeasuredPlanner, RejectsAPlanThatDoesNotFitThePool) {

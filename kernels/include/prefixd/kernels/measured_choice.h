@@ -107,12 +107,15 @@ class MeasuredPlanner {
 
   // Per candidate plan, the median µs of RunCascade over timed_rounds (interleaved, after
   // warmup_rounds, each run after an L2 flush), on scratch queries and outputs. Leaves the last
-  // candidate loaded.
+  // candidate loaded. All NaN where the backend has no memory for the scratch (kOutOfMemory); a
+  // smaller flush, or none, where only the flush buffer does not fit.
   std::vector<double> TimePlans(const std::vector<const CascadePlan*>& plans, Backend& backend,
                                 const KvPoolView& kv, DType dtype) const;
 
   int classes() const { return int(kept_.size()); }  // shape classes kept (timed or not)
   int timings() const { return timings_; }  // Plan calls that timed candidates
+  // Plan calls whose timing found no device memory for its scratch (the model's choice was taken).
+  int failed_timings() const { return failed_timings_; }
 
  private:
   MeasuredChoiceOptions options_;
@@ -122,6 +125,7 @@ class MeasuredPlanner {
   };
   std::map<std::string, Kept> kept_;
   int timings_ = 0;
+  int failed_timings_ = 0;
 };
 
 }  // namespace prefixd::kernels

@@ -117,9 +117,10 @@ class Backend {
   virtual void Fill(void* dst, uint8_t byte, size_t bytes) = 0;             // e.g. poisoning
   virtual void Synchronize() = 0;
   virtual void* stream() const = 0;  // cudaStream_t for CUDA, null for CPU
-  // Microseconds the backend spends on the work `enqueue` puts on its stream: CUDA events around
-  // it (what was queued before is not counted), wall clock here. Synchronises, so it is for tuning
-  // (MeasuredPlanner, measured_choice.h) between steps, never for a run method.
+  // Microseconds the backend spends on the work `enqueue` puts on its stream: on CUDA, events
+  // around it (what was queued before is not counted); by default, the wall clock between two
+  // Synchronize calls. Synchronises, so it is for tuning (MeasuredPlanner, measured_choice.h)
+  // between steps, never inside a run method.
   virtual double TimeUs(const std::function<void()>& enqueue);
 
   // Copies the plan into the workspace's work buffer (one async copy). Validates capacity.

@@ -167,10 +167,10 @@ struct WorkerOptions {
   // planned as plain decode): -1 as the backend's DefaultPlanOptions say (on for CUDA, off for the
   // CPU backend), 0 off, 1 on.
   int choose_layout = -1;
-  // Where the layout choice's cost model has a near tie (kernels::MeasuredPlanner: the cascade or
-  // plain decode predicted within 15% of its choice), time the candidates on the backend once per
-  // shape class and keep the faster: -1 on for CUDA backends (off for the CPU backend), 0 off, 1
-  // on. A timing synchronises every stream first and takes a few milliseconds, at the first batch
+  // Where the layout choice's cost model has a near tie (kernels::MeasuredPlanner: the cascade,
+  // plain decode, the half-target or the narrow cascade predicted within 15% of its choice), time
+  // the candidates on the backend once per shape class and keep the fastest: -1 on for CUDA
+  // backends (off for the CPU backend), 0 off, 1 on. A timing synchronises every stream first and takes a few milliseconds, at the first batch
   // of each shape class. PREFIXD_MEASURED_CHOICE=0|1 overrides it (A/B runs).
   int measure_plan_choice = -1;
   kernels::MeasuredChoiceOptions measured_choice;  // its tie band, timing rounds and L2 flush

@@ -214,6 +214,12 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
   // 76's off-grid shapes.
   for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
                                    PlanCandidate::kNarrow}) {
+    if (kind == PlanCandidate::kPlain) {  // not planned where even its bound is out of the band
+      std::vector<uint8_t> plain(batch.groups.size(), 0);
+      for (size_t g = 0; g < batch.groups.size(); ++g)
+        plain[g] = batch.groups[g].prefix.num_tokens > 0 && CanPlanPlain(batch.groups[g], pool.page_size);
+      if (PlainStreamLowerBoundUs(batch, pool, plain, params) > limit) continue;
+    }
     std::optional<CascadePlan> plan = PlanOfKind(kind, batch, pool, options);
     if (!plan) continue;
     std::vector<int32_t> flat = plan->Serialize();

@@ -1,6 +1,7 @@
 #include "prefixd/kernels/plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <climits>
 #include <cmath>
 #include <numeric>
@@ -528,23 +529,6 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   return best;
 }
 
-// A lower bound of the cost model's time for a layout with the given plain groups, without
-// building it: its decode streams each plain group's prefix once per request, at best at the
-// fastest rate the model knows, and a step takes at least its decode part. Building such a plan
-// costs O(requests × prefix pages) (at 128 requests × 262144 tokens, 14 ms of host time), so the
-// planner skips plain candidates whose bound already loses.
-double PlainStreamLowerBoundUs(const DecodeBatch& batch, const KvPoolShape& pool, const std::vector<uint8_t>& plain,
-                               const CostModelParams& params) {
-  double bytes = 0;
-  for (size_t g = 0; g < batch.groups.size(); ++g)
-    if (plain[g])
-      bytes += double(batch.groups[g].num_requests) * batch.groups[g].prefix.num_tokens * pool.num_kv_heads *
-               pool.head_dim * 2.0 * DTypeBytes(pool.dtype);
-  const double fastest_gbs = std::max({params.decode_tensor_cores.stream_gbs, params.decode_tensor_cores.hbm_gbs,
-                                       params.decode_cuda_cores.stream_gbs, params.decode_cuda_cores.hbm_gbs});
-  return bytes / (fastest_gbs * 1e9) * 1e6;
-}
-
 CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
                        PlanReport* report) {
   PlanOptions base = options;
@@ -649,15 +633,34 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
     report->prefix_tile_rows = best.options.prefix_tile_rows;
     report->predicted_us = best.us;
     report->predicted_cascade_us = PredictCost(PlanFixed(batch, pool, base), params).total_us;
+    // Not planned where its bound already loses (milliseconds of host time for a long prefix).
     report->predicted_plain_us =
-        eligible.empty() ? report->predicted_cascade_us
-                         : PredictCost(PlanFixed(PlainLayout(batch, all, pool.page_size), pool, base), params).total_us;
+        eligible.empty()  ? report->predicted_cascade_us
+        : cannot_win(all) ? std::numeric_limits<double>::infinity()
+                          : PredictCost(PlanFixed(PlainLayout(batch, all, pool.page_size), pool, base), params).total_us;
     report->candidates = candidates;
   }
   return PlanFixed(PlainLayout(batch, best.plain, pool.page_size), pool, best.options);
 }
 
 }  // namespace
+
+// (plan.h) A lower bound of the cost model's time for a layout with the given plain groups,
+// without building it: its decode streams each plain group's prefix once per request, at best at the
+// fastest rate the model knows, and a step takes at least its decode part. Building such a plan
+// costs O(requests × prefix pages) (at 128 requests × 262144 tokens, 14 ms of host time), so the
+// planner skips plain candidates whose bound already loses.
+double PlainStreamLowerBoundUs(const DecodeBatch& batch, const KvPoolShape& pool, const std::vector<uint8_t>& plain,
+                               const CostModelParams& params) {
+  double bytes = 0;
+  for (size_t g = 0; g < batch.groups.size(); ++g)
+    if (plain[g])
+      bytes += double(batch.groups[g].num_requests) * batch.groups[g].prefix.num_tokens * pool.num_kv_heads *
+               pool.head_dim * 2.0 * DTypeBytes(pool.dtype);
+  const double fastest_gbs = std::max({params.decode_tensor_cores.stream_gbs, params.decode_tensor_cores.hbm_gbs,
+                                       params.decode_cuda_cores.stream_gbs, params.decode_cuda_cores.hbm_gbs});
+  return bytes / (fastest_gbs * 1e9) * 1e6;
+}
 
 bool CanPlanPlain(const PrefixGroup& group, int page_size) {
   return page_size > 0 && group.prefix.num_tokens % page_size == 0;

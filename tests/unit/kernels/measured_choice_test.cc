@@ -183,6 +183,19 @@ TEST(NearTieCandidates, DistinctPlansWithinTheBand) {
   EXPECT_TRUE(narrow) << "no narrow candidate on these shapes";
 }
 
+// Plain decode of a long prefix (128 requests × 262144 tokens: 2M page ids) is never planned as a
+// candidate nor for the model's report: its lower bound is far out of the band (the serving path's
+// first batch of a class would otherwise spend tens of milliseconds on it, and every batch on the
+// report's prediction).
+TEST(NearTieCandidates, LongPrefixPlainDecodeIsNotPlanned) {
+  const Case c = MakeCase(128, 262144, 512, 12, false);
+  const kernels::PlanCandidates cands = kernels::NearTieCandidates(c.batch, c.shape, ChooseOptions(), 0.15);
+  EXPECT_TRUE(std::isinf(cands.model.predicted_plain_us)) << cands.model.predicted_plain_us;
+  for (const PlanCandidate k : cands.kinds) EXPECT_NE(k, PlanCandidate::kPlain);
+  const double bound = kernels::PlainStreamLowerBoundUs(c.batch, c.shape, {1}, kernels::CostModelParams::H200());
+  EXPECT_GT(bound, 10 * cands.model.predicted_us);
+}
+
 // Where the model's choice has no rival within the tie band, nothing is timed.
 TEST(MeasuredPlanner, NoNearTieTimesNothing) {
   const Case c = MakeCase(3, 128, 32, 4);  // plain decode predicted far ahead of every cascade

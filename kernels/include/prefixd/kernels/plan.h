@@ -196,7 +196,8 @@ struct PlanReport {
   int prefix_tile_rows = 0;
   double predicted_us = 0;           // the chosen plan (cost model; 0 with choose_layout off)
   double predicted_cascade_us = 0;   // every group cascade, the given split options
-  double predicted_plain_us = 0;     // every eligible group plain, the given split options
+  double predicted_plain_us = 0;     // every eligible group plain, the given split options (+inf
+                                     // where PlainStreamLowerBoundUs already loses: not planned)
   int candidates = 0;                // plans evaluated
 };
 
@@ -279,6 +280,12 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
 
 // Whether a group can be planned as plain decode: its prefix is empty or fills whole pages.
 bool CanPlanPlain(const PrefixGroup& group, int page_size);
+// A lower bound of the cost model's time for the batch with the groups where plain[g] != 0 as plain
+// decode, without planning it (which costs O(requests × prefix pages): 14 ms of host time at 128
+// requests × 262144 tokens): those groups' prefixes streamed once per request at the fastest rate
+// the model knows.
+double PlainStreamLowerBoundUs(const DecodeBatch& batch, const KvPoolShape& pool, const std::vector<uint8_t>& plain,
+                               const CostModelParams& params);
 // The batch with every group g where plain[g] != 0 rewritten as plain decode: its prefix pages
 // prepended to each of its requests' suffix tables, its prefix run emptied (first_page kept, 0
 // tokens). plain has one entry per group (or is empty: no change); a marked group whose prefix does

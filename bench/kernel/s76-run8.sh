@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 76, run 8 (nvidia-h200): the whole GPU suite (launch/gpu-check.sh, 12 shards, no
 # sanitizers: no kernel changed this session, and s75's runs were clean) on the session's final
-# binaries (run 7's), and the main job at 32/8 (its "# plans:" line).
+# binaries (run 7's).
 #   CARRY=.carry/s76d bash bench/kernel/s76-run8.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."

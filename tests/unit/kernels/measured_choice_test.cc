@@ -325,6 +325,24 @@ TEST(MeasuredPlanner, NoRoomForTheScratchTakesTheModelsChoice) {
   EXPECT_EQ(planner.timings(), 1);
 }
 
+// A plan made for a view of the pool's first KV heads (the worker's head chunks) is timed on them.
+TEST(MeasuredPlanner, TimesAPlanForAHeadView) {
+  const Case c = MakeCase(3, 256, 256, 13);  // 32/8 heads
+  KvPoolShape view = c.shape;
+  view.num_kv_heads = 2;
+  DecodeBatch batch = c.batch;
+  batch.num_qo_heads = 8;
+  const CascadePlan plan = kernels::PlanCascade(batch, view, {});
+  ScriptedTimeBackend backend([](const CascadePlan&) { return 5.0; });
+  BackendBuffers mem(backend);
+  const kernels::KvPoolView kv{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
+                               mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+  const std::vector<double> us = MeasuredPlanner().TimePlans({&plan}, backend, kv, kF16);
+  ASSERT_EQ(us.size(), 1u);
+  EXPECT_EQ(us[0], 5.0);
+  EXPECT_EQ(backend.time_calls, kernels::MeasuredChoiceOptions{}.warmup_rounds + kernels::MeasuredChoiceOptions{}.timed_rounds);
+}
+
 TEST(MeasuredPlanner, RejectsAPlanThatDoesNotFitThePool) {
   const Case c = MakeCase(3, 256, 256, 9);
   ScriptedTimeBackend backend(Script{});

@@ -9,20 +9,5 @@
 #   2. the planner's GPU tests and the engine tests on this GPU with NCCL on these final binaries.
 #   CARRY=.carry/s76d bash bench/kernel/s76-run7.sh
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-source bench/kernel/device-setup.sh s76-run7
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-S=/tmp/b/prefixd_scaling_bench
-for round in 1 2; do for plans in steady fresh; do for mc in 0 1; do
-  extra=""; [ $plans = fresh ] && extra=--fresh-plans
-  name=scaling-$plans-mc$mc-$round
-  PREFIXD_MEASURED_CHOICE=$mc timeout 100 mpirun --allow-run-as-root -np 1 $S --mode strong --gpus 1 -n 40 -w 5 \
-    $extra --csv "$OUT/$name.csv" >"$OUT/$name.txt" 2>&1
-  echo "$name rc=$? $(tail -n +2 "$OUT/$name.csv" | head -1 | cut -c1-160)"
-done; done; done
-head -1 "$OUT/scaling-steady-mc0-1.csv"
-run_gpu_tests '*CudaPlanner*:*CudaCascadeTest*'
-timeout 200 mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd_mpi_tests --gtest_brief=1 \
-  --gtest_filter='*cuda*' >"$OUT/mpi.log" 2>&1
-echo "mpi engine (cuda, np 1) rc=$? $(grep -aE 'MPI.*test results' "$OUT/mpi.log")"
-pack_logs
+# The same calls as run 3 (its logs then carry run 3's tag).
+exec bash "$(dirname "$0")/s76-run3.sh"

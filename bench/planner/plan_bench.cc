@@ -16,6 +16,7 @@
 #include "prefixd/common/error.h"
 #include "prefixd/common/tool_main.h"
 #include "prefixd/kernels/cost_model.h"
+#include "prefixd/kernels/measured_choice.h"
 #include "prefixd/kernels/plan.h"
 
 namespace {
@@ -79,27 +80,39 @@ int Run(int argc, char** argv) {
   std::printf("# prefixd_plan_bench: PlanCascade host time, median of %d calls; H200 plan options (%d/%d heads, "
               "D 128, bf16, page 16), B %d, S %d\n",
               iters, h_qo, h_kv, batch, suffix);
-  std::printf("#  prefix | choice off us | choice on us | chosen layout\n");
+  // The measured choice (kernels::MeasuredPlanner) plans with the report at every call (its shape
+  // class names the model's choice) and, at a class's first batch only, its near-tie candidates.
+  std::printf("#  prefix | choice off us | choice on us | with report us | candidates us (near ties) | chosen layout\n");
   for (const int prefix : ParseList(args["prefix"].as<std::string>())) {
     KvPoolShape pool{1, 0, 16, h_kv, 128, DType::kBFloat16};
     const DecodeBatch b = UniformBatch(prefix, batch, suffix, h_qo, pool.page_size, &pool);
-    double us[2] = {0, 0};
-    PlanReport report;
-    for (const bool choose : {false, true}) {
-      PlanOptions o = H200PlanOptions();
-      o.choose_layout = choose;
+    PlanOptions choose = H200PlanOptions();
+    choose.choose_layout = true;
+    PlanOptions fixed = choose;
+    fixed.choose_layout = false;
+    // Median µs of `iters` calls of fn.
+    auto median_us = [&](auto fn) {
       std::vector<double> t(iters);
       for (double& x : t) {
         const auto t0 = std::chrono::steady_clock::now();
-        const CascadePlan plan = PlanCascade(b, pool, o);
+        fn();
         x = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        PREFIXD_CHECK_INTERNAL(plan.num_requests == batch, "plan of " << plan.num_requests << " requests");
       }
       std::nth_element(t.begin(), t.begin() + iters / 2, t.end());
-      us[choose] = t[iters / 2];
-      if (choose) PlanCascade(b, pool, o, &report);
-    }
-    std::printf("  %7d | %13.1f | %12.1f | %s\n", prefix, us[0], us[1], report.group_plain.at(0) ? "plain" : "cascade");
+      return t[iters / 2];
+    };
+    auto plan_with = [&](const PlanOptions& o, PlanReport* report) {
+      const CascadePlan plan = PlanCascade(b, pool, o, report);
+      PREFIXD_CHECK_INTERNAL(plan.num_requests == batch, "plan of " << plan.num_requests << " requests");
+    };
+    PlanReport report;
+    const double off = median_us([&] { plan_with(fixed, nullptr); });
+    const double on = median_us([&] { plan_with(choose, nullptr); });
+    const double with_report = median_us([&] { plan_with(choose, &report); });
+    size_t candidates = 0;
+    const double near_ties = median_us([&] { candidates = NearTieCandidates(b, pool, choose, 0.15).plans.size(); });
+    std::printf("  %7d | %13.1f | %12.1f | %14.1f | %13.1f (%zu plans) | %s\n", prefix, off, on, with_report, near_ties,
+                candidates, report.group_plain.at(0) ? "plain" : "cascade");
   }
   return 0;
 }

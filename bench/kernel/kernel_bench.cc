@@ -23,6 +23,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -862,6 +863,7 @@ struct PlannerPlans {
   DecodeBatch batch;
   KvPoolShape pool;
   CascadePlan cascade, plain, narrow, half, choice;
+  kernels::PlanOptions choose;  // the options the choice was planned with (choose_layout, the model)
   bool has_plain = false;   // the prefix fills whole pages
   bool has_narrow = false;  // the narrow CTA's items differ from the cascade's
   bool has_half = false;    // half the prefix item target changes the cascade
@@ -886,26 +888,20 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
     p.plain = kernels::PlanCascade(kernels::PlainLayout(p.batch, {1}, s.page_size), p.pool, fixed);
     p.pred_plain = kernels::PredictCost(p.plain, params).total_us;
   }
-  // The narrow cascade where the planner may choose it (PlanOptions::narrow_head_dim too).
-  if (base.narrow_tile_rows > 0 && base.narrow_tile_rows < base.prefix_tile_rows &&
-      (base.narrow_head_dim == 0 || s.head_dim == base.narrow_head_dim)) {
-    kernels::PlanOptions narrow = fixed;
-    narrow.prefix_tile_rows = base.narrow_tile_rows;
-    p.narrow = kernels::PlanCascade(p.batch, p.pool, narrow);
+  // The narrow cascade where the planner may choose it (PlanOptions::narrow_head_dim too), and the
+  // half-target cascade: the layouts the measured choice times too (PlanCandidateLayout).
+  if (std::optional<CascadePlan> narrow = kernels::PlanCandidateLayout(kernels::PlanCandidate::kNarrow, p.batch, p.pool, fixed)) {
+    p.narrow = std::move(*narrow);
     p.has_narrow = p.narrow.Serialize() != cascade_flat;
     if (p.has_narrow) p.pred_narrow = kernels::PredictCost(p.narrow, params).total_us;
   }
-  {
-    kernels::PlanOptions half = fixed;
-    half.prefix_target_items = std::max(1, (base.prefix_target_items > 0 ? base.prefix_target_items : base.target_items) / 2);
-    p.half = kernels::PlanCascade(p.batch, p.pool, half);
-    p.has_half = p.half.Serialize() != cascade_flat;
-    if (p.has_half) p.pred_half = kernels::PredictCost(p.half, params).total_us;
-  }
-  kernels::PlanOptions choose = fixed;
-  choose.choose_layout = true;
-  choose.cost_model = std::make_shared<kernels::CostModelParams>(params);
-  p.choice = kernels::PlanCascade(p.batch, p.pool, choose, &p.report);
+  p.half = *kernels::PlanCandidateLayout(kernels::PlanCandidate::kHalfTarget, p.batch, p.pool, fixed);
+  p.has_half = p.half.Serialize() != cascade_flat;
+  if (p.has_half) p.pred_half = kernels::PredictCost(p.half, params).total_us;
+  p.choose = fixed;
+  p.choose.choose_layout = true;
+  p.choose.cost_model = std::make_shared<kernels::CostModelParams>(params);
+  p.choice = kernels::PlanCascade(p.batch, p.pool, p.choose, &p.report);
   p.pred_choice = p.report.predicted_us;
   const std::vector<int32_t> flat = p.choice.Serialize();
   p.choice_is_cascade = flat == cascade_flat;
@@ -1051,12 +1047,9 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
 
   // The measured choice: a fresh MeasuredPlanner times the near ties its own way (median of 7,
   // flushed), then the plan it kept is timed here like the others (or takes their time).
-  kernels::PlanOptions choose = base;
-  choose.choose_layout = true;
-  choose.cost_model = std::make_shared<kernels::CostModelParams>(params);
   kernels::MeasuredPlanner measured_planner;
   kernels::MeasuredChoiceReport measured_report;
-  const CascadePlan measured = measured_planner.Plan(p.batch, p.pool, choose, gpu, args.kv, &measured_report);
+  const CascadePlan measured = measured_planner.Plan(p.batch, p.pool, p.choose, gpu, args.kv, &measured_report);
   if (measured_report.timed) row.measured_name = kernels::PlanCandidateName(measured_report.chosen);
   const std::vector<int32_t> measured_flat = measured.Serialize();
   if (measured_flat == p.choice.Serialize()) row.measured_us = row.choice_us;

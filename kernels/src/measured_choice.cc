@@ -48,6 +48,56 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The groups that can be plain decode: a prefix that fills whole pages (PlanCandidate::kPlain).
+std::vector<uint8_t> PlainGroups(const DecodeBatch& batch, int page_size) {
+  std::vector<uint8_t> plain(batch.groups.size(), 0);
+  for (size_t g = 0; g < batch.groups.size(); ++g)
+    plain[g] = batch.groups[g].prefix.num_tokens > 0 && CanPlanPlain(batch.groups[g], page_size);
+  return plain;
+}
+
+// The model's plan and report as the first candidate.
+PlanCandidates ModelCandidate(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options) {
+  PlanCandidates c;
+  c.plans.push_back(PlanCascade(batch, pool, options, &c.model));
+  c.kinds.push_back(PlanCandidate::kModelChoice);
+  c.predicted_us.push_back(c.model.predicted_us);
+  return c;
+}
+
+// The candidates after c's first entry (the model's plan and report, already in c).
+void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
+                 double tie_band) {
+  const CostModelParams params = options.cost_model ? *options.cost_model : CostModelParams::H200();
+  std::vector<std::vector<int32_t>> flats{c.plans[0].Serialize()};
+  const double limit = c.model.predicted_us * (1.0 + tie_band);
+  // The cascade and plain decode (the two), then the two split layouts the planner check
+  // times beside them (bench/kernel/kernel_bench.cc), which the model misranked by 5-13% on session
+  // 76's off-grid shapes.
+  for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
+                                   PlanCandidate::kNarrow}) {
+    // Plain decode is not planned where even its bound is out of the band.
+    if (kind == PlanCandidate::kPlain &&
+        PlainStreamLowerBoundUs(batch, pool, PlainGroups(batch, pool.page_size), params) > limit)
+      continue;
+    std::optional<CascadePlan> plan = PlanCandidateLayout(kind, batch, pool, options);
+    if (!plan) continue;
+    std::vector<int32_t> flat = plan->Serialize();
+    const auto same = std::find(flats.begin(), flats.end(), flat);
+    if (same != flats.end()) {
+      // The model chose it: so named (PickMeasured favours the cascade). Else a candidate already in.
+      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice) c.kinds[0] = kind;
+      continue;
+    }
+    const double predicted = PredictCost(*plan, params).total_us;
+    if (!(predicted <= limit)) continue;
+    c.plans.push_back(std::move(*plan));
+    c.kinds.push_back(kind);
+    c.predicted_us.push_back(predicted);
+    flats.push_back(std::move(flat));
+  }
+}
+
 }  // namespace
 
 const char* PlanCandidateName(PlanCandidate c) {
@@ -168,25 +218,16 @@ std::vector<double> MeasuredPlanner::TimePlans(const std::vector<const CascadePl
   return medians;
 }
 
-namespace {
-
-// The plan of one candidate layout: kModelChoice as the options say (the layout choice), the others
-// with the options' split but choose_layout off; nullopt where the options do not allow it.
-std::optional<CascadePlan> PlanOfKind(PlanCandidate kind, const DecodeBatch& batch, const KvPoolShape& pool,
-                                      const PlanOptions& options) {
+std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeBatch& batch, const KvPoolShape& pool,
+                                               const PlanOptions& options) {
   PlanOptions fixed = options;
   fixed.choose_layout = false;
   switch (kind) {
     case PlanCandidate::kModelChoice: return PlanCascade(batch, pool, options);
     case PlanCandidate::kCascade: return PlanCascade(batch, pool, fixed);
     case PlanCandidate::kPlain: {
-      std::vector<uint8_t> plain(batch.groups.size(), 0);
-      bool any = false;
-      for (size_t g = 0; g < batch.groups.size(); ++g) {
-        plain[g] = batch.groups[g].prefix.num_tokens > 0 && CanPlanPlain(batch.groups[g], pool.page_size);
-        any |= plain[g] != 0;
-      }
-      if (!any) return std::nullopt;
+      const std::vector<uint8_t> plain = PlainGroups(batch, pool.page_size);
+      if (std::none_of(plain.begin(), plain.end(), [](uint8_t x) { return x != 0; })) return std::nullopt;
       return PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed);
     }
     case PlanCandidate::kHalfTarget:
@@ -203,49 +244,9 @@ std::optional<CascadePlan> PlanOfKind(PlanCandidate kind, const DecodeBatch& bat
   return std::nullopt;
 }
 
-// The candidates after c's first entry (the model's plan and report, already in c).
-void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
-                 double tie_band) {
-  const CostModelParams params = options.cost_model ? *options.cost_model : CostModelParams::H200();
-  std::vector<std::vector<int32_t>> flats{c.plans[0].Serialize()};
-  const double limit = c.model.predicted_us * (1.0 + tie_band);
-  // The cascade and plain decode (the two), then the two split layouts the planner check
-  // times beside them (bench/kernel/kernel_bench.cc), which the model misranked by 5-13% on session
-  // 76's off-grid shapes.
-  for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
-                                   PlanCandidate::kNarrow}) {
-    if (kind == PlanCandidate::kPlain) {  // not planned where even its bound is out of the band
-      std::vector<uint8_t> plain(batch.groups.size(), 0);
-      for (size_t g = 0; g < batch.groups.size(); ++g)
-        plain[g] = batch.groups[g].prefix.num_tokens > 0 && CanPlanPlain(batch.groups[g], pool.page_size);
-      if (PlainStreamLowerBoundUs(batch, pool, plain, params) > limit) continue;
-    }
-    std::optional<CascadePlan> plan = PlanOfKind(kind, batch, pool, options);
-    if (!plan) continue;
-    std::vector<int32_t> flat = plan->Serialize();
-    const auto same = std::find(flats.begin(), flats.end(), flat);
-    if (same != flats.end()) {
-      // The model chose it: so named (PickMeasured favours the cascade). Else a candidate already in.
-      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice) c.kinds[0] = kind;
-      continue;
-    }
-    const double predicted = PredictCost(*plan, params).total_us;
-    if (!(predicted <= limit)) continue;
-    c.plans.push_back(std::move(*plan));
-    c.kinds.push_back(kind);
-    c.predicted_us.push_back(predicted);
-    flats.push_back(std::move(flat));
-  }
-}
-
-}  // namespace
-
 PlanCandidates NearTieCandidates(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
                                  double tie_band) {
-  PlanCandidates c;
-  c.plans.push_back(PlanCascade(batch, pool, options, &c.model));
-  c.kinds.push_back(PlanCandidate::kModelChoice);
-  c.predicted_us.push_back(c.model.predicted_us);
+  PlanCandidates c = ModelCandidate(batch, pool, options);
   if (options.choose_layout) AddNearTies(c, batch, pool, options, tie_band);
   return c;
 }
@@ -256,10 +257,7 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
   MeasuredChoiceReport local;
   MeasuredChoiceReport& rep = report ? *report : local;
   rep = MeasuredChoiceReport{};
-  PlanCandidates c;
-  c.plans.push_back(PlanCascade(batch, pool, options, &c.model));
-  c.kinds.push_back(PlanCandidate::kModelChoice);
-  c.predicted_us.push_back(c.model.predicted_us);
+  PlanCandidates c = ModelCandidate(batch, pool, options);
   rep.model = c.model;
   if (!options.choose_layout) return std::move(c.plans[0]);
 
@@ -270,7 +268,7 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
     rep.from_cache = true;
     rep.chosen = it->second.kind;
     if (it->second.model_plan) return std::move(c.plans[0]);
-    if (std::optional<CascadePlan> plan = PlanOfKind(it->second.kind, batch, pool, options)) return std::move(*plan);
+    if (std::optional<CascadePlan> plan = PlanCandidateLayout(it->second.kind, batch, pool, options)) return std::move(*plan);
     return std::move(c.plans[0]);
   }
   AddNearTies(c, batch, pool, options, options_.tie_band);

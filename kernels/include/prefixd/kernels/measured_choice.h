@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,12 @@ struct MeasuredChoiceReport {
   std::vector<double> predicted_us;      // per candidate
   std::vector<double> measured_us;       // per candidate, where timed (median)
 };
+
+// The plan of one candidate layout: kModelChoice as the options say (the layout choice), the others
+// with the options' split and choose_layout off; nullopt where the options or the batch do not
+// allow it (no group can be plain; no narrow items at this head_dim). Pure CPU.
+std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeBatch& batch, const KvPoolShape& pool,
+                                               const PlanOptions& options);
 
 // The plans a measured choice times, planned without running anything: the model's choice first
 // (PlanCascade with options.choose_layout, its report in `model`), then the cascade, plain decode,

@@ -3,7 +3,7 @@
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds,
-# run_part_rounds, run_probe_rounds, run_planner_check, run_ncu_stalls).
+# run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -175,6 +175,21 @@ run_planner_check() {
     echo "planner $dt rc=$? $(grep -cE '^ +(fp16|bf16) ' "$OUT/planner-$dt.txt") shapes"
     tail -6 "$OUT/planner-$dt.txt"
   done
+}
+# run_offgrid_planner_checks: session 75's planner checks — 81 fp16 shapes off the issue's grid
+# (32/8, 40/8, 64/8 × B 1/37/200 × P 304/5000/65536 × S 1/100/1000), 32 bf16 (16/2, 24/8 × head_dim
+# 64/256 × B 3/100 × P 1000/12344 × S 7/300, page 8) and the default grid in fp16 and bf16 — each's
+# log in $OUT/{odd-fp16,odd-bf16,grid-fp16,grid-bf16}.txt, then its summary lines (the measured
+# choice's too, where the binary has it) and its rows over 5% or wrong (at most 20).
+run_offgrid_planner_checks() {
+  check() { local name=$1; shift; timeout 200 $B --planner-check "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
+    echo "== planner $name rc=$rc, $(grep -cE '^ +(fp16|bf16) ' "$OUT/$name.txt") shapes"
+    grep -E "planner check:|measured choice" "$OUT/$name.txt" | grep -v "must be"
+    grep -E "SLOW|WRONG" "$OUT/$name.txt" | grep -E '^ +(fp16|bf16) ' | head -20; }
+  check odd-fp16 --dtype fp16 --heads 32/8,40/8,64/8 -b 1,37,200 -p 304,5000,65536 -s 1,100,1000
+  check odd-bf16 --dtype bf16 --heads 16/2,24/8 -d 64,256 -b 3,100 -p 1000,12344 -s 7,300 --page-size 8
+  check grid-fp16 --dtype fp16
+  check grid-bf16 --dtype bf16
 }
 # run_ncu_stalls NAME KERNEL_REGEX PER COMMAND...: Nsight Compute's PC sampling (clocks not locked)
 # on one launch of the kernels matching KERNEL_REGEX (the fourth) that COMMAND makes; the details

@@ -21,13 +21,5 @@ timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_
 echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"
 run_part_rounds gqa2-d256 ' prefix \| merge ' --dtype bf16 --heads 16/2 -d 256 -b 3,100,256 -p 1000 -s 300,1024 --page-size 8
 run_part_rounds gqa2-d256-long ' prefix \| merge ' --dtype bf16 --heads 16/2 -d 256 -b 100 -p 12344 -s 7,300 --page-size 8
-# check NAME ARGS...: the planner check, its summary lines and the rows over 5%
-check() { local name=$1; shift; timeout 200 $B --planner-check "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
-  echo "== planner $name rc=$rc, $(grep -cE '^ +(fp16|bf16) ' "$OUT/$name.txt") shapes"
-  grep -E "planner check:" "$OUT/$name.txt" | grep -v "must be"
-  grep -E "SLOW|WRONG" "$OUT/$name.txt" | grep -E '^ +(fp16|bf16) ' | head -20; }
-check odd-fp16 --dtype fp16 --heads 32/8,40/8,64/8 -b 1,37,200 -p 304,5000,65536 -s 1,100,1000
-check odd-bf16 --dtype bf16 --heads 16/2,24/8 -d 64,256 -b 3,100 -p 1000,12344 -s 7,300 --page-size 8
-check grid-fp16 --dtype fp16
-check grid-bf16 --dtype bf16
+run_offgrid_planner_checks
 pack_logs

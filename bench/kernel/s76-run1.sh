@@ -20,13 +20,5 @@ timeout 200 mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd_mpi_
   --gtest_filter='*cuda*' >"$OUT/mpi.log" 2>&1
 echo "mpi engine (cuda, np 1) rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/mpi.log" | tr '\n' ' ')"
 grep -E '^\[  FAILED  \] [A-Za-z]' "$OUT/mpi.log" | head -10
-# check NAME ARGS...: the planner check, its summary lines and the rows over 5%
-check() { local name=$1; shift; timeout 200 $B --planner-check "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
-  echo "== planner $name rc=$rc, $(grep -cE '^ +(fp16|bf16) ' "$OUT/$name.txt") shapes"
-  grep -E "planner check:|measured choice" "$OUT/$name.txt" | grep -v "must be"
-  grep -E "SLOW|WRONG" "$OUT/$name.txt" | grep -E '^ +(fp16|bf16) ' | head -20; }
-check odd-fp16 --dtype fp16 --heads 32/8,40/8,64/8 -b 1,37,200 -p 304,5000,65536 -s 1,100,1000
-check odd-bf16 --dtype bf16 --heads 16/2,24/8 -d 64,256 -b 3,100 -p 1000,12344 -s 7,300 --page-size 8
-check grid-fp16 --dtype fp16
-check grid-bf16 --dtype bf16
+run_offgrid_planner_checks
 pack_logs

@@ -549,6 +549,19 @@ TEST(EngineOptions, RefusesAnUnknownLayoutChoice) {
   }
 }
 
+// PREFIXD_MEASURED_CHOICE takes 0 or 1 (unset: WorkerOptions::measure_plan_choice); anything else is
+// refused when the engine is made, naming the variable (CPU backend).
+TEST(EngineOptions, RefusesAnUnknownMeasuredChoiceSetting) {
+  std::mt19937_64 rng(SharedSeed());
+  const Shape shape = RandomShape(rng);
+  for (const char* value : {"2", "yes"}) {
+    SCOPED_TRACE(std::string("PREFIXD_MEASURED_CHOICE=") + value);
+    setenv("PREFIXD_MEASURED_CHOICE", value, 1);
+    EXPECT_INVALID_ARGUMENT(Harness(shape, StateReduction::kAllToAll, 1, /*cuda=*/false, 1), "PREFIXD_MEASURED_CHOICE");
+    unsetenv("PREFIXD_MEASURED_CHOICE");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Reductions, EngineTest,
                          testing::Combine(testing::Values(StateReduction::kAllToAll, StateReduction::kTree),
                                           testing::Values("chunks1", "chunks3", "split1", "split2", "heads2", "heads4", "sendfirst1",

@@ -212,6 +212,7 @@ struct Config {
   bool read_floor = false;  // --read-floor
   bool output_forms = false;  // --output-forms
   bool without_merge = false;  // --without-merge
+  bool measured_choice = false;  // --measured-choice: the step's plan as the worker makes it on CUDA
 #ifdef PREFIXD_HAVE_CUDA
   FlushMode flush_mode = FlushMode::kWrite;
 #endif
@@ -470,7 +471,25 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   // Concurrent prefix/decode never fuses the merge (LoadPlan would unfuse the plan): plan it unfused
   // so that merged_requests and the merge part's time say what runs.
   plan_options.fuse_merge = cfg.fuse && gpu.concurrent_decode_sms() == 0;
-  const CascadePlan plan = kernels::PlanCascade(batch, pool, plan_options);
+  // --measured-choice: the plan the worker runs on CUDA (WorkerOptions::measure_plan_choice), from a
+  // fresh MeasuredPlanner per shape: where the model's choice is a near tie, its candidates timed
+  // by the planner's own method (on this step's pool) and the fastest kept. The note names what it
+  // kept and each candidate's time by that method.
+  const CascadePlan plan = [&] {
+    if (!cfg.measured_choice) return kernels::PlanCascade(batch, pool, plan_options);
+    kernels::MeasuredPlanner planner;
+    kernels::MeasuredChoiceReport report;
+    CascadePlan chosen = planner.Plan(batch, pool, plan_options, gpu, args.kv, &report);
+    row.note += std::string(" measured-choice(") + kernels::PlanCandidateName(report.chosen);
+    if (report.timed)
+      for (size_t i = 0; i < report.candidates.size(); ++i)
+        row.note += std::string(i == 0 ? "; timed " : ", ") + kernels::PlanCandidateName(report.candidates[i]) +
+                    Fmt(" %.1f us", report.measured_us[i]);
+    else
+      row.note += "; no near tie";
+    row.note += ")";
+    return chosen;
+  }();
   if (plan.concurrent_decode_sms > 0 && gpu.concurrent_decode_sms() == 0)
     row.note += " concurrent(k=" + std::to_string(plan.concurrent_decode_sms) +
                 (plan.concurrent_decode_tma ? ", TMA decode)" : ")");  // the planner's choice
@@ -1225,6 +1244,9 @@ int Main(int argc, char** argv) {
     ("output-forms", "GPU: also time, interleaved with the step, the step writing one copy of its output instead of "
                      "all three (o in the input dtype, fp32 v, s): o and s (FlashInfer's cascade outputs) and v and s "
                      "(the distributed engine's); each checked bit for bit against the full step (note column)")
+    ("measured-choice", "GPU: plan each step as the worker does on CUDA (kernels::MeasuredPlanner: where the cost "
+                        "model's choice is a near tie, the candidates timed once by the planner's own method and the "
+                        "fastest kept; note column: what it kept and each candidate's time); default: the model's plan")
     ("without-merge", "GPU, plans with a merge kernel: also time, interleaved with the step, the step without its "
                       "merge kernel (what the merge costs inside the step; note column)")
     ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
@@ -1290,6 +1312,8 @@ int Main(int argc, char** argv) {
   cfg.output_forms = args.count("output-forms") > 0;
   PREFIXD_CHECK_ARG(!cfg.output_forms || use_gpu, "--output-forms needs a GPU (it times the step on the device)");
   cfg.without_merge = args.count("without-merge") > 0;
+  cfg.measured_choice = args.count("measured-choice") > 0;
+  PREFIXD_CHECK_ARG(!cfg.measured_choice || use_gpu, "--measured-choice needs a GPU (it times plans on the device)");
   PREFIXD_CHECK_ARG(!cfg.without_merge || use_gpu, "--without-merge needs a GPU (it times the step on the device)");
   PREFIXD_CHECK_ARG(!cfg.read_floor || use_gpu, "--read-floor needs a GPU (it times plain reads on the device)");
   if (args.count("beside")) {

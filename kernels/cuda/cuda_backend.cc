@@ -92,8 +92,8 @@ void SetCascadeInputs(AttentionParams* p, const CascadePlan& h, const CascadeArg
 constexpr int64_t kMaxEnvItems = int64_t(1) << 20;  // PREFIXD_*_TARGET_ITEMS
 
 // PREFIXD_DECODE_PIPELINE's values, in DecodePipeline's order (read and described by one table).
-constexpr const char* kPipelineNames[] = {"auto", "deep", "shallow", "narrow", "warp"};
-static_assert(sizeof(kPipelineNames) / sizeof(kPipelineNames[0]) == int(DecodePipeline::kWarp) + 1,
+constexpr const char* kPipelineNames[] = {"auto", "deep", "shallow", "narrow", "warp", "single"};
+static_assert(sizeof(kPipelineNames) / sizeof(kPipelineNames[0]) == int(DecodePipeline::kSingle) + 1,
               "one name per DecodePipeline");
 
 }  // namespace
@@ -112,7 +112,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_mma_warps_ = warps_log2 < 0 ? 0 : 1 << warps_log2;  // 0: by the item count
   decode_pipeline_ = static_cast<DecodePipeline>(EnvChoice(
       "PREFIXD_DECODE_PIPELINE",
-      {kPipelineNames[0], kPipelineNames[1], kPipelineNames[2], kPipelineNames[3], kPipelineNames[4]}, 0));
+      {kPipelineNames[0], kPipelineNames[1], kPipelineNames[2], kPipelineNames[3], kPipelineNames[4], kPipelineNames[5]},
+      0));
   const int warp_rounds_log2 = EnvChoice("PREFIXD_DECODE_WARP_ROUNDS", {"1", "2", "4"}, -1);
   if (warp_rounds_log2 >= 0) decode_warp_rounds_ = 1 << warp_rounds_log2;
   decode_warp_min_items_ = int(EnvInteger("PREFIXD_DECODE_WARP_MIN_ITEMS", 0, kMaxEnvItems, decode_warp_min_items_));

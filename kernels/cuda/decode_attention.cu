@@ -98,7 +98,8 @@ bool DecodeShallowPipeline(const DecodeAttentionParams& p, int step_tokens, int 
     case DecodePipeline::kShallow: return true;
     case DecodePipeline::kByItemLength:
     case DecodePipeline::kNarrow:
-    case DecodePipeline::kWarp: break;  // the CUDA-core GQA 1 and 2 launchers'; elsewhere the rule
+    case DecodePipeline::kWarp:
+    case DecodePipeline::kSingle: break;  // the CUDA-core GQA 1-2 / tensor-core launchers'; else the rule
   }
   return p.max_item_tokens > 0 && p.max_item_tokens <= (stages - 1) * step_tokens;
 }

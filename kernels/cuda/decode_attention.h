@@ -44,8 +44,12 @@ enum class DecodeKernel { kAuto, kCudaCores, kTensorCores };
 // a CTA of one warp, so that each item's chain and ⊕ epilogue stall only its own warp, its ring
 // taking a 32-token item in DecodeAttentionParams::warp_rounds rounds (decode_attention.cuh,
 // kWarpThreads); elsewhere it means kByItemLength. The length rule takes it (4 rounds) at GQA 1
-// for large batches of short items (DecodeAttentionParams::warp_min_items).
-enum class DecodePipeline { kByItemLength, kDeep, kShallow, kNarrow, kWarp };
+// for large batches of short items (DecodeAttentionParams::warp_min_items). kSingle: where the
+// length rule takes the tensor-core kernel's shallow 2-warp CTA (every item one 32-token step) at
+// head_dim ≤ 128, its one-stage form with registers capped for 8 CTAs per SM; the length rule itself
+// takes that form at GQA 4, head_dim 128, for items of at most 24 tokens (decode_attention_mma.cuh,
+// kMmaSingleStepMaxTokens); elsewhere kSingle means kByItemLength.
+enum class DecodePipeline { kByItemLength, kDeep, kShallow, kNarrow, kWarp, kSingle };
 
 // The one-warp CTA's ring depth that the length rule takes, and kWarp's default: 4 rounds per
 // 32-token item, 32 CTAs per SM (1 and 2 rounds measured slower: bench/RESULTS.md, session 69).

@@ -43,6 +43,25 @@ constexpr int kMmaStages = 3;       // tiles per warp in shared memory (kMmaStag
 // share an SM instead of 4 (registers then bound it), i.e. more items' starts overlapped.
 constexpr int kMmaShallowStages = 2;
 constexpr int kMmaShallowWarps = 2;
+// The single-step pipeline (DecodePipeline::kSingle): where every item is one step of the 2-warp
+// CTA, the second stage above is never filled, so 1 stage holds the same copies in half the shared
+// memory (16 KiB at head_dim 128), and the registers, capped for it (a few bytes of spill), are
+// then what bounds the CTAs per SM: 8 instead of 6, i.e. more items' dependent starts overlapped.
+// Measured on the H200 (bench/RESULTS.md, session 77, runs 3-4, A/B in one process): at GQA 4,
+// head_dim 128, items of 4-24 tokens steps −0.4 to −3.1 µs (B128-256); at 32 tokens, where each
+// item's copies are twice as many, even at B256 and +2.3 to +2.8 µs at B64; at head_dim 64 even to
+// +0.7; at GQA 8 mixed (−1.3 to +0.2 µs; its spill is larger). So the length rule takes it at GQA 4,
+// head_dim 128, for items of at most kMmaSingleStepMaxTokens; PREFIXD_DECODE_PIPELINE=single forces
+// it wherever the 2-warp shallow CTA runs at head_dim ≤ 128.
+constexpr int kMmaSingleStepStages = 1;
+constexpr int kMmaSingleStepCtasPerSm = 8;
+constexpr int kMmaSingleStepMaxTokens = 24;
+// __launch_bounds__'s minimum CTAs per SM: the cap above for the single-step kernel; 0 (none)
+// elsewhere, whose registers ptxas chooses freely.
+template <int WARPS, int STAGES>
+constexpr int MmaMinCtasPerSm() {
+  return WARPS == kMmaShallowWarps && STAGES == kMmaSingleStepStages ? kMmaSingleStepCtasPerSm : 0;
+}
 
 template <int HEAD_DIM>
 constexpr int MmaTileBytes() { return kMmaWarpTokens * HEAD_DIM * 2; }  // one K (or V) tile
@@ -295,7 +314,7 @@ __device__ __forceinline__ void StoreMmaWarpState(uint8_t* parts, int warp, int 
 // ---- The kernel: one CTA per item (or looping over items, DecodeAttentionParams::max_sms)
 
 template <typename T, int HEAD_DIM, int GQA, int WARPS, int STAGES>
-__global__ void __launch_bounds__(32 * WARPS)
+__global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<WARPS, STAGES>())
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
   static_assert(GQA <= 16, "the g query rows are the rows of one m16 tile");
   static_assert(TensorCoreDecodeBuilt(GQA, HEAD_DIM),
@@ -377,8 +396,17 @@ void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t 
   switch (DecodeMmaWarps(params.mma_warps)) {
     case 1: return LaunchMmaWarps<T, HEAD_DIM, GQA, 1>(params, stream);
     case 2:
-      if (DecodeShallowPipeline(params, kMmaShallowWarps * kMmaWarpTokens, kMmaShallowStages))
+      if (DecodeShallowPipeline(params, kMmaShallowWarps * kMmaWarpTokens, kMmaShallowStages)) {
+        // (Not at head_dim 256: its 128 O accumulators alone would take the capped registers.)
+        if constexpr (HEAD_DIM <= 128) {
+          const bool by_rule = HEAD_DIM == 128 && GQA == 4 && params.pipeline == DecodePipeline::kByItemLength &&
+                               params.max_item_tokens > 0 &&
+                               params.max_item_tokens <= kMmaSingleStepMaxTokens;
+          if (params.pipeline == DecodePipeline::kSingle || by_rule)
+            return LaunchMmaWarps<T, HEAD_DIM, GQA, 2, kMmaSingleStepStages>(params, stream);
+        }
         return LaunchMmaWarps<T, HEAD_DIM, GQA, 2, kMmaShallowStages>(params, stream);
+      }
       return LaunchMmaWarps<T, HEAD_DIM, GQA, 2>(params, stream);
     case 8:  // at head_dim 256 its tiles would take 384 KiB: 4 warps (192 KiB) are the most
       if constexpr (HEAD_DIM != 256) return LaunchMmaWarps<T, HEAD_DIM, GQA, 8>(params, stream);

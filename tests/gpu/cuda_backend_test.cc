@@ -1192,7 +1192,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<CascadeCase>& info) { return info.param.name; });
 
 // The decode kernels' pipelines (PREFIXD_DECODE_PIPELINE: the two depths, and the narrow 64-thread
-// CTA and the one-warp CTA of the CUDA-core kernel at GQA 1 and 2, the rule elsewhere): the rule,
+// CTA and the one-warp CTA of the CUDA-core kernel at GQA 1 and 2, the one-stage 2-warp CTA of the
+// tensor-core kernel at head_dim ≤ 128, the rule elsewhere): the rule,
 // and each forced, on items short and long (one token to several steps, a page size that is not a
 // multiple of 16), on the CUDA-core kernel (GQA 1 and 2; "shallow" runs deep at GQA 2) and the
 // 2-warp tensor-core kernel (GQA 4, 8, and GQA 4 at head_dim 256, forced there since its items of
@@ -1225,7 +1226,7 @@ INSTANTIATE_TEST_SUITE_P(
                           CascadeCase{"h4kv4_bf16_d256_p16", kBF16, 4, 4, 256, 16, {{50, {16, 3, 40}}, {0, {8, 70}}}, true},
                           CascadeCase{"h16kv8_fp16_d128_p16", kF16, 16, 8, 128, 16, {{90, {64, 2, 33}}, {0, {17, 130}}}},
                           CascadeCase{"h8kv4_fp16_d256_p7", kF16, 8, 4, 256, 7, {{30, {5, 31, 64}}}, true}),
-        ::testing::Values("auto", "shallow", "deep", "narrow", "warp")),
+        ::testing::Values("auto", "shallow", "deep", "narrow", "warp", "single")),
     [](const ::testing::TestParamInfo<std::tuple<CascadeCase, const char*>>& info) {
       return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
     });

@@ -49,13 +49,7 @@
 namespace prefixd::test {
 namespace {
 
-using kernels::Backend;
-using kernels::CascadePlan;
-using kernels::DecodeBatch;
-using kernels::KvPoolShape;
-using kernels::PlanOptions;
 
-const DType kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Base-2 LSE error bound (times max(1, |s|)): fp32 scores from exact fp16/bf16 products.

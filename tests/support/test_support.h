@@ -17,6 +17,13 @@
 namespace prefixd::test {
 
 using kernels::DType;
+// The kernel types most backend and planner tests name, and the two 16-bit dtypes by short names.
+using kernels::Backend;
+using kernels::CascadePlan;
+using kernels::DecodeBatch;
+using kernels::KvPoolShape;
+using kernels::PlanOptions;
+inline constexpr DType kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
 
 // Skips the current test with a reason when this machine has no usable GPU (or the build has no
 // CUDA backend). ctest shows such tests as skipped, never as passed.

@@ -16,11 +16,6 @@
 namespace prefixd::test {
 namespace {
 
-using kernels::Backend;
-using kernels::CascadePlan;
-using kernels::DecodeBatch;
-using kernels::KvPoolShape;
-using kernels::PlanOptions;
 
 // The CPU backend computes in float32 from exact inputs: far tighter than the GPU tolerances.
 // The LSE's absolute error follows the scores' magnitude (float dot products), not |s|: peaky
@@ -119,7 +114,6 @@ TEST_P(CpuCascadeTest, MatchesFloat64Oracle) {
   ExpectMatchesOracle(got, want, c.dtype, c.peaky, c.name);
 }
 
-const DType kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CpuCascadeTest,

@@ -26,17 +26,11 @@
 namespace prefixd::test {
 namespace {
 
-using kernels::Backend;
-using kernels::CascadePlan;
-using kernels::DecodeBatch;
-using kernels::KvPoolShape;
 using kernels::MeasuredChoiceReport;
 using kernels::MeasuredPlanner;
 using kernels::PlanCandidate;
-using kernels::PlanOptions;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-const DType kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
 
 // The CPU backend, with TimeUs reporting script(loaded plan) after running the work for real.
 class ScriptedTimeBackend final : public Backend {

@@ -21,10 +21,6 @@
 namespace prefixd::worker {
 namespace {
 
-using kernels::CascadePlan;
-using kernels::DecodeBatch;
-using kernels::KvPoolShape;
-using kernels::PlanOptions;
 using namespace prefixd::test;
 
 // One request row of the test batch: its group, and either null (owned elsewhere: no suffix here)

@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREA
     lookup(0);
   #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
-    PrefetchPrefixStates<HEAD_DIM, THREADS>(p, item, heads, bases.y);
+    PrefetchPrefixStates<HEAD_DIM, GQA, THREADS>(p, item, heads, bases.y);
 
     for (int step = 0; step < num_steps; ++step) {
       issue(step + STAGES - 1);  // refills the stage this thread finished reading last step
@@ -286,8 +286,7 @@ __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREA
       }
     }
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, THREADS, DecodeSmemBytes<HEAD_DIM, GQA, STAGES, THREADS>()>(
-        p, item, heads, bases.y, smem);
+    FinishDecodeItem<T, HEAD_DIM, GQA, GROUPS, THREADS>(p, item, heads, bases.y, smem);
   });
 }
 

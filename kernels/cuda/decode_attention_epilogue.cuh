@@ -9,8 +9,7 @@
 //  - ⊕-merges it with the request's prefix-chunk states (slots [state_indptr[r], + slot_offset))
 //    and writes the final o / v_out / s_out rows of the group's heads (item.finish = 1).
 // Work is split over the CTA's threads by float4 of the output (GQA · HEAD_DIM / 4 of them); the
-// prefix states are staged in shared memory (the drained K/V stages) by cp.async, as many chunks
-// at a time as fit, so a pass costs one memory latency and no registers.
+// prefix states are loaded into registers, a few chunks' loads in flight at a time.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -19,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cuda/attention_state.cuh"
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/programmatic_launch.cuh"
@@ -90,15 +90,20 @@ __device__ __forceinline__ void ForEachDecodeItem(const DecodeAttentionParams& p
 // L2 (evict-last), spread over the CTA's threads. A prefetch is only a hint: issued before the
 // prefix grid has finished writing them (programmatic launch), it still cannot return stale
 // data, since L2 is where the writes land (nothing is brought into L1).
-template <int HEAD_DIM, int THREADS>
+template <int HEAD_DIM, int GQA, int THREADS>
 __device__ __forceinline__ void PrefetchPrefixStates(const DecodeAttentionParams& p, const DecodeWorkItem& item,
                                                      GroupHeads heads, int run_begin) {
   if (!item.finish || !p.prefetch_prefix_states) return;
-  constexpr int LINE_FLOATS = 32;                                                 // 128-byte lines
-  const int v_lines = (heads.rows * HEAD_DIM + LINE_FLOATS - 1) / LINE_FLOATS;  // per chunk (contiguous)
+  constexpr int LINE_FLOATS = 32;  // 128-byte lines
+  // Per chunk (its GQA heads' v contiguous): up to GQA_LINES lines of v, then one of s. The index
+  // is split by this compile-time count (a runtime division had cost ~60 instructions per thread,
+  // session 78); a slice of fewer heads skips the lines past its own.
+  constexpr int GQA_LINES = (GQA * HEAD_DIM + LINE_FLOATS - 1) / LINE_FLOATS, LINES = GQA_LINES + 1;
+  const int v_lines = (heads.rows * HEAD_DIM + LINE_FLOATS - 1) / LINE_FLOATS;
   const int64_t first = int64_t(run_begin) * p.num_qo_heads + heads.first;
-  for (int idx = threadIdx.x; idx < item.slot_offset * (v_lines + 1); idx += THREADS) {
-    const int c = idx / (v_lines + 1), line = idx % (v_lines + 1);
+  for (int idx = threadIdx.x; idx < item.slot_offset * LINES; idx += THREADS) {
+    const int c = idx / LINES, line = idx % LINES;
+    if (line >= v_lines && line < GQA_LINES) continue;
     const int64_t state = first + int64_t(c) * p.num_qo_heads;
     const float* addr = line < v_lines ? p.partial_v + state * HEAD_DIM + line * LINE_FLOATS : p.partial_s + state;
     asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(addr));
@@ -158,82 +163,70 @@ __device__ __forceinline__ float4 Fma4(float w, float4 x, float4 acc) {
   return make_float4(fmaf(w, x.x, acc.x), fmaf(w, x.y, acc.y), fmaf(w, x.z, acc.z), fmaf(w, x.w, acc.w));
 }
 
-// Shared memory the epilogue needs: the parts' states, 16-byte aligned ...
+// Shared memory the epilogue needs: the parts' states, 16-byte aligned.
 template <int HEAD_DIM, int GQA, int NPART>
 constexpr int PartStateBytes() { return (NPART * GQA * (HEAD_DIM + 2) * 4 + 15) / 16 * 16; }
-// ... and, after them, room for the v and s of at least one prefix chunk (GQA heads) at a time.
-template <int HEAD_DIM, int GQA>
-constexpr int PrefixChunkBytes() { return GQA * (HEAD_DIM + 1) * 4; }
-// The kernel's dynamic shared memory: its K/V stages, or the epilogue's minimum if larger.
+// The kernel's dynamic shared memory: its K/V stages, or the parts' states if larger.
 template <int HEAD_DIM, int GQA, int NPART>
 constexpr int EpilogueSmemBytes(int stage_bytes) {
-  constexpr int need = PartStateBytes<HEAD_DIM, GQA, NPART>() + PrefixChunkBytes<HEAD_DIM, GQA>();
+  constexpr int need = PartStateBytes<HEAD_DIM, GQA, NPART>();
   return stage_bytes > need ? stage_bytes : need;
 }
 
-// 16- and 4-byte asynchronous copies global → shared (the prefix states are read once).
-__device__ __forceinline__ void StageAsync16(void* smem, const void* gmem) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
-}
-__device__ __forceinline__ void StageAsync4(void* smem, const void* gmem) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(gmem));
-}
-__device__ __forceinline__ void StageAsyncWaitAll() {
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-}
-
-// smem: the kernel's dynamic shared memory of SMEM_BYTES (EpilogueSmemBytes), starting with the
-// parts' states: acc [NPART][GQA][HEAD_DIM], m [NPART][GQA], l [NPART][GQA] (fp32). Everything
-// after PartStateBytes is free (the K/V stages are drained) and stages prefix chunks.
-// run_begin: state_indptr[item.request] (ItemBases); heads: the CTA's query heads (ItemHeads), of
-// which only rows [0, heads.rows) are read from or written to global memory.
-// SMEM_BYTES = 0: nothing after the parts' states is free (the streaming kernel's K/V ring stays in
-// flight there): the prefix chunks' states are read straight from global memory (L2), a few chunks'
-// loads in flight at a time, instead of staged with cp.async (whose wait would also wait for the
-// ring's copies).
-template <typename T, int HEAD_DIM, int GQA, int NPART, int THREADS, int SMEM_BYTES>
+// smem: the parts' states at its start: acc [NPART][GQA][HEAD_DIM], m [NPART][GQA], l [NPART][GQA]
+// (fp32), as the kernel stored them. run_begin: state_indptr[item.request] (ItemBases); heads: the
+// CTA's query heads (ItemHeads), of which only rows [0, heads.rows) are read from or written to
+// global memory.
+//
+// Every state stays in registers in the (M, W, acc) form of an online n-ary ⊕: the running max
+// LSE M, and the weights' sum W and the weighted v, both relative to 2^M. The item's own state
+// enters it unnormalised (W = Σ_parts 2^(m − M)·l, acc = Σ_parts 2^(m − M)·acc_part: no division
+// and no log before the prefix chunks are added). A finishing item's prefix-chunk states are read
+// straight from L2 (ld.global.cg: the prefix grid wrote them, nothing stale can sit in L1), the
+// loads of CHUNKS_PER_PASS chunks of every float4 a thread owns issued together (one memory latency
+// per pass), and each pass rescales once to its new max instead of branching per chunk. A state
+// with s = −inf has weight 0 and its v (possibly poison) is never read into the sum.
+// Instruction counts (Nsight Compute, 32/8 B256 P1024 S32, the 2-warp CTA; bench/RESULTS.md,
+// session 78): this epilogue had been ~1600 of an item's ~3000 warp instructions when it staged the
+// chunks through shared memory with cp.async and rescaled per chunk in a branch, against ~350 for
+// the item's tile math; the short-item decodes are bound by that instruction chain (session 77).
+template <typename T, int HEAD_DIM, int GQA, int NPART, int THREADS>
 __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p, const DecodeWorkItem& item,
-                                                 GroupHeads heads, int run_begin, uint8_t* smem) {
+                                                 GroupHeads heads, int run_begin, const uint8_t* smem) {
   constexpr int D4 = HEAD_DIM / 4;
   constexpr int OUT4 = GQA * D4;  // float4s of the group's output
   constexpr int PER_THREAD = (OUT4 + THREADS - 1) / THREADS;
-  constexpr bool STAGED = SMEM_BYTES > 0;
-  constexpr int STAGE_OFFSET = PartStateBytes<HEAD_DIM, GQA, NPART>();
-  constexpr int CHUNKS_PER_PASS = STAGED ? (SMEM_BYTES - STAGE_OFFSET) / PrefixChunkBytes<HEAD_DIM, GQA>() : 4;
-  static_assert(HEAD_DIM % 4 == 0 && CHUNKS_PER_PASS >= 1, "room for one prefix chunk");
+  // At most 4 float4 loads (and their s) in flight per thread and pass, ~20 registers: with 8 the
+  // 2-warp CTA at GQA 8 took 176 registers instead of 168, i.e. 5 CTAs per SM instead of 6.
+  constexpr int CHUNKS_PER_PASS = PER_THREAD >= 4 ? 1 : 4 / PER_THREAD;
+  static_assert(HEAD_DIM % 4 == 0, "float4s of the output");
   const float* part_acc = reinterpret_cast<const float*>(smem);
   const float* part_m = part_acc + NPART * GQA * HEAD_DIM;
   const float* part_l = part_m + NPART * GQA;
-  const int first_head = heads.first;
   const int out4 = heads.rows * D4;  // float4s that are heads' outputs (the first ones)
+  // Whether float4 i of this thread is a head's output (a compile-time true where every thread's are).
+  auto owns = [&](int i) {
+    return !(OUT4 % THREADS != 0 || heads.Partial<GQA>()) || int(threadIdx.x) + i * THREADS < out4;
+  };
 
-  // The item's own state per float4 of the output: ⊕ of the parts, normalised.
-  float s_own[PER_THREAD];
-  float4 v_own[PER_THREAD];
+  float run_m[PER_THREAD], run_w[PER_THREAD];
+  float4 run_acc[PER_THREAD];
 #pragma unroll
   for (int i = 0; i < PER_THREAD; ++i) {
     const int idx = threadIdx.x + i * THREADS;
-    s_own[i] = -INFINITY;
-    v_own[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
+    run_m[i] = -INFINITY;
+    run_w[i] = 0.f;
+    run_acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (!owns(i)) continue;
     const int j = idx / D4, d4 = idx % D4;
-    float m_all = -INFINITY;
 #pragma unroll
-    for (int w = 0; w < NPART; ++w) m_all = fmaxf(m_all, part_m[w * GQA + j]);
-    if (m_all == -INFINITY) continue;  // no part saw a token: the empty state
-    float l_all = 0.f;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int w = 0; w < NPART; ++w) run_m[i] = fmaxf(run_m[i], part_m[w * GQA + j]);
+    const float safe = SafeMax(run_m[i]);  // no part saw a token: every weight below is 0
 #pragma unroll
     for (int w = 0; w < NPART; ++w) {
-      const float wt = exp2f(part_m[w * GQA + j] - m_all);  // 0 for a part that saw no token
-      l_all = fmaf(wt, part_l[w * GQA + j], l_all);
-      acc = Fma4(wt, reinterpret_cast<const float4*>(part_acc + (w * GQA + j) * HEAD_DIM)[d4], acc);
-    }
-    if (l_all > 0.f) {
-      s_own[i] = m_all + log2f(l_all);
-      v_own[i] = Scale4(acc, 1.f / l_all);
+      const float wt = FastExp2(part_m[w * GQA + j] - safe);  // 0 for a part that saw no token (acc 0)
+      run_w[i] = fmaf(wt, part_l[w * GQA + j], run_w[i]);
+      run_acc[i] = Fma4(wt, reinterpret_cast<const float4*>(part_acc + (w * GQA + j) * HEAD_DIM)[d4], run_acc[i]);
     }
   }
 
@@ -242,110 +235,81 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
   // items (none finishing) wait once, at their CTA's exit (ForEachDecodeItem).
   if (!p.early_chain) WaitForPrefixGrid();
 
-  if (!item.finish) {
-    const int64_t slot_state = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + first_head;
+  // Normalised (v, s = M + log2 W) of float4 i: the empty state (0, −inf) where W = 0, never NaN.
+  auto state_of = [&](int i, float4& v, float& lse) {
+    const bool empty = run_w[i] == 0.f;
+    v = empty ? make_float4(0.f, 0.f, 0.f, 0.f) : Scale4(run_acc[i], FastRcp(run_w[i]));
+    lse = empty ? -INFINITY : run_m[i] + FastLog2(run_w[i]);
+  };
+  if (!item.finish) {  // the item's state to its slot
+    const int64_t slot_state = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + heads.first;
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       const int idx = threadIdx.x + i * THREADS;
-      if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
+      if (!owns(i)) continue;
       const int j = idx / D4, d4 = idx % D4;
-      reinterpret_cast<float4*>(p.partial_v + (slot_state + j) * HEAD_DIM)[d4] = v_own[i];
-      if (d4 == 0) p.partial_s[slot_state + j] = s_own[i];
+      float4 v;
+      float lse;
+      state_of(i, v, lse);
+      reinterpret_cast<float4*>(p.partial_v + (slot_state + j) * HEAD_DIM)[d4] = v;
+      if (d4 == 0) p.partial_s[slot_state + j] = lse;
     }
     return;
   }
 
-  // Finishing (uniform over the CTA): online n-ary ⊕ of the own state and the prefix chunks'
-  // states, CHUNKS_PER_PASS chunks at a time staged in shared memory (all their copies in flight
-  // together: one memory latency per pass). (M, W, acc): the running max LSE, the weights' sum and
-  // the weighted v, both relative to 2^M. A state with s = −inf has weight 0 and its v (possibly
-  // poison) is never read into the sum.
-  float run_m[PER_THREAD], run_w[PER_THREAD];
-  float4 run_acc[PER_THREAD];
-#pragma unroll
-  for (int i = 0; i < PER_THREAD; ++i) {
-    run_m[i] = s_own[i];
-    run_w[i] = s_own[i] == -INFINITY ? 0.f : 1.f;
-    run_acc[i] = v_own[i];
-  }
-  // One prefix chunk's state (s, v) into the running ⊕ of output float4 i.
-  auto accumulate = [&](int i, float s, float4 v) {
-    if (s == -INFINITY) return;  // empty: weight 0
-    if (s > run_m[i]) {          // new max: rescale what was summed (2^−inf = 0 at the start)
-      const float rescale = exp2f(run_m[i] - s);
-      run_w[i] *= rescale;
-      run_acc[i] = Scale4(run_acc[i], rescale);
-      run_m[i] = s;
-    }
-    const float w = exp2f(s - run_m[i]);
-    run_w[i] += w;
-    run_acc[i] = Fma4(w, v, run_acc[i]);
-  };
+  // Finishing (uniform over the CTA): ⊕ of the prefix chunks' states into the running state.
   const int num_prefix = item.slot_offset;
   // The g heads of one slot are adjacent rows: chunk c's v is GQA · HEAD_DIM contiguous floats.
-  const int64_t prefix_state = int64_t(run_begin) * p.num_qo_heads + first_head;
-  if constexpr (!STAGED) {
-    // Straight from L2 (ld.global.cg: the prefix grid wrote them; nothing stale can sit in L1).
+  const int64_t prefix_state = int64_t(run_begin) * p.num_qo_heads + heads.first;
+#pragma unroll 1  // one pass's loads in flight at a time
+  for (int c0 = 0; c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
+    float s[PER_THREAD][CHUNKS_PER_PASS];
+    float4 v[PER_THREAD][CHUNKS_PER_PASS];
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       const int idx = threadIdx.x + i * THREADS;
-      if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
-      const int j = idx / D4;
-      for (int c0 = 0; c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
-        float s[CHUNKS_PER_PASS];
-        float4 v[CHUNKS_PER_PASS];
 #pragma unroll
-        for (int u = 0; u < CHUNKS_PER_PASS; ++u) {
-          const int64_t state = prefix_state + int64_t(c0 + u) * p.num_qo_heads;
-          const bool in = c0 + u < num_prefix;
-          s[u] = in ? __ldcg(p.partial_s + state + j) : -INFINITY;
-          v[u] = in ? __ldcg(reinterpret_cast<const float4*>(p.partial_v + state * HEAD_DIM) + idx)
-                    : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int u = 0; u < CHUNKS_PER_PASS; ++u) accumulate(i, s[u], v[u]);
+      for (int u = 0; u < CHUNKS_PER_PASS; ++u) {
+        const int64_t state = prefix_state + int64_t(c0 + u) * p.num_qo_heads;
+        const bool in = owns(i) && c0 + u < num_prefix;
+        s[i][u] = in ? __ldcg(p.partial_s + state + idx / D4) : -INFINITY;
+        v[i][u] = in ? __ldcg(reinterpret_cast<const float4*>(p.partial_v + state * HEAD_DIM) + idx)
+                     : make_float4(0.f, 0.f, 0.f, 0.f);
       }
     }
-  }
-  float* stage_v = reinterpret_cast<float*>(smem + STAGE_OFFSET);  // [CHUNKS_PER_PASS][GQA][HEAD_DIM]
-  float* stage_s = stage_v + CHUNKS_PER_PASS * GQA * HEAD_DIM;     // [CHUNKS_PER_PASS][GQA]
-  for (int c0 = 0; STAGED && c0 < num_prefix; c0 += CHUNKS_PER_PASS) {
-    const int chunks = min(CHUNKS_PER_PASS, num_prefix - c0);
-    for (int idx = threadIdx.x; idx < chunks * OUT4; idx += THREADS) {
-      const int c = idx / OUT4, rest = idx % OUT4;
-      if (heads.Partial<GQA>() && rest >= out4) continue;  // not a head of this item
-      StageAsync16(stage_v + 4 * idx, p.partial_v + (prefix_state + int64_t(c0 + c) * p.num_qo_heads) * HEAD_DIM + 4 * rest);
-    }
-    for (int idx = threadIdx.x; idx < chunks * GQA; idx += THREADS) {
-      const int c = idx / GQA, j = idx % GQA;
-      if (heads.Partial<GQA>() && j >= heads.rows) continue;
-      StageAsync4(stage_s + idx, p.partial_s + prefix_state + int64_t(c0 + c) * p.num_qo_heads + j);
-    }
-    StageAsyncWaitAll();
-    __syncthreads();  // every thread's copies are visible to all
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
-      const int idx = threadIdx.x + i * THREADS;
-      if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
-      const int j = idx / D4;
-      for (int c = 0; c < chunks; ++c)
-        accumulate(i, stage_s[c * GQA + j], reinterpret_cast<const float4*>(stage_v)[c * OUT4 + idx]);
+      float m = run_m[i];
+#pragma unroll
+      for (int u = 0; u < CHUNKS_PER_PASS; ++u) m = fmaxf(m, s[i][u]);
+      const float safe = SafeMax(m);
+      const float rescale = FastExp2(run_m[i] - safe);  // 0 while nothing was summed (W, acc 0)
+      run_w[i] *= rescale;
+      run_acc[i] = Scale4(run_acc[i], rescale);
+#pragma unroll
+      for (int u = 0; u < CHUNKS_PER_PASS; ++u) {
+        if (s[i][u] == -INFINITY) continue;  // empty: weight 0, v never read
+        const float w = FastExp2(s[i][u] - safe);
+        run_w[i] += w;
+        run_acc[i] = Fma4(w, v[i][u], run_acc[i]);
+      }
+      run_m[i] = m;
     }
-    __syncthreads();  // the stage is read before the next pass overwrites it
   }
 
-  const int64_t out_row = int64_t(item.request) * p.num_qo_heads + first_head;
+  const int64_t out_row = int64_t(item.request) * p.num_qo_heads + heads.first;
 #pragma unroll
   for (int i = 0; i < PER_THREAD; ++i) {
     const int idx = threadIdx.x + i * THREADS;
-    if ((OUT4 % THREADS != 0 || heads.Partial<GQA>()) && idx >= out4) continue;  // past the heads
+    if (!owns(i)) continue;
     const int j = idx / D4, d4 = idx % D4;
-    const bool empty = run_w[i] == 0.f;  // every state empty: (0, −inf), never NaN
-    const float4 v = empty ? make_float4(0.f, 0.f, 0.f, 0.f) : Scale4(run_acc[i], 1.f / run_w[i]);
+    float4 v;
+    float lse;
+    state_of(i, v, lse);
     const int64_t out = (out_row + j) * HEAD_DIM + 4 * d4;
     if (p.v_out != nullptr) *reinterpret_cast<float4*>(p.v_out + out) = v;
     if (p.o != nullptr) StoreOut4<T>(static_cast<T*>(p.o) + out, v);
-    if (p.s_out != nullptr && d4 == 0) p.s_out[out_row + j] = empty ? -INFINITY : run_m[i] + log2f(run_w[i]);
+    if (p.s_out != nullptr && d4 == 0) p.s_out[out_row + j] = lse;
   }
 }
 

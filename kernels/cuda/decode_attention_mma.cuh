@@ -56,11 +56,24 @@ constexpr int kMmaShallowWarps = 2;
 constexpr int kMmaSingleStepStages = 1;
 constexpr int kMmaSingleStepCtasPerSm = 8;
 constexpr int kMmaSingleStepMaxTokens = 24;
-// __launch_bounds__'s minimum CTAs per SM: the cap above for the single-step kernel; 0 (none)
-// elsewhere, whose registers ptxas chooses freely.
-template <int WARPS, int STAGES>
+// The shallow 2-warp CTA had ptxas's own register counts of 128 at head_dim 64 and 168 at 128,
+// i.e. 8 and 6 CTAs per SM (6 is also what its 32 KiB of shared memory allow at 128). The
+// epilogue's prefix states in registers (session 78) took GQA 4 to ~161 and ~180 (6 and 5 CTAs
+// per SM), so the launch bounds hold the old counts there (32 bytes of spill at 128). Measured on
+// the H200 (bench/RESULTS.md, session 78, runs 2-3, builds in turn): at GQA 4 the cap is the
+// faster at B256 (32/8 P1024 / P8192 S32 steps 34.0 / 75.6 µs against 35.7 / 77.6 uncapped) and
+// at head_dim 64, uncapped faster only at B64 P8192 S32 (30.6 against 31.8); at GQA 8, head_dim
+// 128, uncapped (181 registers, 5 CTAs per SM, no spill) was 1.4-2.4 µs faster at B64-128 than
+// held at 168 (72 bytes of spill) and even at B256, so GQA 8 and the group of 16 keep ptxas's counts.
+template <int HEAD_DIM>
+constexpr int MmaShallowCtasPerSm() { return HEAD_DIM == 64 ? 8 : HEAD_DIM == 128 ? 6 : 0; }
+// __launch_bounds__'s minimum CTAs per SM: the caps above for the single-step and the shallow
+// kernel; 0 (none) elsewhere, whose registers ptxas chooses freely (shared memory bounds them).
+template <int HEAD_DIM, int GQA, int WARPS, int STAGES>
 constexpr int MmaMinCtasPerSm() {
-  return WARPS == kMmaShallowWarps && STAGES == kMmaSingleStepStages ? kMmaSingleStepCtasPerSm : 0;
+  if (WARPS != kMmaShallowWarps) return 0;
+  if (STAGES == kMmaSingleStepStages) return kMmaSingleStepCtasPerSm;
+  return STAGES == kMmaShallowStages && GQA <= 4 ? MmaShallowCtasPerSm<HEAD_DIM>() : 0;
 }
 
 template <int HEAD_DIM>
@@ -314,7 +327,7 @@ __device__ __forceinline__ void StoreMmaWarpState(uint8_t* parts, int warp, int 
 // ---- The kernel: one CTA per item (or looping over items, DecodeAttentionParams::max_sms)
 
 template <typename T, int HEAD_DIM, int GQA, int WARPS, int STAGES>
-__global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<WARPS, STAGES>())
+__global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<HEAD_DIM, GQA, WARPS, STAGES>())
     DecodeAttentionMmaKernel(const __grid_constant__ DecodeAttentionParams p) {
   static_assert(GQA <= 16, "the g query rows are the rows of one m16 tile");
   static_assert(TensorCoreDecodeBuilt(GQA, HEAD_DIM),
@@ -362,7 +375,7 @@ __global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<WARPS, STAGES>())
     };
   #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
-    PrefetchPrefixStates<HEAD_DIM, 32 * WARPS>(p, item, heads, bases.y);
+    PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, heads, bases.y);
 
     MmaWarpState<HEAD_DIM, MmaRowHalves<GQA>()> state;
     state.Reset();
@@ -380,8 +393,7 @@ __global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<WARPS, STAGES>())
     __syncthreads();  // every warp is done with its tiles: the region becomes the exchange area
     StoreMmaWarpState<HEAD_DIM, GQA, WARPS>(smem, warp, lane, state);
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, DecodeMmaSmemBytes<HEAD_DIM, GQA, WARPS, STAGES>()>(
-        p, item, heads, bases.y, smem);
+    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS>(p, item, heads, bases.y, smem);
   });
 }
 

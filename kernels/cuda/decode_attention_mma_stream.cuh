@@ -14,9 +14,8 @@
 // loaded one item ahead, its first page offsets one tile ahead) while the compute side finishes the
 // current one, so the next item's first tiles land during the current item's last tiles and its
 // epilogue. The epilogue's exchange area lies after the ring (it never waits for the ring to
-// drain), and the finishing items read the prefix chunks' states straight from L2
-// (FinishDecodeItem with SMEM_BYTES = 0). Tile math, copies and the warp state are
-// decode_attention_mma.cuh's.
+// drain), and FinishDecodeItem reads the prefix chunks' states straight from L2 (as it does for
+// every decode kernel). Tile math, copies and the warp state are decode_attention_mma.cuh's.
 #pragma once
 
 #include "kernels/cuda/decode_attention_mma.cuh"
@@ -117,7 +116,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     const GroupHeads heads = ItemHeads<GQA>(p, item.kv_head);
     uint32_t q_frag[HEAD_DIM / 16][4];
     LoadMmaQueries<T, HEAD_DIM>(p, item, heads, lane, q_frag);
-    PrefetchPrefixStates<HEAD_DIM, 32 * WARPS>(p, item, heads, bases.y);
+    PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, heads, bases.y);
 
     MmaWarpState<HEAD_DIM> state;
     state.Reset();
@@ -135,7 +134,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     __syncthreads();  // the previous item's FinishDecodeItem is done reading the parts area
     StoreMmaWarpState<HEAD_DIM, GQA, WARPS>(parts, warp, lane, state);
     __syncthreads();
-    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS, 0>(p, item, heads, bases.y, parts);
+    FinishDecodeItem<T, HEAD_DIM, GQA, WARPS, 32 * WARPS>(p, item, heads, bases.y, parts);
     if (next_index >= p.num_items) break;
     index = next_index;
     item = next_item;

@@ -135,8 +135,7 @@ run_build_rounds() {
     files+=("$OUT/$name-$b$i.csv")
   done; done
   echo "== $name: total (suffix part alone) us, round 1 then 2, builds in turn: $builds"
-  paste -d, "${files[@]}" | awk -F, -v n=32 -v runs=${#files[@]} 'NR>1 {printf "B%s P%s S%s", $6, $7, $8;
-    for (i = 0; i < runs; ++i) printf " | %6.1f (%5.1f)", $(i*n+16), $(i*n+14); printf "\n"}'
+  python3 bench/kernel/rounds_table.py "${files[@]}"
 }
 # run_part_rounds NAME HIDE ARGS...: the kernel benchmark's parts timed alone (`--calibrate`: every
 # part of the cascade, plain decode and the narrow and half cascades) by this build (/tmp/b) and by

@@ -196,8 +196,9 @@ __device__ __forceinline__ void FinishDecodeItem(const DecodeAttentionParams& p,
   constexpr int D4 = HEAD_DIM / 4;
   constexpr int OUT4 = GQA * D4;  // float4s of the group's output
   constexpr int PER_THREAD = (OUT4 + THREADS - 1) / THREADS;
-  // At most 4 float4 loads (and their s) in flight per thread and pass, ~20 registers: with 8 the
-  // 2-warp CTA at GQA 8 took 176 registers instead of 168, i.e. 5 CTAs per SM instead of 6.
+  // At most 4 float4 loads (and their s) in flight per thread and pass, ~20 registers: the
+  // registers of the short-item CTAs bound how many share an SM (decode_attention_mma.cuh,
+  // MmaShallowCtasPerSm).
   constexpr int CHUNKS_PER_PASS = PER_THREAD >= 4 ? 1 : 4 / PER_THREAD;
   static_assert(HEAD_DIM % 4 == 0, "float4s of the output");
   const float* part_acc = reinterpret_cast<const float*>(smem);

@@ -61,9 +61,9 @@ constexpr int kMmaSingleStepMaxTokens = 24;
 // epilogue's prefix states in registers (session 78) took GQA 4 to ~161 and ~180 (6 and 5 CTAs
 // per SM), so the launch bounds hold the old counts there (32 bytes of spill at 128). Measured on
 // the H200 (bench/RESULTS.md, session 78, runs 2-3, builds in turn): at GQA 4 the cap is the
-// faster at B256 (32/8 P1024 / P8192 S32 steps 34.0 / 75.6 µs against 35.7 / 77.6 uncapped) and
+// faster at B256 (32/8 P1024 / P8192 S32 steps 34.1 / 75.7 µs against 35.8 / 77.6 uncapped) and
 // at head_dim 64, uncapped faster only at B64 P8192 S32 (30.6 against 31.8); at GQA 8, head_dim
-// 128, uncapped (181 registers, 5 CTAs per SM, no spill) was 1.4-2.4 µs faster at B64-128 than
+// 128, uncapped (181 registers, 5 CTAs per SM, no spill) was 1.8-2.8 µs faster at B64-128 than
 // held at 168 (72 bytes of spill) and even at B256, so GQA 8 and the group of 16 keep ptxas's counts.
 template <int HEAD_DIM>
 constexpr int MmaShallowCtasPerSm() { return HEAD_DIM == 64 ? 8 : HEAD_DIM == 128 ? 6 : 0; }

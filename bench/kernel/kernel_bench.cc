@@ -1071,7 +1071,8 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
   const CascadePlan measured = measured_planner.Plan(p.batch, p.pool, p.choose, gpu, args.kv, &measured_report);
   if (measured_report.timed) row.measured_name = kernels::PlanCandidateName(measured_report.chosen);
   const std::vector<int32_t> measured_flat = measured.Serialize();
-  if (measured_flat == p.choice.Serialize()) row.measured_us = row.choice_us;
+  const bool measured_is_choice = measured_flat == p.choice.Serialize();
+  if (measured_is_choice) row.measured_us = row.choice_us;
   else if (measured_flat == p.cascade.Serialize()) row.measured_us = row.cascade_us;
   else if (p.has_plain && measured_flat == p.plain.Serialize()) row.measured_us = row.plain_us;
   else if (p.has_half && measured_flat == p.half.Serialize()) row.measured_us = row.half_us;
@@ -1101,7 +1102,7 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
       gpu.CopyToHost(got.s.data(), args.s_out, rows * 4);
       Row check_row;
       if (!CheckRows(got, want, sample, s.h_qo, s.head_dim, s.dtype, &check_row)) row.wrong = 1;
-      if (measured_flat == p.choice.Serialize()) break;  // the same plan: checked once
+      if (measured_is_choice) break;  // the same plan: checked once
     }
   }
   return row;

@@ -16,7 +16,6 @@
 namespace prefixd::test {
 namespace {
 
-
 // The CPU backend computes in float32 from exact inputs: far tighter than the GPU tolerances.
 // The LSE's absolute error follows the scores' magnitude (float dot products), not |s|: peaky
 // inputs (scores up to ~150) get a larger bound where s itself lands near 0.
@@ -113,7 +112,6 @@ TEST_P(CpuCascadeTest, MatchesFloat64Oracle) {
   const RefOutput want = NaiveCascade(pool, c.layer, batch, q, 1.0 / std::sqrt(double(c.head_dim)));
   ExpectMatchesOracle(got, want, c.dtype, c.peaky, c.name);
 }
-
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CpuCascadeTest,

@@ -105,9 +105,10 @@ class MeasuredPlanner {
   // The plan for the batch (options.choose_layout on; off: PlanCascade as is, never timed). At the
   // first batch of a shape class the candidates are planned and, where there is a near tie, timed
   // on `backend` against `kv` (read only; layer 0); the class keeps the layout chosen (the model's
-  // where there was no near tie), and its later batches plan only that one. A plan made for a view of kv_head_count of the pool's KV heads (the worker's head
-  // chunks) is timed on the pool's first such heads. before_timing (if set) runs once before a
-  // timing: e.g. the caller's other streams synchronised, so that nothing else runs beside it.
+  // where there was no near tie), and its later batches plan only that one. A plan made for a view
+  // of kv_head_count of the pool's KV heads (the worker's head chunks) is timed on the pool's first
+  // such heads. before_timing (if set) runs once before a timing: e.g. the caller's other streams
+  // synchronised, so that nothing else runs beside it.
   CascadePlan Plan(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options, Backend& backend,
                    const KvPoolView& kv, MeasuredChoiceReport* report = nullptr,
                    const std::function<void()>& before_timing = {});

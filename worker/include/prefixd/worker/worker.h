@@ -170,8 +170,9 @@ struct WorkerOptions {
   // Where the layout choice's cost model has a near tie (kernels::MeasuredPlanner: the cascade,
   // plain decode, the half-target or the narrow cascade predicted within 15% of its choice), time
   // the candidates on the backend once per shape class and keep the fastest: -1 on for CUDA
-  // backends (off for the CPU backend), 0 off, 1 on. A timing synchronises every stream first and takes a few milliseconds, at the first batch
-  // of each shape class. PREFIXD_MEASURED_CHOICE=0|1 overrides it (A/B runs).
+  // backends (off for the CPU backend), 0 off, 1 on. A timing synchronises every stream first and
+  // takes a few milliseconds, at the first batch of each shape class. PREFIXD_MEASURED_CHOICE=0|1
+  // overrides it (A/B runs).
   int measure_plan_choice = -1;
   kernels::MeasuredChoiceOptions measured_choice;  // its tie band, timing rounds and L2 flush
   // Whether single-chunk suffixes are finished inside their decode items (kernels::PlanOptions::

@@ -17,6 +17,7 @@
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/cost_model.h"
+#include "prefixd/kernels/decode_item_pages.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/early_decode.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
@@ -91,6 +92,9 @@ void SetCascadeInputs(AttentionParams* p, const CascadePlan& h, const CascadeArg
 
 constexpr int64_t kMaxEnvItems = int64_t(1) << 20;  // PREFIXD_*_TARGET_ITEMS
 
+// PREFIXD_DECODE_ITEM_PAGES's values (CudaBackend::decode_item_pages_).
+constexpr const char* kItemPagesNames[] = {"off", "lookup", "next-wave"};
+
 // PREFIXD_DECODE_PIPELINE's values, in DecodePipeline's order (read and described by one table).
 constexpr const char* kPipelineNames[] = {"auto", "deep", "shallow", "narrow", "warp", "single"};
 static_assert(sizeof(kPipelineNames) / sizeof(kPipelineNames[0]) == int(DecodePipeline::kSingle) + 1,
@@ -144,6 +148,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   decode_evict_first_ = EnvFlag("PREFIXD_DECODE_EVICT_FIRST", decode_evict_first_);
   decode_prefetch_ = EnvFlag("PREFIXD_DECODE_PREFETCH", decode_prefetch_);
   decode_next_wave_ = EnvFlag("PREFIXD_DECODE_NEXT_WAVE", decode_next_wave_);
+  decode_item_pages_ = EnvChoice("PREFIXD_DECODE_ITEM_PAGES",
+                                 {kItemPagesNames[0], kItemPagesNames[1], kItemPagesNames[2]}, decode_item_pages_);
   upload_batch_enabled_ = EnvFlag("PREFIXD_UPLOAD_BATCH", upload_batch_enabled_);
   uploads_.set_programmatic(cuda::StepPdlEnabled());
   decode_stream_items_ = EnvFlag("PREFIXD_DECODE_STREAM", decode_stream_items_);
@@ -219,6 +225,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!decode_evict_first_) d << " [decode evict-first off]";
   if (!decode_prefetch_) d << " [decode prefetch off]";
   if (!decode_next_wave_) d << " [decode next-wave prefetch off]";
+  if (decode_item_pages_ != 0) d << " [decode item pages: " << kItemPagesNames[decode_item_pages_] << "]";
   if (decode_stream_items_) d << " [decode streaming]";
   if (decode_persistent_) d << " [decode persistent]";
   if (decode_tma_) d << " [decode TMA]";
@@ -609,9 +616,10 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     so.prefix_items = false;
     schedules[2] = ScheduleFusedItems(plan, so);
   }
-  // After the plan, 8-byte aligned: the decode items' {page_indptr, state_indptr}[request]; then
-  // the fused work lists.
-  const int64_t o_bases = (o_end + 1) / 2 * 2, o_fused = o_bases + 2 * nd;
+  // After the plan, 8-byte aligned: the decode items' {page_indptr, state_indptr}[request], their
+  // first two slots' pages (WriteDecodeItemPages); then the fused work lists.
+  const int64_t o_bases = (o_end + 1) / 2 * 2, o_pages = o_bases + 2 * nd, o_fused = o_pages + kDecodeItemPageInts * nd;
+  static_assert(kDecodeItemPageInts == 2, "read on the device as one int2 per item");
   int64_t upload_ints = o_fused;
   for (const FusedSchedule& fs : schedules) upload_ints += int64_t(fs.cta_indptr.size() + fs.entries.size());
   if (fused) upload_ints += b;  // request_finished (cascade_fused.h)
@@ -641,6 +649,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     has_decode[size_t(it.request)] = 1;
     max_decode_item_tokens = std::max(max_decode_item_tokens, it.kv_end - it.kv_begin);
   }
+  WriteDecodeItemPages(plan, host + o_pages);
   int64_t o_list = o_fused;
   int64_t list_offsets[3][2];
   for (int k = 0; k < 3; ++k) {
@@ -686,6 +695,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.suffix_indices = d + o_suffix_indices;
   loaded.merge_requests = d + o_merge;
   loaded.decode_item_bases = reinterpret_cast<const int2*>(d + o_bases);
+  loaded.decode_item_pages = reinterpret_cast<const int2*>(d + o_pages);
   loaded.num_merge_requests = int(nm);
   loaded.merge_partitioned = d + o_partitioned;
   loaded.num_merge_no_decode = int(num_no_decode);
@@ -843,6 +853,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       }
     }
     p.item_bases = plan_.decode_item_bases;
+    if (decode_item_pages_ != 0) p.item_pages = plan_.decode_item_pages;
+    p.prefetch_next_wave_kv = decode_item_pages_ == 2;
     p.evict_first = decode_evict_first_;
     p.prefetch_prefix_states = decode_prefetch_;
     p.prefetch_next_wave = decode_next_wave_;
@@ -858,6 +870,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       DecodeAttentionParams e = p;
       e.items = p.items + num_late;
       e.item_bases = p.item_bases + num_late;
+      if (p.item_pages != nullptr) e.item_pages = p.item_pages + num_late;
       e.num_items = num_early;
       e.early_chain = true;
       e.stream_items = e.stream_tma = false;

@@ -277,6 +277,7 @@ class CudaBackend final : public Backend {
     const int32_t* merge_partitioned = nullptr;
     int num_merge_no_decode = 0;
     const int2* decode_item_bases = nullptr;  // [num_decode_items]
+    const int2* decode_item_pages = nullptr;  // [num_decode_items] (WriteDecodeItemPages)
     int max_prefix_item_rows = 0;  // the prefix kernel's tile hint
     int max_decode_item_tokens = 0;  // the decode kernel's pipeline depth (DecodePipeline)
     int max_merge_run_states = 0;    // the longest run of merge_requests (MergeStatesParams::max_run_states)
@@ -357,6 +358,9 @@ class CudaBackend final : public Backend {
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   bool decode_next_wave_ = true;    // PREFIXD_DECODE_NEXT_WAVE
+  // PREFIXD_DECODE_ITEM_PAGES: 0 off, 1 the items' first pages passed to the one-item decode kernels
+  // (DecodeAttentionParams::item_pages), 2 also their next-wave K/V prefetch (prefetch_next_wave_kv).
+  int decode_item_pages_ = 0;
   bool decode_stream_items_ = true;  // PREFIXD_DECODE_STREAM
   bool decode_persistent_ = false;   // PREFIXD_DECODE_PERSISTENT
   bool decode_tma_ = false;          // PREFIXD_DECODE_TMA

@@ -125,22 +125,6 @@ __device__ __forceinline__ float RowGroupSum(float x) {
   return x;
 }
 
-// Element offset of suffix token t of `request` in one layer's K (or V) array, at head 0. A
-// power-of-two page size (the default 16) takes shifts instead of a ~40-instruction division.
-__device__ __forceinline__ int64_t TokenOffset(const DecodeAttentionParams& p, int page_base,
-                                               int t) {
-  int page_slot, row;
-  if ((p.page_size & (p.page_size - 1)) == 0) {
-    page_slot = t >> (__ffs(p.page_size) - 1);
-    row = t & (p.page_size - 1);
-  } else {
-    page_slot = t / p.page_size;
-    row = t % p.page_size;
-  }
-  const int page = p.page_indices[page_base + page_slot];
-  return (int64_t(page) * p.page_size + row) * p.token_stride;
-}
-
 template <typename T, int HEAD_DIM, int GQA, int STAGES, int THREADS>
 __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREADS, HEAD_DIM>())
     DecodeAttentionKernel(const __grid_constant__ DecodeAttentionParams p) {
@@ -198,11 +182,11 @@ __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREA
     // offsets of the step after it.
     const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;  // uniform over the CTA
     int64_t offset[kUnroll];
-    auto lookup = [&](int step) {
+    auto lookup = [&](int step, const ItemPages& known = ItemPages()) {
   #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int t = item.kv_begin + step * STEP + group * kUnroll + u;
-        offset[u] = t < item.kv_end ? TokenOffset(p, page_base, t) : -1;
+        offset[u] = t < item.kv_end ? TokenOffset(p, page_base, t, known) : -1;
       }
     };
     auto issue = [&](int step) {
@@ -218,10 +202,11 @@ __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREA
       CopyAsyncCommit();  // an empty group past the end keeps the wait count below uniform
     };
 
-    lookup(0);
+    lookup(0, LoadItemPages(p, item, index));  // the first step from the item's pages, if passed
   #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
     PrefetchPrefixStates<HEAD_DIM, GQA, THREADS>(p, item, heads, bases.y);
+    PrefetchNextWaveKv<T, HEAD_DIM>(p, index);
 
     for (int step = 0; step < num_steps; ++step) {
       issue(step + STAGES - 1);  // refills the stage this thread finished reading last step

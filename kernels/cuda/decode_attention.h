@@ -91,6 +91,10 @@ struct DecodeAttentionParams {
   // state_indptr[request]}. Read in parallel with the item itself, it takes one dependent load
   // off each CTA's start (page table) and end (state slots). Null: looked up through the item.
   const int2* item_bases = nullptr;
+  // Optional, derived from the plan by the backend (WriteDecodeItemPages, PREFIXD_DECODE_ITEM_PAGES):
+  // per item, the pages of its first two page slots, read beside the item, so that its first K/V
+  // copies need no page-table load (decode_pages.cuh). Null: every token through the page table.
+  const int2* item_pages = nullptr;
 
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
@@ -176,6 +180,11 @@ struct DecodeAttentionParams {
   // kernel, 0 for a single wave); prefetch_next_wave turns it off.
   bool prefetch_next_wave = true;
   int next_wave_items = 0;
+  // With item_pages and next_wave_items: each CTA also pulls the next-wave item's first K/V rows
+  // (up to kNextWaveKvTokens, in its first two page slots) into L2, so that its first copies are
+  // L2 hits (PrefetchNextWaveKv; in the kernels of short items: the CUDA-core kernel and the
+  // 2-warp tensor-core CTA's shallow and single-step pipelines).
+  bool prefetch_next_wave_kv = false;
 };
 
 // The TMA decode kernel's warps per CTA that run (decode_stream_tma_sm90a.cuh), the one rule for

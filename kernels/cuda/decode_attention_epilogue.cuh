@@ -21,6 +21,7 @@
 #include "kernels/cuda/attention_state.cuh"
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/decode_pages.cuh"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/resident_ctas.cuh"
 #include "kernels/cuda/smem_limit.cuh"
@@ -141,6 +142,38 @@ __device__ __forceinline__ void PrefetchNextWave(const DecodeAttentionParams& p,
                                                 (int64_t(n.request) * p.num_qo_heads + heads.first) * HEAD_DIM);
   const int query_bytes = heads.rows * HEAD_DIM * int(sizeof(T));
   for (int at = 0; at < query_bytes; at += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(q + at));
+}
+
+// With item pages (DecodeAttentionParams::prefetch_next_wave_kv): the first K and V rows of the
+// item one wave later into L2 — tokens [kv_begin, + kNextWaveKvTokens) in its first two page
+// slots (the 2-warp CTA's one step at page size 16, the first copies of a longer item) — spread
+// over warp 0's lanes, so that the CTA which runs it finds its first copies in L2. Issued right
+// after this CTA's own first copies, before its loop: its fields then need no register inside the
+// loop (issued at the first step's wait, as PrefetchNextWave is, they had cost the loop 20-40
+// registers, and spills at the capped CTAs).
+constexpr int kNextWaveKvTokens = 32;
+
+template <typename T, int HEAD_DIM>
+__device__ __forceinline__ void PrefetchNextWaveKv(const DecodeAttentionParams& p, int index) {
+  const int next = index + p.next_wave_items;
+  if (!p.prefetch_next_wave_kv || p.item_pages == nullptr || threadIdx.x >= 32 || p.next_wave_items == 0 ||
+      next >= p.num_items)
+    return;
+  constexpr int ROW_LINES = (HEAD_DIM * int(sizeof(T)) + 127) / 128;  // 128-byte lines of one head's row
+  const DecodeWorkItem& item = p.items[next];
+  const int2 pages = p.item_pages[next];
+  const int first_slot = PageSlotAndRow(p, item.kv_begin).x;
+  const int known_end = (first_slot + 2) * p.page_size;  // past the item's second slot
+  const int tokens = min(min(item.kv_end, known_end) - item.kv_begin, kNextWaveKvTokens);
+#pragma unroll 1
+  for (int idx = threadIdx.x; idx < tokens * 2 * ROW_LINES; idx += 32) {
+    const int token = idx / (2 * ROW_LINES), kv = (idx / ROW_LINES) % 2, line = idx % ROW_LINES;
+    const int2 slot_row = PageSlotAndRow(p, item.kv_begin + token);
+    const int page = slot_row.x == first_slot ? pages.x : pages.y;
+    const T* row = static_cast<const T*>(kv == 0 ? p.k : p.v) + PageRowOffset(p, page, slot_row.y) +
+                   item.kv_head * HEAD_DIM;
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(reinterpret_cast<const char*>(row) + 128 * line));
+  }
 }
 
 template <typename T>

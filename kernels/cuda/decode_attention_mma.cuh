@@ -59,21 +59,26 @@ constexpr int kMmaSingleStepMaxTokens = 24;
 // The shallow 2-warp CTA had ptxas's own register counts of 128 at head_dim 64 and 168 at 128,
 // i.e. 8 and 6 CTAs per SM (6 is also what its 32 KiB of shared memory allow at 128). The
 // epilogue's prefix states in registers (session 78) took GQA 4 to ~161 and ~180 (6 and 5 CTAs
-// per SM), so the launch bounds hold the old counts there (32 bytes of spill at 128). Measured on
-// the H200 (bench/RESULTS.md, session 78, runs 2-3, builds in turn): at GQA 4 the cap is the
+// per SM), so the launch bounds hold the old counts there (spill at 128: 32 bytes, 12 since s79).
+// Measured on the H200 (bench/RESULTS.md, session 78, runs 2-3, builds in turn): at GQA 4 the cap is the
 // faster at B256 (32/8 P1024 / P8192 S32 steps 34.1 / 75.7 µs against 35.8 / 77.6 uncapped) and
 // at head_dim 64, uncapped faster only at B64 P8192 S32 (30.6 against 31.8); at GQA 8, head_dim
 // 128, uncapped (181 registers, 5 CTAs per SM, no spill) was 1.8-2.8 µs faster at B64-128 than
-// held at 168 (72 bytes of spill) and even at B256, so GQA 8 and the group of 16 keep ptxas's counts.
+// held at 168 (72 bytes of spill) and even at B256, so GQA 8 and the group of 16 keep ptxas's counts
+// at head_dim 128. At head_dim 64, GQA 8 is held at 8 CTAs per SM too (session 79): uncapped it had
+// 136 registers after s78 (7 CTAs per SM, its steps +0.2 to +1.0 µs against s77's 119), 168 with the
+// item pages' first lookup; held, 128 with no spill. Not yet timed on a GPU (bench/kernel/s79-run1.sh).
 template <int HEAD_DIM>
 constexpr int MmaShallowCtasPerSm() { return HEAD_DIM == 64 ? 8 : HEAD_DIM == 128 ? 6 : 0; }
 // __launch_bounds__'s minimum CTAs per SM: the caps above for the single-step and the shallow
-// kernel; 0 (none) elsewhere, whose registers ptxas chooses freely (shared memory bounds them).
+// kernel (GQA ≤ 4, and GQA 8 at head_dim 64); 0 (none) elsewhere, whose registers ptxas chooses
+// freely (shared memory bounds them).
 template <int HEAD_DIM, int GQA, int WARPS, int STAGES>
 constexpr int MmaMinCtasPerSm() {
   if (WARPS != kMmaShallowWarps) return 0;
   if (STAGES == kMmaSingleStepStages) return kMmaSingleStepCtasPerSm;
-  return STAGES == kMmaShallowStages && GQA <= 4 ? MmaShallowCtasPerSm<HEAD_DIM>() : 0;
+  const bool capped = GQA <= 4 || (GQA <= 8 && HEAD_DIM == 64);
+  return STAGES == kMmaShallowStages && capped ? MmaShallowCtasPerSm<HEAD_DIM>() : 0;
 }
 
 template <int HEAD_DIM>
@@ -150,17 +155,19 @@ __device__ __forceinline__ bool MmaTilesArePageContiguous(const DecodeAttentionP
   return p.page_size % kMmaWarpTokens == 0 && item.kv_begin % kMmaWarpTokens == 0;
 }
 
-// The source of the tile that starts at tile_first (its lanes' token: tile_first + lane mod 16).
+// The source of the tile that starts at tile_first (its lanes' token: tile_first + lane mod 16);
+// tokens in the slots of `known` need no page-table load.
 __device__ __forceinline__ MmaTileSource LookupMmaTile(const DecodeAttentionParams& p, bool contiguous, int page_base,
-                                                       int tile_first, int kv_end, int lane) {
+                                                       int tile_first, int kv_end, int lane,
+                                                       const ItemPages& known = ItemPages()) {
   MmaTileSource src;
   if (contiguous) {
     src.rows = min(kMmaWarpTokens, kv_end - tile_first);
-    if (src.rows > 0) src.offset = TokenOffset(p, page_base, tile_first);
+    if (src.rows > 0) src.offset = TokenOffset(p, page_base, tile_first, known);
     return src;
   }
   const int t = tile_first + lane % 16;
-  if (t < kv_end) src.offset = TokenOffset(p, page_base, t);
+  if (t < kv_end) src.offset = TokenOffset(p, page_base, t, known);
   return src;
 }
 
@@ -358,13 +365,15 @@ __global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<HEAD_DIM, GQA, WAR
     const int num_steps = (item.kv_end - item.kv_begin + STEP - 1) / STEP;
 
     const MmaLaneOffsets<HEAD_DIM> lane_offsets(lane);
-    // A tile's source is looked up one step ahead of its copy (the page-table load never stalls it).
+    // A tile's source is looked up one step ahead of its copy (the page-table load never stalls it);
+    // the first step's from the item's pages where the plan passed them (no page-table load at all),
+    // which then need no register past it.
     const bool contiguous = MmaTilesArePageContiguous(p, item);
-    auto lookup = [&](int step) {
+    auto lookup = [&](int step, const ItemPages& known = ItemPages()) {
       return LookupMmaTile(p, contiguous, page_base, item.kv_begin + step * STEP + warp * kMmaWarpTokens, item.kv_end,
-                           lane);
+                           lane, known);
     };
-    MmaTileSource next = lookup(0);
+    MmaTileSource next = lookup(0, LoadItemPages(p, item, index));
     auto issue = [&](int step) {
       if (step < num_steps) {
         IssueMmaTileCopies<T, HEAD_DIM>(warp_smem + (step % STAGES) * 2 * TILE, k_head, v_head, contiguous, next,
@@ -376,6 +385,7 @@ __global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<HEAD_DIM, GQA, WAR
   #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
     PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, heads, bases.y);
+    if constexpr (WARPS == kMmaShallowWarps && STAGES <= kMmaShallowStages) PrefetchNextWaveKv<T, HEAD_DIM>(p, index);
 
     MmaWarpState<HEAD_DIM, MmaRowHalves<GQA>()> state;
     state.Reset();

@@ -1320,6 +1320,44 @@ TEST(DecodeNextWave, ManyItemsMatchFloat64OracleWithAndWithoutPrefetch) {
   }
 }
 
+// The items' first pages passed with them (PREFIXD_DECODE_ITEM_PAGES: lookup, and next-wave with
+// the next-wave K/V prefetch; decode_item_pages_gpu_test.cc shows the kernels read them): through
+// the backend's own plan upload (WriteDecodeItemPages) on the pipeline cases, plans with suffixes
+// split mid-page, a decode of several waves, and the early decode (its items offset past the late
+// ones, TMA off so that the one-item kernel runs them): all match the oracle; an unknown value is
+// refused when the backend is made.
+TEST(DecodeItemPages, EachModeMatchesFloat64Oracle) {
+  PREFIXD_REQUIRE_GPU();
+  PREFIXD_SEEDED_RNG(rng);
+  std::vector<int> many(300);
+  for (int& s : many) s = 1 + int(rng() % 32);
+  const std::vector<CascadeCase> cases = {
+      {"h8kv8_fp16_d128_p16", kF16, 8, 8, 128, 16, {{70, {32, 1, 31, 33, 16}}, {0, {300, 17}}}, true},
+      {"h32kv8_fp16_d128_p16", kF16, 32, 8, 128, 16, {{130, {32, 1, 17, 33}}, {0, {32, 260}}}, true},
+      {"h32kv8_bf16_d128_p5_finest", kBF16, 32, 8, 128, 5, {{11, {12, 32, 47}}, {0, {100, 3}}}, false, Split::kFinest},
+      {"h16kv8_fp16_d128_p16_finest", kF16, 16, 8, 128, 16, {{90, {64, 2, 33}}, {0, {17, 130}}}, false, Split::kFinest},
+      {"h64kv8_bf16_d64_p16", kBF16, 64, 8, 64, 16, {{23, {32, 5, 300}}}},
+      {"h8kv2_fp16_d256_p7", kF16, 8, 2, 256, 7, {{30, {5, 31, 64}}}, true},
+      {"h32kv32_fp16_d128_p16_waves", kF16, 32, 32, 128, 16, {{200, many}}},
+      {"h32kv8_bf16_d128_p16_waves", kBF16, 32, 8, 128, 16, {{0, many}}},
+  };
+  for (const char* mode : {"lookup", "next-wave"}) {
+    ExpectCasesMatchOracleWithEnv({{"PREFIXD_DECODE_ITEM_PAGES", mode}},
+                                  std::string("[decode item pages: ") + mode + "]", cases,
+                                  std::string("_item_pages_") + mode, rng);
+#ifdef PREFIXD_HAVE_CUDA
+    std::unique_ptr<Backend> early = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_ITEM_PAGES", mode},
+                                                             {"PREFIXD_EARLY_DECODE_PERCENT", "50"},
+                                                             {"PREFIXD_EARLY_DECODE_TMA", "0"}});
+    for (const CascadeCase& c : {cases[0], cases[1], cases[6]})
+      ExpectCaseMatchesOracle(*early, c, c.name + "_item_pages_early_" + mode, rng);
+    EXPECT_GT(dynamic_cast<kernels::cuda::CudaBackend&>(*early).early_decode_steps(), 0) << "no early items ran";
+#endif
+  }
+  EXPECT_EQ(MakeCudaBackendWithEnv({})->Describe().find("decode item pages"), std::string::npos);
+  EXPECT_THROW(MakeCudaBackendWithEnv({{"PREFIXD_DECODE_ITEM_PAGES", "on"}}), Error);
+}
+
 // The length rule: shallow only where every item fits in what the shallow pipeline keeps in
 // flight (stages − 1 steps), and never for an unknown length.
 TEST(DecodePipeline, ShallowOnlyWhereEveryItemFits) {

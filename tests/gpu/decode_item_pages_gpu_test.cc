@@ -1,0 +1,307 @@
+// The decode kernels' item pages (DecodeAttentionParams::item_pages, decode_pages.cuh) launched
+// directly: each item's first two page slots come from item_pages, every later slot from the page
+// table. To show which one a kernel read, the device page table holds DECOY pages (other random
+// K/V) at every item's first two slots: with item_pages the outputs must match the float64 oracle
+// over the true pages there and the table's pages elsewhere; without them, the oracle over the
+// decoys (so the test fails if the kernel ignored either source). Items start at token 0 and mid-
+// suffix, finishing (final o / v_out / s_out) and not (partial states); page sizes 16, 32 (both
+// warps' first tiles in one page), 5 and 7 (the per-row lookups); the CUDA-core kernel (GQA 1,
+// 2), the tensor-core kernel (4, 8, 16; head_dim 64, 128, 256) with each pipeline the launcher
+// has, and the next-wave K/V prefetch on a decode of several waves. Outputs are poisoned with NaN
+// first. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/test_support.h"
+
+#ifdef PREFIXD_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/decode_attention.h"
+#include "prefixd/common/cuda_check.h"
+#endif
+
+namespace prefixd::test {
+namespace {
+
+#ifdef PREFIXD_HAVE_CUDA
+
+using kernels::DecodeWorkItem;
+using kernels::cuda::DecodeAttentionParams;
+using kernels::cuda::DecodePipeline;
+
+// A device copy of a host vector, freed at scope end.
+template <typename T>
+class DeviceCopy {
+ public:
+  explicit DeviceCopy(const std::vector<T>& host) : bytes_(std::max<size_t>(host.size() * sizeof(T), 16)) {
+    PREFIXD_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
+    if (!host.empty()) PREFIXD_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  ~DeviceCopy() { cudaFree(ptr_); }
+  T* get() const { return static_cast<T*>(ptr_); }
+  void Poison() const { PREFIXD_CUDA_CHECK(cudaMemset(ptr_, 0xFF, bytes_)); }  // NaN in fp16 / bf16 / fp32
+  std::vector<T> Read(size_t n) const {
+    std::vector<T> host(n);
+    PREFIXD_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_;
+};
+
+struct PagesCase {
+  std::string name;
+  DType dtype;
+  int group, head_dim, page_size;
+  std::vector<int> suffixes;  // one request each; those over 32 tokens are split in two items
+};
+
+// One launch's inputs: the pool (true and decoy pages), the true and the device page tables, the
+// items and their first pages.
+struct Launch {
+  HostKvPool pool;
+  int num_kv_heads = 2, num_qo_heads = 0, num_slots = 0, max_item_tokens = 0;
+  std::vector<std::vector<int32_t>> true_pages, device_pages;  // per request, per slot
+  std::vector<int32_t> page_indptr, page_indices, state_indptr, item_pages;
+  std::vector<DecodeWorkItem> items;
+  std::vector<uint16_t> q;
+};
+
+Launch MakeLaunch(const PagesCase& c, std::mt19937_64& rng) {
+  Launch l;
+  l.num_qo_heads = c.group * l.num_kv_heads;
+  const int requests = int(c.suffixes.size());
+  // Items: [0, L) finishing, or [0, a) and [a, L) writing partial states (a a multiple of 16).
+  std::vector<int> split(requests, 0);
+  l.state_indptr.push_back(0);
+  for (int r = 0; r < requests; ++r) {
+    const int len = c.suffixes[size_t(r)];
+    if (len > 32) split[size_t(r)] = std::max(16, len / 2 / 16 * 16);
+    for (int kv = 0; kv < l.num_kv_heads; ++kv) {
+      if (split[size_t(r)] == 0) {
+        l.items.push_back({r, kv, 0, len, 0, 1});
+      } else {
+        l.items.push_back({r, kv, 0, split[size_t(r)], 0, 0});
+        l.items.push_back({r, kv, split[size_t(r)], len, 1, 0});
+      }
+    }
+    l.state_indptr.push_back(l.state_indptr.back() + (split[size_t(r)] == 0 ? 1 : 2));
+  }
+  l.num_slots = l.state_indptr.back();
+  for (const DecodeWorkItem& it : l.items) l.max_item_tokens = std::max(l.max_item_tokens, it.kv_end - it.kv_begin);
+
+  // Pages: every request's own, shuffled, then a decoy for each slot that is some item's first or
+  // second (placed in the device table there).
+  int num_pages = 0;
+  for (int len : c.suffixes) num_pages += 3 * ((len + c.page_size - 1) / c.page_size);
+  std::vector<int32_t> free_pages(static_cast<size_t>(num_pages));
+  for (int i = 0; i < num_pages; ++i) free_pages[size_t(i)] = i;
+  std::shuffle(free_pages.begin(), free_pages.end(), rng);
+  size_t next_page = 0;
+  l.page_indptr.push_back(0);
+  for (int r = 0; r < requests; ++r) {
+    const int slots = (c.suffixes[size_t(r)] + c.page_size - 1) / c.page_size;
+    std::vector<int32_t> pages(static_cast<size_t>(slots));
+    for (int32_t& p : pages) p = free_pages[next_page++];
+    std::vector<int32_t> device = pages;
+    for (const DecodeWorkItem& it : l.items) {
+      if (it.request != r) continue;
+      for (int s = it.kv_begin / c.page_size; s < std::min(slots, it.kv_begin / c.page_size + 2); ++s)
+        if (device[size_t(s)] == pages[size_t(s)]) device[size_t(s)] = free_pages[next_page++];
+    }
+    l.page_indices.insert(l.page_indices.end(), device.begin(), device.end());
+    l.page_indptr.push_back(int32_t(l.page_indices.size()));
+    l.true_pages.push_back(pages);
+    l.device_pages.push_back(device);
+  }
+  for (const DecodeWorkItem& it : l.items) {
+    const std::vector<int32_t>& pages = l.true_pages[size_t(it.request)];
+    const int s0 = it.kv_begin / c.page_size;
+    for (int s = s0; s < s0 + 2; ++s) l.item_pages.push_back(s < int(pages.size()) ? pages[size_t(s)] : -1);
+  }
+  l.pool = RandomKvPool(rng, KvPoolShape{1, num_pages, c.page_size, l.num_kv_heads, c.head_dim, c.dtype});
+  l.q = RandomBits(rng, int64_t(requests) * l.num_qo_heads * c.head_dim, c.dtype, 1.f);
+  return l;
+}
+
+// The float64 oracle of every item's rows: over the true pages in its first two slots when
+// `with_item_pages`, the device table's pages elsewhere.
+struct ItemOracle {
+  std::vector<double> v, s;  // [item][g][D], [item][g]
+};
+
+ItemOracle Oracle(const Launch& l, const PagesCase& c, bool with_item_pages) {
+  ItemOracle o;
+  const double scale = 1.0 / std::sqrt(double(c.head_dim));
+  for (const DecodeWorkItem& it : l.items) {
+    const int s0 = it.kv_begin / c.page_size;
+    std::vector<int64_t> slots;
+    for (int t = it.kv_begin; t < it.kv_end; ++t) {
+      const int s = t / c.page_size;
+      const bool known = with_item_pages && (s == s0 || s == s0 + 1);
+      const int32_t page = (known ? l.true_pages : l.device_pages)[size_t(it.request)][size_t(s)];
+      slots.push_back(int64_t(page) * c.page_size + t % c.page_size);
+    }
+    for (int j = 0; j < c.group; ++j) {
+      const int head = it.kv_head * c.group + j;
+      const RefState st = NaiveAttention(l.pool, 0, it.kv_head,
+                                         &l.q[(size_t(it.request) * l.num_qo_heads + head) * c.head_dim], slots, scale);
+      o.v.insert(o.v.end(), st.v.begin(), st.v.end());
+      o.s.push_back(st.s);
+    }
+  }
+  return o;
+}
+
+// One launch with `variant`'s settings, with or without item pages, against the oracle: the rows
+// of finishing items from v_out / s_out / o, the others from their partial-state slots.
+void ExpectLaunchMatches(const Launch& l, const PagesCase& c, const DecodeAttentionParams& variant,
+                         bool with_item_pages, const std::string& what) {
+  SCOPED_TRACE(what + (with_item_pages ? " with item pages" : " through the page table"));
+  const int requests = int(c.suffixes.size()), d = c.head_dim;
+  const DeviceCopy<uint16_t> k(l.pool.k), v(l.pool.v), q(l.q);
+  const DeviceCopy<int32_t> indptr(l.page_indptr), indices(l.page_indices), states(l.state_indptr);
+  const DeviceCopy<int32_t> pages(l.item_pages);
+  const DeviceCopy<DecodeWorkItem> items(l.items);
+  const DeviceCopy<float> partial_v(std::vector<float>(size_t(l.num_slots) * l.num_qo_heads * d));
+  const DeviceCopy<float> partial_s(std::vector<float>(size_t(l.num_slots) * l.num_qo_heads));
+  const DeviceCopy<float> v_out(std::vector<float>(size_t(requests) * l.num_qo_heads * d));
+  const DeviceCopy<float> s_out(std::vector<float>(size_t(requests) * l.num_qo_heads));
+  const DeviceCopy<uint16_t> o(std::vector<uint16_t>(size_t(requests) * l.num_qo_heads * d));
+  for (const auto* buffer : {&partial_v, &partial_s, &v_out, &s_out}) buffer->Poison();
+  o.Poison();
+
+  DecodeAttentionParams p = variant;
+  p.k = k.get();
+  p.v = v.get();
+  p.token_stride = l.pool.shape.TokenStride();
+  p.page_size = c.page_size;
+  p.q = q.get();
+  p.num_qo_heads = l.num_qo_heads;
+  p.num_kv_heads = l.num_kv_heads;
+  p.head_dim = d;
+  p.dtype = c.dtype;
+  p.sm_scale_log2 = float(1.0 / std::sqrt(double(d)) / std::log(2.0));
+  p.page_indptr = indptr.get();
+  p.page_indices = indices.get();
+  p.items = items.get();
+  p.num_items = int(l.items.size());
+  p.state_indptr = states.get();
+  p.item_pages = with_item_pages ? reinterpret_cast<const int2*>(pages.get()) : nullptr;
+  p.partial_v = partial_v.get();
+  p.partial_s = partial_s.get();
+  p.o = o.get();
+  p.v_out = v_out.get();
+  p.s_out = s_out.get();
+  p.max_item_tokens = l.max_item_tokens;
+  kernels::cuda::DecodeAttention(p, nullptr);
+  PREFIXD_CUDA_CHECK(cudaDeviceSynchronize());
+
+  const std::vector<float> got_pv = partial_v.Read(size_t(l.num_slots) * l.num_qo_heads * d);
+  const std::vector<float> got_ps = partial_s.Read(size_t(l.num_slots) * l.num_qo_heads);
+  const std::vector<float> got_v = v_out.Read(size_t(requests) * l.num_qo_heads * d);
+  const std::vector<float> got_s = s_out.Read(size_t(requests) * l.num_qo_heads);
+  const std::vector<uint16_t> got_o = o.Read(size_t(requests) * l.num_qo_heads * d);
+  const ItemOracle want = Oracle(l, c, with_item_pages);
+  for (size_t i = 0; i < l.items.size(); ++i) {
+    const DecodeWorkItem& it = l.items[i];
+    const std::string item = " item " + std::to_string(i) + " [" + std::to_string(it.kv_begin) + ", " +
+                             std::to_string(it.kv_end) + ") of request " + std::to_string(it.request);
+    // Rows of this item's heads: at its request (finishing) or its slot, heads kv_head · g + j.
+    const int64_t row = int64_t(it.finish ? it.request : l.state_indptr[size_t(it.request)] + it.slot_offset) *
+                            l.num_qo_heads + int64_t(it.kv_head) * c.group;
+    const double* want_v = &want.v[i * size_t(c.group) * d];
+    const double* want_s = &want.s[i * size_t(c.group)];
+    if (it.finish) {
+      ExpectAllClose(&got_v[size_t(row) * d], want_v, int64_t(c.group) * d, OutputTolerance(c.dtype), "v_out" + item);
+      ExpectLseClose(&got_s[size_t(row)], want_s, c.group, 5e-4, "s_out" + item);
+      std::vector<float> o_row(size_t(c.group) * d);
+      for (size_t e = 0; e < o_row.size(); ++e) o_row[e] = kernels::ToFloat(c.dtype, got_o[size_t(row) * d + e]);
+      ExpectAllClose(o_row.data(), want_v, int64_t(o_row.size()), OutputTolerance(c.dtype), "o" + item);
+    } else {
+      ExpectAllClose(&got_pv[size_t(row) * d], want_v, int64_t(c.group) * d, OutputTolerance(c.dtype),
+                     "partial v" + item);
+      ExpectLseClose(&got_ps[size_t(row)], want_s, c.group, 5e-4, "partial s" + item);
+    }
+  }
+}
+
+std::vector<PagesCase> Cases(std::mt19937_64& rng) {
+  const std::vector<int> short_items = {32, 20, 7, 1, 16, 31}, long_items = {45, 100, 33, 64, 200};
+  // Several waves of one-item CTAs (the next-wave prefetch runs where items outnumber resident CTAs).
+  std::vector<int> many(1200);
+  for (int& len : many) len = 1 + int(rng() % 32);
+  return {
+      {"g4_fp16_d128_p16_many", kF16, 4, 128, 16, many},    {"g1_bf16_d128_p16_many", kBF16, 1, 128, 16, many},
+      {"g1_fp16_d128_p16", kF16, 1, 128, 16, short_items},  {"g1_fp16_d128_p16_long", kF16, 1, 128, 16, long_items},
+      {"g2_bf16_d128_p5", kBF16, 2, 128, 5, short_items},   {"g1_bf16_d64_p7_long", kBF16, 1, 64, 7, long_items},
+      {"g4_fp16_d128_p16", kF16, 4, 128, 16, short_items},  {"g4_fp16_d128_p16_long", kF16, 4, 128, 16, long_items},
+      {"g4_bf16_d128_p5", kBF16, 4, 128, 5, short_items},   {"g4_bf16_d128_p32_long", kBF16, 4, 128, 32, long_items},
+      {"g8_fp16_d64_p16", kF16, 8, 64, 16, short_items},    {"g8_bf16_d128_p7_long", kBF16, 8, 128, 7, long_items},
+      {"g16_fp16_d128_p16", kF16, 16, 128, 16, short_items}, {"g4_fp16_d256_p16", kF16, 4, 256, 16, short_items},
+      {"g1_fp16_d256_p32_long", kF16, 1, 256, 32, long_items},
+  };
+}
+
+// The launcher's variants of the one-item kernels: the rule's choice, and each pipeline and CTA
+// size forced (where the kernel has none of them, it runs its own).
+std::vector<std::pair<std::string, DecodeAttentionParams>> Variants() {
+  std::vector<std::pair<std::string, DecodeAttentionParams>> out;
+  DecodeAttentionParams p;
+  out.emplace_back("rule", p);
+  for (const auto& [name, pipeline] :
+       {std::pair{"shallow", DecodePipeline::kShallow}, std::pair{"deep", DecodePipeline::kDeep},
+        std::pair{"single", DecodePipeline::kSingle}, std::pair{"warp", DecodePipeline::kWarp},
+        std::pair{"narrow", DecodePipeline::kNarrow}}) {
+    DecodeAttentionParams v;
+    v.pipeline = pipeline;
+    v.mma_warps = 2;
+    out.emplace_back(name, v);
+  }
+  DecodeAttentionParams kv;  // the next-wave item's first K/V rows into L2 too (a hint: same results)
+  kv.prefetch_next_wave_kv = true;
+  out.emplace_back("next-wave kv", kv);
+  for (const int warps : {1, 4, 8}) {
+    DecodeAttentionParams v;
+    v.mma_warps = warps;
+    out.emplace_back(std::to_string(warps) + " warps", v);
+  }
+  return out;
+}
+
+#endif  // PREFIXD_HAVE_CUDA
+
+TEST(DecodeItemPages, FirstSlotsFromTheItemOthersFromThePageTable) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  for (const PagesCase& c : Cases(rng)) {
+    SCOPED_TRACE(c.name);
+    const Launch l = MakeLaunch(c, rng);
+    // The test can tell the two sources apart: the oracles differ far beyond the tolerance.
+    const ItemOracle with = Oracle(l, c, true), without = Oracle(l, c, false);
+    std::vector<float> without_f(without.v.begin(), without.v.end());
+    ASSERT_GT(Compare(without_f.data(), with.v.data(), int64_t(with.v.size())).rel_err, 20 * OutputTolerance(c.dtype));
+    for (const auto& [name, variant] : Variants()) {
+      ExpectLaunchMatches(l, c, variant, true, name);
+      ExpectLaunchMatches(l, c, variant, false, name);
+    }
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+}  // namespace
+}  // namespace prefixd::test

@@ -182,8 +182,8 @@ struct DecodeAttentionParams {
   int next_wave_items = 0;
   // With item_pages and next_wave_items: each CTA also pulls the next-wave item's first K/V rows
   // (up to kNextWaveKvTokens, in its first two page slots) into L2, so that its first copies are
-  // L2 hits (PrefetchNextWaveKv; in the kernels of short items: the CUDA-core kernel and the
-  // 2-warp tensor-core CTA's shallow and single-step pipelines).
+  // L2 hits (PrefetchNextWaveKv; in the CUDA-core kernel and the 2-warp tensor-core CTA, the
+  // launcher's choice for decodes of many items).
   bool prefetch_next_wave_kv = false;
 };
 

@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<HEAD_DIM, GQA, WAR
   #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
     PrefetchPrefixStates<HEAD_DIM, GQA, 32 * WARPS>(p, item, heads, bases.y);
-    if constexpr (WARPS == kMmaShallowWarps && STAGES <= kMmaShallowStages) PrefetchNextWaveKv<T, HEAD_DIM>(p, index);
+    if constexpr (WARPS == 2) PrefetchNextWaveKv<T, HEAD_DIM>(p, index);  // the CTA of many items
 
     MmaWarpState<HEAD_DIM, MmaRowHalves<GQA>()> state;
     state.Reset();

@@ -129,6 +129,9 @@ __device__ __forceinline__ NextWaveItem LoadNextWaveItem(const DecodeAttentionPa
   n.kv_head = item.kv_head;
   n.kv_begin = item.kv_begin;
   if (p.item_bases != nullptr) n.page_base = p.item_bases[next].x;
+  // PrefetchNextWaveKv reads that item's pages after this CTA's first copies: their line into L1.
+  if (p.prefetch_next_wave_kv && p.item_pages != nullptr)
+    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p.item_pages + next));
   return n;
 }
 

@@ -59,6 +59,10 @@
 //   PREFIXD_DECODE_PREFETCH=0|1           finishing items prefetch their prefix states into L2 (1)
 //   PREFIXD_DECODE_NEXT_WAVE=0|1          a decode of several waves: each CTA prefetches the start
 //                                         of the item one wave later into L2 (NextWaveItem) (1)
+//   PREFIXD_DECODE_ITEM_PAGES=off|lookup|next-wave  the pages of each decode item's first two page
+//                                         slots passed with it (WriteDecodeItemPages): its first
+//                                         copies without a page-table load; next-wave also pulls the
+//                                         next-wave item's first K/V rows into L2 (off: not timed yet)
 //   PREFIXD_UPLOAD_BATCH=0|1              a step's uploads as one copy kernel (BeginUploadBatch) (1)
 //   PREFIXD_STEP_PDL=0|1                  that kernel, and FillSyntheticQueries, as programmatic
 //                                         dependent launches: its host loads overlap the kernel

@@ -6,7 +6,8 @@
 #   1. the new paths' GPU tests first (the direct launch with decoy pages, the backend's modes, and
 #      the neighbouring decode tests), one process;
 #   2. the three modes in one process per shape (variants interleaved): the grid's S32 rows (fp16,
-#      32/32 and 32/8, B16-256, P1024 / P8192), the S256 P1024 rows, head_dim 64 at GQA 4 and 8;
+#      32/32 and 32/8, B16-256, P1024 / P8192), the S256 P1024 rows, head_dim 64 at GQA 4 and 8,
+#      and the grid's nearest GQA-1 misses (bf16 32/32 B16 / B64 P8192 S32, 32/32 B256 P32768 S32);
 #   3. A/B of the default path against session 78's final build (HEAD 91689bc, as
 #      prefixd_kernel_bench_old), old new old new: this tree's default kernels differ from it in
 #      their registers (the first lookup's restructure, ptxas: the capped GQA-4 2-warp CTA's spill
@@ -28,7 +29,10 @@ V="default,PREFIXD_DECODE_ITEM_PAGES=lookup,PREFIXD_DECODE_ITEM_PAGES=next-wave"
 RUN_TIMEOUT=150 run_variants pages-s32 "$V" -d 128 --heads 32/32,32/8 -b 16,64,256 -p 1024,8192 -s 32 --dtype fp16 $Q
 RUN_TIMEOUT=100 run_variants pages-s256 "$V" -d 128 --heads 32/32,32/8 -b 64,256 -p 1024 -s 256 --dtype fp16 $Q
 RUN_TIMEOUT=100 run_variants pages-d64 "$V" -d 64 --heads 32/8,64/8 -b 64,256 -p 1024 -s 32 --dtype fp16 $Q
-SHOW_LINES=40 show_variants pages-s32 pages-s256 pages-d64
+# The grid's nearest GQA-1 misses (s77 run 6): bf16 32/32 B16 / B64 P8192 S32, 32/32 B256 P32768 S32.
+RUN_TIMEOUT=100 run_variants pages-near "$V" -d 128 --heads 32/32 -b 16,64 -p 8192 -s 32 --dtype bf16 $Q
+RUN_TIMEOUT=100 run_variants pages-long "$V" -d 128 --heads 32/32 -b 256 -p 32768 -s 32 --dtype fp16,bf16 $Q
+SHOW_LINES=40 show_variants pages-s32 pages-s256 pages-d64 pages-near pages-long
 if [ -x /tmp/b/prefixd_kernel_bench_old ]; then
   A="--no-baseline --no-graph -c 1 $Q"
   run_bench_ab "$OUT/ab-s32" -d 128 --heads 32/32,32/8 -b 64,256 -p 1024,8192 -s 32 --dtype fp16 $A

@@ -1011,6 +1011,7 @@ DecodeL2Warmup CudaBackend::DecodeWarmup(const CascadeArgs& args) const {
   }
   w.items = plan_.decode_items;
   w.item_bases = plan_.decode_item_bases;
+  if (decode_item_pages_ != 0) w.item_pages = plan_.decode_item_pages;
   w.page_indptr = plan_.suffix_indptr;
   w.page_indices = plan_.suffix_indices;
   w.num_items = int(items);

@@ -30,6 +30,7 @@ namespace prefixd::kernels::cuda {
 struct DecodeL2Warmup {
   const DecodeWorkItem* items = nullptr;  // the plan's decode items (the same layer view as k / v)
   const int2* item_bases = nullptr;       // optional {page_indptr[request], ...} per item (decode_attention.h)
+  const int2* item_pages = nullptr;       // optional: the pages of each item's first two slots (decode_pages.cuh)
   const int32_t* page_indptr = nullptr;   // the suffix page table (CSR)
   const int32_t* page_indices = nullptr;
   int num_items = 0;  // items [0, num_items) are warmed (0: off)

@@ -415,7 +415,8 @@ __device__ __forceinline__ void PrefetchFirstReads(const PrefixAttentionParams& 
 // 2. Runs: the planner emits a (request, suffix chunk)'s items consecutively, one per KV head
 //    (plan.cc), and they read the same token rows. Per run, its request's query rows, and with
 //    tokens > 0 its first `tokens` K/V rows for all the view's heads, one bulk prefetch per page
-//    segment for K and for V. The (run, segment) units go round the CTAs so that each CTA takes
+//    segment for K and for V (the first two segments' pages from DecodeL2Warmup::item_pages where
+//    passed: one dependent load fewer before the CTA can exit). The (run, segment) units go round the CTAs so that each CTA takes
 //    few bytes: a CTA cannot exit before its prefetches are taken, and a CTA that took hundreds
 //    of KiB (or hundreds of small TMA ops) held the prefix grid's end back by microseconds.
 template <typename CFG>
@@ -446,7 +447,10 @@ __device__ __forceinline__ void WarmDecodeStart(const PrefixAttentionParams& p) 
     const int seg_begin = seg == 0 ? first : (first / ps + seg) * ps;
     const int seg_end = min(last, (first / ps + seg + 1) * ps);
     if (seg_begin >= seg_end) continue;
-    const int page = w.page_indices[page_base(first_item, item) + seg_begin / ps];
+    // Segment seg is in the item's page slot kv_begin / ps + seg: its first two from the item's
+    // pages where the plan passed them (a load beside the item's, not after it), else the table.
+    const int page = w.item_pages != nullptr && seg < 2 ? reinterpret_cast<const int*>(w.item_pages + first_item)[seg]
+                                                         : w.page_indices[page_base(first_item, item) + seg_begin / ps];
     const int64_t at = (int64_t(page) * ps + seg_begin % ps) * p.token_stride;
     // From the view's first head in the first row to its last head in the last row (inside the pool).
     const uint32_t bytes =

@@ -14,7 +14,7 @@
 # `GQA <= 4 || (GQA <= 8 && HEAD_DIM == 64)`, kernels/cuda/decode_attention_mma.cuh); item 4 is
 # skipped when that binary is not carried.
 #   CARRY=.carry/s78d bash bench/kernel/s78-run4.sh
-# Superseded by s79-run2.sh and s79-run3.sh: session 79 put the head_dim-64 GQA-8 cap of item 4 into the tree.
+# Superseded by s79-run2.sh and s79-run3.sh: session 79 put the head_dim-64 cap of item 4 into the tree (every group).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/kernel/device-setup.sh s78-run4

@@ -11,8 +11,8 @@
 #   3. A/B of the default path against session 78's final build (HEAD 91689bc, as
 #      prefixd_kernel_bench_old), old new old new: this tree's default kernels differ from it in
 #      their registers (the first lookup's restructure, ptxas: the capped GQA-4 2-warp CTA's spill
-#      32 → 12 bytes) and in the 2-warp shallow CTA's cap at GQA 8, head_dim 64 (136 → 128
-#      registers, 7 → 8 CTAs per SM, no spill: s78's regression there, its run 4 item 4);
+#      32 → 12 bytes) and in the 2-warp shallow CTA's cap at head_dim 64 for every group (GQA 8:
+#      136 → 128 registers, 7 → 8 CTAs per SM, no spill: s78's regression there, its run 4 item 4);
 #   4. Nsight Compute's stall reasons of the GQA-4 S32 decode with next-wave (s78 run 1: long-
 #      scoreboard 46% of the samples, the K/V copies 21%, the page-table entry 6%).
 # Carry (64 MiB with the tracked tree): prefixd_kernel_bench, prefixd_gpu_tests, prefixd_mpi_tests

@@ -143,6 +143,7 @@ __global__ void __launch_bounds__(THREADS, DecodeMinCtasPerSm<GQA, STAGES, THREA
     const int page_base = bases.x;
     const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
     const NextWaveItem next_wave = LoadNextWaveItem(p, index);
+    PrefetchNextWavePages(p, index);  // for PrefetchNextWaveKv below
 
     // Queries of the GQA group, pre-scaled by sm_scale · log2(e) so scores are base-2 logits; rows
     // past the group's heads (ItemHeads) zero.

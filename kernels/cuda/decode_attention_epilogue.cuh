@@ -129,9 +129,6 @@ __device__ __forceinline__ NextWaveItem LoadNextWaveItem(const DecodeAttentionPa
   n.kv_head = item.kv_head;
   n.kv_begin = item.kv_begin;
   if (p.item_bases != nullptr) n.page_base = p.item_bases[next].x;
-  // PrefetchNextWaveKv reads that item's pages after this CTA's first copies: their line into L1.
-  if (p.prefetch_next_wave_kv && p.item_pages != nullptr)
-    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p.item_pages + next));
   return n;
 }
 
@@ -155,6 +152,17 @@ __device__ __forceinline__ void PrefetchNextWave(const DecodeAttentionParams& p,
 // loop (issued at the first step's wait, as PrefetchNextWave is, they had cost the loop 20-40
 // registers, and spills at the capped CTAs).
 constexpr int kNextWaveKvTokens = 32;
+
+// Thread 0 at the CTA's start: the line of the next-wave item's pages into L1, so that
+// PrefetchNextWaveKv, after the CTA's first copies, does not wait a DRAM round trip for them. (A
+// separate call in the kernels that run PrefetchNextWaveKv: inside LoadNextWaveItem, ptxas had
+// moved the registers of kernels without it, e.g. 12 bytes of spill at GQA 8 in the 4-warp CTA.)
+__device__ __forceinline__ void PrefetchNextWavePages(const DecodeAttentionParams& p, int index) {
+  const int next = index + p.next_wave_items;
+  if (threadIdx.x == 0 && p.prefetch_next_wave_kv && p.item_pages != nullptr && p.next_wave_items > 0 &&
+      next < p.num_items)
+    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p.item_pages + next));
+}
 
 template <typename T, int HEAD_DIM>
 __device__ __forceinline__ void PrefetchNextWaveKv(const DecodeAttentionParams& p, int index) {

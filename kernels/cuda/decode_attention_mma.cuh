@@ -65,19 +65,20 @@ constexpr int kMmaSingleStepMaxTokens = 24;
 // at head_dim 64, uncapped faster only at B64 P8192 S32 (30.6 against 31.8); at GQA 8, head_dim
 // 128, uncapped (181 registers, 5 CTAs per SM, no spill) was 1.8-2.8 µs faster at B64-128 than
 // held at 168 (72 bytes of spill) and even at B256, so GQA 8 and the group of 16 keep ptxas's counts
-// at head_dim 128. At head_dim 64, GQA 8 is held at 8 CTAs per SM too (session 79): uncapped it had
-// 136 registers after s78 (7 CTAs per SM, its steps +0.2 to +1.0 µs against s77's 119), 168 with the
-// item pages' first lookup; held, 128 with no spill. Not yet timed on a GPU (bench/kernel/s79-run1.sh).
+// at head_dim 128. At head_dim 64 every group is held at 8 CTAs per SM (session 79): GQA 8 had 136
+// registers uncapped after s78 (7 CTAs per SM, its steps +0.2 to +1.0 µs against s77's 119) and 168
+// with the item pages' code, GQA 16 165 (126 before); held, 128 with no spill. Not yet timed on a
+// GPU (bench/kernel/s79-run1.sh).
 template <int HEAD_DIM>
 constexpr int MmaShallowCtasPerSm() { return HEAD_DIM == 64 ? 8 : HEAD_DIM == 128 ? 6 : 0; }
 // __launch_bounds__'s minimum CTAs per SM: the caps above for the single-step and the shallow
-// kernel (GQA ≤ 4, and GQA 8 at head_dim 64); 0 (none) elsewhere, whose registers ptxas chooses
+// kernel (GQA ≤ 4, and every group at head_dim 64); 0 (none) elsewhere, whose registers ptxas chooses
 // freely (shared memory bounds them).
 template <int HEAD_DIM, int GQA, int WARPS, int STAGES>
 constexpr int MmaMinCtasPerSm() {
   if (WARPS != kMmaShallowWarps) return 0;
   if (STAGES == kMmaSingleStepStages) return kMmaSingleStepCtasPerSm;
-  const bool capped = GQA <= 4 || (GQA <= 8 && HEAD_DIM == 64);
+  const bool capped = GQA <= 4 || HEAD_DIM == 64;
   return STAGES == kMmaShallowStages && capped ? MmaShallowCtasPerSm<HEAD_DIM>() : 0;
 }
 
@@ -354,6 +355,7 @@ __global__ void __launch_bounds__(32 * WARPS, MmaMinCtasPerSm<HEAD_DIM, GQA, WAR
     const int page_base = bases.x;
     const uint64_t kv_policy = KvStreamPolicy(p.evict_first);
     const NextWaveItem next_wave = LoadNextWaveItem(p, index);
+    if constexpr (WARPS == 2) PrefetchNextWavePages(p, index);  // for PrefetchNextWaveKv below
     const GroupHeads heads = ItemHeads<GQA>(p, item.kv_head);
     uint32_t q_frag[HEAD_DIM / 16][4];
     LoadMmaQueries<T, HEAD_DIM, MmaRowHalves<GQA>()>(p, item, heads, lane, q_frag);

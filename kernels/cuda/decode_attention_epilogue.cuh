@@ -144,15 +144,6 @@ __device__ __forceinline__ void PrefetchNextWave(const DecodeAttentionParams& p,
   for (int at = 0; at < query_bytes; at += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(q + at));
 }
 
-// With item pages (DecodeAttentionParams::prefetch_next_wave_kv): the first K and V rows of the
-// item one wave later into L2 — tokens [kv_begin, + kNextWaveKvTokens) in its first two page
-// slots (the 2-warp CTA's one step at page size 16, the first copies of a longer item) — spread
-// over warp 0's lanes, so that the CTA which runs it finds its first copies in L2. Issued right
-// after this CTA's own first copies, before its loop: its fields then need no register inside the
-// loop (issued at the first step's wait, as PrefetchNextWave is, they had cost the loop 20-40
-// registers, and spills at the capped CTAs).
-constexpr int kNextWaveKvTokens = 32;
-
 // Thread 0 at the CTA's start: the line of the next-wave item's pages into L1, so that
 // PrefetchNextWaveKv, after the CTA's first copies, does not wait a DRAM round trip for them. (A
 // separate call in the kernels that run PrefetchNextWaveKv: inside LoadNextWaveItem, ptxas had
@@ -163,6 +154,15 @@ __device__ __forceinline__ void PrefetchNextWavePages(const DecodeAttentionParam
       next < p.num_items)
     asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p.item_pages + next));
 }
+
+// With item pages (DecodeAttentionParams::prefetch_next_wave_kv): the first K and V rows of the
+// item one wave later into L2 — tokens [kv_begin, + kNextWaveKvTokens) in its first two page
+// slots (the 2-warp CTA's one step at page size 16, the first copies of a longer item) — spread
+// over warp 0's lanes, so that the CTA which runs it finds its first copies in L2. Issued right
+// after this CTA's own first copies, before its loop: its fields then need no register inside the
+// loop (issued at the first step's wait, as PrefetchNextWave is, they had cost the loop 20-40
+// registers, and spills at the capped CTAs).
+constexpr int kNextWaveKvTokens = 32;
 
 template <typename T, int HEAD_DIM>
 __device__ __forceinline__ void PrefetchNextWaveKv(const DecodeAttentionParams& p, int index) {

@@ -20,6 +20,9 @@
 # cmake -S /tmp/base -B /tmp/base/build -G Ninja -DCMAKE_BUILD_TYPE=Release; ninja -C
 # /tmp/base/build bench/prefixd_kernel_bench), packed as bins.tar.xz (see s78-run4.sh):
 #   CARRY=.carry/s79a bash bench/kernel/s79-run1.sh
+# If a mode wins across the rows: its index as `decode_item_pages_`'s initializer (cuda_backend.h),
+# its name as the default in docs/SETTINGS.md, rebuild and repack, then s79-run2.sh and s79-run3.sh
+# on those binaries (the tests name every mode explicitly, so none depends on the default).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/kernel/device-setup.sh s79-run1

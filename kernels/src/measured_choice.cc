@@ -261,15 +261,16 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
   rep.model = c.model;
   if (!options.choose_layout) return std::move(c.plans[0]);
 
-  // A class seen before: its kept layout, planned alone (the candidates are not made again, so a
-  // steady decode plans about as often as without the measured choice).
+  // A class seen before: its kept layout. The candidates are not made again; the model's plan is
+  // (the class key names its choices), and where the class kept another layout that one too: at
+  // most two plans per batch (bench/planner/plan_bench.cc times both).
   const std::string key = ShapeClassKey(batch, pool, c.model);
   if (const auto it = kept_.find(key); it != kept_.end()) {
     rep.from_cache = true;
     rep.chosen = it->second.kind;
     if (it->second.model_plan) return std::move(c.plans[0]);
-    if (std::optional<CascadePlan> plan = PlanCandidateLayout(it->second.kind, batch, pool, options)) return std::move(*plan);
-    return std::move(c.plans[0]);
+    std::optional<CascadePlan> kept = PlanCandidateLayout(it->second.kind, batch, pool, options);
+    return kept ? std::move(*kept) : std::move(c.plans[0]);
   }
   AddNearTies(c, batch, pool, options, options_.tie_band);
   rep.chosen = c.kinds[0];

@@ -23,6 +23,7 @@
 #ifdef PREFIXD_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "device_buffer.h"
 #include "kernels/cuda/decode_attention.h"
 #include "prefixd/common/cuda_check.h"
 #endif
@@ -35,30 +36,6 @@ namespace {
 using kernels::DecodeWorkItem;
 using kernels::cuda::DecodeAttentionParams;
 using kernels::cuda::DecodePipeline;
-
-// A device copy of a host vector, freed at scope end.
-template <typename T>
-class DeviceCopy {
- public:
-  explicit DeviceCopy(const std::vector<T>& host) : bytes_(std::max<size_t>(host.size() * sizeof(T), 16)) {
-    PREFIXD_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
-    if (!host.empty()) PREFIXD_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  DeviceCopy(const DeviceCopy&) = delete;
-  DeviceCopy& operator=(const DeviceCopy&) = delete;
-  ~DeviceCopy() { cudaFree(ptr_); }
-  T* get() const { return static_cast<T*>(ptr_); }
-  void Poison() const { PREFIXD_CUDA_CHECK(cudaMemset(ptr_, 0xFF, bytes_)); }  // NaN in fp16 / bf16 / fp32
-  std::vector<T> Read(size_t n) const {
-    std::vector<T> host(n);
-    PREFIXD_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_;
-};
 
 struct PagesCase {
   std::string name;
@@ -170,17 +147,19 @@ void ExpectLaunchMatches(const Launch& l, const PagesCase& c, const DecodeAttent
                          bool with_item_pages, const std::string& what) {
   SCOPED_TRACE(what + (with_item_pages ? " with item pages" : " through the page table"));
   const int requests = int(c.suffixes.size()), d = c.head_dim;
-  const DeviceCopy<uint16_t> k(l.pool.k), v(l.pool.v), q(l.q);
-  const DeviceCopy<int32_t> indptr(l.page_indptr), indices(l.page_indices), states(l.state_indptr);
-  const DeviceCopy<int32_t> pages(l.item_pages);
-  const DeviceCopy<DecodeWorkItem> items(l.items);
-  const DeviceCopy<float> partial_v(std::vector<float>(size_t(l.num_slots) * l.num_qo_heads * d));
-  const DeviceCopy<float> partial_s(std::vector<float>(size_t(l.num_slots) * l.num_qo_heads));
-  const DeviceCopy<float> v_out(std::vector<float>(size_t(requests) * l.num_qo_heads * d));
-  const DeviceCopy<float> s_out(std::vector<float>(size_t(requests) * l.num_qo_heads));
-  const DeviceCopy<uint16_t> o(std::vector<uint16_t>(size_t(requests) * l.num_qo_heads * d));
-  for (const auto* buffer : {&partial_v, &partial_s, &v_out, &s_out}) buffer->Poison();
-  o.Poison();
+  const DeviceBuffer k = DeviceBuffer::From(l.pool.k), v = DeviceBuffer::From(l.pool.v), q = DeviceBuffer::From(l.q);
+  const DeviceBuffer indptr = DeviceBuffer::From(l.page_indptr), indices = DeviceBuffer::From(l.page_indices);
+  const DeviceBuffer states = DeviceBuffer::From(l.state_indptr), pages = DeviceBuffer::From(l.item_pages);
+  const DeviceBuffer items = DeviceBuffer::From(l.items);
+  const size_t slot_rows = size_t(l.num_slots) * l.num_qo_heads, request_rows = size_t(requests) * l.num_qo_heads;
+  const DeviceBuffer partial_v(slot_rows * d * sizeof(float)), partial_s(slot_rows * sizeof(float));
+  const DeviceBuffer v_out(request_rows * d * sizeof(float)), s_out(request_rows * sizeof(float));
+  const DeviceBuffer o(request_rows * d * sizeof(uint16_t));
+  // Poison: 0xFF bytes are NaN in fp32, fp16 and bf16, so an unwritten output can never pass.
+  for (const auto& [buffer, bytes] : {std::pair{&partial_v, slot_rows * d * 4}, std::pair{&partial_s, slot_rows * 4},
+                                      std::pair{&v_out, request_rows * d * 4}, std::pair{&s_out, request_rows * 4},
+                                      std::pair{&o, request_rows * d * 2}})
+    PREFIXD_CUDA_CHECK(cudaMemset(buffer->get(), 0xFF, bytes));
 
   DecodeAttentionParams p = variant;
   p.k = k.get();
@@ -193,26 +172,24 @@ void ExpectLaunchMatches(const Launch& l, const PagesCase& c, const DecodeAttent
   p.head_dim = d;
   p.dtype = c.dtype;
   p.sm_scale_log2 = float(1.0 / std::sqrt(double(d)) / std::log(2.0));
-  p.page_indptr = indptr.get();
-  p.page_indices = indices.get();
-  p.items = items.get();
+  p.page_indptr = indptr.as<int32_t>();
+  p.page_indices = indices.as<int32_t>();
+  p.items = items.as<DecodeWorkItem>();
   p.num_items = int(l.items.size());
-  p.state_indptr = states.get();
-  p.item_pages = with_item_pages ? reinterpret_cast<const int2*>(pages.get()) : nullptr;
-  p.partial_v = partial_v.get();
-  p.partial_s = partial_s.get();
+  p.state_indptr = states.as<int32_t>();
+  p.item_pages = with_item_pages ? pages.as<const int2>() : nullptr;
+  p.partial_v = partial_v.as<float>();
+  p.partial_s = partial_s.as<float>();
   p.o = o.get();
-  p.v_out = v_out.get();
-  p.s_out = s_out.get();
+  p.v_out = v_out.as<float>();
+  p.s_out = s_out.as<float>();
   p.max_item_tokens = l.max_item_tokens;
   kernels::cuda::DecodeAttention(p, nullptr);
   PREFIXD_CUDA_CHECK(cudaDeviceSynchronize());
 
-  const std::vector<float> got_pv = partial_v.Read(size_t(l.num_slots) * l.num_qo_heads * d);
-  const std::vector<float> got_ps = partial_s.Read(size_t(l.num_slots) * l.num_qo_heads);
-  const std::vector<float> got_v = v_out.Read(size_t(requests) * l.num_qo_heads * d);
-  const std::vector<float> got_s = s_out.Read(size_t(requests) * l.num_qo_heads);
-  const std::vector<uint16_t> got_o = o.Read(size_t(requests) * l.num_qo_heads * d);
+  const std::vector<float> got_pv = partial_v.ToHost<float>(), got_ps = partial_s.ToHost<float>();
+  const std::vector<float> got_v = v_out.ToHost<float>(), got_s = s_out.ToHost<float>();
+  const std::vector<uint16_t> got_o = o.ToHost<uint16_t>();
   const ItemOracle want = Oracle(l, c, with_item_pages);
   for (size_t i = 0; i < l.items.size(); ++i) {
     const DecodeWorkItem& it = l.items[i];

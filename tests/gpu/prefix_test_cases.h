@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "device_buffer.h"
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
@@ -28,41 +29,7 @@ namespace prefixd::kernels::cuda::prefix_test {
 
 using test::HostKvPool;
 
-// Owns one device allocation.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) PREFIXD_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
-  }
-  ~DeviceBuffer() { if (ptr_) cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  template <typename T>
-  static DeviceBuffer From(const std::vector<T>& host) {
-    DeviceBuffer buffer(host.size() * sizeof(T));
-    if (!host.empty())
-      PREFIXD_CUDA_CHECK(cudaMemcpy(buffer.ptr_, host.data(), buffer.bytes_, cudaMemcpyHostToDevice));
-    return buffer;
-  }
-  DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), bytes_(other.bytes_) {
-    other.ptr_ = nullptr;
-  }
-  template <typename T>
-  std::vector<T> ToHost() const {
-    std::vector<T> host(bytes_ / sizeof(T));
-    if (!host.empty())
-      PREFIXD_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost));
-    return host;
-  }
-  void* get() const { return ptr_; }
-  template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+using test::DeviceBuffer;
 
 struct GroupSpec {
   int prefix_tokens = 0;

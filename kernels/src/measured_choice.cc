@@ -56,6 +56,13 @@ std::vector<uint8_t> PlainGroups(const DecodeBatch& batch, int page_size) {
   return plain;
 }
 
+// Plain decode of the groups marked in `plain` (PlainGroups), or nothing where none is.
+std::optional<CascadePlan> PlanPlainLayout(const DecodeBatch& batch, const std::vector<uint8_t>& plain,
+                                           const KvPoolShape& pool, const PlanOptions& fixed) {
+  if (std::none_of(plain.begin(), plain.end(), [](uint8_t x) { return x != 0; })) return std::nullopt;
+  return PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed);
+}
+
 // The model's plan and report as the first candidate.
 PlanCandidates ModelCandidate(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options) {
   PlanCandidates c;
@@ -76,11 +83,17 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
   // 76's off-grid shapes.
   for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
                                    PlanCandidate::kNarrow}) {
-    // Plain decode is not planned where even its bound is out of the band.
-    if (kind == PlanCandidate::kPlain &&
-        PlainStreamLowerBoundUs(batch, pool, PlainGroups(batch, pool.page_size), params) > limit)
-      continue;
-    std::optional<CascadePlan> plan = PlanCandidateLayout(kind, batch, pool, options);
+    std::optional<CascadePlan> plan;
+    if (kind == PlanCandidate::kPlain) {
+      // Plain decode is not planned where even its bound is out of the band.
+      const std::vector<uint8_t> plain = PlainGroups(batch, pool.page_size);
+      if (PlainStreamLowerBoundUs(batch, pool, plain, params) > limit) continue;
+      PlanOptions fixed = options;
+      fixed.choose_layout = false;
+      plan = PlanPlainLayout(batch, plain, pool, fixed);
+    } else {
+      plan = PlanCandidateLayout(kind, batch, pool, options);
+    }
     if (!plan) continue;
     std::vector<int32_t> flat = plan->Serialize();
     const auto same = std::find(flats.begin(), flats.end(), flat);
@@ -225,11 +238,7 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
   switch (kind) {
     case PlanCandidate::kModelChoice: return PlanCascade(batch, pool, options);
     case PlanCandidate::kCascade: return PlanCascade(batch, pool, fixed);
-    case PlanCandidate::kPlain: {
-      const std::vector<uint8_t> plain = PlainGroups(batch, pool.page_size);
-      if (std::none_of(plain.begin(), plain.end(), [](uint8_t x) { return x != 0; })) return std::nullopt;
-      return PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed);
-    }
+    case PlanCandidate::kPlain: return PlanPlainLayout(batch, PlainGroups(batch, pool.page_size), pool, fixed);
     case PlanCandidate::kHalfTarget:
       fixed.prefix_target_items =
           std::max(1, (options.prefix_target_items > 0 ? options.prefix_target_items : options.target_items) / 2);

@@ -305,8 +305,12 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   for (int64_t step = 0;; ++step) {
     std::vector<int32_t> go{0};
     if (rank == 0) {
-      admit(step);
+      // Nothing to run until the next question arrives: its arrival step comes next, so a late
+      // arrival (up to 2^40) costs no run of empty steps.
       const auto& c = engine.coordinator();
+      if (waiting.empty() && c.num_active() == 0 && !c.HasPendingEvents() && next_arrival < order.size())
+        step = std::max(step, workload.questions[order[next_arrival]].arrival_step);
+      admit(step);
       go[0] = (!waiting.empty() || next_arrival < order.size() || c.num_active() > 0 || c.HasPendingEvents()) ? 1 : 0;
     }
     comm::BroadcastInts(MPI_COMM_WORLD, go, 0);

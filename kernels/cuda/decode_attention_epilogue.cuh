@@ -172,15 +172,14 @@ __device__ __forceinline__ void PrefetchNextWaveKv(const DecodeAttentionParams& 
     return;
   constexpr int ROW_LINES = (HEAD_DIM * int(sizeof(T)) + 127) / 128;  // 128-byte lines of one head's row
   const DecodeWorkItem& item = p.items[next];
-  const int2 pages = p.item_pages[next];
-  const int first_slot = PageSlotAndRow(p, item.kv_begin).x;
-  const int known_end = (first_slot + 2) * p.page_size;  // past the item's second slot
+  const ItemPages known = LoadItemPages(p, item, next);
+  const int known_end = (known.first_slot + 2) * p.page_size;  // past the item's second slot
   const int tokens = min(min(item.kv_end, known_end) - item.kv_begin, kNextWaveKvTokens);
 #pragma unroll 1
   for (int idx = threadIdx.x; idx < tokens * 2 * ROW_LINES; idx += 32) {
     const int token = idx / (2 * ROW_LINES), kv = (idx / ROW_LINES) % 2, line = idx % ROW_LINES;
     const int2 slot_row = PageSlotAndRow(p, item.kv_begin + token);
-    const int page = slot_row.x == first_slot ? pages.x : pages.y;
+    const int page = KnownSlotPage(known, slot_row.x);
     const T* row = static_cast<const T*>(kv == 0 ? p.k : p.v) + PageRowOffset(p, page, slot_row.y) +
                    item.kv_head * HEAD_DIM;
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(reinterpret_cast<const char*>(row) + 128 * line));

@@ -38,6 +38,11 @@ __device__ __forceinline__ ItemPages LoadItemPages(const DecodeAttentionParams& 
   return known;
 }
 
+// The page of `slot`, one of the item's two known slots (known.first_slot or the one after it).
+__device__ __forceinline__ int KnownSlotPage(const ItemPages& known, int slot) {
+  return slot == known.first_slot ? known.pages.x : known.pages.y;
+}
+
 // Element offset of a token at `row` of `page` in one layer's K (or V) array, at head 0.
 __device__ __forceinline__ int64_t PageRowOffset(const DecodeAttentionParams& p, int page, int row) {
   return (int64_t(page) * p.page_size + row) * p.token_stride;
@@ -48,9 +53,8 @@ __device__ __forceinline__ int64_t PageRowOffset(const DecodeAttentionParams& p,
 __device__ __forceinline__ int64_t TokenOffset(const DecodeAttentionParams& p, int page_base, int t,
                                                const ItemPages& known = ItemPages()) {
   const int2 slot_row = PageSlotAndRow(p, t);
-  const int page = slot_row.x == known.first_slot       ? known.pages.x
-                   : slot_row.x == known.first_slot + 1 ? known.pages.y
-                                                        : p.page_indices[page_base + slot_row.x];
+  const bool in_known = slot_row.x == known.first_slot || slot_row.x == known.first_slot + 1;
+  const int page = in_known ? KnownSlotPage(known, slot_row.x) : p.page_indices[page_base + slot_row.x];
   return PageRowOffset(p, page, slot_row.y);
 }
 

@@ -190,6 +190,19 @@ class Fields {
 };
 
 constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max() / 4;
+// The whole workload's token ids (documents and question suffixes) are held on the host: at most
+// kMaxTokens of them (2 GiB), and at most kMaxQuestions questions, so that an absurd count is a
+// clear refusal rather than the host running out of memory while the workload is built.
+constexpr int64_t kMaxWorkloadTokens = kMaxTokens;
+constexpr int64_t kMaxQuestions = int64_t(1) << 22;
+
+// Adds n token ids to the workload's running total, or refuses them naming `where`.
+void CountTokens(int64_t& total, int64_t n, const std::string& where) {
+  PREFIXD_CHECK_ARG(n <= kMaxWorkloadTokens - total,
+                    where << ": " << n << " more tokens would take the workload past " << kMaxWorkloadTokens
+                          << " token ids in all (documents and questions; " << total << " so far)");
+  total += n;
+}
 
 // FNV-1a of the id, mixed: the same id means the same synthetic tokens on every platform.
 uint64_t DocumentStream(const std::string& id) {
@@ -212,6 +225,7 @@ Workload ParseWorkload(std::istream& in, const std::string& source, int32_t voca
   std::map<std::string, int> doc_index;
   std::string text;
   int line = 0;
+  int64_t total_tokens = 0;
   while (std::getline(in, text)) {
     ++line;
     size_t first = text.find_first_not_of(" \t\r");
@@ -228,12 +242,20 @@ Workload ParseWorkload(std::istream& in, const std::string& source, int32_t voca
                                                       << w.documents[doc_index[d.id]].line);
       PREFIXD_CHECK_ARG(f.Has("tokens") != f.Has("token_ids"),
                         where << ": a document needs exactly one of \"tokens\" (a count) and \"token_ids\"");
-      if (f.Has("tokens")) d.tokens = kernels::SyntheticTokens(DocumentStream(d.id), f.Int("tokens", 1, kMaxTokens), vocab);
-      else d.tokens = f.TokenIds("token_ids", vocab);
+      if (f.Has("tokens")) {
+        const int64_t n = f.Int("tokens", 1, kMaxTokens);
+        CountTokens(total_tokens, n, where);
+        d.tokens = kernels::SyntheticTokens(DocumentStream(d.id), n, vocab);
+      } else {
+        d.tokens = f.TokenIds("token_ids", vocab);
+        CountTokens(total_tokens, int64_t(d.tokens.size()), where);
+      }
       PREFIXD_CHECK_ARG(!d.tokens.empty(), where << ": document \"" << d.id << "\" has no tokens");
       doc_index[d.id] = int(w.documents.size());
       w.documents.push_back(std::move(d));
     } else if (type == "question") {
+      PREFIXD_CHECK_ARG(int64_t(w.questions.size()) < kMaxQuestions,
+                        where << ": more than " << kMaxQuestions << " questions in one workload");
       WorkloadQuestion q;
       q.line = line;
       const std::string doc = f.Id("document");
@@ -243,11 +265,14 @@ Workload ParseWorkload(std::istream& in, const std::string& source, int32_t voca
       q.document = it->second;
       PREFIXD_CHECK_ARG(!(f.Has("suffix_tokens") && f.Has("suffix_token_ids")),
                         where << ": give \"suffix_tokens\" or \"suffix_token_ids\", not both");
-      if (f.Has("suffix_tokens"))
-        q.tokens = kernels::SyntheticTokens(DocumentStream(doc) ^ kernels::SplitMix64(uint64_t(line)),
-                                            f.Int("suffix_tokens", 0, kMaxTokens), vocab);
-      else if (f.Has("suffix_token_ids"))
+      if (f.Has("suffix_tokens")) {
+        const int64_t n = f.Int("suffix_tokens", 0, kMaxTokens);
+        CountTokens(total_tokens, n, where);
+        q.tokens = kernels::SyntheticTokens(DocumentStream(doc) ^ kernels::SplitMix64(uint64_t(line)), n, vocab);
+      } else if (f.Has("suffix_token_ids")) {
         q.tokens = f.TokenIds("suffix_token_ids", vocab);
+        CountTokens(total_tokens, int64_t(q.tokens.size()), where);
+      }
       q.decode_steps = int32_t(f.Int("decode_steps", 1, kMaxTokens));
       if (f.Has("arrival_step")) q.arrival_step = f.Int("arrival_step", 0, int64_t(1) << 40);
       w.questions.push_back(std::move(q));
@@ -269,12 +294,17 @@ Workload LoadWorkloadFile(const std::string& path, int32_t vocab) {
 
 Workload DefaultWorkload(int64_t doc_tokens, int questions, int question_tokens, int decode_steps, int arrival_spread,
                          int32_t vocab) {
-  PREFIXD_CHECK_ARG(doc_tokens >= 1 && doc_tokens <= kMaxTokens && questions >= 1 && question_tokens >= 0 &&
-                        decode_steps >= 1 && arrival_spread >= 1,
+  PREFIXD_CHECK_ARG(doc_tokens >= 1 && doc_tokens <= kMaxTokens && questions >= 1 && questions <= kMaxQuestions &&
+                        question_tokens >= 0 && question_tokens <= kMaxTokens && decode_steps >= 1 &&
+                        decode_steps <= kMaxTokens && arrival_spread >= 1,
                     "default workload: bad sizes (document " << doc_tokens << " tokens, " << questions << " questions of "
                                                              << question_tokens << " tokens, " << decode_steps
                                                              << " decode steps, arrivals over " << arrival_spread
-                                                             << " steps)");
+                                                             << " steps; at most " << kMaxTokens
+                                                             << " tokens each, " << kMaxQuestions << " questions)");
+  int64_t total_tokens = 0;
+  CountTokens(total_tokens, doc_tokens, "default workload");
+  CountTokens(total_tokens, int64_t(questions) * question_tokens, "default workload (questions)");
   Workload w;
   std::ostringstream desc;
   desc << "default: 1 document of " << doc_tokens << " tokens, " << questions << " questions of " << question_tokens

@@ -77,6 +77,21 @@ TEST(Workload, MalformedLinesNameTheirLine) {
                           "w.jsonl:2: \"arrival_step\" is -1");
 }
 
+// The host holds every token id of the workload: absurd sizes are refused before anything is
+// allocated (each case below would otherwise ask for 2-8 GiB).
+TEST(Workload, SizesAreBoundedBeforeAllocation) {
+  const std::string doc = "{\"type\": \"document\", \"id\": \"d\", \"tokens\": 10}\n";
+  EXPECT_INVALID_ARGUMENT(Parse(doc + "{\"type\": \"question\", \"document\": \"d\", \"suffix_tokens\": 536870911, "
+                                      "\"decode_steps\": 2}\n"),
+                          "w.jsonl:2: 536870911 more tokens would take the workload past 536870911 token ids in all");
+  EXPECT_INVALID_ARGUMENT(Parse("{\"type\": \"document\", \"id\": \"d\", \"tokens\": 536870912}\n"),
+                          "w.jsonl:1: \"tokens\" is 536870912");
+  EXPECT_INVALID_ARGUMENT(DefaultWorkload(1000, 2147483647, 0, 1, 1, 10), "at most 536870911 tokens each, 4194304 questions");
+  EXPECT_INVALID_ARGUMENT(DefaultWorkload(1000, 1000, 1000000, 1, 1, 10),
+                          "default workload (questions): 1000000000 more tokens");
+  EXPECT_INVALID_ARGUMENT(DefaultWorkload(1000, 1, 2147483647, 1, 1, 10), "default workload");
+}
+
 TEST(Workload, DefaultAndFiles) {
   const Workload w = DefaultWorkload(1000, 6, 4, 3, 2, 500);
   ASSERT_EQ(w.documents.size(), 1u);

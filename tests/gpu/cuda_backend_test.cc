@@ -418,6 +418,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaConcurrentCascadeTest, ::testing::ValuesIn(
 // CUDA-graph replay of the whole step.
 TEST(CudaEarlyDecode, MatchesFloat64OracleAndCpuBackend) {
   PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
   PREFIXD_SEEDED_RNG(rng);
   for (const auto& [percent, tma, per_cta] : {std::tuple{"30", "1", "0"}, std::tuple{"100", "1", "0"},
                                               std::tuple{"30", "0", "0"}, std::tuple{"100", "1", "1"}}) {
@@ -459,6 +460,7 @@ TEST(CudaEarlyDecode, MatchesFloat64OracleAndCpuBackend) {
       }
     }
   }
+#endif
 }
 
 // The automatic early share (PREFIXD_EARLY_DECODE_PERCENT unset: EarlyDecodeAutoShare), here with

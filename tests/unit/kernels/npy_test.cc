@@ -43,7 +43,8 @@ TEST(Npy, HeaderIsNumpysAndRoundTrips) {
   ASSERT_EQ(a.data.size(), 12u);
   EXPECT_EQ(std::memcmp(a.data.data(), data.data(), 12), 0);
   // One-dimensional shapes are written "(n,)".
-  EXPECT_EQ(Parse(EncodeNpy("<f4", {5}, RandomFloats(*new std::mt19937_64(1), 5).data())).shape,
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(Parse(EncodeNpy("<f4", {5}, RandomFloats(rng, 5).data())).shape,
             (std::vector<int64_t>{5}));
 }
 

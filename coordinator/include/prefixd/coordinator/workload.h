@@ -15,7 +15,8 @@
 // Synthetic ids are a pure function of the document id / question line, so a workload file
 // always means the same tokens. Anything else (unknown keys or types, a question about an
 // unknown document, a duplicate document id, counts out of range, malformed JSON) is refused with
-// kInvalidArgument naming the source and line.
+// kInvalidArgument naming the source and line; so is a workload past 2^29 − 1 token ids in all
+// (documents and question suffixes, all held on the host) or 2^22 questions, before it is built.
 #pragma once
 
 #include <cstdint>

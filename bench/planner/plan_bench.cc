@@ -110,7 +110,8 @@ int Run(int argc, char** argv) {
     const double on = median_us([&] { plan_with(choose, nullptr); });
     const double with_report = median_us([&] { plan_with(choose, &report); });
     size_t candidates = 0;
-    const double near_ties = median_us([&] { candidates = NearTieCandidates(b, pool, choose, kernels::MeasuredChoiceOptions{}.tie_band).plans.size(); });
+    const double tie_band = kernels::MeasuredChoiceOptions{}.tie_band;
+    const double near_ties = median_us([&] { candidates = NearTieCandidates(b, pool, choose, tie_band).plans.size(); });
     std::printf("  %7d | %13.1f | %12.1f | %14.1f | %13.1f (%zu plans) | %s\n", prefix, off, on, with_report, near_ties,
                 candidates, report.group_plain.at(0) ? "plain" : "cascade");
   }

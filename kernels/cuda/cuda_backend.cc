@@ -617,8 +617,10 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     schedules[2] = ScheduleFusedItems(plan, so);
   }
   // After the plan, 8-byte aligned: the decode items' {page_indptr, state_indptr}[request], their
-  // first two slots' pages (WriteDecodeItemPages); then the fused work lists.
-  const int64_t o_bases = (o_end + 1) / 2 * 2, o_pages = o_bases + 2 * nd, o_fused = o_pages + kDecodeItemPageInts * nd;
+  // first two slots' pages (WriteDecodeItemPages; only where PREFIXD_DECODE_ITEM_PAGES reads them,
+  // so that the default step neither builds nor uploads them); then the fused work lists.
+  const int64_t page_ints = decode_item_pages_ != 0 ? kDecodeItemPageInts * nd : 0;
+  const int64_t o_bases = (o_end + 1) / 2 * 2, o_pages = o_bases + 2 * nd, o_fused = o_pages + page_ints;
   static_assert(kDecodeItemPageInts == 2, "read on the device as one int2 per item");
   int64_t upload_ints = o_fused;
   for (const FusedSchedule& fs : schedules) upload_ints += int64_t(fs.cta_indptr.size() + fs.entries.size());
@@ -649,7 +651,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
     has_decode[size_t(it.request)] = 1;
     max_decode_item_tokens = std::max(max_decode_item_tokens, it.kv_end - it.kv_begin);
   }
-  WriteDecodeItemPages(plan, host + o_pages);
+  if (page_ints > 0) WriteDecodeItemPages(plan, host + o_pages);
   int64_t o_list = o_fused;
   int64_t list_offsets[3][2];
   for (int k = 0; k < 3; ++k) {
@@ -695,7 +697,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.suffix_indices = d + o_suffix_indices;
   loaded.merge_requests = d + o_merge;
   loaded.decode_item_bases = reinterpret_cast<const int2*>(d + o_bases);
-  loaded.decode_item_pages = reinterpret_cast<const int2*>(d + o_pages);
+  loaded.decode_item_pages = page_ints > 0 ? reinterpret_cast<const int2*>(d + o_pages) : nullptr;
   loaded.num_merge_requests = int(nm);
   loaded.merge_partitioned = d + o_partitioned;
   loaded.num_merge_no_decode = int(num_no_decode);

@@ -416,9 +416,10 @@ __device__ __forceinline__ void PrefetchFirstReads(const PrefixAttentionParams& 
 //    (plan.cc), and they read the same token rows. Per run, its request's query rows, and with
 //    tokens > 0 its first `tokens` K/V rows for all the view's heads, one bulk prefetch per page
 //    segment for K and for V (the first two segments' pages from DecodeL2Warmup::item_pages where
-//    passed: one dependent load fewer before the CTA can exit). The (run, segment) units go round the CTAs so that each CTA takes
-//    few bytes: a CTA cannot exit before its prefetches are taken, and a CTA that took hundreds
-//    of KiB (or hundreds of small TMA ops) held the prefix grid's end back by microseconds.
+//    passed: one dependent load fewer before the CTA can exit). The (run, segment) units go round
+//    the CTAs so that each CTA takes few bytes: a CTA cannot exit before its prefetches are taken,
+//    and a CTA that took hundreds of KiB (or hundreds of small TMA ops) held the prefix grid's end
+//    back by microseconds.
 template <typename CFG>
 __device__ __forceinline__ void WarmDecodeStart(const PrefixAttentionParams& p) {
   using T = typename CFG::Element;

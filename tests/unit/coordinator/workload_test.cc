@@ -86,7 +86,8 @@ TEST(Workload, SizesAreBoundedBeforeAllocation) {
                           "w.jsonl:2: 536870911 more tokens would take the workload past 536870911 token ids in all");
   EXPECT_INVALID_ARGUMENT(Parse("{\"type\": \"document\", \"id\": \"d\", \"tokens\": 536870912}\n"),
                           "w.jsonl:1: \"tokens\" is 536870912");
-  EXPECT_INVALID_ARGUMENT(DefaultWorkload(1000, 2147483647, 0, 1, 1, 10), "at most 536870911 tokens each, 4194304 questions");
+  EXPECT_INVALID_ARGUMENT(DefaultWorkload(1000, 2147483647, 0, 1, 1, 10),
+                          "at most 536870911 tokens each, 4194304 questions");
   EXPECT_INVALID_ARGUMENT(DefaultWorkload(1000, 1000, 1000000, 1, 1, 10),
                           "default workload (questions): 1000000000 more tokens");
   EXPECT_INVALID_ARGUMENT(DefaultWorkload(1000, 1, 2147483647, 1, 1, 10), "default workload");

@@ -331,8 +331,9 @@ TEST_P(CommTest, AllToAllVMatchesSerial) {
     }
     const uint8_t kSentinel = 0xA5;
     std::vector<uint8_t> expected(recv_total, kSentinel);
-    for (int j = 0; j < n; ++j)
-      std::memcpy(expected.data() + recv_offsets[j], payload[j].data() + send_offsets[j][me], recv_bytes[j]);
+    for (int j = 0; j < n; ++j)  // (an empty vector's data() may be null: no memcpy of 0 bytes from it)
+      if (recv_bytes[j] > 0)
+        std::memcpy(expected.data() + recv_offsets[j], payload[j].data() + send_offsets[j][me], recv_bytes[j]);
 
     Buffer send(memory(), send_total[me]), recv(memory(), recv_total);
     send.Upload(payload[me]);

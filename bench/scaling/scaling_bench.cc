@@ -40,6 +40,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -246,17 +247,24 @@ Row RunConfig(const Config& c, const coordinator::RankDevice& device, double tol
 
   // Decode steps every request lives for: the first step, compute-only and timed runs, breakdown.
   // (TimeSteps takes one more step when the host runs ahead: the fenced breakdown never does.)
+  // (Main bounds every term, so none of these overflows.)
   const int steps = 1 + 2 * (c.warmup + c.iters + (c.run_ahead ? 1 : 0)) + (c.breakdown ? c.iters : 0);
   const int64_t per_gpu_prefix = (c.prefix + c.gpus - 1) / c.gpus;
-  const int64_t suffix_pages = (c.suffix + steps + c.page_size - 1) / c.page_size;
+  const int64_t suffix_pages = (int64_t(c.suffix) + steps + c.page_size - 1) / c.page_size;
   const int64_t owned = (c.batch + c.gpus - 1) / c.gpus;
+  const int64_t pages = (per_gpu_prefix + c.page_size - 1) / c.page_size + 2 + owned * suffix_pages + 4;
   coordinator::EngineOptions eo;
   eo.worker.pool.num_layers = c.layers;
   eo.worker.pool.num_kv_heads = c.kv_heads;
   eo.worker.pool.head_dim = c.head_dim;
   eo.worker.pool.dtype = c.dtype;
   eo.worker.pool.page_size = c.page_size;
-  eo.worker.pool.num_pages = int((per_gpu_prefix + c.page_size - 1) / c.page_size + 2 + owned * suffix_pages + 4);
+  if (pages > std::numeric_limits<int>::max()) {
+    row.does_not_fit = "does not fit: " + std::to_string(pages) + " KV pages per rank, more than one pool indexes";
+    PREFIXD_MPI_CHECK(MPI_Comm_free(&sub));
+    return row;
+  }
+  eo.worker.pool.num_pages = int(pages);
   eo.worker.num_qo_heads = c.qo_heads;
   eo.worker.reduction = c.reduction;
   eo.worker.keep_layer_outputs = true;
@@ -446,8 +454,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
                      "interval between steps, the slowest rank's)")
       ("breakdown", "also time the steps with a fence at every phase boundary (per-phase device time)")
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
-      ("w,warmup", "warm-up steps per measurement", cxxopts::value<int>()->default_value("3"))
-      ("n,iters", "timed steps per measurement (the median is reported)", cxxopts::value<int>()->default_value("10"))
+      ("w,warmup", "warm-up steps per measurement (0 to 100000)", cxxopts::value<int>()->default_value("3"))
+      ("n,iters", "timed steps per measurement, 1 to 100000 (the median is reported)", cxxopts::value<int>()->default_value("10"))
       ("check", "requests checked against the single-rank computation per row (0: none)",
        cxxopts::value<int>()->default_value("2"))
       ("csv", "append rows to this CSV file (header written when new)", cxxopts::value<std::string>())
@@ -500,13 +508,27 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
   base.run_ahead = args.count("sync-steps") == 0;
   if (host_only) base.checks = 0;
   PREFIXD_CHECK_ARG(base.chunks >= 1 && base.chunks <= 16, "--chunks must be in [1, 16]");
-  PREFIXD_CHECK_ARG(base.batch >= 1 && base.suffix >= 0 && base.layers >= 1 && base.iters >= 1 && base.warmup >= 0,
-                    "batch, layers and iters must be ≥ 1; suffix and warmup ≥ 0");
+  // Bounds that keep every count in range (requests' lifetimes, pages, token ids): far beyond what a
+  // GPU holds, so a real sweep never meets them, and an absurd flag is refused here, not by an
+  // overflow or an allocation deep inside the first row.
+  constexpr int kMaxSteps = 100000, kMaxBatch = 1 << 20, kMaxSuffix = 1 << 24;
+  constexpr int64_t kMaxPrefix = std::numeric_limits<int32_t>::max() / 4;  // 2^29 − 1, as in a workload
+  PREFIXD_CHECK_ARG(base.iters >= 1 && base.iters <= kMaxSteps,
+                    "--iters must be in [1, " << kMaxSteps << "], got " << base.iters);
+  PREFIXD_CHECK_ARG(base.warmup >= 0 && base.warmup <= kMaxSteps,
+                    "--warmup must be in [0, " << kMaxSteps << "], got " << base.warmup);
+  PREFIXD_CHECK_ARG(base.batch >= 1 && base.batch <= kMaxBatch,
+                    "--batch must be in [1, " << kMaxBatch << "], got " << base.batch);
+  PREFIXD_CHECK_ARG(base.suffix >= 0 && base.suffix <= kMaxSuffix,
+                    "--suffix must be in [0, " << kMaxSuffix << "], got " << base.suffix);
+  PREFIXD_CHECK_ARG(base.layers >= 1, "--layers must be ≥ 1, got " << base.layers);
   const int64_t strong_prefix = opt("prefix", 262144, 4096);
   const int64_t weak_prefix = opt("prefix-per-gpu", 131072, 2048);
   // Checked here, before the table's header: the placement would refuse them only at the first row.
-  PREFIXD_CHECK_ARG(strong_prefix >= 1 && weak_prefix >= 1,
-                    "--prefix and --prefix-per-gpu must be ≥ 1, got " << strong_prefix << " and " << weak_prefix);
+  PREFIXD_CHECK_ARG(strong_prefix >= 1 && weak_prefix >= 1 && strong_prefix <= kMaxPrefix &&
+                        weak_prefix <= kMaxPrefix / ranks,
+                    "--prefix and --prefix-per-gpu × ranks must be in [1, " << kMaxPrefix << "], got "
+                                                                           << strong_prefix << " and " << weak_prefix);
   const double tol = !use_cuda ? 1e-3 : base.dtype == kernels::DType::kFloat16 ? 2e-3 : 1e-2;
 
   std::vector<int> gpus;

@@ -1372,6 +1372,13 @@ int Main(int argc, char** argv) {
                                 "--page-size must be in [1, 4096], got " << shape.page_size);
               PREFIXD_CHECK_ARG(b > 0 && p >= 0 && s >= 0,
                                 "bad shape: batch " << b << ", prefix " << p << ", suffix " << s);
+              // MakeBatch's pool: the prefix's pages, each request's, one spare; its token slots
+              // are indexed by int32 (KvPoolShape::Validate), so refuse the shape here, by name.
+              const int64_t ps = shape.page_size;
+              const int64_t slots = ps * ((p + ps - 1) / ps + int64_t(b) * ((s + ps - 1) / ps) + 1);
+              PREFIXD_CHECK_ARG(slots <= std::numeric_limits<int32_t>::max(),
+                                "shape batch " << b << ", prefix " << p << ", suffix " << s << " needs " << slots
+                                               << " KV token slots, more than one pool indexes (2^31 - 1)");
               std::tie(shape.h_qo, shape.h_kv) = ParseHeads(hh);
               shape.head_dim = d;
               shape.batch = b;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <string>
 
 namespace prefixd::comm {
@@ -52,6 +53,8 @@ int RunRankMain(int argc, char** argv, const std::function<int(MpiSession&)>& bo
     rc = body(*session);
   } catch (const Error& e) {
     AbortJob(e.what(), ExitCodeFor(e.kind()));
+  } catch (const std::bad_alloc&) {
+    AbortJob(kHostOutOfMemoryMessage, kExitOutOfMemory);
   } catch (const std::exception& e) {
     AbortJob(std::string("unexpected exception: ") + e.what(), kExitFailure);
   } catch (...) {

@@ -27,6 +27,9 @@ const char* ErrorKindName(ErrorKind kind) {
   return "error";
 }
 
+const char kHostOutOfMemoryMessage[] =
+    "out of host memory (std::bad_alloc): the sizes asked for need more memory than this machine has";
+
 void SetErrorRank(int rank) { g_error_rank = rank; }
 int ErrorRank() { return g_error_rank; }
 

@@ -35,6 +35,10 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+// The message for a std::bad_alloc that reaches a tool's outermost catch: sizes (flags, a workload)
+// that fit every bound but not this machine's memory.
+extern const char kHostOutOfMemoryMessage[];
+
 // The rank printed in error messages; comm's bootstrap sets it once MPI is up (-1 = unknown).
 void SetErrorRank(int rank);
 int ErrorRank();

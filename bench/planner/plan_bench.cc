@@ -6,7 +6,9 @@
 //   prefixd_plan_bench --prefix 256,65536,262144 --batch 128 --suffix 512
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -69,6 +71,9 @@ int Run(int argc, char** argv) {
   }
   const int batch = args["batch"].as<int>(), suffix = args["suffix"].as<int>(), iters = args["iters"].as<int>();
   PREFIXD_CHECK_ARG(batch >= 1 && suffix >= 1 && iters >= 1, "--batch, --suffix and --iters must be ≥ 1");
+  PREFIXD_CHECK_ARG(batch <= (1 << 20) && suffix <= (1 << 24) && iters <= 100000,
+                    "--batch, --suffix and --iters must be at most 2^20, 2^24 and 100000, got " << batch << ", "
+                                                                                              << suffix << ", " << iters);
   const std::string heads = args["heads"].as<std::string>();
   const size_t slash = heads.find('/');
   PREFIXD_CHECK_ARG(slash != std::string::npos, "--heads: expected H_qo/H_kv, got '" << heads << "'");
@@ -85,6 +90,11 @@ int Run(int argc, char** argv) {
   std::printf("#  prefix | choice off us | choice on us | with report us | candidates us (near ties) | chosen layout\n");
   for (const int prefix : ParseList(args["prefix"].as<std::string>())) {
     KvPoolShape pool{1, 0, 16, h_kv, 128, DType::kBFloat16};
+    // The pool's token slots are indexed by int32 (KvPoolShape::Validate): refuse the row by name.
+    const int64_t slots = pool.page_size * ((int64_t(prefix) + 15) / 16 + int64_t(batch) * ((suffix + 15) / 16) + 1);
+    PREFIXD_CHECK_ARG(slots <= std::numeric_limits<int32_t>::max(),
+                      "prefix " << prefix << ", batch " << batch << ", suffix " << suffix << " need " << slots
+                                << " KV token slots, more than one pool indexes (2^31 - 1)");
     const DecodeBatch b = UniformBatch(prefix, batch, suffix, h_qo, pool.page_size, &pool);
     PlanOptions choose = H200PlanOptions();
     choose.choose_layout = true;

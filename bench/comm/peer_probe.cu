@@ -104,10 +104,21 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  const auto in_range = [](const std::vector<long long>& list, long long lo, long long hi) {
+    return !list.empty() && std::all_of(list.begin(), list.end(), [&](long long x) { return x >= lo && x <= hi; });
+  };
+  if (!in_range(sizes, 16, 1LL << 30) || !in_range(blocks, 1, 1024)) {
+    std::fprintf(stderr, "prefixd_peer_probe: --bytes must list sizes in [16, 2^30] and --blocks counts in [1, 1024]\n");
+    return 2;
+  }
+  if (iters < 1 || iters > 100000) {
+    std::fprintf(stderr, "prefixd_peer_probe: --iters must be in [1, 100000], got %d\n", iters);
+    return 2;
+  }
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
-    std::printf("prefixd_peer_probe: needs at least 2 GPUs (found %d)\n", n);
-    return 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {  // nothing measured: not a success
+    std::fprintf(stderr, "prefixd_peer_probe: needs at least 2 GPUs (found %d)\n", n);
+    return 2;
   }
   n = std::min(n, kMaxGpus);
   for (int g = 0; g < n; ++g) {

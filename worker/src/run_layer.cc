@@ -245,10 +245,10 @@ void Worker::RunLayerHeadChunks(Chunk& ch, int layer) {
     sync_->WaitFor(compute, st_mark[c]);
     if (b_own == 0) return;
     const float* recv = B.st_recv.get<float>() + c * st_recv * st_row_c;
-    const float* v_loc = B.v_loc.get<float>() + c * b_loc * v_row_c;
-    const float* s_loc = B.s_loc.get<float>() + c * b_loc * hq_c;
-    float* v_out = B.v_hc.get<float>() + c * b_own * v_row_c;
-    float* s_out = B.s_hc.get<float>() + c * b_own * hq_c;
+    const float* v_loc = B.v_loc.get<float>() + int64_t(c) * b_loc * v_row_c;
+    const float* s_loc = B.s_loc.get<float>() + int64_t(c) * b_loc * hq_c;
+    float* v_out = B.v_hc.get<float>() + int64_t(c) * b_own * v_row_c;
+    float* s_out = B.s_hc.get<float>() + int64_t(c) * b_own * hq_c;
     if (L.merge_n == 1) {
       UnpackStates(be, recv, v_loc, s_loc, B.merge_src, 1, b_own, hq_c, d, v_out, s_out);
       return;
@@ -260,11 +260,13 @@ void Worker::RunLayerHeadChunks(Chunk& ch, int layer) {
   //    chunk's merge once this chunk's cascade is enqueued.
   for (int c = 0; c < n; ++c) {
     if (q_mark[c] >= 0) sync_->WaitFor(compute, q_mark[c]);
-    void* q_c = q_local_base + c * b_loc * q_row_c;
+    void* q_c = q_local_base + int64_t(c) * b_loc * q_row_c;
     GatherRows(be, q_c, q_recv_base + c * q_recv * q_row_c, B.q_own.get(), B.hc_q_unpack + int64_t(c) * b_loc, b_loc,
                row_words_c, 0);
-    float* v_c = direct ? B.v_hc.get<float>() + c * b_own * v_row_c : B.v_loc.get<float>() + c * b_loc * v_row_c;
-    float* s_c = direct ? B.s_hc.get<float>() + c * b_own * hq_c : B.s_loc.get<float>() + c * b_loc * hq_c;
+    float* v_c = direct ? B.v_hc.get<float>() + int64_t(c) * b_own * v_row_c
+                        : B.v_loc.get<float>() + int64_t(c) * b_loc * v_row_c;
+    float* s_c = direct ? B.s_hc.get<float>() + int64_t(c) * b_own * hq_c
+                        : B.s_loc.get<float>() + int64_t(c) * b_loc * hq_c;
     if (b_loc > 0) {
       kernels::CascadeArgs args;
       args.kv = kv_;

@@ -5,7 +5,9 @@
 // Why item pages: a short item's start is a chain of dependent loads — its descriptor, its
 // request's page-table entry, its first K/V — and the host, which builds the plan with the page
 // table in hand, can pass the first pages beside the descriptor (WriteDecodeItemPages,
-// prefixd/kernels/decode_item_pages.h). Tokens in those slots then skip the page-table load.
+// prefixd/kernels/decode_item_pages.h). The first step's tokens in those slots then skip the
+// page-table load; later steps look theirs up one step ahead, off the critical path, so the kernels
+// pass the known pages to the first step's lookups only (no register held past it).
 #pragma once
 
 #include <cstdint>

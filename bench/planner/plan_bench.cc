@@ -72,8 +72,8 @@ int Run(int argc, char** argv) {
   const int batch = args["batch"].as<int>(), suffix = args["suffix"].as<int>(), iters = args["iters"].as<int>();
   PREFIXD_CHECK_ARG(batch >= 1 && suffix >= 1 && iters >= 1, "--batch, --suffix and --iters must be ≥ 1");
   PREFIXD_CHECK_ARG(batch <= (1 << 20) && suffix <= (1 << 24) && iters <= 100000,
-                    "--batch, --suffix and --iters must be at most 2^20, 2^24 and 100000, got " << batch << ", "
-                                                                                              << suffix << ", " << iters);
+                    "--batch, --suffix and --iters must be at most 2^20, 2^24 and 100000, got "
+                        << batch << ", " << suffix << ", " << iters);
   const std::string heads = args["heads"].as<std::string>();
   const size_t slash = heads.find('/');
   PREFIXD_CHECK_ARG(slash != std::string::npos, "--heads: expected H_qo/H_kv, got '" << heads << "'");

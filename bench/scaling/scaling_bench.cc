@@ -455,7 +455,8 @@ int Main(comm::MpiSession& session, int argc, char** argv) {
       ("breakdown", "also time the steps with a fence at every phase boundary (per-phase device time)")
       ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
       ("w,warmup", "warm-up steps per measurement (0 to 100000)", cxxopts::value<int>()->default_value("3"))
-      ("n,iters", "timed steps per measurement, 1 to 100000 (the median is reported)", cxxopts::value<int>()->default_value("10"))
+      ("n,iters", "timed steps per measurement, 1 to 100000 (the median is reported)",
+       cxxopts::value<int>()->default_value("10"))
       ("check", "requests checked against the single-rank computation per row (0: none)",
        cxxopts::value<int>()->default_value("2"))
       ("csv", "append rows to this CSV file (header written when new)", cxxopts::value<std::string>())

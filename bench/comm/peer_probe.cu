@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
     return !list.empty() && std::all_of(list.begin(), list.end(), [&](long long x) { return x >= lo && x <= hi; });
   };
   if (!in_range(sizes, 16, 1LL << 30) || !in_range(blocks, 1, 1024)) {
-    std::fprintf(stderr, "prefixd_peer_probe: --bytes must list sizes in [16, 2^30] and --blocks counts in [1, 1024]\n");
+    std::fprintf(stderr,
+                 "prefixd_peer_probe: --bytes must list sizes in [16, 2^30] and --blocks counts in [1, 1024]\n");
     return 2;
   }
   if (iters < 1 || iters > 100000) {

@@ -91,7 +91,8 @@ int Run(int argc, char** argv) {
   for (const int prefix : ParseList(args["prefix"].as<std::string>())) {
     KvPoolShape pool{1, 0, 16, h_kv, 128, DType::kBFloat16};
     // The pool's token slots are indexed by int32 (KvPoolShape::Validate): refuse the row by name.
-    const int64_t slots = pool.page_size * ((int64_t(prefix) + 15) / 16 + int64_t(batch) * ((suffix + 15) / 16) + 1);
+    const int64_t ps = pool.page_size;  // UniformBatch's pool: the prefix's pages, each request's, one spare
+    const int64_t slots = ps * ((prefix + ps - 1) / ps + int64_t(batch) * ((suffix + ps - 1) / ps) + 1);
     PREFIXD_CHECK_ARG(slots <= std::numeric_limits<int32_t>::max(),
                       "prefix " << prefix << ", batch " << batch << ", suffix " << suffix << " need " << slots
                                 << " KV token slots, more than one pool indexes (2^31 - 1)");

@@ -4,12 +4,12 @@
 // on its error (RMS ln-error ~0.17 on the H200, bench/NOTES-planner.md, session 75) is as large as
 // the 4-8% gains it predicts for its variants (the concurrent decode, a doubled prefix item
 // target); there three of 113 shapes took a variant 10-17% slower than the plain cascade. No
-// refit or margin ranked them as measured. A MeasuredPlanner plans with the model as always and,
-// where the model's choice is a near tie (another candidate — the cascade with the options' split,
-// plain decode of every group that can be, the cascade with half the prefix item target or with
-// the narrow prefix CTA's items — predicted within tie_band of it), times those
-// candidates once on the backend, on the caller's KV pool, and keeps the fastest for the batch's
-// shape class. Later batches of the class (ShapeClassKey) get the kept candidate without timing,
+// refit or margin ranked them as measured. A MeasuredPlanner plans with the model as always and
+// times its choice against the rivals it could be wrong about — the cascade with the options'
+// split (always), plain decode of every group that can be (where its lower bound is within
+// tie_band of the model's choice), the cascade with half the prefix item target or with the narrow
+// prefix CTA's items (where predicted within tie_band) — once on the backend, on the caller's KV
+// pool, and keeps the fastest for the batch's shape class. Later batches of the class (ShapeClassKey) get the kept candidate without timing,
 // so a decode that grows by a token per step is timed again only when it crosses into a new class.
 //
 // Every candidate computes the same attention over the same tokens, so the choice changes speed
@@ -41,9 +41,10 @@ enum class PlanCandidate : uint8_t {
 const char* PlanCandidateName(PlanCandidate c);
 
 struct MeasuredChoiceOptions {
-  // A candidate is timed against the model's choice when predicted at most this fraction slower
-  // than it (or faster: plain decode within plain_margin). 0.15: the model's RMS ln-error off its
-  // calibration grid, which covered every misranked choice measured (predicted gaps 4-8%).
+  // The half-target and narrow cascades are timed against the model's choice when predicted at
+  // most this fraction slower than it, plain decode when its lower bound is (the cascade always).
+  // 0.15: the model's RMS ln-error off its calibration grid, which covered every misranked split
+  // variant measured (predicted gaps 4-8%).
   double tie_band = 0.15;
   // The model's choice or plain decode replaces the cascade only when measured faster than it by
   // more than this fraction: the cascade reads the prefix once, so it degrades least when other
@@ -76,8 +77,10 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
 // The plans a measured choice times, planned without running anything: the model's choice first
 // (PlanCascade with options.choose_layout, its report in `model`), then the cascade, plain decode,
 // the half-target and the narrow cascade (where the options allow them) where they differ from it
-// and from each other and are predicted within tie_band of it. A candidate identical to the model's
-// choice names the first entry instead (kinds[0] = kCascade, say). One entry: no near tie.
+// and from each other: the cascade always, plain decode where PlainStreamLowerBoundUs is within
+// tie_band of the model's prediction, the other two where predicted within tie_band of it. A
+// candidate identical to the model's choice names the first entry instead (kinds[0] = kCascade,
+// say). One entry: nothing to time (the model chose the cascade and no rival is near).
 struct PlanCandidates {
   PlanReport model;
   std::vector<PlanCandidate> kinds;

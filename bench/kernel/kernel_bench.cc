@@ -247,7 +247,8 @@ constexpr double kLseTol = 5e-4;
 DecodeBatch MakeBatch(const Shape& s, std::mt19937_64& rng, KvPoolShape* pool) {
   const int prefix_pages = (s.prefix + s.page_size - 1) / s.page_size;
   const int suffix_pages = (s.suffix + s.page_size - 1) / s.page_size;
-  *pool = KvPoolShape{1, prefix_pages + s.batch * suffix_pages + 1, s.page_size, s.h_kv, s.head_dim, s.dtype};
+  *pool = KvPoolShape{1, kernels::OneGroupPoolPages(s.prefix, s.batch, s.suffix, s.page_size), s.page_size, s.h_kv,
+                      s.head_dim, s.dtype};
   pool->Validate();
   std::vector<int32_t> pages(size_t(s.batch) * suffix_pages);
   std::iota(pages.begin(), pages.end(), prefix_pages);
@@ -1372,13 +1373,8 @@ int Main(int argc, char** argv) {
                                 "--page-size must be in [1, 4096], got " << shape.page_size);
               PREFIXD_CHECK_ARG(b > 0 && p >= 0 && s >= 0,
                                 "bad shape: batch " << b << ", prefix " << p << ", suffix " << s);
-              // MakeBatch's pool: the prefix's pages, each request's, one spare; its token slots
-              // are indexed by int32 (KvPoolShape::Validate), so refuse the shape here, by name.
-              const int64_t ps = shape.page_size;
-              const int64_t slots = ps * ((p + ps - 1) / ps + int64_t(b) * ((s + ps - 1) / ps) + 1);
-              PREFIXD_CHECK_ARG(slots <= std::numeric_limits<int32_t>::max(),
-                                "shape batch " << b << ", prefix " << p << ", suffix " << s << " needs " << slots
-                                               << " KV token slots, more than one pool indexes (2^31 - 1)");
+              // MakeBatch's pool, refused here by name (before any GPU work) where it is too large.
+              kernels::OneGroupPoolPages(p, b, s, shape.page_size);
               std::tie(shape.h_qo, shape.h_kv) = ParseHeads(hh);
               shape.head_dim = d;
               shape.batch = b;

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -42,6 +41,7 @@ std::vector<int> ParseList(const std::string& text) {
 
 // One group of `batch` requests sharing pages [0, prefix / page), each with `suffix` own tokens.
 DecodeBatch UniformBatch(int prefix, int batch, int suffix, int h_qo, int page_size, KvPoolShape* pool) {
+  pool->num_pages = OneGroupPoolPages(prefix, batch, suffix, page_size);  // first: refuses a pool too large
   const int prefix_pages = (prefix + page_size - 1) / page_size, suffix_pages = (suffix + page_size - 1) / page_size;
   DecodeBatch b;
   b.num_qo_heads = h_qo;
@@ -51,7 +51,6 @@ DecodeBatch UniformBatch(int prefix, int batch, int suffix, int h_qo, int page_s
     std::iota(own.begin(), own.end(), prefix_pages + r * suffix_pages);
     b.suffix.AddSeq(own, suffix == 0 ? 0 : (suffix - 1) % page_size + 1);
   }
-  pool->num_pages = prefix_pages + batch * suffix_pages + 1;
   return b;
 }
 
@@ -90,12 +89,6 @@ int Run(int argc, char** argv) {
   std::printf("#  prefix | choice off us | choice on us | with report us | candidates us (near ties) | chosen layout\n");
   for (const int prefix : ParseList(args["prefix"].as<std::string>())) {
     KvPoolShape pool{1, 0, 16, h_kv, 128, DType::kBFloat16};
-    // The pool's token slots are indexed by int32 (KvPoolShape::Validate): refuse the row by name.
-    const int64_t ps = pool.page_size;  // UniformBatch's pool: the prefix's pages, each request's, one spare
-    const int64_t slots = ps * ((prefix + ps - 1) / ps + int64_t(batch) * ((suffix + ps - 1) / ps) + 1);
-    PREFIXD_CHECK_ARG(slots <= std::numeric_limits<int32_t>::max(),
-                      "prefix " << prefix << ", batch " << batch << ", suffix " << suffix << " need " << slots
-                                << " KV token slots, more than one pool indexes (2^31 - 1)");
     const DecodeBatch b = UniformBatch(prefix, batch, suffix, h_qo, pool.page_size, &pool);
     PlanOptions choose = H200PlanOptions();
     choose.choose_layout = true;

@@ -1,7 +1,6 @@
 #include "prefixd/kernels/kv_cache.h"
 
 #include <algorithm>
-#include <limits>
 #include <unordered_map>
 
 #include "prefixd/common/error.h"
@@ -16,9 +15,23 @@ void KvPoolShape::Validate() const {
   PREFIXD_CHECK_ARG(page_size > 0, "KV pool: page_size must be positive, got " << page_size);
   PREFIXD_CHECK_ARG(num_kv_heads > 0, "KV pool: num_kv_heads must be positive, got " << num_kv_heads);
   // Kernels index token slots with int32 (page · page_size + i); keep every slot representable.
-  PREFIXD_CHECK_ARG(int64_t(num_pages) * page_size <= std::numeric_limits<int32_t>::max(),
+  PREFIXD_CHECK_ARG(int64_t(num_pages) * page_size <= kMaxPoolTokenSlots,
                     "KV pool: " << num_pages << " pages of " << page_size
                                 << " tokens exceed 2^31 - 1 token slots");
+}
+
+int OneGroupPoolPages(int prefix_tokens, int requests, int suffix_tokens, int page_size) {
+  PREFIXD_CHECK_ARG(page_size > 0 && prefix_tokens >= 0 && requests >= 0 && suffix_tokens >= 0,
+                    "pool of " << requests << " requests, prefix " << prefix_tokens << ", suffix " << suffix_tokens
+                               << ", page " << page_size << ": sizes must not be negative, the page positive");
+  const int64_t ps = page_size;
+  const int64_t suffix_pages = (suffix_tokens + ps - 1) / ps;
+  // Every count is below 2^31, so the sum fits in 64 bits before the bound is checked.
+  const int64_t pages = (prefix_tokens + ps - 1) / ps + requests * suffix_pages + 1;
+  PREFIXD_CHECK_ARG(pages <= kMaxPoolTokenSlots / ps,
+                    "batch " << requests << ", prefix " << prefix_tokens << ", suffix " << suffix_tokens << " needs "
+                             << pages * ps << " KV token slots, more than one pool indexes (2^31 - 1)");
+  return int(pages);
 }
 
 // Page bookkeeping is one refcount per page (0 = free). Suffix pages are taken from the top of the

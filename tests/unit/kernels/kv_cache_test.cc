@@ -33,6 +33,22 @@ TEST(KvPoolShape, RejectsBadShapes) {
   EXPECT_INVALID_ARGUMENT((KvPoolShape{1, 1 << 30, 16, 1, 64}.Validate()), "token slots");
 }
 
+// The benchmarks' one-group pools: the prefix's pages, each request's, one spare; a shape past
+// 2^31 - 1 token slots refused by name, counted in 64 bits (2^20 requests × 2^24 tokens would
+// overflow an int page count).
+TEST(OneGroupPoolPages, CountsPagesAndRefusesPoolsTooLarge) {
+  EXPECT_EQ(OneGroupPoolPages(1000, 3, 17, 16), 63 + 3 * 2 + 1);
+  EXPECT_EQ(OneGroupPoolPages(0, 5, 0, 16), 1);
+  EXPECT_EQ(OneGroupPoolPages(32, 1, 16, 8), 4 + 2 + 1);
+  const int most = int((kMaxPoolTokenSlots / 16) - 1);  // pages: the prefix's, then the spare one
+  EXPECT_EQ(OneGroupPoolPages(most * 16, 0, 0, 16), most + 1);
+  EXPECT_INVALID_ARGUMENT(OneGroupPoolPages(most * 16 + 1, 0, 0, 16), "more than one pool indexes");
+  EXPECT_INVALID_ARGUMENT(OneGroupPoolPages(8192, 1 << 20, 1 << 24, 16), "batch 1048576, prefix 8192, suffix 16777216");
+  EXPECT_INVALID_ARGUMENT(OneGroupPoolPages(8192, -1, 16, 16), "must not be negative");
+  EXPECT_INVALID_ARGUMENT(OneGroupPoolPages(8192, 1, 16, 0), "the page positive");
+  EXPECT_NO_THROW((KvPoolShape{1, OneGroupPoolPages(most * 16, 0, 0, 16), 16, 1, 64}.Validate()));
+}
+
 PageTable GoodTable() {
   PageTable t;
   t.AddSeq({3, 1}, 5);

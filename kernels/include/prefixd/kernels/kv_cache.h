@@ -34,6 +34,14 @@ struct KvPoolShape {
   void Validate() const;  // throws kInvalidArgument (head_dim ∉ {64,128,256}, sizes ≤ 0, ...)
 };
 
+// Kernels index a pool's token slots with int32 (page · page_size + i): the most one pool holds.
+inline constexpr int64_t kMaxPoolTokenSlots = 2147483647;  // 2^31 - 1
+
+// The pages of a pool for one prefix group (the benchmarks' batches): the prefix's pages, each
+// request's own suffix pages, one spare. Counted in 64 bits, so that a shape too large for a pool
+// is refused by name (kInvalidArgument: more than kMaxPoolTokenSlots) before an int overflows.
+int OneGroupPoolPages(int prefix_tokens, int requests, int suffix_tokens, int page_size);
+
 // K/V memory as seen by one backend (host pointers for the CPU backend, device pointers for CUDA).
 struct KvPoolView {
   KvPoolShape shape;

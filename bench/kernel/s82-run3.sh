@@ -3,7 +3,8 @@
 # 32/32 B256 P32768 S256 in run 1 (the benchmark timed it 12% slower than the cascade). The
 # planner's own times of its candidates (--measured-choice prints them) by the build before
 # (constant 0x3C3C queries, prefixd_kernel_bench_old) and this one (random queries), old new old new,
-# fp16 and bf16; then the planner check on the default grid (fp16, bf16) with this build.
+# fp16 and bf16; then the planner check on the default grid (fp16, bf16) with this build, and the
+# GPU tests of the measured choice.
 #   CARRY=.carry/s82b bash bench/kernel/s82-run3.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,4 +21,5 @@ check() { local name=$1; shift; timeout 200 $B --planner-check "$@" >"$OUT/$name
   awk '$1 ~ /^(bf16|fp16)$/ && $NF+0 > 1.05' "$OUT/$name.txt" | cut -c1-250; }
 check grid-fp16 --dtype fp16
 check grid-bf16 --dtype bf16
+run_gpu_tests 'CudaPlanner*:*Measured*'
 pack_logs

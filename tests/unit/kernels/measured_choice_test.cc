@@ -116,6 +116,17 @@ Case MakeCase(int b, int p, int s, uint64_t seed, bool with_kv = true) {
   return c;
 }
 
+// The case's K/V uploaded through mem (the backend's memory): the planner's view of the pool.
+kernels::KvPoolView UploadPool(BackendBuffers& mem, const Case& c) {
+  return {c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2), mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+}
+
+// The cascade with the options' split and no layout choice (PlanCandidate::kCascade).
+CascadePlan FixedCascade(const Case& c, PlanOptions o) {
+  o.choose_layout = false;
+  return kernels::PlanCascade(c.batch, c.shape, o);
+}
+
 TEST(PickMeasured, FastestUnlessTheCascadeIsWithinTheMargin) {
   using K = PlanCandidate;
   EXPECT_EQ(kernels::PickMeasured({K::kModelChoice, K::kCascade}, {90, 100}, 0.02), 0);
@@ -198,15 +209,12 @@ TEST(MeasuredPlanner, TimesTheCascadeHoweverFarItIsPredicted) {
   ASSERT_EQ(cands.kinds.size(), 2u);
   ASSERT_EQ(cands.kinds[1], PlanCandidate::kCascade);
   EXPECT_GT(cands.predicted_us[1], 1.15 * cands.model.predicted_us) << "the cascade is predicted within the band";
-  PlanOptions fixed = o;
-  fixed.choose_layout = false;
   Script script;
-  script.cascade_flat = kernels::PlanCascade(c.batch, c.shape, fixed).Serialize();
+  script.cascade_flat = FixedCascade(c, o).Serialize();
   script.cascade_us = 80;  // measured 20% faster than plain decode
   ScriptedTimeBackend backend(script);
   BackendBuffers mem(backend);
-  const kernels::KvPoolView kv{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
-                               mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+  const kernels::KvPoolView kv = UploadPool(mem, c);
   MeasuredPlanner planner;
   MeasuredChoiceReport rep;
   const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
@@ -263,17 +271,14 @@ TEST(MeasuredPlanner, TimesANearTieOnceAndKeepsTheFasterForTheClass) {
   const PlanOptions o = ChooseOptions();
   const kernels::PlanCandidates cands = kernels::NearTieCandidates(c.batch, c.shape, o, 0.15);
   ASSERT_GE(cands.plans.size(), 2u) << "the shape has no near tie; the test needs one";
-  PlanOptions fixed = o;
-  fixed.choose_layout = false;
   Script script;
-  script.cascade_flat = kernels::PlanCascade(c.batch, c.shape, fixed).Serialize();
+  script.cascade_flat = FixedCascade(c, o).Serialize();
   for (const double plain_us : {50.0, 200.0}) {  // plain decode measured twice as fast, then half as fast
     script.plain_us = plain_us;
     ScriptedTimeBackend backend(script);
     MeasuredPlanner planner;
     BackendBuffers mem(backend);
-    const kernels::KvPoolView real{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
-                                   mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+    const kernels::KvPoolView real = UploadPool(mem, c);
     MeasuredChoiceReport rep;
     const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, real, &rep);
     ASSERT_TRUE(rep.timed);
@@ -311,16 +316,13 @@ TEST(MeasuredPlanner, ChosenPlanComputesTheCascadesAttention) {
   for (const bool plain_faster : {true, false}) {
     Case c = MakeCase(3, 256, 256, 7 + plain_faster);
     const PlanOptions o = ChooseOptions();
-    PlanOptions fixed = o;
-    fixed.choose_layout = false;
-    const CascadePlan cascade = kernels::PlanCascade(c.batch, c.shape, fixed);
+    const CascadePlan cascade = FixedCascade(c, o);
     Script script;
     script.cascade_flat = cascade.Serialize();
     script.plain_us = plain_faster ? 10 : 1000;
     ScriptedTimeBackend backend(script);
     BackendBuffers mem(backend);
-    const kernels::KvPoolView kv{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
-                                 mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+    const kernels::KvPoolView kv = UploadPool(mem, c);
     MeasuredPlanner planner;
     MeasuredChoiceReport rep;
     const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
@@ -342,8 +344,7 @@ TEST(MeasuredPlanner, NoRoomForTheScratchTakesTheModelsChoice) {
   Case c = MakeCase(3, 256, 256, 11);
   ScriptedTimeBackend backend(Script{});
   BackendBuffers mem(backend);
-  const kernels::KvPoolView kv{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
-                               mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+  const kernels::KvPoolView kv = UploadPool(mem, c);
   backend.alloc_limit = 64;  // the queries alone need 3 · 32 · 128 · 2 bytes
   MeasuredPlanner planner;
   MeasuredChoiceReport rep;
@@ -369,8 +370,7 @@ TEST(MeasuredPlanner, TimesAPlanForAHeadView) {
   const CascadePlan plan = kernels::PlanCascade(batch, view, {});
   ScriptedTimeBackend backend([](const CascadePlan&) { return 5.0; });
   BackendBuffers mem(backend);
-  const kernels::KvPoolView kv{c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2),
-                               mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
+  const kernels::KvPoolView kv = UploadPool(mem, c);
   const std::vector<double> us = MeasuredPlanner().TimePlans({&plan}, backend, kv, kF16);
   ASSERT_EQ(us.size(), 1u);
   EXPECT_EQ(us[0], 5.0);

@@ -6,7 +6,7 @@
 # fp16 and bf16; then the planner check on the default grid (fp16, bf16) with this build, and the
 # GPU tests of the measured choice.
 # Not run in session 82 (no machine lent after run 2). The random queries were reverted from the
-# tree (9th commit of the session) until measured: the carry .carry/s82b (git-ignored) holds the
+# tree (d02c352) until measured: the carry .carry/s82b (git-ignored) holds the
 # build of commit c8cd22c, which has them; rebuild it from that commit if the carry is gone
 # (`git show c8cd22c -- kernels/src/measured_choice.cc` is the whole change).
 #   CARRY=.carry/s82b bash bench/kernel/s82-run3.sh

@@ -80,12 +80,13 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
   const double limit = c.model.predicted_us * (1.0 + tie_band);
   // The cascade and plain decode (the two), then the two split layouts the planner check
   // times beside them (bench/kernel/kernel_bench.cc), which the model misranked by 5-13% on session
-  // 76's off-grid shapes. The band does not hold for the two: the cascade, which every other layout
-  // is an alternative to, is timed whatever its prediction, and plain decode wherever its lower
-  // bound is in the band. Once a kernel changes, the model's error on them can pass the band: after
-  // session 78's faster decode epilogue it predicted the cascade 22-27% slower than plain decode at
-  // bf16 16/2 D64 B3 P12344 and fp16 40/8 B1 P304 S100, and measured it 4-15% faster (bench/RESULTS.md,
-  // session 81 run 5). Timing them costs one step's time per layout, once per shape class.
+  // 76's off-grid shapes. The band does not hold for the two: the cascade, which every other
+  // layout is an alternative to, is timed whatever its prediction, and plain decode wherever its
+  // lower bound is in the band. Once a kernel changes, the model's error on them can pass the band:
+  // after session 78's faster decode epilogue it predicted the cascade 22-27% slower than plain
+  // decode at bf16 16/2 D64 B3 P12344 and fp16 40/8 B1 P304 S100, and measured it 4-15% faster
+  // (bench/RESULTS.md, session 81 run 5). Timing them costs one step's time per layout, once per
+  // shape class.
   for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
                                    PlanCandidate::kNarrow}) {
     std::optional<CascadePlan> plan;

@@ -9,8 +9,9 @@
 // split (always), plain decode of every group that can be (where its lower bound is within
 // tie_band of the model's choice), the cascade with half the prefix item target or with the narrow
 // prefix CTA's items (where predicted within tie_band) — once on the backend, on the caller's KV
-// pool, and keeps the fastest for the batch's shape class. Later batches of the class (ShapeClassKey) get the kept candidate without timing,
-// so a decode that grows by a token per step is timed again only when it crosses into a new class.
+// pool, and keeps the fastest for the batch's shape class. Later batches of the class
+// (ShapeClassKey) get the kept candidate without timing, so a decode that grows by a token per
+// step is timed again only when it crosses into a new class.
 //
 // Every candidate computes the same attention over the same tokens, so the choice changes speed
 // only, never the result beyond float rounding (the ⊕ order). Timing allocates scratch (queries,

@@ -6,8 +6,8 @@
 // pages except in the rows of each item's first two tokens (every kernel's first step has at least
 // two: kUnroll, or a 16-row tile), which hold other random K/V. With item_pages the outputs must
 // match the float64 oracle over the true rows there; without them, the oracle over the decoys (so
-// the test fails if the kernel ignored either source), whatever step size it has. Items start at token 0 and mid-
-// suffix, finishing (final o / v_out / s_out) and not (partial states); page sizes 16, 32 (both
+// the test fails if the kernel ignored either source), whatever step size it has. Items start at
+// token 0 and mid-suffix, finishing (final o / v_out / s_out) and not (partial states); page sizes 16, 32 (both
 // warps' first tiles in one page), 5 and 7 (the per-row lookups); the CUDA-core kernel (GQA 1,
 // 2), the tensor-core kernel (4, 8, 16; head_dim 64, 128, 256) with each pipeline the launcher
 // has, and the next-wave K/V prefetch on a decode of several waves. Outputs are poisoned with NaN
@@ -150,11 +150,11 @@ ItemOracle Oracle(const Launch& l, const PagesCase& c, bool with_item_pages) {
   ItemOracle o;
   const double scale = 1.0 / std::sqrt(double(c.head_dim));
   for (const DecodeWorkItem& it : l.items) {
-    const int s0 = it.kv_begin / c.page_size;
     std::vector<int64_t> slots;
     for (int t = it.kv_begin; t < it.kv_end; ++t) {
       const int s = t / c.page_size;
-      const bool known = with_item_pages && (s == s0 || s == s0 + 1) && t < it.kv_begin + 2;
+      // The first two tokens, which lie in the item's first two page slots whatever the page size.
+      const bool known = with_item_pages && t < it.kv_begin + 2;
       const int32_t page = (known ? l.true_pages : l.device_pages)[size_t(it.request)][size_t(s)];
       slots.push_back(int64_t(page) * c.page_size + t % c.page_size);
     }

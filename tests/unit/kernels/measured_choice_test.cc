@@ -121,6 +121,17 @@ kernels::KvPoolView UploadPool(BackendBuffers& mem, const Case& c) {
   return {c.shape, mem.Upload(c.pool.k.data(), c.pool.k.size() * 2), mem.Upload(c.pool.v.data(), c.pool.v.size() * 2)};
 }
 
+// A scripted backend holding the case's K/V and a fresh planner: what a timed Plan call needs.
+struct ScriptedPlanning {
+  ScriptedPlanning(const Case& c, Script script) : backend(std::move(script)), kv(UploadPool(mem, c)) {}
+  CascadePlan Plan(const Case& c, const PlanOptions& o) { return planner.Plan(c.batch, c.shape, o, backend, kv, &rep); }
+  ScriptedTimeBackend backend;
+  BackendBuffers mem{backend};
+  kernels::KvPoolView kv;
+  MeasuredPlanner planner;
+  MeasuredChoiceReport rep;
+};
+
 // The cascade with the options' split and no layout choice (PlanCandidate::kCascade).
 CascadePlan FixedCascade(const Case& c, PlanOptions o) {
   o.choose_layout = false;
@@ -212,14 +223,10 @@ TEST(MeasuredPlanner, TimesTheCascadeHoweverFarItIsPredicted) {
   Script script;
   script.cascade_flat = FixedCascade(c, o).Serialize();
   script.cascade_us = 80;  // measured 20% faster than plain decode
-  ScriptedTimeBackend backend(script);
-  BackendBuffers mem(backend);
-  const kernels::KvPoolView kv = UploadPool(mem, c);
-  MeasuredPlanner planner;
-  MeasuredChoiceReport rep;
-  const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
-  ASSERT_TRUE(rep.timed);
-  EXPECT_EQ(rep.chosen, PlanCandidate::kCascade);
+  ScriptedPlanning p(c, script);
+  const CascadePlan plan = p.Plan(c, o);
+  ASSERT_TRUE(p.rep.timed);
+  EXPECT_EQ(p.rep.chosen, PlanCandidate::kCascade);
   EXPECT_EQ(plan.Serialize(), script.cascade_flat);
 }
 
@@ -320,17 +327,13 @@ TEST(MeasuredPlanner, ChosenPlanComputesTheCascadesAttention) {
     Script script;
     script.cascade_flat = cascade.Serialize();
     script.plain_us = plain_faster ? 10 : 1000;
-    ScriptedTimeBackend backend(script);
-    BackendBuffers mem(backend);
-    const kernels::KvPoolView kv = UploadPool(mem, c);
-    MeasuredPlanner planner;
-    MeasuredChoiceReport rep;
-    const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
-    ASSERT_TRUE(rep.timed);
+    ScriptedPlanning p(c, script);
+    const CascadePlan plan = p.Plan(c, o);
+    ASSERT_TRUE(p.rep.timed);
     std::mt19937_64 rng(TestSeed() + plain_faster);
     const std::vector<uint16_t> q = MakeQueries(rng, c.pool, 0, c.batch, false, 0.f);
-    const StepResult want = RunStep(backend, c.pool, 0, cascade, q);
-    const StepResult got = RunStep(backend, c.pool, 0, plan, q);
+    const StepResult want = RunStep(p.backend, c.pool, 0, cascade, q);
+    const StepResult got = RunStep(p.backend, c.pool, 0, plan, q);
     ASSERT_EQ(got.v.size(), want.v.size());
     for (size_t i = 0; i < want.v.size(); ++i)
       ASSERT_NEAR(got.v[i], want.v[i], 2e-5 * (1 + std::fabs(want.v[i]))) << "v[" << i << "]";

@@ -213,6 +213,7 @@ struct Config {
   bool output_forms = false;  // --output-forms
   bool without_merge = false;  // --without-merge
   bool measured_choice = false;  // --measured-choice: the step's plan as the worker makes it on CUDA
+  kernels::MeasuredChoiceOptions measured_options;  // --mc-queries, --mc-confirm
 #ifdef PREFIXD_HAVE_CUDA
   FlushMode flush_mode = FlushMode::kWrite;
 #endif
@@ -478,7 +479,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   // kept and each candidate's time by that method.
   const CascadePlan plan = [&] {
     if (!cfg.measured_choice) return kernels::PlanCascade(batch, pool, plan_options);
-    kernels::MeasuredPlanner planner;
+    kernels::MeasuredPlanner planner(cfg.measured_options);
     kernels::MeasuredChoiceReport report;
     CascadePlan chosen = planner.Plan(batch, pool, plan_options, gpu, args.kv, &report);
     row.note += std::string(" measured-choice(") + kernels::PlanCandidateName(report.chosen);
@@ -488,6 +489,10 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
                     Fmt(" %.1f us", report.measured_us[i]);
     else
       row.note += "; no near tie";
+    if (report.confirm_timed)
+      row.note += std::string("; again ") + kernels::PlanCandidateName(report.confirm_winner) +
+                  Fmt(" %.1f us", report.confirm_winner_us) + Fmt(", cascade %.1f us", report.confirm_cascade_us) +
+                  (report.confirmed ? ": kept" : ": overturned");
     row.note += ")";
     return chosen;
   }();
@@ -950,6 +955,7 @@ struct PlannerRow {
   // tie, the model's choice), and that plan's time by this bench's method (not the planner's own).
   std::string measured_name = "-";
   double measured_us = kNaN;
+  bool measured_confirm_timed = false, measured_overturned = false;  // its second timing ran; it kept the cascade
   int wrong = 0;
   // The fastest of the timed layouts (cascade, plain, narrow, half).
   double FastestTimed() const {
@@ -1067,10 +1073,12 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
 
   // The measured choice: a fresh MeasuredPlanner times the near ties its own way (median of 7,
   // flushed), then the plan it kept is timed here like the others (or takes their time).
-  kernels::MeasuredPlanner measured_planner;
+  kernels::MeasuredPlanner measured_planner(cfg.measured_options);
   kernels::MeasuredChoiceReport measured_report;
   const CascadePlan measured = measured_planner.Plan(p.batch, p.pool, p.choose, gpu, args.kv, &measured_report);
   if (measured_report.timed) row.measured_name = kernels::PlanCandidateName(measured_report.chosen);
+  row.measured_confirm_timed = measured_report.confirm_timed;
+  row.measured_overturned = measured_report.confirm_timed && !measured_report.confirmed;
   const std::vector<int32_t> measured_flat = measured.Serialize();
   const bool measured_is_choice = measured_flat == p.choice.Serialize();
   if (measured_is_choice) row.measured_us = row.choice_us;
@@ -1167,10 +1175,16 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
   }
   if (check) {
     std::printf("#\n# planner check: choice / min(cascade, plain, narrow, half) must be <= 1.05 on every shape\n");
+    std::printf("# measured choice: %s queries, second timing of a switch off the cascade: %s\n",
+                kernels::TimingQueriesName(cfg.measured_options.queries),
+                cfg.measured_options.confirm_rounds > 0
+                    ? (std::to_string(cfg.measured_options.confirm_rounds) + " rounds").c_str()
+                    : "off");
     PrintPlannerHeader(true);
     int slow = 0, wrong = 0, slower_than_plain = 0, slower_than_two = 0;
     double worst = 0, worst_to_plain = 0, worst_to_two = 0;
     int measured_timed = 0, measured_over_plain = 0, measured_over_two = 0, measured_over_all = 0;
+    int measured_confirmed = 0, measured_overturned = 0;
     double measured_worst_plain = 0, measured_worst_two = 0, measured_worst_all = 0;
     for (size_t i = 0; i < cfg.shapes.size(); ++i) {
       const PlannerRow* known = calibrate ? &first_pass[i] : nullptr;
@@ -1184,6 +1198,8 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
       worst = std::max(worst, row.Ratio());
       worst_to_plain = std::max(worst_to_plain, row.RatioToPlain());
       measured_timed += row.measured_name != "-";
+      measured_confirmed += row.measured_confirm_timed;
+      measured_overturned += row.measured_overturned;
       measured_over_plain += row.MeasuredToPlain() > 1.05;
       measured_over_two += row.MeasuredToBetterOfTwo() > 1.05;
       measured_worst_plain = std::max(measured_worst_plain, row.MeasuredToPlain());
@@ -1200,6 +1216,9 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
                 "shapes over 1.05: %d\n",
                 measured_timed, cfg.shapes.size(), measured_worst_plain, measured_over_plain, measured_worst_two,
                 measured_over_two, measured_worst_all, measured_over_all);
+    if (cfg.measured_options.confirm_rounds > 0)
+      std::printf("# measured choice: a switch off the cascade timed again on %d shapes, overturned on %d\n",
+                  measured_confirmed, measured_overturned);
     std::printf("# planner check: choice / the fastest timed layout: worst ratio %.3f; shapes over 1.05: %d; wrong "
                 "results: %d %s\n", worst, slow, wrong,
                 slow == 0 && wrong == 0 ? "OK" : "FAILED");
@@ -1249,6 +1268,12 @@ int Main(int argc, char** argv) {
     ("measured-choice", "GPU: plan each step as the worker does on CUDA (kernels::MeasuredPlanner: where the cost "
                         "model's choice is a near tie, the candidates timed once by the planner's own method and the "
                         "fastest kept; note column: what it kept and each candidate's time); default: the model's plan")
+    ("mc-queries", "the measured choice's timing queries (--measured-choice and --planner-check's measured column): "
+                   "constant (0x3C3C, the worker's default) or random (seeded uniform in [-1, 1))",
+     cxxopts::value<std::string>()->default_value("constant"))
+    ("mc-confirm", "the measured choice's second timing: where a candidate beat the cascade, the two timed again for "
+                   "this many rounds and the cascade kept unless it loses again (0: off, the worker's default)",
+     cxxopts::value<int>()->default_value("0"))
     ("without-merge", "GPU, plans with a merge kernel: also time, interleaved with the step, the step without its "
                       "merge kernel (what the merge costs inside the step; note column)")
     ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
@@ -1316,6 +1341,14 @@ int Main(int argc, char** argv) {
   cfg.without_merge = args.count("without-merge") > 0;
   cfg.measured_choice = args.count("measured-choice") > 0;
   PREFIXD_CHECK_ARG(!cfg.measured_choice || use_gpu, "--measured-choice needs a GPU (it times plans on the device)");
+  const std::string mc_queries = args["mc-queries"].as<std::string>();
+  PREFIXD_CHECK_ARG(mc_queries == "constant" || mc_queries == "random",
+                    "--mc-queries must be constant or random, got '" << mc_queries << "'");
+  cfg.measured_options.queries =
+      mc_queries == "random" ? kernels::TimingQueries::kRandom : kernels::TimingQueries::kConstant;
+  cfg.measured_options.confirm_rounds = args["mc-confirm"].as<int>();
+  PREFIXD_CHECK_ARG(cfg.measured_options.confirm_rounds >= 0 && cfg.measured_options.confirm_rounds <= 1000,
+                    "--mc-confirm must be 0..1000, got " << cfg.measured_options.confirm_rounds);
   PREFIXD_CHECK_ARG(!cfg.without_merge || use_gpu, "--without-merge needs a GPU (it times the step on the device)");
   PREFIXD_CHECK_ARG(!cfg.read_floor || use_gpu, "--read-floor needs a GPU (it times plain reads on the device)");
   if (args.count("beside")) {

@@ -37,6 +37,7 @@
 
 #include <cxxopts.hpp>
 
+#include "bench/kernel/planner_log.h"
 #include "prefixd/common/error.h"
 #include "prefixd/common/tool_main.h"
 #include "prefixd/kernels/backend.h"
@@ -1228,6 +1229,125 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
   return status ? 1 : 0;
 }
 
+// --fit-logs: the cost model fitted offline (no GPU) to the step times of --planner-check logs, so
+// that a planner check already run on the device serves as a calibration too. Per logged shape the
+// layouts' plans are made again (they do not depend on the model: the layout choice is off) and
+// each timed one is a whole-step sample (CostPart::kTotal): the cascade, plain decode, the narrow
+// and the half-target cascades, and the model's choice where this build, with the built-in model
+// the logs were made with, names it as the log does (a choice identical to another layout is that
+// sample already). Prints each log's RMS ln(predicted / measured) under `params` and, with
+// `calibrate_path`, under the parameters fitted from them (written there); then the model's choice
+// under the final parameters judged by the logged times as --planner-check judges it (choice /
+// min(cascade, plain)); a choice no log timed is counted as untimed, not judged.
+int RunFitLogs(const std::vector<std::string>& logs, const std::string& calibrate_path, kernels::CostModelParams params,
+               bool model_given) {
+  const kernels::PlanOptions base = kernels::H200BackendPlanOptions();
+  const kernels::CostModelParams log_model = base.cost_model ? *base.cost_model : kernels::CostModelParams::H200();
+  if (!model_given) params = log_model;
+  struct Logged {
+    LoggedPlannerRow row;
+    Shape shape;
+    PlannerPlans made;       // with the logs' model
+    bool choice_sample = false;  // the logged choice is a plan of its own, remade as the log named it
+  };
+  std::vector<Logged> rows;
+  std::vector<kernels::CostSample> samples;
+  std::vector<int> sample_log;  // per sample, its log's index in `logs`
+  for (size_t f = 0; f < logs.size(); ++f) {
+    for (LoggedPlannerRow& r : ReadPlannerLog(logs[f])) {
+      Logged l;
+      l.shape.dtype = kernels::ParseDType(r.dtype);
+      l.shape.page_size = r.page_size;
+      l.shape.h_qo = r.h_qo;
+      l.shape.h_kv = r.h_kv;
+      l.shape.head_dim = r.head_dim;
+      l.shape.batch = r.batch;
+      l.shape.prefix = r.prefix;
+      l.shape.suffix = r.suffix;
+      l.made = MakePlannerPlans(l.shape, 1, base, log_model);
+      const PlannerPlans& p = l.made;
+      auto add = [&](const CascadePlan& plan, double us, const char* layout) {
+        if (std::isnan(us)) return;
+        samples.push_back(kernels::CostSample{kernels::ProfilePlan(plan, params), kernels::CostPart::kTotal, us, 1.0,
+                                              r.source + " " + layout});
+        sample_log.push_back(int(f));
+      };
+      add(p.cascade, r.cascade_us, "cascade");
+      if (p.has_plain) add(p.plain, r.plain_us, "plain");
+      if (p.has_narrow) add(p.narrow, r.narrow_us, "narrow");
+      if (p.has_half) add(p.half, r.half_us, "half");
+      const bool own_plan = !p.choice_is_cascade && !p.choice_is_plain && !p.choice_is_narrow && !p.choice_is_half;
+      l.choice_sample = own_plan && p.choice_name == r.choice_name;
+      if (l.choice_sample) add(p.choice, r.choice_us, ("choice " + p.choice_name).c_str());
+      l.row = std::move(r);
+      rows.push_back(std::move(l));
+    }
+  }
+  std::printf("# offline fit (--fit-logs, no GPU): %zu shapes from %zu logs, %zu whole-step samples\n", rows.size(),
+              logs.size(), samples.size());
+  kernels::CostModelParams fitted = params;
+  if (!calibrate_path.empty()) fitted = kernels::FitCostModel(samples, params);
+  std::printf("# RMS ln(predicted / measured) per log: before%s\n", calibrate_path.empty() ? "" : " -> after the fit");
+  for (size_t f = 0; f < logs.size(); ++f) {
+    std::vector<kernels::CostSample> own;
+    for (size_t i = 0; i < samples.size(); ++i)
+      if (sample_log[i] == int(f)) own.push_back(samples[i]);
+    std::printf("#   %-60s %4zu samples  %.4f", logs[f].c_str(), own.size(), kernels::CostFitError(own, params));
+    if (!calibrate_path.empty()) std::printf(" -> %.4f", kernels::CostFitError(own, fitted));
+    std::printf("\n");
+  }
+  std::printf("#   %-60s %4zu samples  %.4f", "all", samples.size(), kernels::CostFitError(samples, params));
+  if (!calibrate_path.empty()) {
+    std::printf(" -> %.4f\n# samples: measured us, predicted before / after the fit\n",
+                kernels::CostFitError(samples, fitted));
+    for (const kernels::CostSample& s : samples)
+      std::printf("#   %-72s %10.1f %10.1f %10.1f\n", s.label.c_str(), s.measured_us,
+                  kernels::PredictPart(s.profile, params, s.part), kernels::PredictPart(s.profile, fitted, s.part));
+    fitted.Save(calibrate_path);
+    std::printf("# fitted parameters written to %s:\n%s", calibrate_path.c_str(), fitted.ToText().c_str());
+  } else {
+    std::printf("\n");
+  }
+
+  // The model's choice under the final parameters, judged by the logged times.
+  int judged = 0, untimed = 0, over = 0;
+  double worst = 0;
+  std::printf("# the model's choice with %s parameters, judged by the logged times (choice / min(cascade, plain)):\n",
+              calibrate_path.empty() ? "these" : "the fitted");
+  for (const Logged& l : rows) {
+    const LoggedPlannerRow& r = l.row;
+    kernels::PlanOptions choose = base;
+    choose.choose_layout = true;
+    choose.cost_model = std::make_shared<kernels::CostModelParams>(fitted);
+    kernels::PlanReport report;
+    const std::vector<int32_t> flat = kernels::PlanCascade(l.made.batch, l.made.pool, choose, &report).Serialize();
+    const PlannerPlans& p = l.made;
+    double us = kNaN;
+    if (flat == p.cascade.Serialize()) us = r.cascade_us;
+    else if (p.has_plain && flat == p.plain.Serialize()) us = r.plain_us;
+    else if (p.has_narrow && flat == p.narrow.Serialize()) us = r.narrow_us;
+    else if (p.has_half && flat == p.half.Serialize()) us = r.half_us;
+    else if (l.choice_sample && flat == p.choice.Serialize()) us = r.choice_us;
+    if (std::isnan(us)) {
+      ++untimed;
+      continue;
+    }
+    const double best = std::isnan(r.plain_us) ? r.cascade_us : std::min(r.cascade_us, r.plain_us);
+    const double ratio = us / best;
+    ++judged;
+    worst = std::max(worst, ratio);
+    if (ratio > 1.05) {
+      ++over;
+      std::printf("#   over 5%%: %s %d/%d D%d B%d P%d S%d page %d: %.1f us against %.1f (%.3f)  [%s]\n", r.dtype.c_str(),
+                  r.h_qo, r.h_kv, r.head_dim, r.batch, r.prefix, r.suffix, r.page_size, us, best, ratio,
+                  r.source.c_str());
+    }
+  }
+  std::printf("# the model's choice: %d shapes judged, worst %.3f, over 1.05: %d; untimed (a plan no log timed): %d\n",
+              judged, worst, over, untimed);
+  return 0;
+}
+
 std::pair<int, int> ParseHeads(const std::string& text) {
   const size_t slash = text.find('/');
   PREFIXD_CHECK_ARG(slash != std::string::npos, "--heads wants QO/KV pairs such as 32/8, got '" << text << "'");
@@ -1304,6 +1424,10 @@ int Main(int argc, char** argv) {
                   "the fitted model)",
      cxxopts::value<std::string>())
     ("cost-model", "cost model key=value file (default: the built-in H200 parameters)", cxxopts::value<std::string>())
+    ("fit-logs", "no GPU needed: read these --planner-check logs (PATH, or PATH@PAGE_SIZE where not 16; made with the "
+                 "built-in model), print the cost model's error on their step times and its choices judged by them; "
+                 "with --calibrate FILE, fit the model to them first and write it there",
+     cxxopts::value<std::vector<std::string>>())
     ("h,help", "print usage");
   // clang-format on
   cxxopts::ParseResult args;
@@ -1318,6 +1442,14 @@ int Main(int argc, char** argv) {
     return 0;
   }
 
+  if (args.count("fit-logs")) {
+    const bool model_given = args.count("cost-model") > 0;
+    return RunFitLogs(args["fit-logs"].as<std::vector<std::string>>(),
+                      args.count("calibrate") ? args["calibrate"].as<std::string>() : std::string(),
+                      model_given ? kernels::CostModelParams::Load(args["cost-model"].as<std::string>())
+                                  : kernels::CostModelParams::H200(),
+                      model_given);
+  }
   const bool use_gpu = kernels::CudaAvailable() && !args.count("cpu");
   Config cfg;
   cfg.iters = args["iters"].as<int>();

@@ -1256,14 +1256,7 @@ int RunFitLogs(const std::vector<std::string>& logs, const std::string& calibrat
   for (size_t f = 0; f < logs.size(); ++f) {
     for (LoggedPlannerRow& r : ReadPlannerLog(logs[f])) {
       Logged l;
-      l.shape.dtype = kernels::ParseDType(r.dtype);
-      l.shape.page_size = r.page_size;
-      l.shape.h_qo = r.h_qo;
-      l.shape.h_kv = r.h_kv;
-      l.shape.head_dim = r.head_dim;
-      l.shape.batch = r.batch;
-      l.shape.prefix = r.prefix;
-      l.shape.suffix = r.suffix;
+      l.shape = Shape{kernels::ParseDType(r.dtype), r.page_size, r.h_qo, r.h_kv, r.head_dim, r.batch, r.prefix, r.suffix};
       l.made = MakePlannerPlans(l.shape, 1, base, log_model);
       const PlannerPlans& p = l.made;
       auto add = [&](const CascadePlan& plan, double us, const char* layout) {

@@ -66,8 +66,8 @@ struct MeasuredChoiceOptions {
   // Session 82 run 1 saw the planner keep the half-target cascade at bf16 32/32 B256 P32768 S256,
   // which the benchmark timed 12% slower than the cascade on its random queries and data; the two
   // knobs below are what its A/B (bench/kernel/s83-run1.sh) times, and stay off until it has.
-  // What the queries hold. Constant queries toggle fewer tensor-core bits than a step's, and a
-  // long compute-bound step's clock depends on its power.
+  // What the queries hold. The guess behind kRandom: constant queries toggle fewer tensor-core
+  // bits than a step's, and a long compute-bound step's clock depends on its power (unmeasured).
   TimingQueries queries = TimingQueries::kConstant;
   // Where the fastest candidate is not the cascade (and the cascade was timed), the two are timed
   // again for this many rounds, the winner first, and the winner is kept only if it wins that
@@ -142,7 +142,7 @@ class MeasuredPlanner {
                    const std::function<void()>& before_timing = {});
 
   // Per candidate plan, the median µs of RunCascade over `timed_rounds` (interleaved, after
-  // `warmup_rounds`, each run after an L2 flush), on scratch queries (options().queries) and
+  // `warmup_rounds`, each run after an L2 flush), on scratch queries (the options' `queries`) and
   // outputs. Leaves the last candidate loaded. All NaN where the backend has no memory for the
   // scratch (kOutOfMemory); a smaller flush, or none, where only the flush buffer does not fit.
   std::vector<double> TimePlans(const std::vector<const CascadePlan*>& plans, Backend& backend,
@@ -152,8 +152,6 @@ class MeasuredPlanner {
                                 const KvPoolView& kv, DType dtype) const {
     return TimePlans(plans, backend, kv, dtype, options_.warmup_rounds, options_.timed_rounds);
   }
-
-  const MeasuredChoiceOptions& options() const { return options_; }
 
   int classes() const { return int(kept_.size()); }  // shape classes kept (timed or not)
   int timings() const { return timings_; }  // Plan calls that timed candidates

@@ -215,6 +215,7 @@ struct Config {
   bool without_merge = false;  // --without-merge
   bool measured_choice = false;  // --measured-choice: the step's plan as the worker makes it on CUDA
   kernels::MeasuredChoiceOptions measured_options;  // --mc-queries, --mc-confirm
+  bool constant_queries = false;  // --queries constant: the step's own queries as the planner's timing fills them
 #ifdef PREFIXD_HAVE_CUDA
   FlushMode flush_mode = FlushMode::kWrite;
 #endif
@@ -389,11 +390,12 @@ TimingOptions TimingFor(const Config& cfg) {
 }
 
 // Device buffers of one timed cascade step: the pool's K and V, the queries (random, fixed by
-// `seed`) and every output; freed, after a sync, when it goes out of scope.
+// `seed`; or every byte 0x3C, as the measured choice's constant timing queries) and every output;
+// freed, after a sync, when it goes out of scope.
 class DeviceStep {
  public:
   DeviceStep(kernels::cuda::CudaBackend& gpu, const KvPoolShape& pool, int rows, int head_dim, DType dtype,
-             uint64_t seed)
+             uint64_t seed, bool constant_queries)
       : gpu_(gpu) {
     const int64_t kv_elems = pool.ElementsPerArray(), n = int64_t(rows) * head_dim;
     args.kv = kernels::KvPoolView{pool, Alloc(kv_elems * 2), Alloc(kv_elems * 2)};
@@ -403,7 +405,8 @@ class DeviceStep {
     args.s_out = static_cast<float*>(Alloc(int64_t(rows) * 4));
     FillRandom(args.kv.k, kv_elems, dtype, 1.f, seed + 1, gpu.stream());
     FillRandom(args.kv.v, kv_elems, dtype, 1.f, seed + 2, gpu.stream());
-    FillRandom(const_cast<void*>(args.q), n, dtype, 1.f, seed + 3, gpu.stream());
+    if (constant_queries) gpu.Fill(const_cast<void*>(args.q), 0x3C, size_t(n) * 2);
+    else FillRandom(const_cast<void*>(args.q), n, dtype, 1.f, seed + 3, gpu.stream());
   }
   ~DeviceStep() {
     gpu_.Synchronize();
@@ -467,7 +470,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   const DecodeBatch batch = MakeBatch(s, rng, &pool);
   void* stream = gpu.stream();
   const int64_t kv_elems = pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
-  DeviceStep step(gpu, pool, int(rows), s.head_dim, s.dtype, seed);
+  DeviceStep step(gpu, pool, int(rows), s.head_dim, s.dtype, seed, cfg.constant_queries);
   kernels::CascadeArgs& args = step.args;
 
   kernels::PlanOptions plan_options = gpu.DefaultPlanOptions();
@@ -1021,7 +1024,7 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
   const PlannerPlans& p = row.plans;
   void* stream = gpu.stream();
   const int64_t kv_elems = p.pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
-  DeviceStep step(gpu, p.pool, int(rows), s.head_dim, s.dtype, seed);
+  DeviceStep step(gpu, p.pool, int(rows), s.head_dim, s.dtype, seed, cfg.constant_queries);
   kernels::CascadeArgs& args = step.args;
 
   const TimingOptions t = TimingFor(cfg);
@@ -1381,6 +1384,9 @@ int Main(int argc, char** argv) {
     ("measured-choice", "GPU: plan each step as the worker does on CUDA (kernels::MeasuredPlanner: where the cost "
                         "model's choice is a near tie, the candidates timed once by the planner's own method and the "
                         "fastest kept; note column: what it kept and each candidate's time); default: the model's plan")
+    ("queries", "GPU: the timed step's queries: random (uniform in [-1, 1), the default) or constant (every element "
+                "0x3C3C, as the measured choice times by default): whether a step's time depends on its data",
+     cxxopts::value<std::string>()->default_value("random"))
     ("mc-queries", "the measured choice's timing queries (--measured-choice and --planner-check's measured column): "
                    "constant (0x3C3C, the worker's default) or random (seeded uniform in [-1, 1))",
      cxxopts::value<std::string>()->default_value("constant"))
@@ -1466,6 +1472,12 @@ int Main(int argc, char** argv) {
   cfg.without_merge = args.count("without-merge") > 0;
   cfg.measured_choice = args.count("measured-choice") > 0;
   PREFIXD_CHECK_ARG(!cfg.measured_choice || use_gpu, "--measured-choice needs a GPU (it times plans on the device)");
+  const std::string queries = args["queries"].as<std::string>();
+  PREFIXD_CHECK_ARG(queries == "constant" || queries == "random",
+                    "--queries must be constant or random, got '" << queries << "'");
+  cfg.constant_queries = queries == "constant";
+  PREFIXD_CHECK_ARG(!cfg.constant_queries || use_gpu, "--queries constant needs a GPU (it fills the device step's "
+                                                      "queries)");
   const std::string mc_queries = args["mc-queries"].as<std::string>();
   PREFIXD_CHECK_ARG(mc_queries == "constant" || mc_queries == "random",
                     "--mc-queries must be constant or random, got '" << mc_queries << "'");
@@ -1577,6 +1589,8 @@ int Main(int argc, char** argv) {
       std::printf("# read floors (--read-floor): every read form checked to read each byte once (XOR of %.1f MB "
                   "against the host's)\n",
                   double(CheckPlainReads(backend->stream())) * 1e-6);
+    std::printf("# queries: %s\n", cfg.constant_queries ? "CONSTANT, every element 0x3C3C (--queries constant)"
+                                                          : "random, uniform in [-1, 1)");
     std::printf("# plan: fused merge %s (--no-fuse turns it off)\n", cfg.fuse ? "on" : "off");
     std::printf("# ceilings measured now: copy BW %.2f TB/s = (read+written bytes)/time of a %d GiB D2D copy;\n"
                 "#   GEMM %.0f TFLOP/s = cuBLAS fp16 %d^3 (fp32 accumulation) on random data, median of %d\n",

@@ -216,6 +216,7 @@ struct Config {
   bool measured_choice = false;  // --measured-choice: the step's plan as the worker makes it on CUDA
   kernels::MeasuredChoiceOptions measured_options;  // --mc-queries, --mc-confirm
   bool constant_queries = false;  // --queries constant: the step's own queries as the planner's timing fills them
+  bool plain_first = false;  // --planner-order plain-first: the planner check's order before session 83
 #ifdef PREFIXD_HAVE_CUDA
   FlushMode flush_mode = FlushMode::kWrite;
 #endif
@@ -1055,6 +1056,19 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
     }
     return total;
   };
+  // Plain decode is timed last (unless cfg.plain_first): at long prefixes its step is 10-100 times
+  // the cascade's (22-26 ms at 32/32 B256 P32768), ~0.9 s of sustained load when timed second,
+  // before the narrow and half-target cascades. There the half-target cascade, the same GPU work as
+  // the cascade (128 items on 128 CTAs either way), read 12-37% slower than the cascade timed before
+  // plain (s77, s82), while the measured choice's interleaved timing read the two within 0.5% (s77,
+  // s81): a clock lowered by the load before it, as sessions 43, 54 and 57 saw after long runs, is
+  // the likely cause (bench/RESULTS.md, session 83; bench/kernel/s83-run1.sh times both orders).
+  // The sampled check after the timings idles the GPU on the CPU reference before the next shape.
+  auto time_plan = [&](const CascadePlan& plan) {
+    gpu.LoadPlan(plan);
+    return time_us([&] { gpu.RunCascade(args); });
+  };
+  const bool time_plain = !known && p.has_plain;
   if (known) {
     row.cascade_us = known->cascade_us;
     row.plain_us = known->plain_us;
@@ -1062,18 +1076,12 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
     row.half_us = known->half_us;
   } else {
     row.cascade_us = measure(p.cascade, "cascade");
-    if (p.has_plain) row.plain_us = measure(p.plain, "plain");
+    if (time_plain && cfg.plain_first) row.plain_us = measure(p.plain, "plain");
     if (p.has_narrow) row.narrow_us = measure(p.narrow, "narrow");
     if (p.has_half) row.half_us = measure(p.half, "half");
   }
-  if (p.choice_is_cascade) row.choice_us = row.cascade_us;
-  else if (p.choice_is_plain) row.choice_us = row.plain_us;
-  else if (p.choice_is_narrow) row.choice_us = row.narrow_us;
-  else if (p.choice_is_half) row.choice_us = row.half_us;
-  else {
-    gpu.LoadPlan(p.choice);
-    row.choice_us = time_us([&] { gpu.RunCascade(args); });
-  }
+  const bool choice_own = !p.choice_is_cascade && !p.choice_is_plain && !p.choice_is_narrow && !p.choice_is_half;
+  if (choice_own) row.choice_us = time_plan(p.choice);
 
   // The measured choice: a fresh MeasuredPlanner times the near ties its own way (median of 7,
   // flushed), then the plan it kept is timed here like the others (or takes their time).
@@ -1085,15 +1093,24 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
   row.measured_overturned = measured_report.confirm_timed && !measured_report.confirmed;
   const std::vector<int32_t> measured_flat = measured.Serialize();
   const bool measured_is_choice = measured_flat == p.choice.Serialize();
+  const bool measured_is_cascade = measured_flat == p.cascade.Serialize();
+  const bool measured_is_plain = p.has_plain && measured_flat == p.plain.Serialize();
+  const bool measured_is_half = p.has_half && measured_flat == p.half.Serialize();
+  const bool measured_is_narrow = p.has_narrow && measured_flat == p.narrow.Serialize();
+  const bool measured_own =
+      !measured_is_choice && !measured_is_cascade && !measured_is_plain && !measured_is_half && !measured_is_narrow;
+  if (measured_own) row.measured_us = time_plan(measured);
+
+  if (time_plain && !cfg.plain_first) row.plain_us = measure(p.plain, "plain");
+  if (p.choice_is_cascade) row.choice_us = row.cascade_us;
+  else if (p.choice_is_plain) row.choice_us = row.plain_us;
+  else if (p.choice_is_narrow) row.choice_us = row.narrow_us;
+  else if (p.choice_is_half) row.choice_us = row.half_us;
   if (measured_is_choice) row.measured_us = row.choice_us;
-  else if (measured_flat == p.cascade.Serialize()) row.measured_us = row.cascade_us;
-  else if (p.has_plain && measured_flat == p.plain.Serialize()) row.measured_us = row.plain_us;
-  else if (p.has_half && measured_flat == p.half.Serialize()) row.measured_us = row.half_us;
-  else if (p.has_narrow && measured_flat == p.narrow.Serialize()) row.measured_us = row.narrow_us;
-  else {
-    gpu.LoadPlan(measured);
-    row.measured_us = time_us([&] { gpu.RunCascade(args); });
-  }
+  else if (measured_is_cascade) row.measured_us = row.cascade_us;
+  else if (measured_is_plain) row.measured_us = row.plain_us;
+  else if (measured_is_half) row.measured_us = row.half_us;
+  else if (measured_is_narrow) row.measured_us = row.narrow_us;
 
   // Check the chosen plans' outputs (poisoned first) against the CPU backend on sampled requests.
   if (cfg.check > 0) {
@@ -1179,6 +1196,11 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
   }
   if (check) {
     std::printf("#\n# planner check: choice / min(cascade, plain, narrow, half) must be <= 1.05 on every shape\n");
+    std::printf("# layouts timed one after the other: %s\n",
+                cfg.plain_first ? "cascade, plain, narrow, half, then the choice and the measured choice where "
+                                  "plans of their own (--planner-order plain-first)"
+                                : "cascade, narrow, half, the choice and the measured choice where plans of their "
+                                  "own, then plain decode (--planner-order plain-last)");
     std::printf("# measured choice: %s queries, second timing of a switch off the cascade: %s\n",
                 kernels::TimingQueriesName(cfg.measured_options.queries),
                 cfg.measured_options.confirm_rounds > 0
@@ -1387,6 +1409,10 @@ int Main(int argc, char** argv) {
     ("queries", "GPU: the timed step's queries: random (uniform in [-1, 1), the default) or constant (every element "
                 "0x3C3C, as the measured choice times by default): whether a step's time depends on its data",
      cxxopts::value<std::string>()->default_value("random"))
+    ("planner-order", "the planner check's order of the layouts' timings: plain-last (the default: plain decode "
+                      "after the others, whose clock its long runs lowered) or plain-first (as before session 83: "
+                      "cascade, plain, narrow, half)",
+     cxxopts::value<std::string>()->default_value("plain-last"))
     ("mc-queries", "the measured choice's timing queries (--measured-choice and --planner-check's measured column): "
                    "constant (0x3C3C, the worker's default) or random (seeded uniform in [-1, 1))",
      cxxopts::value<std::string>()->default_value("constant"))
@@ -1478,6 +1504,10 @@ int Main(int argc, char** argv) {
   cfg.constant_queries = queries == "constant";
   PREFIXD_CHECK_ARG(!cfg.constant_queries || use_gpu, "--queries constant needs a GPU (it fills the device step's "
                                                       "queries)");
+  const std::string planner_order = args["planner-order"].as<std::string>();
+  PREFIXD_CHECK_ARG(planner_order == "plain-last" || planner_order == "plain-first",
+                    "--planner-order must be plain-last or plain-first, got '" << planner_order << "'");
+  cfg.plain_first = planner_order == "plain-first";
   const std::string mc_queries = args["mc-queries"].as<std::string>();
   PREFIXD_CHECK_ARG(mc_queries == "constant" || mc_queries == "random",
                     "--mc-queries must be constant or random, got '" << mc_queries << "'");

@@ -912,7 +912,9 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
   fixed.choose_layout = false;
   p.cascade = kernels::PlanCascade(p.batch, p.pool, fixed);
   p.pred_cascade = kernels::PredictCost(p.cascade, params).total_us;
-  const std::vector<int32_t> cascade_flat = p.cascade.Serialize();  // the other plans are compared with it
+  // The other plans are compared with it by their schedules (kernels::ScheduleKey): a layout that
+  // runs the cascade's work the same way is the cascade, not a rival timed again.
+  const std::vector<int32_t> cascade_flat = kernels::ScheduleKey(p.cascade);
   p.has_plain = kernels::CanPlanPlain(p.batch.groups[0], s.page_size);
   if (p.has_plain) {
     p.plain = kernels::PlanCascade(kernels::PlainLayout(p.batch, {1}, s.page_size), p.pool, fixed);
@@ -922,22 +924,22 @@ PlannerPlans MakePlannerPlans(const Shape& s, uint64_t seed, const kernels::Plan
   // half-target cascade: the layouts the measured choice times too (PlanCandidateLayout).
   if (std::optional<CascadePlan> narrow = kernels::PlanCandidateLayout(kernels::PlanCandidate::kNarrow, p.batch, p.pool, fixed)) {
     p.narrow = std::move(*narrow);
-    p.has_narrow = p.narrow.Serialize() != cascade_flat;
+    p.has_narrow = kernels::ScheduleKey(p.narrow) != cascade_flat;
     if (p.has_narrow) p.pred_narrow = kernels::PredictCost(p.narrow, params).total_us;
   }
   p.half = *kernels::PlanCandidateLayout(kernels::PlanCandidate::kHalfTarget, p.batch, p.pool, fixed);
-  p.has_half = p.half.Serialize() != cascade_flat;
+  p.has_half = kernels::ScheduleKey(p.half) != cascade_flat;
   if (p.has_half) p.pred_half = kernels::PredictCost(p.half, params).total_us;
   p.choose = fixed;
   p.choose.choose_layout = true;
   p.choose.cost_model = std::make_shared<kernels::CostModelParams>(params);
   p.choice = kernels::PlanCascade(p.batch, p.pool, p.choose, &p.report);
   p.pred_choice = p.report.predicted_us;
-  const std::vector<int32_t> flat = p.choice.Serialize();
+  const std::vector<int32_t> flat = kernels::ScheduleKey(p.choice);
   p.choice_is_cascade = flat == cascade_flat;
-  p.choice_is_plain = p.has_plain && flat == p.plain.Serialize();
-  p.choice_is_narrow = p.has_narrow && flat == p.narrow.Serialize();
-  p.choice_is_half = p.has_half && flat == p.half.Serialize();
+  p.choice_is_plain = p.has_plain && flat == kernels::ScheduleKey(p.plain);
+  p.choice_is_narrow = p.has_narrow && flat == kernels::ScheduleKey(p.narrow);
+  p.choice_is_half = p.has_half && flat == kernels::ScheduleKey(p.half);
   p.choice_name = p.report.group_plain.empty() || !p.report.group_plain[0] ? "cascade" : "plain";
   if (p.choice_is_narrow) p.choice_name = "narrow";
   else if (!p.choice_is_cascade && !p.choice_is_plain)
@@ -1091,12 +1093,12 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
   if (measured_report.timed) row.measured_name = kernels::PlanCandidateName(measured_report.chosen);
   row.measured_confirm_timed = measured_report.confirm_timed;
   row.measured_overturned = measured_report.confirm_timed && !measured_report.confirmed;
-  const std::vector<int32_t> measured_flat = measured.Serialize();
-  const bool measured_is_choice = measured_flat == p.choice.Serialize();
-  const bool measured_is_cascade = measured_flat == p.cascade.Serialize();
-  const bool measured_is_plain = p.has_plain && measured_flat == p.plain.Serialize();
-  const bool measured_is_half = p.has_half && measured_flat == p.half.Serialize();
-  const bool measured_is_narrow = p.has_narrow && measured_flat == p.narrow.Serialize();
+  const std::vector<int32_t> measured_flat = kernels::ScheduleKey(measured);
+  const bool measured_is_choice = measured_flat == kernels::ScheduleKey(p.choice);
+  const bool measured_is_cascade = measured_flat == kernels::ScheduleKey(p.cascade);
+  const bool measured_is_plain = p.has_plain && measured_flat == kernels::ScheduleKey(p.plain);
+  const bool measured_is_half = p.has_half && measured_flat == kernels::ScheduleKey(p.half);
+  const bool measured_is_narrow = p.has_narrow && measured_flat == kernels::ScheduleKey(p.narrow);
   const bool measured_own =
       !measured_is_choice && !measured_is_cascade && !measured_is_plain && !measured_is_half && !measured_is_narrow;
   if (measured_own) row.measured_us = time_plan(measured);
@@ -1338,14 +1340,15 @@ int RunFitLogs(const std::vector<std::string>& logs, const std::string& calibrat
     choose.choose_layout = true;
     choose.cost_model = std::make_shared<kernels::CostModelParams>(fitted);
     kernels::PlanReport report;
-    const std::vector<int32_t> flat = kernels::PlanCascade(l.made.batch, l.made.pool, choose, &report).Serialize();
+    const std::vector<int32_t> flat =
+        kernels::ScheduleKey(kernels::PlanCascade(l.made.batch, l.made.pool, choose, &report));
     const PlannerPlans& p = l.made;
     double us = kNaN;
-    if (flat == p.cascade.Serialize()) us = r.cascade_us;
-    else if (p.has_plain && flat == p.plain.Serialize()) us = r.plain_us;
-    else if (p.has_narrow && flat == p.narrow.Serialize()) us = r.narrow_us;
-    else if (p.has_half && flat == p.half.Serialize()) us = r.half_us;
-    else if (l.choice_sample && flat == p.choice.Serialize()) us = r.choice_us;
+    if (flat == kernels::ScheduleKey(p.cascade)) us = r.cascade_us;
+    else if (p.has_plain && flat == kernels::ScheduleKey(p.plain)) us = r.plain_us;
+    else if (p.has_narrow && flat == kernels::ScheduleKey(p.narrow)) us = r.narrow_us;
+    else if (p.has_half && flat == kernels::ScheduleKey(p.half)) us = r.half_us;
+    else if (l.choice_sample && flat == kernels::ScheduleKey(p.choice)) us = r.choice_us;
     if (std::isnan(us)) {
       ++untimed;
       continue;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 83, run 1 (nvidia-h200): s82 run 1's one planner miss — the measured choice kept the
 # half-target cascade at bf16 32/32 B256 P32768 S256, which the planner check timed 12% slower than
-# the cascade. Session 83 found on the CPU that the two were the same GPU work (now one plan,
-# c3ae16e) and that the check timed the half right after plain decode's ~0.9 s of 26 ms steps
+# the cascade. Session 83 found on the CPU that the two were the same GPU work (now one candidate:
+# kernels::ScheduleKey) and that the check timed the half right after plain decode's ~0.9 s of 26 ms steps
 # (now plain last, 07450da). This run checks that reading, re-runs the planner item, and times the
 # two planner knobs built before the reading (off by default): timing on random queries
 # (--mc-queries random; constant 0x3C3C) and a second timing of any switch off the cascade
@@ -11,7 +11,7 @@
 #      session 83 (--planner-order plain-first: plain decode's ~0.9 s of 22-26 ms steps right
 #      before the narrow cascade) and in the new one (plain last), each with the step's queries
 #      random and constant (--queries constant, as the planner times), twice in turn. The half
-#      cascade is no longer timed there (the cascade's plan since c3ae16e). Expected if the clock
+#      cascade is no longer timed there (the cascade's schedule: ScheduleKey). Expected if the clock
 #      explains s82's miss: the narrow cascade (527.9 / 695.3 µs bf16 S32 / S256 in s82, timed
 #      after plain; predicted 399.5 / 594.5) several % faster with plain last; nothing by the
 #      queries;

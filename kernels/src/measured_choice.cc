@@ -77,7 +77,8 @@ PlanCandidates ModelCandidate(const DecodeBatch& batch, const KvPoolShape& pool,
 void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options,
                  double tie_band) {
   const CostModelParams params = options.cost_model ? *options.cost_model : CostModelParams::H200();
-  std::vector<std::vector<int32_t>> flats{c.plans[0].Serialize()};
+  // Candidates are told apart by their schedules (ScheduleKey): one schedule is timed once.
+  std::vector<std::vector<int32_t>> flats{ScheduleKey(c.plans[0])};
   const double limit = c.model.predicted_us * (1.0 + tie_band);
   // The cascade and plain decode (the two), then the two split layouts the planner check
   // times beside them (bench/kernel/kernel_bench.cc), which the model misranked by 5-13% on session
@@ -102,7 +103,7 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
       plan = PlanCandidateLayout(kind, batch, pool, options);
     }
     if (!plan) continue;
-    std::vector<int32_t> flat = plan->Serialize();
+    std::vector<int32_t> flat = ScheduleKey(*plan);
     const auto same = std::find(flats.begin(), flats.end(), flat);
     if (same != flats.end()) {
       // The model chose it: so named (PickMeasured favours the cascade). Else a candidate already in.

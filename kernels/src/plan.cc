@@ -891,6 +891,14 @@ void CascadePlan::Validate() const {
                              << finished * num_kv_heads << ")");
 }
 
+std::vector<int32_t> ScheduleKey(const CascadePlan& plan) {
+  if (plan.prefix_balanced_ctas == 0 || plan.prefix_balanced_ctas != int64_t(plan.prefix_items.size()))
+    return plan.Serialize();
+  CascadePlan round_robin = plan;  // every cta_next is −1 already: each chain is its first item
+  round_robin.prefix_balanced_ctas = 0;
+  return round_robin.Serialize();
+}
+
 std::vector<int32_t> CascadePlan::Serialize() const {
   std::vector<int32_t> out;
   out.reserve(kHeaderInts + prefix_items.size() * kPrefixItemInts + decode_items.size() * kDecodeItemInts +

@@ -175,17 +175,6 @@ std::optional<PrefixStream> ChoosePrefixStream(const PrefixStreamShape& s) {
 
 namespace {
 
-// The plan's balanced grid of `grid` CTAs over its (chained) prefix items. Where every chain is one
-// item (grid = the item count), the round-robin of a plan without balance runs the same schedule:
-// CTA c takes item c, on the same `grid` CTAs (PersistentGridCtas: one per item, at most the cap,
-// under which a balanced grid is taken too), so the plan says 0 and serialises as the unbalanced
-// plan of the same items. Otherwise two layouts that run the same work compare unequal: at 32/32
-// B256 P32768 the cascade (128 items) and its half-target variant (64 items balanced into the same
-// 128) did, and the measured choice timed the two as rivals (bench/RESULTS.md, session 83).
-void SetBalancedGrid(CascadePlan* plan, int64_t grid) {
-  plan->prefix_balanced_ctas = grid == int64_t(plan->prefix_items.size()) ? 0 : int32_t(grid);
-}
-
 // The stream's grid (LayOutStream) in place of the plan's items: per slot and row tile one CTA in
 // a whole slot, R / c row tiles per CTA in a narrow one; each CTA's pieces in order as a chain
 // (in a narrow slot, each piece once per row tile of the CTA).
@@ -219,7 +208,7 @@ void StreamPrefixGrid(CascadePlan* plan, const std::vector<std::vector<int64_t>>
   items = std::move(out);
   for (int32_t& c : plan->group_num_chunks)
     if (c > 0) c = layout.stream.chunks;
-  SetBalancedGrid(plan, grid);
+  plan->prefix_balanced_ctas = int32_t(grid);
 }
 
 }  // namespace
@@ -312,7 +301,7 @@ bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options) {
   items = std::move(balanced);
   for (int32_t& c : plan->group_num_chunks)
     if (c > 0) c = chunks + 1;
-  SetBalancedGrid(plan, grid);
+  plan->prefix_balanced_ctas = int32_t(grid);
   return true;
 }
 

@@ -1105,12 +1105,13 @@ TEST(PlanBalance, IdleCtasTakeEveryPairsTail) {
 
 // With the default minimum gain (2%) the B256 P32768 rows are balanced at head_dim 64 only
 // (a predicted 2.3%; 1.5% at 128 and 1.9% at 256, which the extra state slot outweighs at S = 256).
-// A balanced grid whose chains are one item each is the round-robin plan of the same items
-// (SetBalancedGrid): at B256 with the H200 backend's options, half the prefix item target (64
-// items of 128 rows × 32768 tokens at 32/32) is balanced into the cascade's own 128 items on 128
-// CTAs, and now serialises as the cascade, so the measured choice no longer times the two as rivals
-// (s82: it kept the half-target cascade on a 2% coin flip; bench/RESULTS.md, session 83).
-TEST(PlanBalance, OneItemPerCtaIsTheRoundRobinPlan) {
+// A balanced grid whose chains are one item each runs the round-robin schedule of the same items:
+// at B256 with the H200 backend's options, half the prefix item target (64 items of 128 rows ×
+// 32768 tokens at 32/32) is balanced into the cascade's own 128 items on 128 CTAs. The plans differ
+// (prefix_balanced_ctas 128 against 0), their ScheduleKeys do not, so the measured choice and the
+// planner check do not time the two as rivals (s82: a 2% coin flip between them read as a 12% miss;
+// bench/RESULTS.md, session 83). A balanced grid with longer chains keeps its own key.
+TEST(PlanBalance, OneItemChainsHaveTheRoundRobinSchedule) {
   for (const int h_kv : {32, 8}) {
     for (const int prefix : {1024, 8192, 32768}) {
       SCOPED_TRACE("32/" + std::to_string(h_kv) + " B256 P" + std::to_string(prefix));
@@ -1121,12 +1122,23 @@ TEST(PlanBalance, OneItemPerCtaIsTheRoundRobinPlan) {
       const CascadePlan cascade = PlanCascade(batch, pool, o);
       o.prefix_target_items /= 2;
       const CascadePlan half = PlanCascade(batch, pool, o);
-      half.Validate();
-      EXPECT_EQ(half.prefix_balanced_ctas, 0);
-      EXPECT_EQ(half.prefix_items.size(), cascade.prefix_items.size());
-      EXPECT_EQ(half.Serialize(), cascade.Serialize());
+      EXPECT_EQ(cascade.prefix_balanced_ctas, 0);
+      EXPECT_EQ(half.prefix_balanced_ctas, int(half.prefix_items.size()));
+      EXPECT_NE(half.Serialize(), cascade.Serialize());
+      EXPECT_EQ(ScheduleKey(half), ScheduleKey(cascade));
+      EXPECT_EQ(ScheduleKey(cascade), cascade.Serialize());
     }
   }
+  KvPoolShape pool;
+  const DecodeBatch batch = GroupsBatch({{256, 32768}}, 32, 32, 16, &pool, 8);
+  PlanOptions o = GpuLikeOptions(false);
+  const CascadePlan round_robin = PlanCascade(batch, pool, o);
+  o.balance_prefix_ctas = 132;
+  o.balance_min_gain = 0.01;
+  const CascadePlan tails = PlanCascade(batch, pool, o);  // 192 items on 132 CTAs (the test above)
+  ASSERT_EQ(tails.prefix_balanced_ctas, 132);
+  EXPECT_EQ(ScheduleKey(tails), tails.Serialize());
+  EXPECT_NE(ScheduleKey(tails), ScheduleKey(round_robin));
 }
 
 TEST(PlanBalance, DefaultsBalanceTheHeadDim64RowsOnly) {

@@ -101,11 +101,12 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
 
 // The plans a measured choice times, planned without running anything: the model's choice first
 // (PlanCascade with options.choose_layout, its report in `model`), then the cascade, plain decode,
-// the half-target and the narrow cascade (where the options allow them) where they differ from it
-// and from each other: the cascade always, plain decode where PlainStreamLowerBoundUs is within
-// tie_band of the model's prediction, the other two where predicted within tie_band of it. A
-// candidate identical to the model's choice names the first entry instead (kinds[0] = kCascade,
-// say). One entry: nothing to time (the model chose the cascade and no rival is near).
+// the half-target and the narrow cascade (where the options allow them) where their schedules
+// (ScheduleKey) differ from its and from each other's: the cascade always, plain decode where
+// PlainStreamLowerBoundUs is within tie_band of the model's prediction, the other two where
+// predicted within tie_band of it. A candidate with the model's choice's schedule names the first
+// entry instead (kinds[0] = kCascade, say). One entry: nothing to time (the model chose the
+// cascade and no rival is near).
 struct PlanCandidates {
   PlanReport model;
   std::vector<PlanCandidate> kinds;

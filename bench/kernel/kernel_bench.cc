@@ -1060,11 +1060,11 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
   };
   // Plain decode is timed last (unless cfg.plain_first): at long prefixes its step is 10-100 times
   // the cascade's (22-26 ms at 32/32 B256 P32768), ~0.9 s of sustained load when timed second,
-  // before the narrow and half-target cascades. There the half-target cascade, the same GPU work as
-  // the cascade (128 items on 128 CTAs either way), read 12-37% slower than the cascade timed before
-  // plain (s77, s82), while the measured choice's interleaved timing read the two within 0.5% (s77,
-  // s81): a clock lowered by the load before it, as sessions 43, 54 and 57 saw after long runs, is
-  // the likely cause (bench/RESULTS.md, session 83; bench/kernel/s83-run1.sh times both orders).
+  // before the narrow and half-target cascades. There the half-target cascade, the same GPU work
+  // as the cascade (128 items on 128 CTAs either way), read 12-37% slower than the cascade timed
+  // before plain (s77, s82), while the measured choice's interleaved timing read the two within
+  // 0.5% (s77, s81): a clock lowered by the load before it, as sessions 43, 54 and 57 saw after
+  // long runs, is the likely cause (bench/RESULTS.md, session 83; s83-run1.sh times both orders).
   // The sampled check after the timings idles the GPU on the CPU reference before the next shape.
   auto time_plan = [&](const CascadePlan& plan) {
     gpu.LoadPlan(plan);
@@ -1283,7 +1283,8 @@ int RunFitLogs(const std::vector<std::string>& logs, const std::string& calibrat
   for (size_t f = 0; f < logs.size(); ++f) {
     for (LoggedPlannerRow& r : ReadPlannerLog(logs[f])) {
       Logged l;
-      l.shape = Shape{kernels::ParseDType(r.dtype), r.page_size, r.h_qo, r.h_kv, r.head_dim, r.batch, r.prefix, r.suffix};
+      l.shape = Shape{kernels::ParseDType(r.dtype), r.page_size, r.h_qo, r.h_kv, r.head_dim,
+                      r.batch, r.prefix, r.suffix};
       l.made = MakePlannerPlans(l.shape, 1, base, log_model);
       const PlannerPlans& p = l.made;
       auto add = [&](const CascadePlan& plan, double us, const char* layout) {
@@ -1359,9 +1360,9 @@ int RunFitLogs(const std::vector<std::string>& logs, const std::string& calibrat
     worst = std::max(worst, ratio);
     if (ratio > 1.05) {
       ++over;
-      std::printf("#   over 5%%: %s %d/%d D%d B%d P%d S%d page %d: %.1f us against %.1f (%.3f)  [%s]\n", r.dtype.c_str(),
-                  r.h_qo, r.h_kv, r.head_dim, r.batch, r.prefix, r.suffix, r.page_size, us, best, ratio,
-                  r.source.c_str());
+      std::printf("#   over 5%%: %s %d/%d D%d B%d P%d S%d page %d: %.1f us against %.1f (%.3f)  [%s]\n",
+                  r.dtype.c_str(), r.h_qo, r.h_kv, r.head_dim, r.batch, r.prefix, r.suffix, r.page_size, us, best,
+                  ratio, r.source.c_str());
     }
   }
   std::printf("# the model's choice: %d shapes judged, worst %.3f, over 1.05: %d; untimed (a plan no log timed): %d\n",

@@ -63,8 +63,9 @@ std::vector<LoggedPlannerRow> ReadPlannerLog(const std::string& path_at_page) {
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
-    // A row: "  dtype Hqo/Hkv D B P S | cascade plain choice name... | predictions | ratio | check |
-    // narrow pred | half pred | measured name m_rat2" (PrintPlannerRow); '#' lines and others skipped.
+    // A row: "  dtype Hqo/Hkv D B P S | cascade plain choice name... | predictions | ratio |
+    // check | narrow pred | half pred | measured name m_rat2" (PrintPlannerRow); '#' lines and
+    // others skipped.
     const std::vector<std::string> cols = SplitAt(line, '|');
     if (cols.size() < 2) continue;
     const std::vector<std::string> shape = Words(cols[0]);

@@ -340,7 +340,8 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
     rep.confirm_winner_us = again[0];
     rep.confirm_cascade_us = again[1];
     // A failed second timing (no room for its scratch: NaN both) picks entry 0: the first's winner.
-    rep.confirmed = PickMeasured({rep.confirm_winner, PlanCandidate::kCascade}, again, options_.keep_cascade_within) == 0;
+    rep.confirmed =
+        PickMeasured({rep.confirm_winner, PlanCandidate::kCascade}, again, options_.keep_cascade_within) == 0;
     if (!rep.confirmed) pick = int(cascade_index);
   }
   rep.chosen = c.kinds[size_t(pick)];

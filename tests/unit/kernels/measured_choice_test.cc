@@ -240,8 +240,8 @@ TEST(MeasuredPlanner, TimesTheCascadeHoweverFarItIsPredicted) {
 
 // One schedule is one candidate: at 32/32 B256 P32768 S256 with the H200 backend's options the
 // model chooses the cascade, and the half-target cascade, predicted alike, is the cascade's 128
-// items balanced onto the same 128 CTAs, one each (another plan, the same schedule: ScheduleKey); it
-// is not timed against it (s82's coin flip between the two; bench/RESULTS.md, session 83).
+// items balanced onto the same 128 CTAs, one each (another plan, the same schedule: ScheduleKey);
+// it is not timed against it (s82's coin flip between the two; bench/RESULTS.md, session 83).
 TEST(NearTieCandidates, TheCascadesOwnScheduleIsNoRival) {
   const Case c = MakeCase(256, 32768, 256, 14, false, 32);
   PlanOptions o = kernels::H200BackendPlanOptions();
@@ -258,7 +258,8 @@ TEST(NearTieCandidates, TheCascadesOwnScheduleIsNoRival) {
   EXPECT_EQ(cands.kinds[0], PlanCandidate::kCascade);
   for (const PlanCandidate k : cands.kinds) EXPECT_NE(k, PlanCandidate::kHalfTarget);
   for (size_t i = 0; i < cands.plans.size(); ++i)
-    for (size_t j = 0; j < i; ++j) EXPECT_NE(kernels::ScheduleKey(cands.plans[i]), kernels::ScheduleKey(cands.plans[j]));
+    for (size_t j = 0; j < i; ++j)
+      EXPECT_NE(kernels::ScheduleKey(cands.plans[i]), kernels::ScheduleKey(cands.plans[j]));
 }
 
 // Plain decode of a long prefix (128 requests × 262144 tokens: 2M page ids) is never planned as a

@@ -279,10 +279,11 @@ CascadePlan PlanCascade(const DecodeBatch& batch, const KvPoolShape& pool, const
                         PlanReport* report);
 
 // The plan's Serialize() with a balanced grid whose chains are one item each (prefix_balanced_ctas
-// = the prefix item count) written as no balance: the kernels run both as CTA c on item c, on the
-// same CTAs (one per item, at most the grid's cap, under which a balanced grid is taken too). Two
-// plans with equal keys run the same work the same way; the measured choice and the planner check
-// compare candidates by it, so that one schedule is not timed against itself (bench/RESULTS.md,
+// = the prefix item count) written as no balance, for the two run alike: the persistent prefix
+// grid has one CTA per item up to its cap and takes a balanced grid only within that cap, so
+// either CTA c runs item c alone in both, or both run the items round-robin on the capped grid.
+// Plans with equal keys run the same work the same way; the measured choice and the planner check
+// tell candidates apart by it, so that one schedule is not timed against itself (bench/RESULTS.md,
 // session 83: at B256 the half-target cascade is the cascade's 128 items balanced onto the same
 // 128 CTAs, and a timing coin flip between the two looked like a 12% miss).
 std::vector<int32_t> ScheduleKey(const CascadePlan& plan);

@@ -1,5 +1,6 @@
 // GPU timing support of prefixd_kernel_bench (bench_cuda.cu): plain C++ interface, CUDA inside.
-// Built only with the CUDA backend; kernel_bench.cc calls it under PREFIXD_HAVE_CUDA.
+// Built only with the CUDA backend; the kernel bench (kernel_bench.cc, planner_check.cc) calls it
+// under PREFIXD_HAVE_CUDA.
 //
 // Method (the project's benchmark rule): CUDA events around each iteration; launch cost excluded
 // by holding the stream with a spin kernel until every timed iteration is queued; L2 flushed before

@@ -81,7 +81,7 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
   std::vector<std::vector<int32_t>> flats{ScheduleKey(c.plans[0])};
   const double limit = c.model.predicted_us * (1.0 + tie_band);
   // The cascade and plain decode (the two), then the two split layouts the planner check
-  // times beside them (bench/kernel/kernel_bench.cc), which the model misranked by 5-13% on session
+  // times beside them (bench/kernel/planner_check.cc), which the model misranked by 5-13% on session
   // 76's off-grid shapes. The band does not hold for the two: the cascade, which every other
   // layout is an alternative to, is timed whatever its prediction, and plain decode wherever its
   // lower bound is in the band. Once a kernel changes, the model's error on them can pass the band:

@@ -64,8 +64,10 @@ struct MeasuredChoiceOptions {
   // many-layer model does (0: no flush; the CPU backend never flushes).
   int64_t flush_bytes = int64_t(256) << 20;
   // Session 82 run 1 saw the planner keep the half-target cascade at bf16 32/32 B256 P32768 S256,
-  // which the benchmark timed 12% slower than the cascade on its random queries and data; the two
-  // knobs below are what its A/B (bench/kernel/s83-run1.sh) times, and stay off until it has.
+  // which the benchmark timed 12% slower than the cascade; the two knobs below were built as
+  // guesses at why, before session 83 read it as the cascade's own schedule timed after a long
+  // plain-decode run (now one candidate: ScheduleKey). They stay off until
+  // bench/kernel/s83-run1.sh times them; whichever does not pay is to be removed.
   // What the queries hold. The guess behind kRandom: constant queries toggle fewer tensor-core
   // bits than a step's, and a long compute-bound step's clock depends on its power (unmeasured).
   TimingQueries queries = TimingQueries::kConstant;

@@ -179,11 +179,9 @@ run_planner_check() {
 # (32/8, 40/8, 64/8 × B 1/37/200 × P 304/5000/65536 × S 1/100/1000), 32 bf16 (16/2, 24/8 × head_dim
 # 64/256 × B 3/100 × P 1000/12344 × S 7/300, page 8) and the default grid in fp16 and bf16 — each's
 # log in $OUT/{odd-fp16,odd-bf16,grid-fp16,grid-bf16}.txt, then its summary lines (the measured
-# choice's too, where the binary has it) and its rows over 5% or wrong (at most 20). $PLANNER_ARGS
-# (split at spaces) is added to every check, e.g. the measured choice's `--mc-queries random`.
+# choice's too, where the binary has it) and its rows over 5% or wrong (at most 20).
 run_offgrid_planner_checks() {
-  # shellcheck disable=SC2086
-  check() { local name=$1; shift; timeout 200 $B --planner-check "$@" ${PLANNER_ARGS:-} >"$OUT/$name.txt" 2>&1; local rc=$?
+  check() { local name=$1; shift; timeout 200 $B --planner-check "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
     echo "== planner $name rc=$rc, $(grep -cE '^ +(fp16|bf16) ' "$OUT/$name.txt") shapes"
     grep -E "planner check:|measured choice" "$OUT/$name.txt" | grep -v "must be"
     grep -E "SLOW|WRONG" "$OUT/$name.txt" | grep -E '^ +(fp16|bf16) ' | head -20; }

@@ -240,7 +240,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   const DecodeBatch batch = MakeBatch(s, rng, &pool);
   void* stream = gpu.stream();
   const int64_t kv_elems = pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
-  DeviceStep step(gpu, pool, int(rows), s.head_dim, s.dtype, seed, cfg.constant_queries);
+  DeviceStep step(gpu, pool, int(rows), s.head_dim, s.dtype, seed);
   kernels::CascadeArgs& args = step.args;
 
   kernels::PlanOptions plan_options = gpu.DefaultPlanOptions();
@@ -253,7 +253,7 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   // kept and each candidate's time by that method.
   const CascadePlan plan = [&] {
     if (!cfg.measured_choice) return kernels::PlanCascade(batch, pool, plan_options);
-    kernels::MeasuredPlanner planner(cfg.measured_options);
+    kernels::MeasuredPlanner planner;
     kernels::MeasuredChoiceReport report;
     CascadePlan chosen = planner.Plan(batch, pool, plan_options, gpu, args.kv, &report);
     row.note += std::string(" measured-choice(") + kernels::PlanCandidateName(report.chosen);
@@ -263,10 +263,6 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
                     Fmt(" %.1f us", report.measured_us[i]);
     else
       row.note += "; no near tie";
-    if (report.confirm_timed)
-      row.note += std::string("; again ") + kernels::PlanCandidateName(report.confirm_winner) +
-                  Fmt(" %.1f us", report.confirm_winner_us) + Fmt(", cascade %.1f us", report.confirm_cascade_us) +
-                  (report.confirmed ? ": kept" : ": overturned");
     row.note += ")";
     return chosen;
   }();
@@ -683,19 +679,10 @@ int Main(int argc, char** argv) {
     ("measured-choice", "GPU: plan each step as the worker does on CUDA (kernels::MeasuredPlanner: where the cost "
                         "model's choice is a near tie, the candidates timed once by the planner's own method and the "
                         "fastest kept; note column: what it kept and each candidate's time); default: the model's plan")
-    ("queries", "GPU: the timed step's queries: random (uniform in [-1, 1), the default) or constant (every element "
-                "0x3C3C, as the measured choice times by default): whether a step's time depends on its data",
-     cxxopts::value<std::string>()->default_value("random"))
     ("planner-order", "the planner check's order of the layouts' timings: plain-last (the default: plain decode "
                       "after the others, whose clock its long runs lowered) or plain-first (as before session 83: "
                       "cascade, plain, narrow, half)",
      cxxopts::value<std::string>()->default_value("plain-last"))
-    ("mc-queries", "the measured choice's timing queries (--measured-choice and --planner-check's measured column): "
-                   "constant (0x3C3C, the worker's default) or random (seeded uniform in [-1, 1))",
-     cxxopts::value<std::string>()->default_value("constant"))
-    ("mc-confirm", "the measured choice's second timing: where a candidate beat the cascade, the two timed again for "
-                   "this many rounds and the cascade kept unless it loses again (0: off, the worker's default)",
-     cxxopts::value<int>()->default_value("0"))
     ("without-merge", "GPU, plans with a merge kernel: also time, interleaved with the step, the step without its "
                       "merge kernel (what the merge costs inside the step; note column)")
     ("beside", "GPU, concurrent plans: time the prefix part also beside each of these synthetic loads on the k SMs "
@@ -775,24 +762,10 @@ int Main(int argc, char** argv) {
   cfg.without_merge = args.count("without-merge") > 0;
   cfg.measured_choice = args.count("measured-choice") > 0;
   PREFIXD_CHECK_ARG(!cfg.measured_choice || use_gpu, "--measured-choice needs a GPU (it times plans on the device)");
-  const std::string queries = args["queries"].as<std::string>();
-  PREFIXD_CHECK_ARG(queries == "constant" || queries == "random",
-                    "--queries must be constant or random, got '" << queries << "'");
-  cfg.constant_queries = queries == "constant";
-  PREFIXD_CHECK_ARG(!cfg.constant_queries || use_gpu, "--queries constant needs a GPU (it fills the device step's "
-                                                      "queries)");
   const std::string planner_order = args["planner-order"].as<std::string>();
   PREFIXD_CHECK_ARG(planner_order == "plain-last" || planner_order == "plain-first",
                     "--planner-order must be plain-last or plain-first, got '" << planner_order << "'");
   cfg.plain_first = planner_order == "plain-first";
-  const std::string mc_queries = args["mc-queries"].as<std::string>();
-  PREFIXD_CHECK_ARG(mc_queries == "constant" || mc_queries == "random",
-                    "--mc-queries must be constant or random, got '" << mc_queries << "'");
-  cfg.measured_options.queries =
-      mc_queries == "random" ? kernels::TimingQueries::kRandom : kernels::TimingQueries::kConstant;
-  cfg.measured_options.confirm_rounds = args["mc-confirm"].as<int>();
-  PREFIXD_CHECK_ARG(cfg.measured_options.confirm_rounds >= 0 && cfg.measured_options.confirm_rounds <= 1000,
-                    "--mc-confirm must be 0..1000, got " << cfg.measured_options.confirm_rounds);
   PREFIXD_CHECK_ARG(!cfg.without_merge || use_gpu, "--without-merge needs a GPU (it times the step on the device)");
   PREFIXD_CHECK_ARG(!cfg.read_floor || use_gpu, "--read-floor needs a GPU (it times plain reads on the device)");
   if (args.count("beside")) {
@@ -896,8 +869,6 @@ int Main(int argc, char** argv) {
       std::printf("# read floors (--read-floor): every read form checked to read each byte once (XOR of %.1f MB "
                   "against the host's)\n",
                   double(CheckPlainReads(backend->stream())) * 1e-6);
-    std::printf("# queries: %s\n", cfg.constant_queries ? "CONSTANT, every element 0x3C3C (--queries constant)"
-                                                          : "random, uniform in [-1, 1)");
     std::printf("# plan: fused merge %s (--no-fuse turns it off)\n", cfg.fuse ? "on" : "off");
     std::printf("# ceilings measured now: copy BW %.2f TB/s = (read+written bytes)/time of a %d GiB D2D copy;\n"
                 "#   GEMM %.0f TFLOP/s = cuBLAS fp16 %d^3 (fp32 accumulation) on random data, median of %d\n",

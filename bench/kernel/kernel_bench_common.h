@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "prefixd/kernels/backend.h"
-#include "prefixd/kernels/measured_choice.h"
 #include "prefixd/kernels/plan.h"
 
 #ifdef PREFIXD_HAVE_CUDA
@@ -80,8 +79,6 @@ struct Config {
   bool output_forms = false;  // --output-forms
   bool without_merge = false;  // --without-merge
   bool measured_choice = false;  // --measured-choice: the step's plan as the worker makes it on CUDA
-  kernels::MeasuredChoiceOptions measured_options;  // --mc-queries, --mc-confirm
-  bool constant_queries = false;  // --queries constant: the step's own queries as the planner's timing fills them
   bool plain_first = false;  // --planner-order plain-first: the planner check's order before session 83
 #ifdef PREFIXD_HAVE_CUDA
   FlushMode flush_mode = FlushMode::kWrite;
@@ -128,12 +125,11 @@ bool CheckRows(const HostStates& got_all, const HostStates& want, const std::vec
 TimingOptions TimingFor(const Config& cfg);
 
 // Device buffers of one timed cascade step: the pool's K and V, the queries (random, fixed by
-// `seed`; or every byte 0x3C, as the measured choice's constant timing queries) and every output;
-// freed, after a sync, when it goes out of scope.
+// `seed`) and every output; freed, after a sync, when it goes out of scope.
 class DeviceStep {
  public:
   DeviceStep(kernels::cuda::CudaBackend& gpu, const KvPoolShape& pool, int rows, int head_dim, DType dtype,
-             uint64_t seed, bool constant_queries)
+             uint64_t seed)
       : gpu_(gpu) {
     const int64_t kv_elems = pool.ElementsPerArray(), n = int64_t(rows) * head_dim;
     args.kv = kernels::KvPoolView{pool, Alloc(kv_elems * 2), Alloc(kv_elems * 2)};
@@ -143,8 +139,7 @@ class DeviceStep {
     args.s_out = static_cast<float*>(Alloc(int64_t(rows) * 4));
     FillRandom(args.kv.k, kv_elems, dtype, 1.f, seed + 1, gpu.stream());
     FillRandom(args.kv.v, kv_elems, dtype, 1.f, seed + 2, gpu.stream());
-    if (constant_queries) gpu.Fill(const_cast<void*>(args.q), 0x3C, size_t(n) * 2);
-    else FillRandom(const_cast<void*>(args.q), n, dtype, 1.f, seed + 3, gpu.stream());
+    FillRandom(const_cast<void*>(args.q), n, dtype, 1.f, seed + 3, gpu.stream());
   }
   ~DeviceStep() {
     gpu_.Synchronize();

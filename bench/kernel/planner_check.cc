@@ -114,7 +114,6 @@ struct PlannerRow {
   // tie, the model's choice), and that plan's time by this bench's method (not the planner's own).
   std::string measured_name = "-";
   double measured_us = kNaN;
-  bool measured_confirm_timed = false, measured_overturned = false;  // its second timing ran; it kept the cascade
   int wrong = 0;
   // The fastest of the timed layouts (cascade, plain, narrow, half).
   double FastestTimed() const {
@@ -179,7 +178,7 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
   const PlannerPlans& p = row.plans;
   void* stream = gpu.stream();
   const int64_t kv_elems = p.pool.ElementsPerArray(), rows = int64_t(s.batch) * s.h_qo, n = rows * s.head_dim;
-  DeviceStep step(gpu, p.pool, int(rows), s.head_dim, s.dtype, seed, cfg.constant_queries);
+  DeviceStep step(gpu, p.pool, int(rows), s.head_dim, s.dtype, seed);
   kernels::CascadeArgs& args = step.args;
 
   const TimingOptions t = TimingFor(cfg);
@@ -239,12 +238,10 @@ PlannerRow RunPlannerShape(kernels::cuda::CudaBackend& gpu, const Shape& s, cons
 
   // The measured choice: a fresh MeasuredPlanner times the near ties its own way (median of 7,
   // flushed), then the plan it kept is timed here like the others (or takes their time).
-  kernels::MeasuredPlanner measured_planner(cfg.measured_options);
+  kernels::MeasuredPlanner measured_planner;
   kernels::MeasuredChoiceReport measured_report;
   const CascadePlan measured = measured_planner.Plan(p.batch, p.pool, p.choose, gpu, args.kv, &measured_report);
   if (measured_report.timed) row.measured_name = kernels::PlanCandidateName(measured_report.chosen);
-  row.measured_confirm_timed = measured_report.confirm_timed;
-  row.measured_overturned = measured_report.confirm_timed && !measured_report.confirmed;
   const std::vector<int32_t> measured_flat = kernels::ScheduleKey(measured);
   const bool measured_is_choice = measured_flat == kernels::ScheduleKey(p.choice);
   const bool measured_is_cascade = measured_flat == kernels::ScheduleKey(p.cascade);
@@ -354,16 +351,10 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
                                   "plans of their own (--planner-order plain-first)"
                                 : "cascade, narrow, half, the choice and the measured choice where plans of their "
                                   "own, then plain decode (--planner-order plain-last)");
-    std::printf("# measured choice: %s queries, second timing of a switch off the cascade: %s\n",
-                kernels::TimingQueriesName(cfg.measured_options.queries),
-                cfg.measured_options.confirm_rounds > 0
-                    ? (std::to_string(cfg.measured_options.confirm_rounds) + " rounds").c_str()
-                    : "off");
     PrintPlannerHeader(true);
     int slow = 0, wrong = 0, slower_than_plain = 0, slower_than_two = 0;
     double worst = 0, worst_to_plain = 0, worst_to_two = 0;
     int measured_timed = 0, measured_over_plain = 0, measured_over_two = 0, measured_over_all = 0;
-    int measured_confirmed = 0, measured_overturned = 0;
     double measured_worst_plain = 0, measured_worst_two = 0, measured_worst_all = 0;
     for (size_t i = 0; i < cfg.shapes.size(); ++i) {
       const PlannerRow* known = calibrate ? &first_pass[i] : nullptr;
@@ -377,8 +368,6 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
       worst = std::max(worst, row.Ratio());
       worst_to_plain = std::max(worst_to_plain, row.RatioToPlain());
       measured_timed += row.measured_name != "-";
-      measured_confirmed += row.measured_confirm_timed;
-      measured_overturned += row.measured_overturned;
       measured_over_plain += row.MeasuredToPlain() > 1.05;
       measured_over_two += row.MeasuredToBetterOfTwo() > 1.05;
       measured_worst_plain = std::max(measured_worst_plain, row.MeasuredToPlain());
@@ -395,9 +384,6 @@ int RunPlannerModes(Backend* backend, bool use_gpu, const Config& cfg, uint64_t 
                 "shapes over 1.05: %d\n",
                 measured_timed, cfg.shapes.size(), measured_worst_plain, measured_over_plain, measured_worst_two,
                 measured_over_two, measured_worst_all, measured_over_all);
-    if (cfg.measured_options.confirm_rounds > 0)
-      std::printf("# measured choice: a switch off the cascade timed again on %d shapes, overturned on %d\n",
-                  measured_confirmed, measured_overturned);
     std::printf("# planner check: choice / the fastest timed layout: worst ratio %.3f; shapes over 1.05: %d; wrong "
                 "results: %d %s\n", worst, slow, wrong,
                 slow == 0 && wrong == 0 ? "OK" : "FAILED");

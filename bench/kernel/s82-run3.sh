@@ -5,11 +5,11 @@
 # (constant 0x3C3C queries, prefixd_kernel_bench_old) and this one (random queries), old new old new,
 # fp16 and bf16; then the planner check on the default grid (fp16, bf16) with this build, and the
 # GPU tests of the measured choice.
-# Superseded by s83-run1.sh (one binary: the knobs are kernel-bench flags). Not run in session 82
-# (no machine lent after run 2). The random queries were reverted from the
-# tree (d02c352) until measured: the carry .carry/s82b (git-ignored) holds the
-# build of commit c8cd22c, which has them; rebuild it from that commit if the carry is gone
-# (`git show c8cd22c -- kernels/src/measured_choice.cc` is the whole change).
+# Superseded by s83-run1.sh (session 83 traced the miss to the plans compared and the check's
+# order; the random-query guess was dropped). Not run in session 82 (no machine lent after run 2).
+# The random queries were reverted from the tree (d02c352) until measured: the carry .carry/s82b
+# (git-ignored) holds the build of commit c8cd22c, which has them; rebuild it from that commit if
+# the carry is gone (`git show c8cd22c -- kernels/src/measured_choice.cc` is the whole change).
 #   CARRY=.carry/s82b bash bench/kernel/s82-run3.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -7,11 +7,11 @@
 // two: kUnroll, or a 16-row tile), which hold other random K/V. With item_pages the outputs must
 // match the float64 oracle over the true rows there; without them, the oracle over the decoys (so
 // the test fails if the kernel ignored either source), whatever step size it has. Items start at
-// token 0 and mid-suffix, finishing (final o / v_out / s_out) and not (partial states); page sizes 16, 32 (both
-// warps' first tiles in one page), 5 and 7 (the per-row lookups); the CUDA-core kernel (GQA 1,
-// 2), the tensor-core kernel (4, 8, 16; head_dim 64, 128, 256) with each pipeline the launcher
-// has, and the next-wave K/V prefetch on a decode of several waves. Outputs are poisoned with NaN
-// first. Skips without a GPU.
+// token 0 and mid-suffix, finishing (final o / v_out / s_out) and not (partial states); page
+// sizes 16, 32 (both warps' first tiles in one page), 5 and 7 (the per-row lookups); the CUDA-core
+// kernel (GQA 1, 2), the tensor-core kernel (4, 8, 16; head_dim 64, 128, 256) with each pipeline
+// the launcher has, and the next-wave K/V prefetch on a decode of several waves. Outputs are
+// poisoned with NaN first. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>

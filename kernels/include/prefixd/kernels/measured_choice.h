@@ -41,13 +41,6 @@ enum class PlanCandidate : uint8_t {
 };
 const char* PlanCandidateName(PlanCandidate c);
 
-// The queries the candidates are timed on.
-enum class TimingQueries : uint8_t {
-  kConstant,  // every element 0x3C3C (1.06 in fp16, 0.0115 in bf16): finite in both dtypes
-  kRandom,    // uniform in [-1, 1), seeded: the same batch is timed on the same queries
-};
-const char* TimingQueriesName(TimingQueries q);
-
 struct MeasuredChoiceOptions {
   // The half-target and narrow cascades are timed against the model's choice when predicted at
   // most this fraction slower than it, plain decode when its lower bound is (the cascade always).
@@ -63,19 +56,6 @@ struct MeasuredChoiceOptions {
   // Bytes written before each timed run so that it starts with a cold L2, as a step of a
   // many-layer model does (0: no flush; the CPU backend never flushes).
   int64_t flush_bytes = int64_t(256) << 20;
-  // Session 82 run 1 saw the planner keep the half-target cascade at bf16 32/32 B256 P32768 S256,
-  // which the benchmark timed 12% slower than the cascade; the two knobs below were built as
-  // guesses at why, before session 83 read it as the cascade's own schedule timed after a long
-  // plain-decode run (now one candidate: ScheduleKey). They stay off until
-  // bench/kernel/s83-run1.sh times them; whichever does not pay is to be removed.
-  // What the queries hold. The guess behind kRandom: constant queries toggle fewer tensor-core
-  // bits than a step's, and a long compute-bound step's clock depends on its power (unmeasured).
-  TimingQueries queries = TimingQueries::kConstant;
-  // Where the fastest candidate is not the cascade (and the cascade was timed), the two are timed
-  // again for this many rounds, the winner first, and the winner is kept only if it wins that
-  // timing too (PickMeasured on its medians); otherwise the cascade. 0: no second timing. A
-  // transient (a clock dip during the cascade's rounds) then cannot move a class off the cascade.
-  int confirm_rounds = 0;
 };
 
 // What one MeasuredPlanner::Plan call did.
@@ -87,12 +67,6 @@ struct MeasuredChoiceReport {
   std::vector<PlanCandidate> candidates;  // the near ties (the model's choice first), or empty
   std::vector<double> predicted_us;      // per candidate
   std::vector<double> measured_us;       // per candidate, where timed (median)
-  // The second timing (MeasuredChoiceOptions::confirm_rounds), where it ran: the cascade's and the
-  // first timing's winner's medians, and whether the winner won again.
-  bool confirm_timed = false;
-  PlanCandidate confirm_winner = PlanCandidate::kCascade;
-  double confirm_cascade_us = 0, confirm_winner_us = 0;
-  bool confirmed = false;
 };
 
 // The plan of one candidate layout: kModelChoice as the options say (the layout choice), the others
@@ -144,17 +118,12 @@ class MeasuredPlanner {
                    const KvPoolView& kv, MeasuredChoiceReport* report = nullptr,
                    const std::function<void()>& before_timing = {});
 
-  // Per candidate plan, the median µs of RunCascade over `timed_rounds` (interleaved, after
-  // `warmup_rounds`, each run after an L2 flush), on scratch queries (the options' `queries`) and
-  // outputs. Leaves the last candidate loaded. All NaN where the backend has no memory for the
-  // scratch (kOutOfMemory); a smaller flush, or none, where only the flush buffer does not fit.
+  // Per candidate plan, the median µs of RunCascade over timed_rounds (interleaved, after
+  // warmup_rounds, each run after an L2 flush), on scratch queries and outputs. Leaves the last
+  // candidate loaded. All NaN where the backend has no memory for the scratch (kOutOfMemory); a
+  // smaller flush, or none, where only the flush buffer does not fit.
   std::vector<double> TimePlans(const std::vector<const CascadePlan*>& plans, Backend& backend,
-                                const KvPoolView& kv, DType dtype, int warmup_rounds, int timed_rounds) const;
-  // ... with the options' rounds.
-  std::vector<double> TimePlans(const std::vector<const CascadePlan*>& plans, Backend& backend,
-                                const KvPoolView& kv, DType dtype) const {
-    return TimePlans(plans, backend, kv, dtype, options_.warmup_rounds, options_.timed_rounds);
-  }
+                                const KvPoolView& kv, DType dtype) const;
 
   int classes() const { return int(kept_.size()); }  // shape classes kept (timed or not)
   int timings() const { return timings_; }  // Plan calls that timed candidates

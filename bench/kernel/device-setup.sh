@@ -1,4 +1,4 @@
-# Sourced by the kernel-benchmark scripts that run on a lent GPU machine (s17-*.sh, issue4-grid.sh)
+# Sourced by the kernel-benchmark scripts that run on a lent GPU machine (sessions/s*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,

@@ -67,8 +67,9 @@ constexpr int kMmaSingleStepMaxTokens = 24;
 // held at 168 (72 bytes of spill) and even at B256, so GQA 8 and the group of 16 keep ptxas's counts
 // at head_dim 128. At head_dim 64 every group is held at 8 CTAs per SM (session 79): GQA 8 had 136
 // registers uncapped after s78 (7 CTAs per SM, its steps +0.2 to +1.0 µs against s77's 119) and 168
-// with the item pages' code, GQA 16 165 (126 before); held, 128 with no spill. Not yet timed on a
-// GPU (bench/kernel/s79-run1.sh).
+// with the item pages' code, GQA 16 165 (126 before); held, 128 with no spill. Timed in session
+// 81 (run 1, A/B against session 78's build): the head_dim-64 rows −1.9 to −2.4 µs each at 64/8,
+// +0.2 to +0.9 at 32/8.
 template <int HEAD_DIM>
 constexpr int MmaShallowCtasPerSm() { return HEAD_DIM == 64 ? 8 : HEAD_DIM == 128 ? 6 : 0; }
 // __launch_bounds__'s minimum CTAs per SM: the caps above for the single-step and the shallow

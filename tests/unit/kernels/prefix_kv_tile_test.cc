@@ -114,7 +114,7 @@ TEST(PrefixKvTile, HeadDim128ConcurrentPlansTakeTheLongTileForLongItemsOnly) {
   EXPECT_EQ(ChoosePrefixKvTileTokens(edge), 128);
 }
 
-// The planner's items for the GPU cascade test of the long tile (tests/gpu/cuda_backend_test.cc,
+// The planner's items for the GPU cascade test of the long tile (tests/gpu/cascade_gpu_test.cc,
 // HeadDim128LongTilePlansMatchTheOracle): its plan options give long items in wide CTAs.
 TEST(PrefixKvTile, PlannedLongItemsInWideCtasTakeTheLongTile) {
   std::mt19937_64 rng(7);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Session 84, run 1 (nvidia-h200): session 83's run 1, which no machine ran then. s82 run 1's one
-# planner miss — the measured choice kept the
-# half-target cascade at bf16 32/32 B256 P32768 S256, which the planner check timed 12% slower than
-# the cascade. Session 83 found on the CPU that the two were the same GPU work (now one candidate:
-# kernels::ScheduleKey) and that the check timed the half right after plain decode's ~0.9 s of 26 ms
-# steps (now plain last). This run checks that reading and re-runs the planner item (~4 min):
+# planner miss — the measured choice kept the half-target cascade at bf16 32/32 B256 P32768 S256,
+# which the planner check timed 12% slower than the cascade. Session 83 found on the CPU that the
+# two were the same GPU work (now one candidate: kernels::ScheduleKey) and that the check timed the
+# half right after plain decode's ~0.9 s of 26 ms steps (now plain last). This run checks that
+# reading and re-runs the planner item (~4 min):
 #   1. the planner check of 32/32 B256 P32768 S32 and S256, fp16 and bf16, in the order before
 #      session 83 (--planner-order plain-first: plain decode's 22-26 ms steps right before the
 #      narrow cascade) and in the new one (plain last), twice in turn. The half cascade is no longer

@@ -30,6 +30,7 @@
 #include "prefixd/common/error.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/decode_attention_epilogue.cuh"
+#include "kernels/cuda/mma_sm80.cuh"
 
 namespace prefixd::kernels::cuda {
 namespace decode {
@@ -90,32 +91,6 @@ __device__ __forceinline__ void CopyAsync16(void* smem, const void* gmem, int sr
 __device__ __forceinline__ void CopyAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void CopyAsyncWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-// 8 packed dtype values → 8 floats.
-template <typename T>
-__device__ __forceinline__ void Unpack8(const uint4& raw, float (&out)[kVec]);
-
-template <>
-__device__ __forceinline__ void Unpack8<__half>(const uint4& raw, float (&out)[kVec]) {
-  const __half2* h = reinterpret_cast<const __half2*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
-template <>
-__device__ __forceinline__ void Unpack8<__nv_bfloat16>(const uint4& raw, float (&out)[kVec]) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
 
 // Sum over the TPR threads of a row group (consecutive, aligned lanes); every lane gets the sum.
 template <int TPR>

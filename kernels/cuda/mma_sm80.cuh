@@ -18,6 +18,12 @@ namespace prefixd::kernels::cuda {
 __device__ __forceinline__ uint32_t SmemAddress(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
 }
+// 16 bytes of shared memory at a shared-space address (e.g. one 16-byte chunk of a swizzled tile).
+__device__ __forceinline__ uint4 LoadShared16(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
 
 // ---- cp.async (16-byte, L2-only: K/V tiles are streamed once per CTA) -------------------------
 
@@ -87,6 +93,32 @@ struct MmaOp<__nv_bfloat16> {
     return *reinterpret_cast<const uint32_t*>(&h);
   }
 };
+
+// 8 packed dtype values (16 bytes) → 8 floats.
+template <typename T>
+__device__ __forceinline__ void Unpack8(const uint4& raw, float (&out)[8]);
+
+template <>
+__device__ __forceinline__ void Unpack8<__half>(const uint4& raw, float (&out)[8]) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+template <>
+__device__ __forceinline__ void Unpack8<__nv_bfloat16>(const uint4& raw, float (&out)[8]) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
 
 // ---- swizzled shared-memory tiles ----------------------------------------------------------------
 

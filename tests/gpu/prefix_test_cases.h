@@ -59,6 +59,10 @@ struct Scenario {
   // for P·V; with lse_abs_tolerance > 0 every s must also lie within it (base 2, absolute).
   bool round_all_p_up = false;
   double lse_abs_tolerance = 0;
+  // A running max that rises within a chunk's walk (RisingMax): a kernel that takes a tile's
+  // exponentials against the max as it stands (the sm_90a kernel's speculative softmax) must then
+  // move the max by a rescale, and recompute a tile whose exponentials overflowed.
+  bool rising_max = false;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Scenario& s) { return os << s.name; }
@@ -116,6 +120,34 @@ inline bool RoundAllPUp(const Scenario& sc, Problem& pr) {
         key[1] = t == 0 ? zero : best_gamma;
       }
   return true;
+}
+
+// Scores that step through fixed levels along each group's prefix (base 2, each score ±1 of its
+// level): 0 from token 0, +20 from 300, +30 from 600, +170 from 700, +100 from 1100. q = (16, x,
+// 0, …) with x random in [−1, 1] for every row, and each key's first element set so that
+// 16 · k0 · c lands on its token's level (c = sm_scale / ln 2). So a chunk that starts before
+// token 300 sees its max rise by ~20 inside its walk (a rescale's worth, far past any sum limit),
+// one that starts before 700 sees it rise by more than 128 (past fp32's 2^x range), and one that
+// reaches past 1100 has a tile whose P all underflow; V stays random.
+inline void RisingMax(const Scenario& sc, Problem& pr, std::mt19937_64& rng) {
+  const int d = sc.head_dim;
+  const double c = pr.sm_scale / std::log(2.0);
+  const float a = 16.f;
+  std::uniform_real_distribution<float> jitter(-1.f, 1.f);
+  const uint16_t zero = FromFloat(sc.dtype, 0.f);
+  for (int64_t row = 0; row < int64_t(pr.num_requests) * pr.num_qo_heads; ++row) {
+    std::fill(pr.q.begin() + row * d, pr.q.begin() + (row + 1) * d, zero);
+    pr.q[row * d] = FromFloat(sc.dtype, a);
+    pr.q[row * d + 1] = FromFloat(sc.dtype, jitter(rng));
+  }
+  auto level = [](int t) { return t < 300 ? 0.0 : t < 600 ? 20.0 : t < 700 ? 30.0 : t < 1100 ? 170.0 : 100.0; };
+  const KvPoolShape& shape = pr.pool.shape;
+  for (const PrefixGroup& g : pr.groups)
+    for (int t = 0; t < g.prefix.num_tokens; ++t)
+      for (int h = 0; h < sc.num_kv_heads; ++h) {
+        uint16_t* key = &pr.pool.k[shape.Offset(pr.layer, int64_t(g.prefix.first_page) * sc.page_size + t, h)];
+        key[0] = FromFloat(sc.dtype, float((level(t) + jitter(rng)) / (a * c)));
+      }
 }
 
 inline Problem BuildProblem(const Scenario& sc, std::mt19937_64& rng) {
@@ -190,6 +222,7 @@ inline Problem BuildProblem(const Scenario& sc, std::mt19937_64& rng) {
         }
   }
   if (sc.round_all_p_up && !RoundAllPUp(sc, pr)) ADD_FAILURE() << "no key puts P in its rounding window";
+  if (sc.rising_max) RisingMax(sc, pr, rng);
   if (sc.poison_outside_prefix) {
     const int64_t slots = int64_t(shape.num_pages) * sc.page_size;
     std::vector<char> in_prefix(size_t(slots), 0);
@@ -453,6 +486,18 @@ inline std::vector<Scenario> Scenarios() {
       s.gqa = 4;
       s.plant_gain = 40.f;
       s.groups = {{1000, 9, {0, 448, 1000}}};
+      out.push_back(s);
+    }
+  // A max that rises by a rescale's worth, then past 2^x's range, inside the walks of two chunks.
+  for (DType dt : dtypes)
+    for (int d : {64, 128, 256}) {
+      Scenario s;
+      s.name = std::string("RisingMax_") + DTypeName(dt) + "_d" + std::to_string(d);
+      s.dtype = dt;
+      s.head_dim = d;
+      s.gqa = 4;
+      s.rising_max = true;
+      s.groups = {{1300, 9, {0, 500, 1300}}};
       out.push_back(s);
     }
   for (DType dt : dtypes) {

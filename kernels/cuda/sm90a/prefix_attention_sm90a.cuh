@@ -127,6 +127,16 @@ struct WgmmaPrefixConfig {
   // head_dim 64 / 128 (32 / 64 multiplies) the warp vote and branch cost more than they spare:
   // 1-5% slower (bench/RESULTS.md, session 28).
   static constexpr bool CONDITIONAL_RESCALE = HEAD_DIM == 256;
+  // The speculative softmax (Consumer::Softmax): once every row of a warp has a finite running
+  // max, a tile's exponentials are taken against that max as it stands, with no max pass over the
+  // tile. The tile's P sums per thread and row, which the row sums need anyway, tell whether any P
+  // grew past kSpeculativeSumLimit; only then (rare: a row's max rising by more than ~log2 of the
+  // limit within one tile) does the warp move its max, by a power of two from its largest P, or,
+  // where a 2^x overflowed, recompute the tile's scores and take the exact path. That spares per
+  // score the max pass's FMNMX and per tile the quad shuffles and O's rescale, all on the chain
+  // between S's arrival and P·V's issue, which bounds head_dim 64's tile (bench/NOTES-prefix.md,
+  // session 42). Not at 256, whose conditional rescaling already skips O's rescale on most tiles.
+  static constexpr bool SPECULATIVE_SOFTMAX = !CONDITIONAL_RESCALE && !ROWSUM_BY_MMA;
   // The wgmma descriptors of a tile's k-steps as one descriptor per tile plus an add each
   // (DescriptorPlus), not the whole descriptor per step: ~40 fewer instructions in the turn the
   // other consumer warpgroup waits for. Prefix parts 1.3% faster at head_dim 128 and 2.5% at 256
@@ -217,6 +227,10 @@ struct KvWalk {
   // First token of tile t's box (see the header comment); negative only for short prefixes.
   __device__ int BoxBegin(int t) const { return min(kv_begin + t * BLOCK_N, prefix_tokens - BLOCK_N); }
 };
+
+// The speculative softmax's bound on one thread's P sum of a row in a tile (SPECULATIVE_SOFTMAX):
+// every P is then at most 2^12, far inside fp16's range for P·V's operand and fp32's for the sums.
+constexpr float kSpeculativeSumLimit = 4096.f;
 
 struct RowTarget {
   int request, qo_head;
@@ -532,6 +546,12 @@ struct Consumer {
   float o[CFG::O_REGS];         // O, unnormalised, at the scale of row_max
   uint32_t pa[CFG::N_STEPS][4];  // P as the A fragments of P·V
   float row_max[2], row_sum[2];  // running max (scaled, base 2) and this lane's partial sum
+  // SPECULATIVE_SOFTMAX: whether every row of this warp has a finite running max, i.e. the next
+  // tile may take the speculative path (warp-uniform); whether the last softmax moved a max, i.e.
+  // O must be rescaled before its P·V (RescaleO); and K of the item's prefix run at its KV head,
+  // for RecomputeScores.
+  bool speculate = false, rescale_pending = true;
+  const T* k_run = nullptr;
   // ROWSUM_BY_MMA: the m64n8 accumulators of P · ones, every column the row's whole sum (c[0], c[1]:
   // row_in_wg; c[2], c[3]: row_in_wg + 8), at the scale of row_max like O.
   float sum_acc[4];
@@ -609,14 +629,21 @@ struct Consumer {
   }
   // Masks columns outside [lo, hi), then the base-2 online softmax of S in place: row_max and
   // row_sum move to the new max, s becomes P = 2^(S·c − max). Returns in `rescale` the factor O
-  // must be multiplied by before P·V of this tile is added.
-  __device__ void Softmax(int lo, int hi, float (&rescale)[2]) {
+  // must be multiplied by before P·V of this tile is added (where rescale_pending). box: the
+  // tile's first token in the prefix run (KvWalk::BoxBegin), for RecomputeScores.
+  __device__ void Softmax(int lo, int hi, int box, float (&rescale)[2]) {
     const float scale = p.sm_scale_log2;
     if (lo > 0 || hi < BLOCK_N) {
 #pragma unroll
       for (int j = 0; j < CFG::S_REGS; ++j) {
         const int col = 8 * (j / 4) + col0 + (j % 2);
         if (col < lo || col >= hi) s[j] = -INFINITY;
+      }
+    }
+    if constexpr (CFG::SPECULATIVE_SOFTMAX) {
+      if (speculate) {
+        if (SoftmaxSpeculative(scale, rescale)) return;
+        RecomputeScores(lo, hi, box);  // a 2^x overflowed: the exact path below, on S again
       }
     }
     // scale > 0, so the max of raw scores gives the max of scaled ones. Both rows side by side
@@ -677,8 +704,104 @@ struct Consumer {
       for (int h = 0; h < 2; ++h)
         row_sum[h] = row_sum[h] * rescale[h] + ((part[h][0] + part[h][1]) + (part[h][2] + part[h][3]));
     }
+    if constexpr (CFG::SPECULATIVE_SOFTMAX) {
+      rescale_pending = true;
+      speculate = __all_sync(0xffffffffu, row_max[0] != -INFINITY && row_max[1] != -INFINITY);
+    }
+  }
+  // The speculative path (SPECULATIVE_SOFTMAX; every running max finite): P = 2^(S·c − row_max)
+  // with the max as it stands. Where no thread's P sum of a row passed kSpeculativeSumLimit (the
+  // common case: one vote), the sums grow and O keeps its scale. Returns false, with s no longer
+  // holding S, where a 2^x overflowed (MoveMaxAfterSpeculation).
+  __device__ bool SoftmaxSpeculative(float scale, float (&rescale)[2]) {
+    constexpr int ACC = 4;  // independent partial sums per row, as in the exact path
+    float part[2][ACC];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int a = 0; a < ACC; ++a) part[h][a] = 0.f;
+#pragma unroll
+    for (int j = 0; j < CFG::S_REGS / 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2;
+        s[4 * j + e] = FastExp2(fmaf(s[4 * j + e], scale, -row_max[h]));
+        part[h][j % ACC] += s[4 * j + e];
+      }
+    float tile_sum[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) tile_sum[h] = (part[h][0] + part[h][1]) + (part[h][2] + part[h][3]);
+    // NaN compares false: a NaN score stays on this path and reaches the state as on the exact one.
+    const bool over = tile_sum[0] > kSpeculativeSumLimit || tile_sum[1] > kSpeculativeSumLimit;
+    if (!__any_sync(0xffffffffu, over)) {
+      row_sum[0] += tile_sum[0];
+      row_sum[1] += tile_sum[1];
+      rescale_pending = false;
+      return true;
+    }
+    return MoveMaxAfterSpeculation(tile_sum, rescale);
+  }
+  // The speculative path's rare end: some row's P grew past the limit. Per row, the tile's largest
+  // P (over the quad) sets how far the max moves: by delta, the power of two just above it, so
+  // that P, O and the sum are rescaled exactly (2^−delta) and every P ends below 1. Returns false
+  // where a P is +inf: its S is lost, and RecomputeScores must bring it back.
+  __device__ bool MoveMaxAfterSpeculation(const float (&tile_sum)[2], float (&rescale)[2]) {
+    float p_max[2] = {0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < CFG::S_REGS / 4; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) p_max[h] = fmaxf(p_max[h], fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) p_max[h] = QuadMax(p_max[h]);
+    if (__any_sync(0xffffffffu, isinf(p_max[0]) || isinf(p_max[1]))) return false;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // p_max in [2^(b − 127), 2^(b − 126)) for biased exponent b: delta = b − 126, at most 126 so
+      // that 2^−delta stays a normal float (P < 4 then, still far inside the limit).
+      const int biased = (__float_as_int(p_max[h]) >> 23) & 0xff;
+      const int delta = p_max[h] > 1.f ? min(biased - 126, 126) : 0;
+      rescale[h] = __int_as_float((127 - delta) << 23);
+      row_max[h] += float(delta);
+      row_sum[h] = (row_sum[h] + tile_sum[h]) * rescale[h];
+    }
+#pragma unroll
+    for (int j = 0; j < CFG::S_REGS; ++j) s[j] *= rescale[(j % 4) / 2];
+    rescale_pending = true;
+    return true;
+  }
+  // S of the tile again, for the one case the speculative path cannot finish from P (a 2^x that
+  // overflowed: a row's score more than 2^7 above its running max, base 2): Q from this
+  // warpgroup's shared memory, K from global memory (its ring stage may hold the next tile by
+  // now), one score at a time on the CUDA cores; columns outside [lo, hi) −inf as in Softmax. Slow,
+  // and rolled loops so that it adds little code to the tile loop; each score is placed by a
+  // compare per register, so that s stays in registers.
+  __device__ void RecomputeScores(int lo, int hi, int box) {
+#pragma unroll 1
+    for (int j = 0; j < CFG::S_REGS; ++j) {
+      const int row = row_in_wg + 8 * ((j % 4) / 2), col = 8 * (j / 4) + col0 + (j % 2);
+      float score = -INFINITY;
+      if (col >= lo && col < hi) {
+        const T* k = k_run + int64_t(box + col) * p.token_stride;
+        score = 0.f;
+#pragma unroll 1
+        for (int c = 0; c < CFG::HEAD_DIM / 8; ++c) {
+          const uint32_t q_chunk = q_smem + (c / 8) * CFG::Q_PANEL_BYTES + row * 128 + (((c % 8) ^ (row % 8)) << 4);
+          float kf[8], qf[8];
+          Unpack8<T>(*reinterpret_cast<const uint4*>(k + 8 * c), kf);
+          Unpack8<T>(LoadShared16(q_chunk), qf);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) score = fmaf(qf[i], kf[i], score);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < CFG::S_REGS; ++i)
+        if (i == j) s[i] = score;
+    }
   }
   __device__ void RescaleO(const float (&rescale)[2]) {
+    if constexpr (CFG::SPECULATIVE_SOFTMAX) {
+      if (!rescale_pending) return;  // the speculative softmax kept every max (warp-uniform)
+    }
     // With conditional rescaling, skipped by the whole warp where none of its rows' max moved
     // (Softmax): most tiles.
     if constexpr (CFG::CONDITIONAL_RESCALE) {
@@ -741,7 +864,7 @@ struct Consumer {
       Release(ring.EmptyK(pos.stage));
       if constexpr (ACTIVE) {
         float rescale[2];
-        Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), rescale);
+        Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), box, rescale);
         RescaleO(rescale);
         PackP();
       }
@@ -777,7 +900,7 @@ struct Consumer {
     }
     Release(ring.EmptyK(pos.stage));
     if constexpr (ACTIVE) {
-      Softmax(walk.kv_begin - prev_box, min(BLOCK_N, walk.kv_end - prev_box), rescale);
+      Softmax(walk.kv_begin - prev_box, min(BLOCK_N, walk.kv_end - prev_box), prev_box, rescale);
       PackP();
     }
     pos.Advance();
@@ -803,10 +926,10 @@ struct Consumer {
       }
       Release(ring.EmptyK(pos.stage));
       if constexpr (ACTIVE) {
-        Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), rescale);
         WgmmaWait<0>();
         FenceAccumulators();
         FenceRegisters(pa);
+        Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), box, rescale);
       }
       Release(ring.EmptyV(prev_stage));
       if constexpr (ACTIVE) PackP();
@@ -866,6 +989,7 @@ struct Consumer {
   // A new row tile: no key seen yet.
   __device__ void ResetRows() {
     row_max[0] = row_max[1] = -INFINITY;
+    speculate = false;
     row_sum[0] = row_sum[1] = 0.f;
     if constexpr (CFG::ROWSUM_BY_MMA) {
 #pragma unroll
@@ -890,6 +1014,9 @@ struct Consumer {
   __device__ void PrefixItem(const PrefixWorkItem& item, int gqa, RingPosition<CFG::STAGES>& pos, AfterRows after_rows) {
     const PrefixGroup group = p.groups[item.group];
     const KvWalk<BLOCK_N> walk(item, group);
+    if constexpr (CFG::SPECULATIVE_SOFTMAX)
+      k_run = static_cast<const T*>(p.k) + int64_t(group.prefix.first_page) * p.page_size * p.token_stride +
+              item.kv_head * CFG::HEAD_DIM;
     for (int row = item.row_begin; row < item.row_end; row += CFG::TILE_ROWS) {
       const int wg_row0 = row + wg * CFG::WG_ROWS;  // group-local row of this warpgroup's row 0
       const int wg_rows = min(item.row_end - wg_row0, CFG::WG_ROWS);

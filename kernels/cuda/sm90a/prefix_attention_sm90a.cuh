@@ -926,10 +926,10 @@ struct Consumer {
       }
       Release(ring.EmptyK(pos.stage));
       if constexpr (ACTIVE) {
+        Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), box, rescale);
         WgmmaWait<0>();
         FenceAccumulators();
         FenceRegisters(pa);
-        Softmax(walk.kv_begin + t * BLOCK_N - box, min(BLOCK_N, walk.kv_end - box), box, rescale);
       }
       Release(ring.EmptyV(prev_stage));
       if constexpr (ACTIVE) PackP();

@@ -11,7 +11,7 @@
 #   mkdir -p .carry/s85 && tar -C build -cJf .carry/s85/bins.tar.xz --transform 's,.*/,./,' \
 #     launch/prefixd tests/prefixd_mpi_tests bench/prefixd_kernel_bench tests/prefixd_gpu_tests
 #   CARRY=.carry/s85 bash bench/kernel/sessions/s85-run1.sh
-# Not run in session 85: no machine started for it (nine refused starts spent the device budget).
+# Not run in session 85: no machine started for it (seven refused starts spent the device budget).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s85-run1

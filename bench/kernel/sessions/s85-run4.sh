@@ -6,7 +6,7 @@
 #   mkdir -p .carry/s85d && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
 #     tests/prefixd_gpu_tests | xz -9 -T2 > .carry/s85d/bins.tar.xz
 #   CARRY=.carry/s85d bash bench/kernel/sessions/s85-run4.sh
-# Not run in session 85: no machine started for it (nine refused starts spent the device budget).
+# Not run in session 85: no machine started for it (seven refused starts spent the device budget).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s85-run4

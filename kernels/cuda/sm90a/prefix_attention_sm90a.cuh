@@ -136,6 +136,10 @@ struct WgmmaPrefixConfig {
   // score the max pass's FMNMX and per tile the quad shuffles and O's rescale, all on the chain
   // between S's arrival and P·V's issue, which bounds head_dim 64's tile (bench/NOTES-prefix.md,
   // session 42). Not at 256, whose conditional rescaling already skips O's rescale on most tiles.
+  // Measured on an H100 only (bench/RESULTS.md, session 85, run 2, A/B against the exact softmax):
+  // prefix parts −3 to −9% on long head_dim-128 walks (items of 16384 tokens, the concurrent
+  // steps), −0.5 to −1.5% at 64, but +2 to +4% on items of 1024-4096 tokens (bench/NOTES-prefix.md,
+  // session 85: P·V's wait now sits below the exponentials, a lead not yet timed).
   static constexpr bool SPECULATIVE_SOFTMAX = !CONDITIONAL_RESCALE && !ROWSUM_BY_MMA;
   // The wgmma descriptors of a tile's k-steps as one descriptor per tile plus an add each
   // (DescriptorPlus), not the whole descriptor per step: ~40 fewer instructions in the turn the
@@ -647,8 +651,8 @@ struct Consumer {
       }
     }
     // scale > 0, so the max of raw scores gives the max of scaled ones. Both rows side by side
-    // and ACC independent partial maxima / sums per row: only two consumer warps share a
-    // scheduler, so serial dependency chains over 64 values would be exposed latency.
+    // and ACC independent partial maxima per row (as Exponentiate's sums): only two consumer warps
+    // share a scheduler, so serial dependency chains over 64 values would be exposed latency.
     constexpr int ACC = 4;
     float part[2][ACC];
 #pragma unroll
@@ -687,22 +691,11 @@ struct Consumer {
         row_max[h] = new_max;
       }
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int a = 0; a < ACC; ++a) part[h][a] = 0.f;
-#pragma unroll
-    for (int j = 0; j < CFG::S_REGS / 4; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int h = e / 2;
-        s[4 * j + e] = FastExp2(fmaf(s[4 * j + e], scale, -subtract[h]));
-        if constexpr (!CFG::ROWSUM_BY_MMA) part[h][j % ACC] += s[4 * j + e];
-      }
+    float tile_sum[2];
+    Exponentiate(scale, subtract, tile_sum);
     if constexpr (!CFG::ROWSUM_BY_MMA) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        row_sum[h] = row_sum[h] * rescale[h] + ((part[h][0] + part[h][1]) + (part[h][2] + part[h][3]));
+      for (int h = 0; h < 2; ++h) row_sum[h] = row_sum[h] * rescale[h] + tile_sum[h];
     }
     if constexpr (CFG::SPECULATIVE_SOFTMAX) {
       rescale_pending = true;
@@ -714,23 +707,9 @@ struct Consumer {
   // common case: one vote), the sums grow and O keeps its scale. Returns false, with s no longer
   // holding S, where a 2^x overflowed (MoveMaxAfterSpeculation).
   __device__ bool SoftmaxSpeculative(float scale, float (&rescale)[2]) {
-    constexpr int ACC = 4;  // independent partial sums per row, as in the exact path
-    float part[2][ACC];
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int a = 0; a < ACC; ++a) part[h][a] = 0.f;
-#pragma unroll
-    for (int j = 0; j < CFG::S_REGS / 4; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int h = e / 2;
-        s[4 * j + e] = FastExp2(fmaf(s[4 * j + e], scale, -row_max[h]));
-        part[h][j % ACC] += s[4 * j + e];
-      }
+    const float subtract[2] = {row_max[0], row_max[1]};
     float tile_sum[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) tile_sum[h] = (part[h][0] + part[h][1]) + (part[h][2] + part[h][3]);
+    Exponentiate(scale, subtract, tile_sum);
     // NaN compares false: a NaN score stays on this path and reaches the state as on the exact one.
     const bool over = tile_sum[0] > kSpeculativeSumLimit || tile_sum[1] > kSpeculativeSumLimit;
     if (!__any_sync(0xffffffffu, over)) {
@@ -797,6 +776,27 @@ struct Consumer {
       for (int i = 0; i < CFG::S_REGS; ++i)
         if (i == j) s[i] = score;
     }
+  }
+  // s ← P = 2^(S·c − subtract[row half]) in place, and (unless the tensor cores sum the rows,
+  // ROWSUM_BY_MMA) this thread's P sum of each row in tile_sum, as ACC independent partial sums
+  // per row on the way (one serial chain of FADDs would be exposed latency).
+  __device__ void Exponentiate(float scale, const float (&subtract)[2], float (&tile_sum)[2]) {
+    constexpr int ACC = 4;
+    float part[2][ACC];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int a = 0; a < ACC; ++a) part[h][a] = 0.f;
+#pragma unroll
+    for (int j = 0; j < CFG::S_REGS / 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2;
+        s[4 * j + e] = FastExp2(fmaf(s[4 * j + e], scale, -subtract[h]));
+        if constexpr (!CFG::ROWSUM_BY_MMA) part[h][j % ACC] += s[4 * j + e];
+      }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) tile_sum[h] = (part[h][0] + part[h][1]) + (part[h][2] + part[h][3]);
   }
   __device__ void RescaleO(const float (&rescale)[2]) {
     if constexpr (CFG::SPECULATIVE_SOFTMAX) {

@@ -46,6 +46,7 @@
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/measured_choice.h"
 #include "prefixd/kernels/plan.h"
+#include "prefixd/kernels/prefix_kv_tile.h"
 
 #ifdef PREFIXD_HAVE_CUDA
 #include "bench/kernel/bench_cuda.h"
@@ -273,6 +274,20 @@ Row RunGpuShape(kernels::cuda::CudaBackend& gpu, const Shape& s, const Config& c
   row.decode_items = int(plan.decode_items.size());
   row.slots = plan.num_slots();
   row.merged_requests = int(plan.merge_requests.size());
+  if (!plan.prefix_items.empty()) {
+    // What the prefix kernel's speed depends on besides the shape (session 85's A/B split by item
+    // length): the plan's K/V tile (PREFIXD_SM90A_KV_TILE, where set, overrides it in the kernel), the
+    // items' mean tokens and their largest row count.
+    int64_t tokens = 0;
+    int rows = 0;
+    for (const auto& item : plan.prefix_items) {
+      tokens += item.kv_end - item.kv_begin;
+      rows = std::max(rows, item.row_end - item.row_begin);
+    }
+    row.note += " prefix-plan(tile " + std::to_string(kernels::ChoosePrefixKvTileTokens(plan)) + ", items of " +
+                Fmt("%.0f", double(tokens) / double(plan.prefix_items.size())) + " tokens, rows <= " +
+                std::to_string(rows) + ")";
+  }
   gpu.LoadPlan(plan);
 
   const TimingOptions t = TimingFor(cfg);

@@ -127,8 +127,8 @@ inline bool RoundAllPUp(const Scenario& sc, Problem& pr) {
 // 0, …) with x random in [−1, 1] for every row, and each key's first element set so that
 // 16 · k0 · c lands on its token's level (c = sm_scale / ln 2). So a chunk that starts before
 // token 300 sees its max rise by ~20 inside its walk (a rescale's worth, far past any sum limit),
-// one that starts before 700 sees it rise by more than 128 (past fp32's 2^x range), and one that
-// reaches past 1100 has a tile whose P all underflow; V stays random.
+// one that starts before 700 sees it rise by ~140 (past fp32's 2^x range), and one that reaches
+// past 1100 has tiles whose P are all below 2^−60 (zero as fp16); V stays random.
 inline void RisingMax(const Scenario& sc, Problem& pr, std::mt19937_64& rng) {
   const int d = sc.head_dim;
   const double c = pr.sm_scale / std::log(2.0);

@@ -13,6 +13,12 @@
 # bench/kernel/results/s85/early-pv-wait.patch applied), this tree's benchmark as
 # prefixd_kernel_bench_spec and HEAD 5e5cbbe's as prefixd_kernel_bench_old, in one tarball (xz -9:
 # ~11 MB, so that the working tree and the carry stay under the device's 64 MiB):
+#   mkdir -p /tmp/c3 .carry/s85c && cp build/bench/prefixd_kernel_bench /tmp/c3/prefixd_kernel_bench_spec
+#   (HEAD 5e5cbbe's build) cp .../bench/prefixd_kernel_bench /tmp/c3/prefixd_kernel_bench_old
+#   git apply bench/kernel/results/s85/early-pv-wait.patch && ninja -C build bench/prefixd_kernel_bench \
+#     tests/prefixd_gpu_tests && cp build/bench/prefixd_kernel_bench build/tests/prefixd_gpu_tests /tmp/c3/ \
+#     && git apply -R bench/kernel/results/s85/early-pv-wait.patch
+#   tar -C /tmp/c3 -cf - . | xz -9 -T2 > .carry/s85c/bins.tar.xz
 #   CARRY=.carry/s85c bash bench/kernel/sessions/s85-run3.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."

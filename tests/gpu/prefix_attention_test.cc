@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,20 @@ TEST(PrefixAttentionLauncher, TileRowsPerHeadDim) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   }
+}
+
+// The RisingMax cases force the sm_90a kernel's rare softmax paths only through their scores'
+// levels; BuildProblem checks the rises (ExpectRisingMaxRises). Host only, so it runs everywhere.
+TEST(PrefixTestCases, RisingMaxScoresRisePastTheRarePaths) {
+  int built = 0;
+  for (const Scenario& sc : Scenarios()) {
+    if (!sc.rising_max) continue;
+    std::mt19937_64 rng(0x5eedu + uint64_t(built));
+    const Problem pr = BuildProblem(sc, rng);
+    EXPECT_FALSE(pr.items.empty()) << sc.name;
+    ++built;
+  }
+  EXPECT_GE(built, 6);  // fp16 and bf16 at head_dim 64, 128 and 256
 }
 
 TEST(PrefixAttentionLauncher, RejectsBadArguments) {

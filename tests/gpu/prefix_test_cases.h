@@ -129,6 +129,42 @@ inline bool RoundAllPUp(const Scenario& sc, Problem& pr) {
 // token 300 sees its max rise by ~20 inside its walk (a rescale's worth, far past any sum limit),
 // one that starts before 700 sees it rise by ~140 (past fp32's 2^x range), and one that reaches
 // past 1100 has tiles whose P are all below 2^−60 (zero as fp16); V stays random.
+// Pins what RisingMax's construction is for (a silent change to its levels, the dtype's rounding
+// or the random keys' second element would otherwise leave the rare paths untested): for every
+// row and group, from the scores as the kernel sees them (rounded q and k, base 2, float64), the
+// max over tokens [300, 500) exceeds that over [0, 300) by more than 12 (past a P sum of 4096),
+// the max over [700, 1100) exceeds that over [500, 700) by more than 128 (past fp32's 2^x range;
+// any K/V tile up to 200 tokens starts the chunk [500, 1300) below it) and every score in
+// [1100, 1300) lies more than 60 below it (P under fp16's and bf16's smallest subnormal P·V input).
+inline void ExpectRisingMaxRises(const Scenario& sc, const Problem& pr) {
+  const int d = sc.head_dim;
+  const double c = pr.sm_scale / std::log(2.0);
+  const KvPoolShape& shape = pr.pool.shape;
+  for (const PrefixGroup& g : pr.groups) {
+    if (g.prefix.num_tokens < 1300) continue;
+    for (int i = 0; i < g.num_requests; ++i)
+      for (int h = 0; h < pr.num_qo_heads; ++h) {
+        const uint16_t* q = &pr.q[(int64_t(g.first_request + i) * pr.num_qo_heads + h) * d];
+        auto max_score = [&](int begin, int end) {
+          double m = -INFINITY;
+          for (int t = begin; t < end; ++t) {
+            const uint16_t* k =
+                &pr.pool.k[shape.Offset(pr.layer, int64_t(g.prefix.first_page) * sc.page_size + t, h / sc.gqa)];
+            double s = 0;
+            for (int e = 0; e < d; ++e) s += double(ToFloat(sc.dtype, q[e])) * double(ToFloat(sc.dtype, k[e]));
+            m = std::max(m, c * s);
+          }
+          return m;
+        };
+        const double low = max_score(0, 300), first_rise = max_score(300, 500);
+        const double before = max_score(500, 700), peak = max_score(700, 1100), tail = max_score(1100, 1300);
+        EXPECT_GT(first_rise - low, 12.0) << sc.name << " request " << i << " head " << h;
+        EXPECT_GT(peak - before, 128.0) << sc.name << " request " << i << " head " << h;
+        EXPECT_GT(peak - tail, 60.0) << sc.name << " request " << i << " head " << h;
+      }
+  }
+}
+
 inline void RisingMax(const Scenario& sc, Problem& pr, std::mt19937_64& rng) {
   const int d = sc.head_dim;
   const double c = pr.sm_scale / std::log(2.0);
@@ -148,6 +184,7 @@ inline void RisingMax(const Scenario& sc, Problem& pr, std::mt19937_64& rng) {
         uint16_t* key = &pr.pool.k[shape.Offset(pr.layer, int64_t(g.prefix.first_page) * sc.page_size + t, h)];
         key[0] = FromFloat(sc.dtype, float((level(t) + jitter(rng)) / (a * c)));
       }
+  ExpectRisingMaxRises(sc, pr);
 }
 
 inline Problem BuildProblem(const Scenario& sc, std::mt19937_64& rng) {

@@ -2,7 +2,7 @@
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
-# run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds,
+# run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_bench_ab, run_build_rounds, show_prefix_rounds,
 # run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
@@ -121,6 +121,18 @@ run_bench_ab() {
     echo "$(basename "$dir") $b $i rc=$? $(grep 'wrong results' "$dir/$b$i.txt")"
   done; done
   python3 bench/kernel/ab_builds.py "$dir" | tee "$dir/ab.txt"
+}
+# show_prefix_rounds NAME BUILDS: after run_build_rounds NAME BUILDS, one line per shape with the
+# prefix part timed alone (the CSV's column 13, µs) of each build in turn, round 1 then round 2.
+show_prefix_rounds() {
+  local name=$1 b i cols=() first
+  for i in 1 2; do for b in $2; do
+    awk -F, 'NR>1{print $13}' "$OUT/$name-$b$i.csv" >"$OUT/$name-$b$i.pfx"
+    cols+=("$OUT/$name-$b$i.pfx")
+  done; done
+  first=$(set -- $2; echo "$1")
+  echo "== $name: prefix part us per shape, round 1 then 2, builds in turn: $2"
+  paste <(awk -F, 'NR>1{printf "%s D%s %s/%s B%s P%s\n",$1,$5,$3,$4,$6,$7}' "$OUT/$name-${first}1.csv") "${cols[@]}"
 }
 # run_build_rounds NAME "BUILDS" BENCH_ARGS...: the kernel benchmark of each build named (X:
 # /tmp/X/prefixd_kernel_bench; b is this build, $B), the builds in turn, twice; logs and CSVs

@@ -21,13 +21,7 @@ for b in old spec early; do mkdir -p /tmp/$b && cp /tmp/b/prefixd_kernel_bench_$
 
 run_build_rounds ab "old early spec" --heads 32/32,32/8 -b 64,256 -p 8192,32768 -s 256 --head-dim 64,128 --dtype fp16 \
   --no-baseline --no-graph -c 1
-echo "== prefix part us per shape: old1 early1 spec1 old2 early2 spec2"
-for i in 1 2; do
-  for b in old spec early; do awk -F, 'NR>1{print $13}' "$OUT/ab-$b$i.csv" > "$OUT/ab-$b$i.pfx"; done
-done
-paste <(awk -F, 'NR>1{printf "%s D%s %s/%s B%s P%s\n",$1,$5,$3,$4,$6,$7}' "$OUT/ab-old1.csv") \
-  "$OUT/ab-old1.pfx" "$OUT/ab-early1.pfx" "$OUT/ab-spec1.pfx" \
-  "$OUT/ab-old2.pfx" "$OUT/ab-early2.pfx" "$OUT/ab-spec2.pfx"
+show_prefix_rounds ab "old early spec"
 
 # issue4-grid.sh's two commands, per build.
 for b in spec early; do

@@ -23,8 +23,9 @@ run_build_rounds ab "old early spec" --heads 32/32,32/8 -b 64,256 -p 8192,32768 
   --no-baseline --no-graph -c 1
 show_prefix_rounds ab "old early spec"
 
-# issue4-grid.sh's two commands, per build.
-for b in spec early; do
+# issue4-grid.sh's two commands, per build (GRID_BUILDS, "spec early": a call short of device time
+# gives "spec", this tree's).
+for b in ${GRID_BUILDS:-spec early}; do
   mkdir -p "$OUT/$b"
   timeout 150 /tmp/$b/prefixd_kernel_bench --heads 32/32,32/8 -b 16,64,256 -p 1024,8192,32768 -s 32,256 \
     --dtype fp16,bf16 --no-baseline -c 1 --read-floor --measured-choice --csv "$OUT/$b/grid.csv" >"$OUT/$b/grid.txt" 2>&1

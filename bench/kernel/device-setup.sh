@@ -11,10 +11,12 @@ B=/tmp/b/prefixd_kernel_bench
 SETUP_TAG=$1
 # The device the numbers come from, first in every log (name, top SM clock, memory).
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
-# pack_logs: every log under $OUT as one tarball, $OUT/all.tgz (the device hands back a limited
-# number of files).
+# pack_logs: every log under $OUT as one tarball, $OUT/all.tgz, and nothing else left there: the
+# device hands back a limited number of files, counted in name order, so loose logs could crowd the
+# tarball out (session 86 run 1 lost its grid logs that way).
 pack_logs() {
-  tar -C "$OUT" -czf "/tmp/$SETUP_TAG-all.tgz" --exclude=all.tgz . && mv "/tmp/$SETUP_TAG-all.tgz" "$OUT/all.tgz"
+  tar -C "$OUT" -czf "/tmp/$SETUP_TAG-all.tgz" --exclude=all.tgz . &&
+    find "$OUT" -mindepth 1 -maxdepth 1 ! -name all.tgz -exec rm -rf {} + && mv "/tmp/$SETUP_TAG-all.tgz" "$OUT/all.tgz"
 }
 # run_whole_suite: launch/gpu-check.sh on the carried binaries, GPU tests only (PREFIXD_TEST_SHARDS
 # shards, 8, of at most PREFIXD_TIMEOUT_TESTS s, 300) with its default sanitizer lists (none with

@@ -122,24 +122,18 @@ inline bool RoundAllPUp(const Scenario& sc, Problem& pr) {
   return true;
 }
 
-// Scores that step through fixed levels along each group's prefix (base 2, each score ±1 of its
-// level): 0 from token 0, +20 from 300, +30 from 600, +170 from 700, +100 from 1100. q = (16, x,
-// 0, …) with x random in [−1, 1] for every row, and each key's first element set so that
-// 16 · k0 · c lands on its token's level (c = sm_scale / ln 2). So a chunk that starts before
-// token 300 sees its max rise by ~20 inside its walk (a rescale's worth, far past any sum limit),
-// one that starts before 700 sees it rise by ~140 (past fp32's 2^x range), and one that reaches
-// past 1100 has tiles whose P are all below 2^−60 (zero as fp16); V stays random.
 // Pins what RisingMax's construction is for (a silent change to its levels, the dtype's rounding
 // or the random keys' second element would otherwise leave the rare paths untested): for every
 // row and group, from the scores as the kernel sees them (rounded q and k, base 2, float64), the
 // max over tokens [300, 500) exceeds that over [0, 300) by more than 12 (past a P sum of 4096),
 // the max over [700, 1100) exceeds that over [500, 700) by more than 128 (past fp32's 2^x range;
 // any K/V tile up to 200 tokens starts the chunk [500, 1300) below it) and every score in
-// [1100, 1300) lies more than 60 below it (P under fp16's and bf16's smallest subnormal P·V input).
+// [1100, 1300) lies more than 60 below it (P < 2^−60 there: zero as fp16).
 inline void ExpectRisingMaxRises(const Scenario& sc, const Problem& pr) {
   const int d = sc.head_dim;
   const double c = pr.sm_scale / std::log(2.0);
   const KvPoolShape& shape = pr.pool.shape;
+  int rows_checked = 0;
   for (const PrefixGroup& g : pr.groups) {
     if (g.prefix.num_tokens < 1300) continue;
     for (int i = 0; i < g.num_requests; ++i)
@@ -161,10 +155,19 @@ inline void ExpectRisingMaxRises(const Scenario& sc, const Problem& pr) {
         EXPECT_GT(first_rise - low, 12.0) << sc.name << " request " << i << " head " << h;
         EXPECT_GT(peak - before, 128.0) << sc.name << " request " << i << " head " << h;
         EXPECT_GT(peak - tail, 60.0) << sc.name << " request " << i << " head " << h;
+        ++rows_checked;
       }
   }
+  EXPECT_GT(rows_checked, 0) << sc.name << ": no group's prefix reaches token 1300";
 }
 
+// Scores that step through fixed levels along each group's prefix (base 2, each score ±1 of its
+// level): 0 from token 0, +20 from 300, +30 from 600, +170 from 700, +100 from 1100. q = (16, x,
+// 0, …) with x random in [−1, 1] for every row, and each key's first element set so that
+// 16 · k0 · c lands on its token's level (c = sm_scale / ln 2). So a chunk that starts before
+// token 300 sees its max rise by ~20 inside its walk (a rescale's worth, far past any sum limit),
+// one that starts before 700 sees it rise by ~140 (past fp32's 2^x range), and one that reaches
+// past 1100 has tiles whose P are all below 2^−60 (zero as fp16); V stays random.
 inline void RisingMax(const Scenario& sc, Problem& pr, std::mt19937_64& rng) {
   const int d = sc.head_dim;
   const double c = pr.sm_scale / std::log(2.0);

@@ -15,14 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s85-run1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-timeout 240 mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd >"$OUT/main.log" 2>&1
-echo "main job rc=$?"; grep -E "^# (done|plans|memory|check: [0-9])" "$OUT/main.log" | tail -6
-timeout 150 mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd_mpi_tests --gtest_brief=1 \
-  --gtest_filter='*cuda*:*nccl*' >"$OUT/mpi.log" 2>&1
-echo "mpi engine and comm (cuda, nccl; np 1) rc=$? \
-  $(grep -aE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/mpi.log" | tr '\n' ' ')"
+run_main_job_one_rank '*cuda*:*nccl*'
 
 V=default,stages3,plain,PREFIXD_SM90A_KV_TILE=128,PREFIXD_PREFIX_BALANCE=0,kvfirst,kvlast
 V=$V,PREFIXD_SM90A_KV_POLICY=normal,PREFIXD_PREFIX_TARGET_ITEMS=264,PREFIXD_PREFIX_BALANCE_STREAM=1

@@ -136,10 +136,10 @@ struct WgmmaPrefixConfig {
   // score the max pass's FMNMX and per tile the quad shuffles and O's rescale, all on the chain
   // between S's arrival and P·V's issue, which bounds head_dim 64's tile (bench/NOTES-prefix.md,
   // session 42). Not at 256, whose conditional rescaling already skips O's rescale on most tiles.
-  // Measured on an H100 only (bench/RESULTS.md, session 85, run 2, A/B against the exact softmax):
-  // prefix parts −3 to −9% on long head_dim-128 walks (items of 16384 tokens, the concurrent
-  // steps), −0.5 to −1.5% at 64, but +2 to +4% on items of 1024-4096 tokens (bench/NOTES-prefix.md,
-  // session 85: P·V's wait now sits below the exponentials, a lead not yet timed).
+  // Measured on H100s only (bench/RESULTS.md, session 85 run 2 and session 86 run 1, A/B against
+  // the exact softmax): prefix parts −3 to −9% on long head_dim-128 walks (items of 16384 tokens,
+  // the concurrent steps), −0.5 to −1.5% at 64, but +1 to +4% on items of 1024-4096 tokens, cause
+  // not found; P·V's wait written above the exponentials was slower everywhere (session 86).
   static constexpr bool SPECULATIVE_SOFTMAX = !CONDITIONAL_RESCALE && !ROWSUM_BY_MMA;
   // The wgmma descriptors of a tile's k-steps as one descriptor per tile plus an add each
   // (DescriptorPlus), not the whole descriptor per step: ~40 fewer instructions in the turn the

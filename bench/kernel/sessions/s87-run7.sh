@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Session 87, run 7: session 60 run 2's table for the cost model's concurrent TMA step again, on
+# this tree's prefix kernel (run 6, an H100: at 32/8 B256 P32768 S256 the planner's k = 14 now
+# measures 12-13 us slower than k = 16, the prefix part having become ~7% faster). Per shape (32/8
+# D128 fp16, the 20 shapes of CostModel.PlannerChoosesTheTmaModeWhereItMeasuredFaster) the step one
+# after the other (PREFIXD_CONCURRENT_DECODE_SMS=0: the planner's sequential choice) and with the
+# TMA decode forced on each of the backend's k = 14-64, interleaved, $ROUNDS rounds (2); the CSVs
+# feed bench/kernel/tma_mode_fit.py. Carry: .carry/s86.
+#   CARRY=.carry/s86 bash bench/kernel/sessions/s87-run7.sh
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+source bench/kernel/device-setup.sh s87-run7
+cp /tmp/b/prefixd_kernel_bench_spec "$B"
+V=PREFIXD_CONCURRENT_DECODE_SMS=0
+for k in 14 16 20 28 36 48 56 64; do V=$V,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
+for r in $(seq 1 "${ROUNDS:-2}"); do
+  run_variants grid-r$r "$V" --heads 32/8 -b 128,256 -p 8192,16384,32768 -s 128,256 --dtype fp16
+  run_variants edge-r$r "$V" --heads 32/8 -b 64,256 -p 8192,32768 -s 32,512 --dtype fp16
+done
+SHOW_LINES=26 show_variants $(ls "$OUT" | sed -n 's/\.txt$//p') | grep -E '^  fp16|total us' | head -60
+pack_logs

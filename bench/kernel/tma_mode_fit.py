@@ -76,8 +76,8 @@ def main():
     if not parts or not steps:
         sys.exit('no "fit," lines or no forced-k steps found')
     grid = []
-    for i in range(0, 31):
-        scale = 0.80 + 0.01 * i
+    for i in range(0, 41):  # 0.70-1.10: s87's faster prefix kernel fits below s52's 0.80-1.10
+        scale = 0.70 + 0.01 * i
         for j in range(0, 9):
             interference = 0.005 * j
             grid.append((judge(parts, steps, scale, interference), scale, interference))

@@ -17,5 +17,19 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
   run_variants grid-r$r "$V" --heads 32/8 -b 128,256 -p 8192,16384,32768 -s 128,256 --dtype fp16
   run_variants edge-r$r "$V" --heads 32/8 -b 64,256 -p 8192,32768 -s 32,512 --dtype fp16
 done
+# The refit on the device (its parts: bench/kernel/results/s87/fit-parts.txt, the unit test's
+# "fit," lines), then the planner check of the mode's shapes with the built-in model and with the
+# refit one (--cost-model: only the two fitted keys differ), so that the change is measured here.
+python3 bench/kernel/tma_mode_fit.py bench/kernel/results/s87/fit-parts.txt "$OUT"/grid-r*.csv "$OUT"/edge-r*.csv \
+  >"$OUT/fit.txt" 2>&1
+head -4 "$OUT/fit.txt"; tail -2 "$OUT/fit.txt"
+read -r scale interference _ < <(sed -n 2p "$OUT/fit.txt")
+printf 'concurrent_tma_prefix_scale = %s\nconcurrent_tma_interference_us = %s\n' "$scale" "$interference" >"$OUT/refit.model"
+for m in builtin refit; do
+  model=(); [ $m = refit ] && model=(--cost-model "$OUT/refit.model")
+  timeout 90 $B --planner-check "${model[@]}" --heads 32/8 -b 128,256 -p 8192,16384,32768 -s 128,256 --dtype fp16 \
+    --planner-order plain-last >"$OUT/check-$m.txt" 2>&1
+  echo "== planner check, $m model: rc=$?"; grep -E '^ +fp16 ' "$OUT/check-$m.txt" | cut -c1-120
+done
 SHOW_LINES=26 show_variants $(ls "$OUT" | sed -n 's/\.txt$//p') | grep -E '^  fp16|total us' | head -60
 pack_logs

@@ -498,8 +498,9 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     // margin: the model's prefix part on SMs − k CTAs ran ~11% above the measured one at these
     // shapes, its TMA decode's rounds within a few % (session 51), so "fits" needs the decode to
     // end 15% before the predicted prefix (B256 P32768 S256: 72% of it; S512: 94%). Since session
-    // 52 the TMA costing scales that prefix by concurrent_tma_prefix_scale (0.925); the margin
-    // stays, and the CPU test of session 48's measured swap-ins still holds with both. The choice
+    // 52 the TMA costing scales that prefix by concurrent_tma_prefix_scale (0.925 then, 0.86
+    // since session 87's refit for the faster prefix kernel); the margin stays, and the CPU test
+    // of session 48's measured swap-ins still holds with the scale of its kernel. The choice
     // of the mode itself stays on the other decode's prediction, so that the mode is taken where
     // it was before (session 47's measured choices); the own candidates below may then take it at
     // the TMA decode's own prediction.

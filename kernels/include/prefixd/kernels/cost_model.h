@@ -123,10 +123,16 @@ struct CostModelParams {
   double concurrent_tma_item_us = 2.8;
   double concurrent_tma_warp_gbs = 9.2;
   double concurrent_tma_gbs = 3150;
-  // ... and the step around it (not fitted by the calibration; the H200's session 52 run 3, 120
-  // steps at k = 20-64): the capped prefix grid's part beside it against the model's above (1 /
-  // 1.08), and what the two parts cost each other per MB of decode bytes beside the prefix.
-  double concurrent_tma_prefix_scale = 0.925;
+  // ... and the step around it (not fitted by the calibration; bench/kernel/tma_mode_fit.py): the
+  // capped prefix grid's part beside it against the model's above, and what the two parts cost
+  // each other per MB of decode bytes beside the prefix. Session 52 fitted 0.925 (1 / 1.08) on the
+  // H200's 120 steps at k = 20-64; session 85's speculative softmax took the prefix parts of those
+  // steps 6.5-8.8% lower (H200, session 87 run 1), which left the model's k one short (32/8 B256
+  // P32768 S256 on 14 SMs, 12-13 µs slower than 16), and session 87 refitted the scale on its
+  // run 7: 0.86 (0.85-0.86 at the least regret; 0.925 × 0.935, the H200's prefix ratio there).
+  // That table came from an H100 (no H200 was lent for it); its prefix parts run ~5% slower than
+  // the H200's, so the H200's own fit would be at most as high.
+  double concurrent_tma_prefix_scale = 0.86;
   double concurrent_tma_interference_us = 0.02;
   // The TMA decode's fields above for a CTA of `warps` warps: 12 (the default) or 8 as measured;
   // any other count takes 8's rates for its rounds (only 4, a diagnostic, is built).

@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s87-run7
-cp /tmp/b/prefixd_kernel_bench_spec "$B"
+[ -f /tmp/b/prefixd_kernel_bench_spec ] && cp /tmp/b/prefixd_kernel_bench_spec "$B"  # .carry/s86 named its builds
 V=PREFIXD_CONCURRENT_DECODE_SMS=0
 for k in 14 16 20 28 36 48 56 64; do V=$V,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
 for r in $(seq 1 "${ROUNDS:-2}"); do

@@ -6,7 +6,7 @@
 #     and cross its bar, fp16 and bf16 (predicted ~240 / ~241 µs against 251.5-251.8, 26 of 72)?
 #  2. run 7 (the forced-k table of the 20 mode shapes, two rounds) on the H200, refitted there by
 #     tma_mode_fit.py, and the planner check with the built-in and the refitted model: whether
-#     the H200's own fit moves the scale from 0.86 (the H100's table bounds it from above).
+#     the H200's own fit moves the scale from the H100's 0.86.
 # Carry .carry/s87 (ignored, local; rebuild it on a fresh checkout):
 #   mkdir -p .carry/s87 && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
 #     tests/prefixd_gpu_tests launch/prefixd tests/prefixd_mpi_tests | xz -6 -T2 > .carry/s87/bins.tar.xz

@@ -130,8 +130,9 @@ struct CostModelParams {
   // steps 6.5-8.8% lower (H200, session 87 run 1), which left the model's k one short (32/8 B256
   // P32768 S256 on 14 SMs, 12-13 µs slower than 16), and session 87 refitted the scale on its
   // run 7: 0.86 (0.85-0.86 at the least regret; 0.925 × 0.935, the H200's prefix ratio there).
-  // That table came from an H100 (no H200 was lent for it); its prefix parts run ~5% slower than
-  // the H200's, so the H200's own fit would be at most as high.
+  // That table came from an H100 (no H200 was lent for it); at the headline shape its prefix part
+  // beside the TMA decode read as the H200's (216.5-217.8 µs against 218.4-219.0), and an H200
+  // table would refit it (bench/kernel/sessions/s87-run8.sh).
   double concurrent_tma_prefix_scale = 0.86;
   double concurrent_tma_interference_us = 0.02;
   // The TMA decode's fields above for a CTA of `warps` warps: 12 (the default) or 8 as measured;

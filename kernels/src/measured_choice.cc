@@ -88,8 +88,14 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
   // decode at bf16 16/2 D64 B3 P12344 and fp16 40/8 B1 P304 S100, and measured it 4-15% faster
   // (bench/RESULTS.md, session 81 run 5). Timing them costs one step's time per layout, once per
   // shape class.
+  // Then, where the model takes the concurrent mode, the same mode at the neighbouring k of its
+  // candidates: after session 85's faster prefix kernel the model kept k = 14 at 32/8 B256 P32768
+  // S256 where 16 measured 5% faster, for two sessions, until its scale was refitted (session 87).
+  const bool concurrent = c.model.concurrent_decode_sms > 0;
   for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
-                                   PlanCandidate::kNarrow}) {
+                                   PlanCandidate::kNarrow, PlanCandidate::kFewerSms, PlanCandidate::kMoreSms}) {
+    const bool neighbour_k = kind == PlanCandidate::kFewerSms || kind == PlanCandidate::kMoreSms;
+    if (neighbour_k && !concurrent) continue;
     std::optional<CascadePlan> plan;
     if (kind == PlanCandidate::kPlain) {
       // Plain decode is not planned where even its bound is out of the band.
@@ -105,12 +111,13 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
     std::vector<int32_t> flat = ScheduleKey(*plan);
     const auto same = std::find(flats.begin(), flats.end(), flat);
     if (same != flats.end()) {
-      // The model chose it: so named (PickMeasured favours the cascade). Else a candidate already in.
-      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice) c.kinds[0] = kind;
+      // The model chose it: so named (PickMeasured favours the cascade), but for a neighbouring k
+      // at the end of its list, which is the model's plan itself. Else a candidate already in.
+      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice && !neighbour_k) c.kinds[0] = kind;
       continue;
     }
     const double predicted = PredictCost(*plan, params).total_us;
-    const bool held_to_the_band = kind == PlanCandidate::kHalfTarget || kind == PlanCandidate::kNarrow;
+    const bool held_to_the_band = kind != PlanCandidate::kCascade && kind != PlanCandidate::kPlain;
     if (held_to_the_band && !(predicted <= limit)) continue;
     c.plans.push_back(std::move(*plan));
     c.kinds.push_back(kind);
@@ -128,6 +135,8 @@ const char* PlanCandidateName(PlanCandidate c) {
     case PlanCandidate::kPlain: return "plain";
     case PlanCandidate::kHalfTarget: return "half";
     case PlanCandidate::kNarrow: return "narrow";
+    case PlanCandidate::kFewerSms: return "fewer-sms";
+    case PlanCandidate::kMoreSms: return "more-sms";
   }
   return "unknown";
 }
@@ -257,6 +266,15 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
         return std::nullopt;
       fixed.prefix_tile_rows = options.narrow_tile_rows;
       return PlanCascade(batch, pool, fixed);
+    case PlanCandidate::kFewerSms:
+    case PlanCandidate::kMoreSms: {
+      // The model's own choice, the concurrent mode's k stepped (the model's plan where it does not
+      // take the mode or its k ends the list).
+      if (!options.choose_layout) return std::nullopt;
+      PlanOptions stepped = options;
+      stepped.concurrent_k_step = kind == PlanCandidate::kFewerSms ? -1 : 1;
+      return PlanCascade(batch, pool, stepped);
+    }
   }
   return std::nullopt;
 }

@@ -527,6 +527,23 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     }
   }
   if (best.options.concurrent_decode_sms == 0) return std::nullopt;  // one after the other is best
+  // PlanOptions::concurrent_k_step: the same mode at a neighbouring k of its decode's candidates,
+  // for the measured choice to time beside the model's k. The score stays the model's k's, so
+  // that the mode is taken exactly where it is without the step.
+  if (base.concurrent_k_step != 0) {
+    const bool on_tma = best.options.concurrent_decode_tma;
+    std::vector<int> ks;
+    for (const int k : on_tma ? base.concurrent_tma_candidates : base.concurrent_candidates)
+      if (k < sms) ks.push_back(k);
+    std::sort(ks.begin(), ks.end());
+    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+    const auto at = std::find(ks.begin(), ks.end(), best.options.concurrent_decode_sms);
+    if (at != ks.end()) {
+      const int64_t i = std::clamp<int64_t>((at - ks.begin()) + base.concurrent_k_step, 0, int64_t(ks.size()) - 1);
+      Mode& m = mode_for(ks[size_t(i)]);
+      best.options = on_tma ? cost_with_tma(m).second : m.options;
+    }
+  }
   return best;
 }
 

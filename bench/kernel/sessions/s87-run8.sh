@@ -4,6 +4,8 @@
 # model's TMA step refitted to scale 0.86 in session 87 on an H100's table):
 #  1. the grid and head_dim rows (issue4-grid.sh): does 32/8 B256 P32768 S256 now run on k = 16
 #     and cross its bar, fp16 and bf16 (predicted ~240 / ~241 µs against 251.5-251.8, 26 of 72)?
+#     The measured choice now times the mode's neighbouring k too (its first GPU run: the grid
+#     log's measured-choice column names them, fewer-sms / more-sms).
 #  2. run 7 (the forced-k table of the 20 mode shapes, two rounds) on the H200, refitted there by
 #     tma_mode_fit.py, and the planner check with the built-in and the refitted model: whether
 #     the H200's own fit moves the scale from the H100's 0.86.

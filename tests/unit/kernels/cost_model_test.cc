@@ -1369,6 +1369,33 @@ TEST(CostModel, PlannerChoosesTheTmaModeWhereItMeasuredFaster) {
   ExpectTmaModeOnTheGrid(ModelBeforeSession87(), kSession60Table, 36, 14);
 }
 
+// PlanOptions::concurrent_k_step: where the model takes the mode, its k stepped along the chosen
+// decode's candidates (clamped to them), the mode itself taken exactly where it is without the step.
+TEST(CostModel, ConcurrentKStepTakesTheNeighbouringCandidate) {
+  const PlanOptions o = TmaModeOptions(CostModelParams::H200(), kSession60Table);  // k 14, 16, 20, 28, 36, ...
+  auto k_at = [&](int batch, int prefix, int suffix, int step) {
+    GridShape g;
+    g.h_qo = 32, g.h_kv = 8, g.batch = batch, g.prefix = prefix, g.suffix = suffix;
+    KvPoolShape pool;
+    const DecodeBatch b = UniformBatch(g, &pool);
+    PlanOptions stepped = o;
+    stepped.concurrent_k_step = step;
+    PlanReport report;
+    const CascadePlan plan = PlanCascade(b, pool, stepped, &report);
+    EXPECT_EQ(report.concurrent_decode_sms, plan.concurrent_decode_sms);
+    return plan.concurrent_decode_sms;
+  };
+  EXPECT_EQ(k_at(256, 32768, 256, 0), 16);
+  EXPECT_EQ(k_at(256, 32768, 256, -1), 14);
+  EXPECT_EQ(k_at(256, 32768, 256, 1), 20);
+  EXPECT_EQ(k_at(256, 32768, 256, -5), 14);  // clamped to the list
+  EXPECT_EQ(k_at(256, 8192, 256, 0), 36);
+  EXPECT_EQ(k_at(256, 8192, 256, -1), 28);
+  EXPECT_EQ(k_at(256, 8192, 256, 1), 48);
+  EXPECT_EQ(k_at(64, 32768, 32, 0), 0);  // no mode: none with a step either
+  EXPECT_EQ(k_at(64, 32768, 32, 1), 0);
+}
+
 // The same table on this tree's prefix kernel (session 85's speculative softmax: its prefix parts
 // 6.5-8.8% lower at these steps on the H200), the built-in model with its refitted prefix scale:
 // bench/RESULTS.md session 87, run 7 (`bench/kernel/sessions/s87-run7.sh`, one round), measured on

@@ -40,6 +40,7 @@ class ScriptedTimeBackend final : public Backend {
       : inner_(kernels::MakeCpuBackend()), script_(std::move(script)) {}
   int time_calls = 0;
   size_t alloc_limit = SIZE_MAX;  // larger allocations throw kOutOfMemory (a device the pool fills)
+  bool run_work = true;           // false: only the script (shapes too large to run on the CPU)
 
   kernels::BackendKind kind() const override { return inner_->kind(); }
   std::string Describe() const override { return "scripted " + inner_->Describe(); }
@@ -58,7 +59,7 @@ class ScriptedTimeBackend final : public Backend {
   void* stream() const override { return inner_->stream(); }
   double TimeUs(const std::function<void()>& enqueue) override {
     ++time_calls;
-    enqueue();
+    if (run_work) enqueue();
     return script_(loaded_);
   }
   void LoadPlan(const CascadePlan& plan) override {
@@ -294,6 +295,72 @@ TEST(MeasuredPlanner, ChooseLayoutOffIsThePlannersPlan) {
   const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, {c.shape, nullptr, nullptr});
   EXPECT_EQ(backend.time_calls, 0);
   EXPECT_EQ(plan.Serialize(), kernels::PlanCascade(c.batch, c.shape, o).Serialize());
+}
+
+// Where the model takes the concurrent mode (32/8 B256 P32768 S256 with the H200 backend's options:
+// the TMA decode on 16 of its candidates 14, 16, 20, ...), the same mode on the next fewer and more
+// SMs are candidates too, each its own schedule; at the end of the list the step is the model's
+// plan itself, no rival and no new name for the model's choice; where the mode is not taken, none.
+TEST(NearTieCandidates, TheConcurrentModeAtItsNeighbouringK) {
+  const Case c = MakeCase(256, 32768, 256, 15, false);
+  PlanOptions o = kernels::H200BackendPlanOptions();
+  o.choose_layout = true;
+  const kernels::PlanCandidates cands = kernels::NearTieCandidates(c.batch, c.shape, o, 0.15);
+  ASSERT_EQ(cands.model.concurrent_decode_sms, 16) << "the test needs the model's k = 16 (cost_model.h, session 87)";
+  ASSERT_TRUE(cands.model.concurrent_decode_tma);
+  auto k_of = [&](PlanCandidate kind) {
+    const auto it = std::find(cands.kinds.begin(), cands.kinds.end(), kind);
+    return it == cands.kinds.end() ? -1 : cands.plans[size_t(it - cands.kinds.begin())].concurrent_decode_sms;
+  };
+  EXPECT_EQ(k_of(PlanCandidate::kFewerSms), 14);
+  EXPECT_EQ(k_of(PlanCandidate::kMoreSms), 20);
+  for (size_t i = 0; i < cands.plans.size(); ++i) {
+    if (cands.kinds[i] != PlanCandidate::kFewerSms && cands.kinds[i] != PlanCandidate::kMoreSms) continue;
+    EXPECT_EQ(cands.plans[i].concurrent_decode_tma, 1) << i;
+    EXPECT_LE(cands.predicted_us[i], 1.15 * cands.model.predicted_us + 1e-9) << i;
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(kernels::ScheduleKey(cands.plans[i]), kernels::ScheduleKey(cands.plans[j]));
+  }
+  // The model's k first in its list: fewer SMs is the model's own plan (not a rival, no renaming).
+  PlanOptions edge = o;
+  edge.concurrent_tma_candidates = {16, 20};
+  const kernels::PlanCandidates at_edge = kernels::NearTieCandidates(c.batch, c.shape, edge, 0.15);
+  ASSERT_EQ(at_edge.model.concurrent_decode_sms, 16);
+  EXPECT_EQ(at_edge.kinds[0], PlanCandidate::kModelChoice);
+  EXPECT_EQ(std::count(at_edge.kinds.begin(), at_edge.kinds.end(), PlanCandidate::kFewerSms), 0);
+  EXPECT_EQ(std::count(at_edge.kinds.begin(), at_edge.kinds.end(), PlanCandidate::kMoreSms), 1);
+  // No concurrent mode (32/8 B64 P32768 S256, a memory-bound prefix): no neighbouring k.
+  const Case small = MakeCase(64, 32768, 256, 16, false);
+  const kernels::PlanCandidates none = kernels::NearTieCandidates(small.batch, small.shape, o, 0.15);
+  ASSERT_EQ(none.model.concurrent_decode_sms, 0);
+  for (const PlanCandidate k : none.kinds) {
+    EXPECT_NE(k, PlanCandidate::kFewerSms);
+    EXPECT_NE(k, PlanCandidate::kMoreSms);
+  }
+}
+
+// A neighbouring k that measures faster is kept for the class and replayed from it untimed (the
+// scripted times by the plan's k; the work itself not run: 256 × 32 queries over 32768 tokens).
+TEST(MeasuredPlanner, KeepsANeighbouringKThatMeasuresFaster) {
+  const Case c = MakeCase(256, 32768, 256, 15, false);
+  PlanOptions o = kernels::H200BackendPlanOptions();
+  o.choose_layout = true;
+  ScriptedTimeBackend backend([](const CascadePlan& p) { return p.concurrent_decode_sms == 14 ? 80.0 : 100.0; });
+  backend.run_work = false;
+  MeasuredPlanner planner;
+  MeasuredChoiceReport rep;
+  const kernels::KvPoolView kv{c.shape, nullptr, nullptr};
+  const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
+  ASSERT_TRUE(rep.timed);
+  EXPECT_EQ(rep.model.concurrent_decode_sms, 16);
+  EXPECT_EQ(rep.chosen, PlanCandidate::kFewerSms);
+  EXPECT_EQ(plan.concurrent_decode_sms, 14);
+  const int calls = backend.time_calls;
+  MeasuredChoiceReport again;
+  const CascadePlan replayed = planner.Plan(c.batch, c.shape, o, backend, kv, &again);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.chosen, PlanCandidate::kFewerSms);
+  EXPECT_EQ(replayed.Serialize(), plan.Serialize());
+  EXPECT_EQ(backend.time_calls, calls);
 }
 
 // A near tie (32/8 B3 P256 S256: plain decode and the cascade predicted within 8%) is timed once,

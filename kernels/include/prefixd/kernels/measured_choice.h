@@ -8,8 +8,9 @@
 // times its choice against the rivals it could be wrong about — the cascade with the options'
 // split (always), plain decode of every group that can be (where its lower bound is within
 // tie_band of the model's choice), the cascade with half the prefix item target or with the narrow
-// prefix CTA's items (where predicted within tie_band) — once on the backend, on the caller's KV
-// pool, and keeps the fastest for the batch's shape class. Later batches of the class
+// prefix CTA's items, and where the model takes the concurrent mode the same mode on the next
+// fewer and more SMs of its candidates (each where predicted within tie_band) — once on the
+// backend, on the caller's KV pool, and keeps the fastest for the batch's shape class. Later batches of the class
 // (ShapeClassKey) get the kept candidate without timing, so a decode that grows by a token per
 // step is timed again only when it crosses into a new class.
 //
@@ -38,6 +39,8 @@ enum class PlanCandidate : uint8_t {
   kPlain,        // every group that can be plain decode is (PlainLayout), the options' split
   kHalfTarget,   // the cascade with half the prefix item target (more SMs free for the decode)
   kNarrow,       // the cascade of the narrow prefix CTA's items (PlanOptions::narrow_tile_rows)
+  kFewerSms,     // the model's concurrent mode at its next lower candidate k (concurrent_k_step −1)
+  kMoreSms,      // ... at its next higher candidate k (concurrent_k_step +1)
 };
 const char* PlanCandidateName(PlanCandidate c);
 
@@ -77,10 +80,10 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
 
 // The plans a measured choice times, planned without running anything: the model's choice first
 // (PlanCascade with options.choose_layout, its report in `model`), then the cascade, plain decode,
-// the half-target and the narrow cascade (where the options allow them) where their schedules
-// (ScheduleKey) differ from its and from each other's: the cascade always, plain decode where
-// PlainStreamLowerBoundUs is within tie_band of the model's prediction, the other two where
-// predicted within tie_band of it. A candidate with the model's choice's schedule names the first
+// the half-target and the narrow cascade (where the options allow them) and the concurrent mode's
+// neighbouring k (where the model takes the mode) where their schedules (ScheduleKey) differ from
+// its and from each other's: the cascade always, plain decode where PlainStreamLowerBoundUs is
+// within tie_band of the model's prediction, the others where predicted within tie_band of it. A candidate with the model's choice's schedule names the first
 // entry instead (kinds[0] = kCascade, say). One entry: nothing to time (the model chose the
 // cascade and no rival is near).
 struct PlanCandidates {

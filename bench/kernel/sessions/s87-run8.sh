@@ -6,7 +6,9 @@
 #     and cross its bar, fp16 and bf16 (predicted ~240 / ~241 µs against 251.5-251.8, 26 of 72)?
 #     The measured choice now times the mode's neighbouring k too (its first GPU run: the grid
 #     log's measured-choice column names them, fewer-sms / more-sms).
-#  2. run 7 (the forced-k table of the 20 mode shapes, two rounds) on the H200, refitted there by
+#  2. the planner's GPU tests (CudaPlanner.MeasuredChoice... times the neighbouring k at 32/8 B200
+#     P5000 S100, where the model takes the mode: its first run on a GPU);
+#  3. run 7 (the forced-k table of the 20 mode shapes, two rounds) on the H200, refitted there by
 #     tma_mode_fit.py, and the planner check with the built-in and the refitted model: whether
 #     the H200's own fit moves the scale from the H100's 0.86.
 # Carry .carry/s87 (ignored, local; rebuild it on a fresh checkout):
@@ -18,5 +20,6 @@ cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s87-run8
 OUT=$OUT/grid bash bench/kernel/issue4-grid.sh 2>&1 | grep -v '^NVIDIA'
 grep -E '^ +(fp16|bf16) +16 +32/8 +128 +256 +32768 +256 ' "$OUT/grid/grid.txt" | cut -c1-110
+GPU_TESTS_TIMEOUT=150 run_gpu_tests 'CudaPlanner*:*Measured*'
 OUT=$OUT/table bash bench/kernel/sessions/s87-run7.sh 2>&1 | grep -vE '^NVIDIA|^  fp16 32/8 D128 B(64|128)'
 pack_logs

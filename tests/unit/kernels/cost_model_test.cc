@@ -1369,21 +1369,27 @@ TEST(CostModel, PlannerChoosesTheTmaModeWhereItMeasuredFaster) {
   ExpectTmaModeOnTheGrid(ModelBeforeSession87(), kSession60Table, 36, 14);
 }
 
+// The concurrent mode's k of the plan for 32/8 D128 B batch, P prefix, S suffix under `o` (0: the
+// mode not taken), checked to be the k the planner reports.
+int PlannedK(const PlanOptions& o, int batch, int prefix, int suffix) {
+  GridShape g;
+  g.h_qo = 32, g.h_kv = 8, g.batch = batch, g.prefix = prefix, g.suffix = suffix;
+  KvPoolShape pool;
+  const DecodeBatch b = UniformBatch(g, &pool);
+  PlanReport report;
+  const CascadePlan plan = PlanCascade(b, pool, o, &report);
+  EXPECT_EQ(report.concurrent_decode_sms, plan.concurrent_decode_sms);
+  return plan.concurrent_decode_sms;
+}
+
 // PlanOptions::concurrent_k_step: where the model takes the mode, its k stepped along the chosen
 // decode's candidates (clamped to them), the mode itself taken exactly where it is without the step.
 TEST(CostModel, ConcurrentKStepTakesTheNeighbouringCandidate) {
   const PlanOptions o = TmaModeOptions(CostModelParams::H200(), kSession60Table);  // k 14, 16, 20, 28, 36, ...
   auto k_at = [&](int batch, int prefix, int suffix, int step) {
-    GridShape g;
-    g.h_qo = 32, g.h_kv = 8, g.batch = batch, g.prefix = prefix, g.suffix = suffix;
-    KvPoolShape pool;
-    const DecodeBatch b = UniformBatch(g, &pool);
     PlanOptions stepped = o;
     stepped.concurrent_k_step = step;
-    PlanReport report;
-    const CascadePlan plan = PlanCascade(b, pool, stepped, &report);
-    EXPECT_EQ(report.concurrent_decode_sms, plan.concurrent_decode_sms);
-    return plan.concurrent_decode_sms;
+    return PlannedK(stepped, batch, prefix, suffix);
   };
   EXPECT_EQ(k_at(256, 32768, 256, 0), 16);
   EXPECT_EQ(k_at(256, 32768, 256, -1), 14);
@@ -1428,11 +1434,7 @@ TEST(CostModel, PlannerChoosesTheTmaModeOnTheSpeculativeSoftmax) {
   // against 255.5 at the 14 the model took before the refit, and 283.2 one after the other).
   ExpectTmaModeOnTheGrid(CostModelParams::H200(), kSession60Table, 36, 16);
   // And before the refit, k = 14 there: the miss the refit mends.
-  KvPoolShape pool;
-  GridShape g;
-  g.h_qo = 32, g.h_kv = 8, g.batch = 256, g.prefix = 32768, g.suffix = 256;
-  const DecodeBatch batch = UniformBatch(g, &pool);
-  EXPECT_EQ(PlanCascade(batch, pool, TmaModeOptions(ModelBeforeSession87(), kSession60Table)).concurrent_decode_sms, 14);
+  EXPECT_EQ(PlannedK(TmaModeOptions(ModelBeforeSession87(), kSession60Table), 256, 32768, 256), 14);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ int ChoosePrefixKvTileTokens(const CascadePlan& plan) {
       if (it.kv_end > it.kv_begin) tokens += it.kv_end - it.kv_begin, ++items;
     }
     if (max_rows <= kPrefixNarrowItemRows) return tile;
-    if (plan.concurrent_decode_sms > 0 && tokens < int64_t(kConcurrentLongTileItemTokens) * items) return tile;
+    if (tokens < int64_t(kLongTileItemTokens) * items) return tile;
   }
   return PrefixKvTileCost(plan, other) < PrefixKvTileCost(plan, tile) ? other : tile;
 }

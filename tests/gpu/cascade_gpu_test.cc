@@ -119,10 +119,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaCascadeTest, ::testing::ValuesIn(CascadeCas
 // the rule's thresholds lifted: 64 requests of GQA 4 (256 rows per KV head: 2 row tiles) × 2 KV heads
 // × 2 chunks = 8 items, their tails on 4 more CTAs; every head_dim (its own K/V tile), two groups of
 // one prefix length, a peaky case. Then the same by the stream over the heads (empty items among them).
-// Head_dim 128's longer K/V tile as the plan chooses it (ChoosePrefixKvTileTokens: long items in
-// wide CTAs take 160 tokens): items that no 160-token tile divides, whose last box is shifted back
-// over the previous tile and whose chunk ends are masked mid-tile; fp16 and bf16, one chunk and
-// several, the same plan with the 128-token tile forced beside it.
+// Head_dim 128's two K/V tiles on the same plans: the plan's own (ChoosePrefixKvTileTokens: 128 for
+// these items of 1334-6150 tokens, short of kLongTileItemTokens) and the longer 160-token one
+// forced beside it (which plans of long items in wide CTAs take): items that no 160-token tile
+// divides, whose last box is shifted back over the previous tile and whose chunk ends are masked
+// mid-tile; fp16 and bf16, one chunk and several.
 TEST(CudaCascade, HeadDim128LongTilePlansMatchTheOracle) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_SEEDED_RNG(rng);
@@ -137,17 +138,19 @@ TEST(CudaCascade, HeadDim128LongTilePlansMatchTheOracle) {
     const CascadeInputs in = MakeCascadeInputs(c, rng);
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
     for (int target_items : {2, 12}) {  // one chunk per (KV head, row tile) pair, or three
-      PlanOptions o = CascadeOptions(Device());  // as PrefixKvTile.PlannedLongItemsInWideCtasTakeTheLongTile
+      PlanOptions o = CascadeOptions(Device());  // as PrefixKvTile.PlannedItemsInWideCtasShortOfTheLongTile
       o.prefix_tile_rows = 128;
       o.prefix_target_items = target_items;
       o.min_prefix_chunk = 64;
       o.balance_prefix_ctas = 0;  // the balancer would cut the 4 pairs' tails over the idle SMs
       const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
-      ASSERT_EQ(ChoosePrefixKvTileTokens(plan), 160) << "the case does not take the long tile";
+      // Items of a few thousand tokens in wide CTAs: the plan's tile is 128 (short of
+      // kLongTileItemTokens), the long tile forced beside it, with a last tile the item ends inside.
+      ASSERT_EQ(ChoosePrefixKvTileTokens(plan), 128) << "the case's plan changed tile";
       const std::string what = c.name + ", " + std::to_string(target_items) + " items wanted";
       ExpectMatchesOracle(RunStep(Device(), in.pool, c.layer, plan, in.q), want, c.dtype, what);
-      const std::unique_ptr<Backend> forced = MakeCudaBackendWithEnv({{"PREFIXD_SM90A_KV_TILE", "128"}});
-      ExpectMatchesOracle(RunStep(*forced, in.pool, c.layer, plan, in.q), want, c.dtype, what + " (128 forced)");
+      const std::unique_ptr<Backend> forced = MakeCudaBackendWithEnv({{"PREFIXD_SM90A_KV_TILE", "160"}});
+      ExpectMatchesOracle(RunStep(*forced, in.pool, c.layer, plan, in.q), want, c.dtype, what + " (160 forced)");
     }
   }
 }

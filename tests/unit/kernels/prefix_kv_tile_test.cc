@@ -82,10 +82,13 @@ TEST(PrefixKvTile, HeadDim128ChoosesByTheItemsInWideCtas) {
   };
   const Case cases[] = {
       {{16384, 16384}, 128, 160},  // 103 · 180 against 128 · 148 per item
-      {{4096, 4096}, 128, 160},    // 26 · 180 = 4680 against 32 · 148 = 4736
+      {{10923, 10923}, 128, 160},  // 69 · 180 against 86 · 148 (32/8 B256 P32768's items)
+      // 26 · 180 = 4680 against 32 · 148 = 4736, but items averaging under kLongTileItemTokens
+      // (measured 2.7-3.6% slower with 160 since the speculative softmax, session 88)
+      {{4096, 4096}, 128, 128},
       {{1024, 1024}, 128, 128},    // 7 · 180 = 1260 against 8 · 148 = 1184 (measured 4% slower with 160)
       {{128}, 128, 128},           // one tile either way, a fifth of the 160-token one masked
-      {{160}, 128, 160},           // one tile against two
+      {{160}, 128, 128},           // one tile against two, but a short item
       {{16384, 16384}, 64, 128},   // the narrow CTA: 160 measured slower at every length
       {{16384}, 1, 128},
       {{16384, 16384}, 65, 160},   // 65 rows: the wide CTA
@@ -99,24 +102,34 @@ TEST(PrefixKvTile, HeadDim128ChoosesByTheItemsInWideCtas) {
   }
 }
 
-TEST(PrefixKvTile, HeadDim128ConcurrentPlansTakeTheLongTileForLongItemsOnly) {
-  // The concurrent mode's items of 4096 tokens: the longer tile measured slower in the step there.
-  CascadePlan plan = ItemsPlan(128, std::vector<int>(128, 4096));
-  EXPECT_EQ(ChoosePrefixKvTileTokens(plan), 160);  // sequential: the cost model's choice
-  plan.concurrent_decode_sms = 36;
-  EXPECT_EQ(ChoosePrefixKvTileTokens(plan), 128);
-  // Items averaging at least kConcurrentLongTileItemTokens (32/8 B256 P32768's ~10900): the long tile.
-  CascadePlan long_items = ItemsPlan(128, {10922, 10923, 10923, 0});  // the empty item not counted
-  long_items.concurrent_decode_sms = 20;
-  EXPECT_EQ(ChoosePrefixKvTileTokens(long_items), 160);
-  CascadePlan edge = ItemsPlan(128, {kConcurrentLongTileItemTokens - 1});
-  edge.concurrent_decode_sms = 20;
-  EXPECT_EQ(ChoosePrefixKvTileTokens(edge), 128);
+TEST(PrefixKvTile, HeadDim128TakesTheLongTileForLongItemsOnly) {
+  // Items of 4096 tokens, where the cost comparison alone would take 160: the longer tile measured
+  // slower there in the concurrent step (session 58) and one after the other (session 88).
+  for (int concurrent_sms : {0, 36}) {
+    CascadePlan plan = ItemsPlan(128, std::vector<int>(128, 4096));
+    plan.concurrent_decode_sms = concurrent_sms;
+    EXPECT_LT(PrefixKvTileCost(plan, 160), PrefixKvTileCost(plan, 128));
+    EXPECT_EQ(ChoosePrefixKvTileTokens(plan), 128) << "concurrent SMs " << concurrent_sms;
+  }
+  // Items averaging at least kLongTileItemTokens (32/8 B256 P32768's ~10900): the long tile.
+  for (int concurrent_sms : {0, 20}) {
+    CascadePlan long_items = ItemsPlan(128, {10922, 10923, 10923, 0});  // the empty item not counted
+    long_items.concurrent_decode_sms = concurrent_sms;
+    EXPECT_EQ(ChoosePrefixKvTileTokens(long_items), 160);
+    CascadePlan edge = ItemsPlan(128, {kLongTileItemTokens - 1});
+    edge.concurrent_decode_sms = concurrent_sms;
+    EXPECT_EQ(ChoosePrefixKvTileTokens(edge), 128);
+    CascadePlan mean = ItemsPlan(128, {kLongTileItemTokens - 1000, kLongTileItemTokens + 1000});
+    mean.concurrent_decode_sms = concurrent_sms;
+    EXPECT_EQ(ChoosePrefixKvTileTokens(mean), 160) << "the mean over the items decides";
+  }
 }
 
 // The planner's items for the GPU cascade test of the long tile (tests/gpu/cascade_gpu_test.cc,
-// HeadDim128LongTilePlansMatchTheOracle): its plan options give long items in wide CTAs.
-TEST(PrefixKvTile, PlannedLongItemsInWideCtasTakeTheLongTile) {
+// HeadDim128LongTilePlansMatchTheOracle): its plan options give items in wide CTAs, of the
+// prefix's 4001 or 6150 tokens or a third of them, short of kLongTileItemTokens: the 128-token
+// tile, the GPU test forcing 160 beside it.
+TEST(PrefixKvTile, PlannedItemsInWideCtasShortOfTheLongTile) {
   std::mt19937_64 rng(7);
   for (int prefix : {4001, 6150}) {
     const std::vector<test::GroupSpec> groups = {{prefix, std::vector<int>(64, 9)}};
@@ -134,7 +147,8 @@ TEST(PrefixKvTile, PlannedLongItemsInWideCtasTakeTheLongTile) {
       const CascadePlan plan = PlanCascade(batch, shape, o);
       ASSERT_FALSE(plan.prefix_items.empty());
       for (const PrefixWorkItem& it : plan.prefix_items) EXPECT_GT(it.row_end - it.row_begin, kPrefixNarrowItemRows);
-      EXPECT_EQ(ChoosePrefixKvTileTokens(plan), 160);
+      EXPECT_LT(PrefixKvTileCost(plan, 160), PrefixKvTileCost(plan, 128)) << "the cost alone would take 160";
+      EXPECT_EQ(ChoosePrefixKvTileTokens(plan), 128);
     }
   }
 }

@@ -14,8 +14,15 @@
 //     at most 64 rows) 0.5-2.5% higher on items of 2048 and 8192 tokens (session 58, run 1): 160
 //     for plans of long items in wide CTAs only. In the concurrent mode (the decode on k SMs
 //     beside the prefix) it took 32/8 B256 P32768 S256's step 4.0 µs lower (items of ~10900
-//     tokens) but P8192's 1.5 µs higher (items of 4096; its prefix alone 0.4 µs lower): there only
-//     where the items average at least kConcurrentLongTileItemTokens.
+//     tokens) but P8192's 1.5 µs higher (items of 4096; its prefix alone 0.4 µs lower). Since the
+//     speculative softmax (session 85) shortened each tile's turn, the longer tile also lost on
+//     items of 4096 tokens one after the other: prefix parts 2.7-3.6% slower than with 128-token
+//     tiles (32/32 B256 P8192 69.1-69.4 against 66.5-66.7 µs, 32/8 B64 P32768 68.4-68.6 against
+//     66.6-66.7; s84's exact softmax even there), still 1.2% faster on items of 16384 (32/32 B256
+//     P32768 217.7-218.2 against 220.3-221.1), H100, bench/RESULTS.md session 88, run 4. So in
+//     every mode only where the items average at least kLongTileItemTokens: the steps whose tile
+//     changed 0.6-3.4 µs faster (10 of 36 fp16 shapes B64-256 P8192-32768, 4 of 12 bf16), none
+//     slower beyond ±0.7 µs (run 5, an A/B of the two rules in one call).
 // So the plan's items decide between the head_dim's two tiles: the one that costs less over them,
 // counting each tile as its tokens plus the fixed turn (PrefixKvTileTurnTokens).
 #pragma once
@@ -39,8 +46,8 @@ constexpr int AlternatePrefixKvTileTokens(int head_dim) { return head_dim == 64 
 // (session 58): the same time per turn, at twice the time per token.
 constexpr int PrefixKvTileTurnTokens(int head_dim) { return head_dim == 64 ? 40 : 20; }
 
-// The concurrent mode's threshold for the longer head_dim-128 tile: mean tokens per prefix item.
-inline constexpr int kConcurrentLongTileItemTokens = 8192;
+// The threshold for the longer head_dim-128 tile: mean tokens per prefix item (wide CTAs).
+inline constexpr int kLongTileItemTokens = 8192;
 
 // Rows above which a prefix item takes the wide CTA (two consumer warpgroups of 64 rows); plans
 // whose items all have at most this many run the narrow CTA (sm90a::UsesNarrowCta).
@@ -52,7 +59,7 @@ double PrefixKvTileCost(const CascadePlan& plan, int tile_tokens);
 
 // The head_dim's alternate tile where PrefixKvTileCost is lower with it than with the default
 // (ties: the default), else the default; at head_dim 128 the default for narrow-CTA plans and for
-// concurrent plans of shorter items (above); at 256 always the default (its one tile).
+// plans of shorter items (above); at 256 always the default (its one tile).
 int ChoosePrefixKvTileTokens(const CascadePlan& plan);
 
 }  // namespace prefixd::kernels

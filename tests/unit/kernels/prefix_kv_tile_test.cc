@@ -84,7 +84,7 @@ TEST(PrefixKvTile, HeadDim128ChoosesByTheItemsInWideCtas) {
       {{16384, 16384}, 128, 160},  // 103 · 180 against 128 · 148 per item
       {{10923, 10923}, 128, 160},  // 69 · 180 against 86 · 148 (32/8 B256 P32768's items)
       // 26 · 180 = 4680 against 32 · 148 = 4736, but items averaging under kLongTileItemTokens
-      // (measured 2.7-3.6% slower with 160 since the speculative softmax, session 88)
+      // (measured 2.7-4.0% slower with 160 since the speculative softmax, session 88)
       {{4096, 4096}, 128, 128},
       {{1024, 1024}, 128, 128},    // 7 · 180 = 1260 against 8 · 148 = 1184 (measured 4% slower with 160)
       {{128}, 128, 128},           // one tile either way, a fifth of the 160-token one masked

@@ -16,12 +16,12 @@
 //     beside the prefix) it took 32/8 B256 P32768 S256's step 4.0 µs lower (items of ~10900
 //     tokens) but P8192's 1.5 µs higher (items of 4096; its prefix alone 0.4 µs lower). Since the
 //     speculative softmax (session 85) shortened each tile's turn, the longer tile also lost on
-//     items of 4096 tokens one after the other: prefix parts 2.7-3.6% slower than with 128-token
+//     items of 4096 tokens one after the other: prefix parts 2.7-4.0% slower than with 128-token
 //     tiles (32/32 B256 P8192 69.1-69.4 against 66.5-66.7 µs, 32/8 B64 P32768 68.4-68.6 against
 //     66.6-66.7; s84's exact softmax even there), still 1.2% faster on items of 16384 (32/32 B256
 //     P32768 217.7-218.2 against 220.3-221.1), H100, bench/RESULTS.md session 88, run 4. So in
 //     every mode only where the items average at least kLongTileItemTokens: the steps whose tile
-//     changed 0.6-3.4 µs faster (10 of 36 fp16 shapes B64-256 P8192-32768, 4 of 12 bf16), none
+//     changed 1.0-3.4 µs faster (13 of 36 fp16 shapes B64-256 P8192-32768, 4 of 12 bf16), none
 //     slower beyond ±0.7 µs (run 5, an A/B of the two rules in one call).
 // So the plan's items decide between the head_dim's two tiles: the one that costs less over them,
 // counting each tile as its tokens plus the fixed turn (PrefixKvTileTurnTokens).

@@ -3,7 +3,8 @@
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job_one_rank, run_bench_ab, run_build_rounds, show_prefix_rounds,
-# run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls).
+# run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls,
+# run_bar_grid).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -235,4 +236,12 @@ run_ncu_stalls() {
   ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass >"$OUT/$name-sass.csv" 2>&1
   rm -f "$OUT/$name.ncu-rep"
   python3 bench/kernel/ncu_stalls.py "$OUT/$name-sass.csv" --top 24 --per "$per"
+}
+# run_bar_grid: on an H200 (the issue-4 bar's card) issue4-grid.sh's grid and head_dim rows with $B
+# (logs $OUT/grid) and the headline shape's lines (32/8 B256 P32768 S256); on any other card only a
+# line saying so (its grid would be no bar figure).
+run_bar_grid() {
+  if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then echo "not an H200: no grid"; return 0; fi
+  OUT=$OUT/grid bash bench/kernel/issue4-grid.sh 2>&1 | grep -v '^NVIDIA'
+  grep -E '^ +(fp16|bf16) +16 +32/8 +128 +256 +32768 +256 ' "$OUT/grid/grid.txt" | cut -c1-110
 }

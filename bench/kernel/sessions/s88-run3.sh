@@ -24,10 +24,5 @@ for r in 1 2 3; do
     grep -E '^ *wgmma|# timeline|first K|tiles done|exit ' "$OUT/probe-$b$r.txt" | cut -c1-150
   done
 done
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  OUT=$OUT/grid bash bench/kernel/issue4-grid.sh 2>&1 | grep -v '^NVIDIA'
-  grep -E '^ +(fp16|bf16) +16 +32/8 +128 +256 +32768 +256 ' "$OUT/grid/grid.txt" | cut -c1-110
-else
-  echo "not an H200: no grid"
-fi
+run_bar_grid
 pack_logs

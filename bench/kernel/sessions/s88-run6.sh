@@ -15,10 +15,5 @@ run_test_shards 'CudaCascade*:*Concurrent*:*Fused*:*Graph*:*Planner*:*Measured*:
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 timeout 200 mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd >"$OUT/main.log" 2>&1
 echo "main job rc=$?"; grep -E "^# (done|plans|memory|check: [0-9])" "$OUT/main.log" | tail -6
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  OUT=$OUT/grid bash bench/kernel/issue4-grid.sh 2>&1 | grep -v '^NVIDIA'
-  grep -E '^ +(fp16|bf16) +16 +32/8 +128 +256 +32768 +256 ' "$OUT/grid/grid.txt" | cut -c1-110
-else
-  echo "not an H200: no grid"
-fi
+run_bar_grid
 pack_logs

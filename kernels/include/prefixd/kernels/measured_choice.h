@@ -3,16 +3,16 @@
 // The cost model ranks plans it predicts far apart reliably, but off the shapes it was calibrated
 // on its error (RMS ln-error ~0.17 on the H200, bench/NOTES-planner.md, session 75) is as large as
 // the 4-8% gains it predicts for its variants (the concurrent decode, a doubled prefix item
-// target); there three of 113 shapes took a variant 10-17% slower than the plain cascade. No
-// refit or margin ranked them as measured. A MeasuredPlanner plans with the model as always and
-// times its choice against the rivals it could be wrong about — the cascade with the options'
-// split (always), plain decode of every group that can be (where its lower bound is within
-// tie_band of the model's choice), the cascade with half the prefix item target or with the narrow
-// prefix CTA's items, and where the model takes the concurrent mode the same mode on the next
-// fewer and more SMs of its candidates (each where predicted within tie_band) — once on the
-// backend, on the caller's KV pool, and keeps the fastest for the batch's shape class. Later batches of the class
-// (ShapeClassKey) get the kept candidate without timing, so a decode that grows by a token per
-// step is timed again only when it crosses into a new class.
+// target); there three of 113 shapes took a variant 10-17% slower than the plain cascade. No refit
+// or margin ranked them as measured. A MeasuredPlanner plans with the model as always and times its
+// choice against the rivals it could be wrong about — the cascade with the options' split (always),
+// plain decode of every group that can be (where its lower bound is within tie_band of the model's
+// choice), the cascade with half the prefix item target or with the narrow prefix CTA's items, and
+// where the model takes the concurrent mode the same mode on the next fewer and more SMs of its
+// candidates (each where predicted within tie_band) — once on the backend, on the caller's KV pool,
+// and keeps the fastest for the batch's shape class. Later batches of the class (ShapeClassKey) get
+// the kept candidate without timing, so a decode that grows by a token per step is timed again only
+// when it crosses into a new class.
 //
 // Every candidate computes the same attention over the same tokens, so the choice changes speed
 // only, never the result beyond float rounding (the ⊕ order). Timing allocates scratch (queries,
@@ -83,9 +83,9 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
 // the half-target and the narrow cascade (where the options allow them) and the concurrent mode's
 // neighbouring k (where the model takes the mode) where their schedules (ScheduleKey) differ from
 // its and from each other's: the cascade always, plain decode where PlainStreamLowerBoundUs is
-// within tie_band of the model's prediction, the others where predicted within tie_band of it. A candidate with the model's choice's schedule names the first
-// entry instead (kinds[0] = kCascade, say). One entry: nothing to time (the model chose the
-// cascade and no rival is near).
+// within tie_band of the model's prediction, the others where predicted within tie_band of it. A
+// candidate with the model's choice's schedule names the first entry instead (kinds[0] = kCascade,
+// say). One entry: nothing to time (the model chose the cascade and no rival is near).
 struct PlanCandidates {
   PlanReport model;
   std::vector<PlanCandidate> kinds;

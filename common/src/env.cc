@@ -1,4 +1,4 @@
-// EnvFlag, EnvInteger, EnvChoice (prefixd/common/env.h).
+// EnvFlag, EnvInteger, EnvIntegerList, EnvChoice (prefixd/common/env.h).
 #include "prefixd/common/env.h"
 
 #include <cstdlib>
@@ -28,6 +28,24 @@ int64_t EnvInteger(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
   PREFIXD_CHECK_ARG(end != env && *end == '\0' && v >= lo && v <= hi,
                     name << " must be an integer in [" << lo << ", " << hi << "], got '" << env << "'");
   return v;
+}
+
+std::vector<int64_t> EnvIntegerList(const char* name, int64_t lo, int64_t hi, const std::vector<int64_t>& fallback) {
+  const char* env = Value(name);
+  if (env == nullptr) return fallback;
+  std::vector<int64_t> values;
+  const char* at = env;
+  for (;;) {
+    char* end = nullptr;
+    const long long v = std::strtoll(at, &end, 10);
+    // strtoll skips leading blanks; the list takes none.
+    PREFIXD_CHECK_ARG(end != at && *at != ' ' && *at != '\t' && v >= lo && v <= hi && (*end == ',' || *end == '\0'),
+                      name << " must be a comma-separated list of integers in [" << lo << ", " << hi << "], got '"
+                           << env << "'");
+    values.push_back(v);
+    if (*end == '\0') return values;
+    at = end + 1;
+  }
 }
 
 int EnvChoice(const char* name, std::initializer_list<const char*> choices, int fallback) {

@@ -201,6 +201,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
       PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1 && num_sms_ >= 8) {
     concurrent_candidates_ = ConcurrentDecodeCandidates(num_sms_);
     concurrent_tma_candidates_ = ConcurrentTmaDecodeCandidates(num_sms_);
+    // PREFIXD_CONCURRENT_TMA_CANDIDATES=k1,k2,...: the TMA decode's candidates on this device
+    // instead, so that one process can time the planner with another set.
+    std::vector<int64_t> fallback(concurrent_tma_candidates_.begin(), concurrent_tma_candidates_.end());
+    fallback = EnvIntegerList("PREFIXD_CONCURRENT_TMA_CANDIDATES", 1, num_sms_ - 1, fallback);
+    concurrent_tma_candidates_.assign(fallback.begin(), fallback.end());
   }
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";

@@ -112,6 +112,8 @@
 //                                         SMs where the plan says so (CascadePlan::
 //                                         concurrent_decode_tma), and the planner's candidate (1);
 //                                         force: also every plan of a forced k
+//   PREFIXD_CONCURRENT_TMA_CANDIDATES=k,... the TMA decode's candidate k on this device (default:
+//                                         ConcurrentTmaDecodeCandidates, cost_model.h)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only

@@ -518,7 +518,8 @@ std::vector<int> ConcurrentDecodeCandidates(int num_sms) {
 
 std::vector<int> ConcurrentTmaDecodeCandidates(int num_sms) {
   std::vector<int> k;
-  for (const int h200 : {14, 16, 20, 28, 36, 48, 56, 64}) k.push_back(std::max(1, int(std::lround(double(h200) * num_sms / 132))));
+  for (const int h200 : {8, 10, 12, 14, 16, 20, 28, 36, 48, 56, 64})
+    k.push_back(std::max(1, int(std::lround(double(h200) * num_sms / 132))));
   return k;
 }
 

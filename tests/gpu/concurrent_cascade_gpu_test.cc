@@ -213,6 +213,14 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
   EXPECT_FALSE(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "force"}})->DefaultPlanOptions().concurrent_decode_tma);
   EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "forced"}}), ErrorKind::kInvalidArgument,
                        "PREFIXD_CONCURRENT_DECODE_TMA");
+  // The TMA decode's candidates from PREFIXD_CONCURRENT_TMA_CANDIDATES where the planner chooses
+  // the mode (its default options carry candidates), each k in [1, SMs − 1].
+  if (!Device().DefaultPlanOptions().concurrent_tma_candidates.empty()) {
+    const std::unique_ptr<Backend> listed = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_TMA_CANDIDATES", "9,3"}});
+    EXPECT_EQ(listed->DefaultPlanOptions().concurrent_tma_candidates, (std::vector<int>{9, 3}));
+    EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_TMA_CANDIDATES", std::to_string(sms)}}),
+                         ErrorKind::kInvalidArgument, "PREFIXD_CONCURRENT_TMA_CANDIDATES");
+  }
 }
 
 // The options of a plan for the concurrent mode with the decode on k of the device's `sms` SMs, as

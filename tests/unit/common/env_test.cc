@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <vector>
 
 #include "unit/kernels/expect_error.h"
 
@@ -24,6 +25,7 @@ TEST_F(Env, UnsetOrEmptyGivesTheFallback) {
     EXPECT_TRUE(EnvFlag(kName, true));
     EXPECT_FALSE(EnvFlag(kName, false));
     EXPECT_EQ(EnvInteger(kName, 0, 8, -1), -1);  // the fallback need not be in range
+    EXPECT_EQ(EnvIntegerList(kName, 0, 8, {3, 9}), (std::vector<int64_t>{3, 9}));
     EXPECT_EQ(EnvChoice(kName, {"a", "b"}, 1), 1);
   }
 }
@@ -38,6 +40,9 @@ TEST_F(Env, ValidValues) {
   EXPECT_EQ(EnvInteger(kName, 0, 8, 5), 8);
   Set("-3");
   EXPECT_EQ(EnvInteger(kName, -3, 3, 0), -3);
+  EXPECT_EQ(EnvIntegerList(kName, -3, 8, {}), (std::vector<int64_t>{-3}));
+  Set("8,1,8");
+  EXPECT_EQ(EnvIntegerList(kName, 0, 8, {}), (std::vector<int64_t>{8, 1, 8}));
   Set("plain");
   EXPECT_EQ(EnvChoice(kName, {"overlap", "plain"}, 0), 1);
 }
@@ -50,6 +55,10 @@ TEST_F(Env, BadValuesNameTheVariableAndWhatItTakes) {
   for (const char* bad : {"9", "-1", "4x", "x", "1e3"}) {
     Set(bad);
     EXPECT_INVALID_ARGUMENT(EnvInteger(kName, 0, 8, 0), "must be an integer in [0, 8]");
+  }
+  for (const char* bad : {"9", "1,9", "1,", ",1", "1,,2", "1;2", " 1", "1, 2", "1 ", "x"}) {
+    Set(bad);
+    EXPECT_INVALID_ARGUMENT(EnvIntegerList(kName, 0, 8, {}), "must be a comma-separated list of integers in [0, 8]");
   }
   Set("last");
   EXPECT_INVALID_ARGUMENT(EnvChoice(kName, {"normal", "first", "last2"}, 0), "must be normal, first or last2, got 'last'");

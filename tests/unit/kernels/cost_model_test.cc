@@ -1184,8 +1184,10 @@ struct TmaModeTable {
 };
 // Sessions 51-52: k = 20-64, whole slots only.
 const TmaModeTable kSession52Table{{20, 28, 36, 48, 56, 64}, false};
-// Session 60: the backend's candidates, narrow slots (the defaults).
+// Session 60: the backend's candidates then, narrow slots (the defaults).
 const TmaModeTable kSession60Table{{14, 16, 20, 28, 36, 48, 56, 64}, true};
+// Session 89: the backend's candidates, 8, 10 and 12 added.
+const TmaModeTable kSession89Table{{8, 10, 12, 14, 16, 20, 28, 36, 48, 56, 64}, true};
 
 // The CUDA backend's options on an H200 (H200BackendPlanOptions), with `model`, the table's k as
 // the TMA decode's candidates and its slots.
@@ -1201,10 +1203,10 @@ PlanOptions TmaModeOptions(const CostModelParams& model, const TmaModeTable& tab
 // tables below are timed at those), scaled to other SM counts; and the backend's H200 options.
 TEST(CostModel, ConcurrentCandidatesAreTheH200sScaled) {
   EXPECT_EQ(ConcurrentDecodeCandidates(132), (std::vector<int>{20, 28}));
-  EXPECT_EQ(ConcurrentTmaDecodeCandidates(132), kSession60Table.candidates);
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(132), kSession89Table.candidates);
   EXPECT_EQ(ConcurrentDecodeCandidates(114), (std::vector<int>{17, 24}));
-  EXPECT_EQ(ConcurrentTmaDecodeCandidates(66), (std::vector<int>{7, 8, 10, 14, 18, 24, 28, 32}));
-  EXPECT_EQ(ConcurrentTmaDecodeCandidates(1), (std::vector<int>{1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(66), (std::vector<int>{4, 5, 6, 7, 8, 10, 14, 18, 24, 28, 32}));
+  EXPECT_EQ(ConcurrentTmaDecodeCandidates(1), std::vector<int>(11, 1));
   const PlanOptions o = H200BackendPlanOptions();
   EXPECT_TRUE(o.choose_layout);
   EXPECT_EQ(o.balance_prefix_ctas, 132);
@@ -1435,6 +1437,51 @@ TEST(CostModel, PlannerChoosesTheTmaModeOnTheSpeculativeSoftmax) {
   ExpectTmaModeOnTheGrid(CostModelParams::H200(), kSession60Table, 36, 16);
   // And before the refit, k = 14 there: the miss the refit mends.
   EXPECT_EQ(PlannedK(TmaModeOptions(ModelBeforeSession87(), kSession60Table), 256, 32768, 256), 14);
+}
+
+// The table again with k = 8, 10 and 12 (the backend's candidates since this session) and four S64
+// shapes, the built-in model: bench/RESULTS.md session 89, run 3 (`bench/kernel/sessions/
+// s89-run3.sh`, one round), an H100 (80GB HBM3; no H200 was lent), fp16, 32/8 D128. Where the step
+// is the prefix's (P32768 S64-S128) the prefix on 120-124 CTAs wins: B256 P32768 S128 225.2 µs at
+// k = 10 against 239.2 at the 14 the planner took before, which at S64 had been 7.5% over the step
+// one after the other (235.4 against 219.0; the planner check of run 3: 1.087).
+TEST(CostModel, PlannerChoosesTheTmaModeOnFewSmsBesideAPrefixBoundStep) {
+  const std::vector<TmaModeCase> cases = {
+      {128, 8192, 128, 66.7, {121.9, 103.4, 94.1, 85.2, 75.7, 68.7, 63.1, 63.5, 71.4, 73.8, 78.0}},
+      {128, 8192, 256, 86.5, {201.6, 168.1, 150.5, 135.2, 118.9, 105.5, 96.7, 89.1, 85.0, 87.0, 91.1}},
+      {128, 16384, 128, 87.6, {125.8, 108.6, 98.7, 90.0, 81.0, 82.6, 90.6, 91.8, 106.8, 109.7, 117.5}},
+      {128, 16384, 256, 108.4, {203.8, 171.5, 154.8, 139.4, 124.5, 112.1, 103.9, 103.9, 122.0, 123.9, 131.2}},
+      {128, 32768, 128, 133.6, {131.3, 130.1, 133.3, 134.1, 135.9, 134.7, 142.0, 147.8, 170.4, 181.5, 200.5}},
+      {128, 32768, 256, 153.6, {210.0, 179.1, 162.2, 146.2, 140.9, 141.8, 153.1, 159.3, 185.1, 197.1, 215.2}},
+      {256, 8192, 128, 106.8, {223.4, 185.9, 159.3, 142.0, 125.3, 109.5, 97.7, 100.1, 116.3, 127.1, 130.5}},
+      {256, 8192, 256, 149.1, {379.0, 314.1, 265.9, 233.3, 204.4, 173.8, 150.3, 135.1, 138.3, 152.1, 154.2}},
+      {256, 16384, 128, 151.6, {231.3, 193.6, 167.3, 149.8, 135.9, 142.3, 150.9, 157.7, 180.0, 198.6, 229.5}},
+      {256, 16384, 256, 194.7, {386.5, 319.3, 273.7, 243.4, 210.5, 181.1, 166.6, 174.6, 202.8, 224.8, 258.2}},
+      {256, 32768, 128, 240.0, {240.7, 225.2, 226.2, 239.2, 233.0, 241.0, 254.4, 266.2, 303.4, 330.5, 360.1}},
+      {256, 32768, 256, 282.4, {398.1, 331.8, 284.8, 255.9, 240.3, 249.2, 266.7, 282.2, 324.0, 357.4, 389.0}},
+      {64, 8192, 32, 37.0, {51.6, 45.9, 41.4, 40.1, 38.9, 38.7, 40.2, 39.8, 42.7, 44.0, 44.7}},
+      {64, 8192, 512, 78.4, {208.4, 175.5, 146.8, 143.6, 114.5, 113.2, 92.5, 97.2, 81.3, 81.6, 80.6}},
+      {64, 32768, 32, 73.8, {79.8, 79.7, 79.4, 79.7, 80.2, 78.3, 82.3, 84.6, 94.1, 101.8, 104.4}},
+      {64, 32768, 512, 112.5, {216.9, 188.8, 164.4, 162.0, 139.2, 139.2, 117.3, 117.8, 128.4, 136.0, 137.4}},
+      {256, 8192, 32, 75.4, {107.2, 87.6, 77.4, 76.8, 76.9, 78.5, 82.4, 82.8, 94.9, 102.0, 111.8}},
+      {256, 8192, 512, 232.7, {689.0, 569.5, 475.7, 417.4, 359.1, 302.3, 252.4, 223.8, 228.2, 243.1, 219.5}},
+      {256, 32768, 32, 209.6, {215.6, 221.0, 221.6, 232.9, 226.1, 231.5, 242.8, 249.0, 284.2, 309.8, 339.0}},
+      {256, 32768, 512, 366.9, {711.4, 584.8, 500.6, 435.9, 384.2, 324.3, 294.7, 314.9, 366.9, 403.3, 438.1}},
+      {128, 16384, 64, 76.6, {83.4, 78.5, 77.5, 78.4, 78.0, 77.6, 83.6, 84.6, 98.1, 101.1, 109.0}},
+      {128, 32768, 64, 122.0, {126.3, 128.2, 129.5, 131.2, 130.9, 129.4, 134.7, 140.8, 161.8, 173.0, 192.6}},
+      {256, 16384, 64, 131.0, {151.6, 128.4, 127.7, 135.4, 131.6, 136.3, 142.2, 148.6, 167.2, 184.9, 214.6}},
+      {256, 32768, 64, 219.0, {216.2, 221.6, 222.2, 235.4, 229.0, 234.8, 246.5, 254.2, 290.0, 316.2, 344.4}},
+  };
+  // Four ties, each a little faster than the step one after the other: B128 P8192 S256 k = 48
+  // (−1.7%), B128 P32768 S128 k = 8 (−1.7%), B256 P16384 S64 k = 12 (−2.5%), B256 P32768 S64
+  // k = 8 (−1.3%); every k taken within 1% of the step one after the other and 7% of the best k.
+  EXPECT_LE(CheckTmaModeChoices(cases, kSession89Table, CostModelParams::H200(), /*ties=*/4), 1);
+  // 32/8 B256 S256 as before: P8192 on 36 SMs, P32768 on 16 (240.3 against 233.0 at 14 and 255.9 at 12).
+  ExpectTmaModeOnTheGrid(CostModelParams::H200(), kSession89Table, 36, 16);
+  // The prefix-bound S128 step on 120 CTAs (k = 12: 226.2 against 239.2 at the session-60
+  // candidates' 14).
+  EXPECT_EQ(PlannedK(TmaModeOptions(CostModelParams::H200(), kSession89Table), 256, 32768, 128), 12);
+  EXPECT_EQ(PlannedK(TmaModeOptions(CostModelParams::H200(), kSession60Table), 256, 32768, 128), 14);
 }
 
 }  // namespace

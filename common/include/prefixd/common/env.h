@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 namespace prefixd {
 
@@ -13,6 +14,8 @@ namespace prefixd {
 bool EnvFlag(const char* name, bool fallback);
 // An integer in [lo, hi] (decimal; the fallback need not be in range, e.g. -1 for "not set").
 int64_t EnvInteger(const char* name, int64_t lo, int64_t hi, int64_t fallback);
+// A comma-separated list of one or more integers, each in [lo, hi] (e.g. "8,10,12").
+std::vector<int64_t> EnvIntegerList(const char* name, int64_t lo, int64_t hi, const std::vector<int64_t>& fallback);
 // One of `choices`, returned as its index.
 int EnvChoice(const char* name, std::initializer_list<const char*> choices, int fallback);
 

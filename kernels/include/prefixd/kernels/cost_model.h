@@ -231,9 +231,12 @@ PlanOptions H200PlanOptions();
 // The concurrent prefix/decode mode's candidate decode SM counts k on a device of `num_sms` SMs
 // (PlanOptions::concurrent_candidates, concurrent_tma_candidates), as the CUDA backend offers them:
 // 15% and 21% of the SMs (20 and 28 of the H200's 132: the best k measured at head_dim 128 and 256,
-// bench/RESULTS.md session 45), and for the persistent TMA decode the H200's 14, 16, 20, 28, 36, 48,
-// 56 and 64, scaled (its best k measured there, sessions 51-52; 14 and 16 since session 60, where
-// the prefix stream's narrow slots give the prefix the CTAs that k leaves, prefix_balance.h).
+// bench/RESULTS.md session 45), and for the persistent TMA decode the H200's 8, 10, 12, 14, 16, 20,
+// 28, 36, 48, 56 and 64, scaled (its best k measured there, sessions 51-52; 14 and 16 since session
+// 60, where the prefix stream's narrow slots give the prefix the CTAs that k leaves,
+// prefix_balance.h; 8, 10 and 12 since session 89, timed on an H100 of the same 132 SMs: where the
+// step is the prefix's, with a short suffix, the prefix on 120-124 CTAs, e.g. 32/8 B256 P32768 S128
+// 225-226 µs at k = 10-12 against 239 at k = 14).
 std::vector<int> ConcurrentDecodeCandidates(int num_sms);
 std::vector<int> ConcurrentTmaDecodeCandidates(int num_sms);
 

@@ -1,9 +1,11 @@
 // EnvFlag, EnvInteger, EnvIntegerList, EnvChoice (prefixd/common/env.h).
 #include "prefixd/common/env.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "prefixd/common/error.h"
 
@@ -39,7 +41,8 @@ std::vector<int64_t> EnvIntegerList(const char* name, int64_t lo, int64_t hi, co
     char* end = nullptr;
     const long long v = std::strtoll(at, &end, 10);
     // strtoll skips leading blanks; the list takes none.
-    PREFIXD_CHECK_ARG(end != at && *at != ' ' && *at != '\t' && v >= lo && v <= hi && (*end == ',' || *end == '\0'),
+    const bool blank = std::isspace(static_cast<unsigned char>(*at)) != 0;
+    PREFIXD_CHECK_ARG(end != at && !blank && v >= lo && v <= hi && (*end == ',' || *end == '\0'),
                       name << " must be a comma-separated list of integers in [" << lo << ", " << hi << "], got '"
                            << env << "'");
     values.push_back(v);

@@ -56,7 +56,7 @@ TEST_F(Env, BadValuesNameTheVariableAndWhatItTakes) {
     Set(bad);
     EXPECT_INVALID_ARGUMENT(EnvInteger(kName, 0, 8, 0), "must be an integer in [0, 8]");
   }
-  for (const char* bad : {"9", "1,9", "1,", ",1", "1,,2", "1;2", " 1", "1, 2", "1 ", "x"}) {
+  for (const char* bad : {"9", "1,9", "1,", ",1", "1,,2", "1;2", " 1", "1, 2", "1,\n2", "1 ", "x"}) {
     Set(bad);
     EXPECT_INVALID_ARGUMENT(EnvIntegerList(kName, 0, 8, {}), "must be a comma-separated list of integers in [0, 8]");
   }

@@ -133,7 +133,8 @@
 // compute-bound prefix kernel and the memory-bound decode kernel each leave the other's resource
 // idle; measured on the H200, bench/RESULTS.md sessions 45 and 47: 32/8 B256 P32768 S256 283.0 →
 // 273.6 µs at head_dim 128 with k = 20 (266.9 with PREFIXD_DECODE_PERSISTENT=1 PREFIXD_DECODE_TMA=1),
-// 546.1 → 503.3 at 256 with k = 28; slower at S = 32, at B64, at P8192 and at head_dim 64). By
+// 546.1 → 503.3 at 256 with k = 28; slower at S = 32, at B64, at P8192 and at head_dim 64 — there
+// the planner takes it only with the persistent TMA decode, since session 89). By
 // default the planner decides per plan (DefaultPlanOptions' concurrent_candidates: 15% and 21% of
 // the SMs, where the prefix runs on the persistent sm_90a kernel and the fused kernel is off; the
 // cost model's concurrent step, cost_model.h); PREFIXD_CONCURRENT_DECODE_SMS=k forces it on every

@@ -161,6 +161,9 @@ const std::vector<CostModelParams::Field>& CostModelParams::Fields() {
       PREFIXD_TOP(concurrent_tma_item_us, false, false),
       PREFIXD_TOP(concurrent_tma_warp_gbs, false, false),
       PREFIXD_TOP(concurrent_tma_gbs, false, false),
+      PREFIXD_TOP(concurrent_tma_d64_item_us, false, false),
+      PREFIXD_TOP(concurrent_tma_d64_warp_gbs, false, false),
+      PREFIXD_TOP(concurrent_tma_d64_gbs, false, false),
       PREFIXD_TOP(concurrent_tma_prefix_scale, false, false),
       PREFIXD_TOP(concurrent_tma_interference_us, false, true),
   };
@@ -339,8 +342,12 @@ double TmaDecodeEndUs(const PlanProfile& p, const CostModelParams& c) {
   const int64_t warps = std::max<int64_t>(1, std::llround(c.concurrent_tma_warps)) * p.concurrent_decode_sms;
   const double rounds = double((p.decode_items + warps - 1) / warps);
   const double item_bytes = p.decode_streamed_bytes / double(p.decode_items);
-  const double round_us = c.concurrent_tma_item_us + item_bytes / (c.concurrent_tma_warp_gbs * 1e3);
-  return std::max(rounds * round_us, p.decode_streamed_bytes / (c.concurrent_tma_gbs * 1e3));
+  const bool d64 = p.head_dim == 64;
+  const double item_us = d64 ? c.concurrent_tma_d64_item_us : c.concurrent_tma_item_us;
+  const double warp_gbs = d64 ? c.concurrent_tma_d64_warp_gbs : c.concurrent_tma_warp_gbs;
+  const double gbs = d64 ? c.concurrent_tma_d64_gbs : c.concurrent_tma_gbs;
+  const double round_us = item_us + item_bytes / (warp_gbs * 1e3);
+  return std::max(rounds * round_us, p.decode_streamed_bytes / (gbs * 1e3));
 }
 
 }  // namespace

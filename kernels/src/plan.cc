@@ -398,8 +398,8 @@ constexpr double kTmaMinPartUs = 28;
 // (the prefix target and balance scaled to them, the stream balance, every request through the
 // merge step), scored by the cost model's concurrent step (cost_model.h); the fastest if it beats
 // the winner's options with the stream balance alone, or nothing (also without candidates, below
-// concurrent_min_head_dim, beside a memory-bound prefix, or without both prefix and suffix tokens
-// to overlap).
+// concurrent_min_head_dim but for the TMA decode's own candidates from concurrent_tma_min_head_dim,
+// beside a memory-bound prefix, or without both prefix and suffix tokens to overlap).
 std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& winner,
                                              const PlanOptions& base, const CostModelParams& params, int* candidates) {
   const int sms = int(params.num_sms);
@@ -408,7 +408,10 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   bool suffix = false;
   for (int r = 0; r < batch.num_requests() && !suffix; ++r) suffix = batch.suffix.SeqLen(r, pool.page_size) > 0;
   if (base.concurrent_candidates.empty() || !prefix || !suffix) return std::nullopt;
-  if (pool.head_dim < base.concurrent_min_head_dim) return std::nullopt;
+  // Below concurrent_min_head_dim only the TMA decode's own candidates (from
+  // concurrent_tma_min_head_dim up); the other decode's mode is not scored there.
+  const bool other_decode = pool.head_dim >= base.concurrent_min_head_dim;
+  if (!other_decode && pool.head_dim < base.concurrent_tma_min_head_dim) return std::nullopt;
   // Only beside a compute-bound prefix (its FLOPs take longer than its K/V bytes at the model's
   // rates: at GQA 4, B > ~74): a memory-bound one leaves the decode no bandwidth to overlap with,
   // and there the model's small-step times are too coarse to call a few µs (32/8 B16 P8192 S256:
@@ -461,13 +464,14 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     return std::pair{c, o};
   };
   for (const int k : base.concurrent_candidates) {
-    if (k >= sms) continue;
+    if (k >= sms || !other_decode) continue;
     Mode& m = mode_for(k);
     const double us = PredictCost(m.plan, params).total_us;
     if (us < best.us) best = Scored{us, m.options, none};
   }
   const bool tma = base.concurrent_tma_candidate && TmaDecodeModeled(batch.num_qo_heads / pool.num_kv_heads, pool.head_dim) &&
-                   (pool.dtype == DType::kFloat16 || pool.dtype == DType::kBFloat16);
+                   (pool.dtype == DType::kFloat16 || pool.dtype == DType::kBFloat16) &&
+                   pool.head_dim >= base.concurrent_tma_min_head_dim;
   // `best` compares at the model's predicted step; `mode_us` is that of the mode's plan as chosen
   // (the TMA decode's where it takes it below), for the TMA decode's own candidates after it.
   double mode_us = best.us;

@@ -43,7 +43,8 @@
 //          concurrent_tma_warps per CTA) takes whole items, round-robin, so it ends after
 //          ceil(items / (w·k)) rounds of one item each:
 //          decode_end = max(rounds · (concurrent_tma_item_us + item bytes / concurrent_tma_warp_gbs),
-//                           its bytes / concurrent_tma_gbs)   (item bytes: the mean item's);
+//                           its bytes / concurrent_tma_gbs)   (item bytes: the mean item's;
+//          at head_dim 64 concurrent_tma_d64_item_us, _warp_gbs and _gbs);
 //          beside it the prefix part is concurrent_tma_prefix_scale × the capped grid's above, and
 //          the two slow each other by concurrent_tma_interference_us per MB of decode bytes streamed
 //          while the prefix runs (decode bytes · min(1, prefix / decode_end)).
@@ -123,6 +124,17 @@ struct CostModelParams {
   double concurrent_tma_item_us = 2.8;
   double concurrent_tma_warp_gbs = 9.2;
   double concurrent_tma_gbs = 3150;
+  // ... its item at head_dim 64 (the two above are head_dim 128's): a fixed time and the item's
+  // bytes at one warp's rate, 12 warps alone on k = 8-36 SMs, 32/8 and 64/8 B64-256 S32-512
+  // (items of 8-128 KiB), an H100 (bench/RESULTS.md session 89, run 9): per round 3.4-3.8 µs at
+  // 8 KiB, 7.5-8.2 at 32, 13.0-13.6 at 64, 23.9-24.4 at 128 — per token not half head_dim 128's.
+  double concurrent_tma_d64_item_us = 2.2;
+  double concurrent_tma_d64_warp_gbs = 5.95;
+  // ... and its bytes at most at head_dim 64 (concurrent_tma_gbs above is head_dim 128's): the
+  // most it was measured to stream there, 2.08 TB/s on 36 SMs (run 9's largest k); beside the
+  // prefix on 48 and 64 SMs its steps measured 18-23% over the model without this bound (32/8 B256
+  // P8192 S256 and S512, run 10), so the model is not let beyond what was measured.
+  double concurrent_tma_d64_gbs = 2100;
   // ... and the step around it (not fitted by the calibration; bench/kernel/tma_mode_fit.py): the
   // capped prefix grid's part beside it against the model's above, and what the two parts cost
   // each other per MB of decode bytes beside the prefix. Session 52 fitted 0.925 (1 / 1.08) on the

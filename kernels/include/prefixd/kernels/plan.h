@@ -188,6 +188,12 @@ struct PlanOptions {
   // model predicts 3-5% faster: it underestimates the sequential step's overlap (~15 µs measured,
   // 4 modelled) by more than the gain.
   int concurrent_min_head_dim = 128;
+  // ... except the mode with the persistent TMA decode on its own candidates (concurrent_tma_
+  // candidates), which is scored from this head_dim up: at head_dim 64 its step measured 2.6-17%
+  // faster than one after the other at 32/8 B128-256 P8192-32768 S128-256 where a k is (10 of 12
+  // shapes; 32/8 B256 P32768 S256 193.3 → 180.5 µs on 16 SMs; an H100, bench/RESULTS.md session
+  // 89), with the TMA decode's head_dim-64 rate and bytes bound in the model (concurrent_tma_d64_*).
+  int concurrent_tma_min_head_dim = 64;
   std::shared_ptr<const CostModelParams> cost_model;
 };
 

@@ -4,7 +4,7 @@
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job_one_rank, run_bench_ab, run_build_rounds, show_prefix_rounds,
 # run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls,
-# run_bar_grid).
+# run_planner_set, run_bar_grid).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -236,6 +236,17 @@ run_ncu_stalls() {
   ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass >"$OUT/$name-sass.csv" 2>&1
   rm -f "$OUT/$name.ncu-rep"
   python3 bench/kernel/ncu_stalls.py "$OUT/$name-sass.csv" --top 24 --per "$per"
+}
+# run_planner_set NAME BIN "DTYPE ARGS...": the planner check (--planner-order plain-last) of BIN
+# over the shapes ARGS in DTYPE, its log in $OUT/NAME.txt; then one line per shape (its timed
+# layouts and the measured choice) and the two summary lines. Time limit 150 s.
+run_planner_set() {
+  local name=$1 bin=$2 dt rest
+  read -r dt rest <<<"$3"
+  timeout 150 $bin --planner-check $rest --dtype $dt --planner-order plain-last >"$OUT/$name.txt" 2>&1
+  echo "== $name ($3): rc=$?"
+  grep -E "^ +$dt " "$OUT/$name.txt" | sed -E 's/^ +//' | awk -F'|' '{printf "%-34s|%s|%s\n", $1, $2, $NF}'
+  grep -E "min\(cascade, plain\) \(the issue|measured choice \(near" "$OUT/$name.txt"
 }
 # run_bar_grid: on an H200 (the issue-4 bar's card) issue4-grid.sh's grid and head_dim rows with $B
 # (logs $OUT/grid) and the headline shape's lines (32/8 B256 P32768 S256); on any other card only a

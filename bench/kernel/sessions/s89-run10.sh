@@ -20,13 +20,8 @@ sets=("fp16 -d 64 --heads 32/8 -b 128,256 -p 8192,32768 -s 128,256,512"
       "bf16 -d 64 --heads 32/8 -b 256 -p 32768 -s 256")
 i=0
 for s in "${sets[@]}"; do
-  i=$((i + 1)); read -r dt rest <<<"$s"
-  for build in old new; do
-    bin=$B; [ $build = old ] && bin=/tmp/b/prefixd_kernel_bench_old
-    timeout 150 $bin --planner-check $rest --dtype $dt --planner-order plain-last >"$OUT/check$i-$build.txt" 2>&1
-    echo "== set $i ($s), $build build: rc=$?"
-    grep -E "^ +$dt " "$OUT/check$i-$build.txt" | sed -E 's/^ +//' | awk -F'|' '{printf "%-34s|%s|%s\n", $1, $2, $NF}'
-    grep -E "min\(cascade, plain\) \(the issue|measured choice \(near" "$OUT/check$i-$build.txt"
-  done
+  i=$((i + 1))
+  run_planner_set check$i-old /tmp/b/prefixd_kernel_bench_old "$s"
+  run_planner_set check$i-new "$B" "$s"
 done
 pack_logs

@@ -16,10 +16,7 @@ sets=("fp16 -d 64 --heads 32/8 -b 128,256 -p 8192,32768 -s 128,256,512"
       "bf16 -d 64 --heads 32/8 -b 256 -p 8192,32768 -s 256")
 i=0
 for s in "${sets[@]}"; do
-  i=$((i + 1)); read -r dt rest <<<"$s"
-  timeout 150 $B --planner-check $rest --dtype $dt --planner-order plain-last >"$OUT/check$i.txt" 2>&1
-  echo "== set $i ($s): rc=$?"
-  grep -E "^ +$dt " "$OUT/check$i.txt" | sed -E 's/^ +//' | awk -F'|' '{printf "%-34s|%s|%s\n", $1, $2, $NF}'
-  grep -E "min\(cascade, plain\) \(the issue|measured choice \(near" "$OUT/check$i.txt"
+  i=$((i + 1))
+  run_planner_set check$i "$B" "$s"
 done
 pack_logs

@@ -27,12 +27,10 @@ sets=("fp16 --heads 64/8 -b 128,256,384 -p 32768 -s 64,192"
       "bf16 --heads 64/8 -b 256 -p 32768 -s 128")
 i=0
 for s in "${sets[@]}"; do
-  i=$((i + 1)); read -r dt rest <<<"$s"
+  i=$((i + 1))
   for cand in old new; do
     if [ $cand = old ]; then export PREFIXD_CONCURRENT_TMA_CANDIDATES=$OLD; else unset PREFIXD_CONCURRENT_TMA_CANDIDATES; fi
-    timeout 150 $B --planner-check $rest --dtype $dt --planner-order plain-last >"$OUT/check$i-$cand.txt" 2>&1
-    echo "== set $i ($s), $cand candidates: rc=$?"
-    grep -E "^ +$dt " "$OUT/check$i-$cand.txt" | sed -E 's/^ +//' | awk -F'|' '{printf "%-34s|%s|%s\n", $1, $2, $NF}'
+    run_planner_set check$i-$cand "$B" "$s"
   done
 done
 unset PREFIXD_CONCURRENT_TMA_CANDIDATES

@@ -131,9 +131,10 @@ struct CostModelParams {
   double concurrent_tma_d64_item_us = 2.2;
   double concurrent_tma_d64_warp_gbs = 5.95;
   // ... and its bytes at most at head_dim 64 (concurrent_tma_gbs above is head_dim 128's): the
-  // most it was measured to stream there, 2.08 TB/s on 36 SMs (run 9's largest k); beside the
-  // prefix on 48 and 64 SMs its steps measured 18-23% over the model without this bound (32/8 B256
-  // P8192 S256 and S512, run 10), so the model is not let beyond what was measured.
+  // most it was measured to stream there, 2.08 TB/s on 36 SMs (run 9's largest k). Without this
+  // bound the model took k = 64 and 48 at 32/8 D64 B256 P8192 S512 and S256, measured 7.5% over
+  // the cascade and 18% over k = 36 (run 10). The three head_dim-64 values are 12 warps'
+  // (SetTmaDecodeWarps leaves them as they are).
   double concurrent_tma_d64_gbs = 2100;
   // ... and the step around it (not fitted by the calibration; bench/kernel/tma_mode_fit.py): the
   // capped prefix grid's part beside it against the model's above, and what the two parts cost

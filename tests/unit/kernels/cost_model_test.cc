@@ -1219,9 +1219,8 @@ TEST(CostModel, ConcurrentCandidatesAreTheH200sScaled) {
 
 // Where the planner takes the mode, its k measured no slower than the step one after the other
 // (within over_sequential, 1%: the same step within the runs' spread) and within over_best (7%)
-// of the best k, and at most
-// `ties` times without a gain of more than 3%; not where every k measured slower. Returns how many
-// shapes it leaves where some k measured more than 5% faster.
+// of the best k, and at most `ties` times without a gain of more than 3%; not where every k
+// measured slower. Returns how many shapes it leaves where some k measured more than 5% faster.
 int CheckTmaModeChoices(const std::vector<TmaModeCase>& cases, const TmaModeTable& table, const CostModelParams& model,
                         int ties = 0, int head_dim = 128, double over_sequential = 1.01, double over_best = 1.07) {
   const bool print = std::getenv("PREFIXD_COST_MODEL_PRINT_FIT") != nullptr;

@@ -4,6 +4,7 @@
 // by every worker at each fresh plan (bench/NOTES-planner.md, "Host cost").
 //
 //   prefixd_plan_bench --prefix 256,65536,262144 --batch 128 --suffix 512
+//   prefixd_plan_bench --plan-options backend --prefix 32768 --batch 256 --suffix 128
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -61,6 +62,10 @@ int Run(int argc, char** argv) {
       ("batch", "requests sharing the prefix", cxxopts::value<int>()->default_value("128"))
       ("suffix", "own tokens per request", cxxopts::value<int>()->default_value("512"))
       ("heads", "query/KV heads", cxxopts::value<std::string>()->default_value("32/8"))
+      ("plan-options", "h200: H200PlanOptions (the model's calibration options, no concurrent mode); "
+       "backend: H200BackendPlanOptions (what the CUDA backend plans with on a 132-SM H200: the "
+       "balanced prefix grid and the concurrent mode's candidates)",
+       cxxopts::value<std::string>()->default_value("h200"))
       ("n,iters", "timed calls per row (median reported)", cxxopts::value<int>()->default_value("50"))
       ("h,help", "this help");
   const auto args = cli.parse(argc, argv);
@@ -81,16 +86,19 @@ int Run(int argc, char** argv) {
                         qo.size() <= 4 && kv.size() <= 4,
                     "--heads: expected H_qo/H_kv, got '" << heads << "'");
   const int h_qo = std::stoi(qo), h_kv = std::stoi(kv);
-  std::printf("# prefixd_plan_bench: PlanCascade host time, median of %d calls; H200 plan options (%d/%d heads, "
+  const std::string which = args["plan-options"].as<std::string>();
+  PREFIXD_CHECK_ARG(which == "h200" || which == "backend", "--plan-options: h200 or backend, got '" << which << "'");
+  const PlanOptions base = which == "backend" ? H200BackendPlanOptions() : H200PlanOptions();
+  std::printf("# prefixd_plan_bench: PlanCascade host time, median of %d calls; %s plan options (%d/%d heads, "
               "D 128, bf16, page 16), B %d, S %d\n",
-              iters, h_qo, h_kv, batch, suffix);
+              iters, which == "backend" ? "the CUDA backend's H200" : "H200", h_qo, h_kv, batch, suffix);
   // The measured choice (kernels::MeasuredPlanner) plans with the report at every call (its shape
   // class names the model's choice) and, at a class's first batch only, its near-tie candidates.
   std::printf("#  prefix | choice off us | choice on us | with report us | candidates us (near ties) | chosen layout\n");
   for (const int prefix : ParseList(args["prefix"].as<std::string>())) {
     KvPoolShape pool{1, 0, 16, h_kv, 128, DType::kBFloat16};
     const DecodeBatch b = UniformBatch(prefix, batch, suffix, h_qo, pool.page_size, &pool);
-    PlanOptions choose = H200PlanOptions();
+    PlanOptions choose = base;
     choose.choose_layout = true;
     PlanOptions fixed = choose;
     fixed.choose_layout = false;
@@ -116,8 +124,13 @@ int Run(int argc, char** argv) {
     size_t candidates = 0;
     const double tie_band = kernels::MeasuredChoiceOptions{}.tie_band;
     const double near_ties = median_us([&] { candidates = NearTieCandidates(b, pool, choose, tie_band).plans.size(); });
+    const std::string chosen = std::string(report.group_plain.at(0) ? "plain" : "cascade") +
+                               (report.concurrent_decode_sms > 0
+                                    ? " k" + std::to_string(report.concurrent_decode_sms) +
+                                          (report.concurrent_decode_tma ? " tma" : "")
+                                    : "");
     std::printf("  %7d | %13.1f | %12.1f | %14.1f | %13.1f (%zu plans) | %s\n", prefix, off, on, with_report, near_ties,
-                candidates, report.group_plain.at(0) ? "plain" : "cascade");
+                candidates, chosen.c_str());
   }
   return 0;
 }

@@ -193,19 +193,20 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                                    << num_sms_ - 1 << "], got '" << concurrent_env << "'");
     }
   }
+  // PREFIXD_CONCURRENT_TMA_CANDIDATES=k1,k2,...: the TMA decode's candidates on this device instead
+  // of ConcurrentTmaDecodeCandidates, so that one process can time the planner with another set.
+  // Checked on every backend (a bad list is refused even where the mode is off), used below.
+  const std::vector<int> built_in_tma = ConcurrentTmaDecodeCandidates(num_sms_);
+  const std::vector<int64_t> tma_candidates =
+      EnvIntegerList("PREFIXD_CONCURRENT_TMA_CANDIDATES", 1, num_sms_ - 1, {built_in_tma.begin(), built_in_tma.end()});
   // The planner's candidates (PlanOptions::concurrent_candidates, ConcurrentDecodeCandidates; the
-  // TMA decode's own, ConcurrentTmaDecodeCandidates), where the prefix runs on the persistent
-  // sm_90a kernel (one CTA per SM, the grid the mode caps), the fused kernel is off and the owner
-  // allows it (BackendOptions::concurrent_prefix_decode).
+  // TMA decode's own, above), where the prefix runs on the persistent sm_90a kernel (one CTA per
+  // SM, the grid the mode caps), the fused kernel is off and the owner allows it
+  // (BackendOptions::concurrent_prefix_decode).
   if (concurrent_auto && options.concurrent_prefix_decode && !fused_ &&
       PrefixAttentionCtasPerSm(128, DType::kFloat16, prefix_settings_.kernel) == 1 && num_sms_ >= 8) {
     concurrent_candidates_ = ConcurrentDecodeCandidates(num_sms_);
-    concurrent_tma_candidates_ = ConcurrentTmaDecodeCandidates(num_sms_);
-    // PREFIXD_CONCURRENT_TMA_CANDIDATES=k1,k2,...: the TMA decode's candidates on this device
-    // instead, so that one process can time the planner with another set.
-    std::vector<int64_t> fallback(concurrent_tma_candidates_.begin(), concurrent_tma_candidates_.end());
-    fallback = EnvIntegerList("PREFIXD_CONCURRENT_TMA_CANDIDATES", 1, num_sms_ - 1, fallback);
-    concurrent_tma_candidates_.assign(fallback.begin(), fallback.end());
+    concurrent_tma_candidates_.assign(tma_candidates.begin(), tma_candidates.end());
   }
   std::ostringstream d;
   d << "cuda:" << device_ << " " << prop.name << " (" << num_sms_ << " SMs, sm_" << prop.major << prop.minor << ")";

@@ -214,13 +214,17 @@ TEST(CudaConcurrentCascade, SwitchIsCheckedAndDescribed) {
   EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "forced"}}), ErrorKind::kInvalidArgument,
                        "PREFIXD_CONCURRENT_DECODE_TMA");
   // The TMA decode's candidates from PREFIXD_CONCURRENT_TMA_CANDIDATES where the planner chooses
-  // the mode (its default options carry candidates), each k in [1, SMs − 1].
+  // the mode (its default options carry candidates); each k in [1, SMs − 1], checked on every
+  // backend, the mode off too.
   if (!Device().DefaultPlanOptions().concurrent_tma_candidates.empty()) {
     const std::unique_ptr<Backend> listed = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_TMA_CANDIDATES", "9,3"}});
     EXPECT_EQ(listed->DefaultPlanOptions().concurrent_tma_candidates, (std::vector<int>{9, 3}));
-    EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_TMA_CANDIDATES", std::to_string(sms)}}),
-                         ErrorKind::kInvalidArgument, "PREFIXD_CONCURRENT_TMA_CANDIDATES");
   }
+  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_TMA_CANDIDATES", std::to_string(sms)}}),
+                       ErrorKind::kInvalidArgument, "PREFIXD_CONCURRENT_TMA_CANDIDATES");
+  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", "0"},
+                                               {"PREFIXD_CONCURRENT_TMA_CANDIDATES", "8,x"}}),
+                       ErrorKind::kInvalidArgument, "PREFIXD_CONCURRENT_TMA_CANDIDATES");
 }
 
 // The options of a plan for the concurrent mode with the decode on k of the device's `sms` SMs, as

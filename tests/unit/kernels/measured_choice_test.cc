@@ -298,9 +298,10 @@ TEST(MeasuredPlanner, ChooseLayoutOffIsThePlannersPlan) {
 }
 
 // Where the model takes the concurrent mode (32/8 B256 P32768 S256 with the H200 backend's options:
-// the TMA decode on 16 of its candidates 14, 16, 20, ...), the same mode on the next fewer and more
-// SMs are candidates too, each its own schedule; at the end of the list the step is the model's
-// plan itself, no rival and no new name for the model's choice; where the mode is not taken, none.
+// the TMA decode on 16 of its candidates ..., 12, 14, 16, 20, ...), the same mode on the next
+// fewer and more SMs are candidates too, each its own schedule; at the end of the list the step is
+// the model's plan itself, no rival and no new name for the model's choice; where the mode is not
+// taken, none.
 TEST(NearTieCandidates, TheConcurrentModeAtItsNeighbouringK) {
   const Case c = MakeCase(256, 32768, 256, 15, false);
   PlanOptions o = kernels::H200BackendPlanOptions();

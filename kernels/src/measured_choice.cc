@@ -105,7 +105,7 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
       fixed.choose_layout = false;
       plan = PlanPlainLayout(batch, plain, pool, fixed);
     } else {
-      plan = PlanCandidateLayout(kind, batch, pool, options);
+      plan = PlanCandidateLayout(kind, batch, pool, options, &c.model);
     }
     if (!plan) continue;
     std::vector<int32_t> flat = ScheduleKey(*plan);
@@ -249,7 +249,7 @@ std::vector<double> MeasuredPlanner::TimePlans(const std::vector<const CascadePl
 }
 
 std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeBatch& batch, const KvPoolShape& pool,
-                                               const PlanOptions& options) {
+                                               const PlanOptions& options, const PlanReport* model) {
   PlanOptions fixed = options;
   fixed.choose_layout = false;
   switch (kind) {
@@ -268,12 +268,18 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
       return PlanCascade(batch, pool, fixed);
     case PlanCandidate::kFewerSms:
     case PlanCandidate::kMoreSms: {
-      // The model's own choice, the concurrent mode's k stepped (the model's plan where it does not
-      // take the mode or its k ends the list).
+      // The model's own choice, the concurrent mode's k stepped (none where it does not take the
+      // mode or its k ends the list): from the choice's report, made here only if not given.
       if (!options.choose_layout) return std::nullopt;
-      PlanOptions stepped = options;
-      stepped.concurrent_k_step = kind == PlanCandidate::kFewerSms ? -1 : 1;
-      return PlanCascade(batch, pool, stepped);
+      PlanReport made;
+      if (!model) PlanCascade(batch, pool, options, &made);
+      const PlanReport& report = model ? *model : made;
+      const std::optional<PlanOptions>& stepped =
+          kind == PlanCandidate::kFewerSms ? report.concurrent_fewer_sms : report.concurrent_more_sms;
+      if (!stepped) return std::nullopt;
+      PlanOptions fixed_stepped = *stepped;
+      fixed_stepped.choose_layout = false;
+      return PlanCascade(batch, pool, fixed_stepped);
     }
   }
   return std::nullopt;
@@ -304,7 +310,7 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
     rep.from_cache = true;
     rep.chosen = it->second.kind;
     if (it->second.model_plan) return std::move(c.plans[0]);
-    std::optional<CascadePlan> kept = PlanCandidateLayout(it->second.kind, batch, pool, options);
+    std::optional<CascadePlan> kept = PlanCandidateLayout(it->second.kind, batch, pool, options, &c.model);
     return kept ? std::move(*kept) : std::move(c.plans[0]);
   }
   AddNearTies(c, batch, pool, options, options_.tie_band);

@@ -393,6 +393,12 @@ constexpr double kTmaFitMargin = 0.15;
 // high; B128 P8192 and P16384 S128 (29.4 µs in today's model) keep the mode.
 constexpr double kTmaMinPartUs = 28;
 
+// The concurrent mode's options at the neighbouring k of a chosen k (PlanReport::concurrent_fewer_sms
+// and concurrent_more_sms).
+struct ConcurrentNeighbours {
+  std::optional<PlanOptions> fewer_sms, more_sms;
+};
+
 // The concurrent mode's plans of the all-cascade winner's options `winner` (PlanOptions::
 // concurrent_candidates): for each k, the decode on k SMs beside a prefix grid of SMs − k CTAs
 // (the prefix target and balance scaled to them, the stream balance, every request through the
@@ -401,7 +407,8 @@ constexpr double kTmaMinPartUs = 28;
 // concurrent_min_head_dim but for the TMA decode's own candidates from concurrent_tma_min_head_dim,
 // beside a memory-bound prefix, or without both prefix and suffix tokens to overlap).
 std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& winner,
-                                             const PlanOptions& base, const CostModelParams& params, int* candidates) {
+                                             const PlanOptions& base, const CostModelParams& params, int* candidates,
+                                             ConcurrentNeighbours* neighbours) {
   const int sms = int(params.num_sms);
   const bool prefix = std::any_of(batch.groups.begin(), batch.groups.end(),
                                   [](const PrefixGroup& g) { return g.prefix.num_tokens > 0; });
@@ -531,10 +538,10 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     }
   }
   if (best.options.concurrent_decode_sms == 0) return std::nullopt;  // one after the other is best
-  // PlanOptions::concurrent_k_step: the same mode at a neighbouring k of its decode's candidates,
-  // for the measured choice to time beside the model's k. The score stays the model's k's, so
-  // that the mode is taken exactly where it is without the step.
-  if (base.concurrent_k_step != 0) {
+  // The same mode at the neighbouring k of its decode's candidates (PlanReport::concurrent_
+  // fewer_sms / more_sms), for the measured choice to time beside the model's k: most of their plans
+  // are built above already, so they cost the layout choice next to nothing.
+  if (neighbours) {
     const bool on_tma = best.options.concurrent_decode_tma;
     std::vector<int> ks;
     for (const int k : on_tma ? base.concurrent_tma_candidates : base.concurrent_candidates)
@@ -542,10 +549,14 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     std::sort(ks.begin(), ks.end());
     ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
     const auto at = std::find(ks.begin(), ks.end(), best.options.concurrent_decode_sms);
+    auto options_at = [&](std::vector<int>::const_iterator it) -> std::optional<PlanOptions> {
+      if (it < ks.cbegin() || it >= ks.cend()) return std::nullopt;
+      Mode& m = mode_for(*it);
+      return on_tma ? cost_with_tma(m).second : m.options;
+    };
     if (at != ks.end()) {
-      const int64_t i = std::clamp<int64_t>((at - ks.begin()) + base.concurrent_k_step, 0, int64_t(ks.size()) - 1);
-      Mode& m = mode_for(ks[size_t(i)]);
-      best.options = on_tma ? cost_with_tma(m).second : m.options;
+      neighbours->fewer_sms = at == ks.begin() ? std::nullopt : options_at(at - 1);
+      neighbours->more_sms = options_at(at + 1);
     }
   }
   return best;
@@ -641,11 +652,15 @@ CascadePlan PlanChosen(const DecodeBatch& batch, const KvPoolShape& pool, const 
           any_tiny ? std::nullopt : ScoreNarrowCascade(batch, pool, base, params, &candidates))
     if (narrow->us < std::min(best.us, cascade.us) * (1.0 - options.plain_margin)) best = *narrow;
   // The concurrent mode for an all-cascade winner, for a clear predicted gain too.
+  ConcurrentNeighbours neighbours;
+  bool concurrent_taken = false;
   if (best.plain == none)
-    if (const std::optional<Scored> concurrent =
-            ScoreConcurrentCascade(batch, pool, best.options, base, params, &candidates))
-      if (concurrent->us < best.us * (1.0 - options.plain_margin)) best = *concurrent;
+    if (const std::optional<Scored> concurrent = ScoreConcurrentCascade(batch, pool, best.options, base, params,
+                                                                        &candidates, report ? &neighbours : nullptr))
+      if (concurrent->us < best.us * (1.0 - options.plain_margin)) best = *concurrent, concurrent_taken = true;
   if (report) {
+    report->concurrent_fewer_sms = concurrent_taken ? neighbours.fewer_sms : std::nullopt;
+    report->concurrent_more_sms = concurrent_taken ? neighbours.more_sms : std::nullopt;
     report->group_plain = best.plain;
     report->concurrent_decode_sms = best.options.concurrent_decode_sms;
     report->concurrent_decode_tma = best.options.concurrent_decode_tma;

@@ -1386,24 +1386,46 @@ int PlannedK(const PlanOptions& o, int batch, int prefix, int suffix) {
   return plan.concurrent_decode_sms;
 }
 
-// PlanOptions::concurrent_k_step: where the model takes the mode, its k stepped along the chosen
-// decode's candidates (clamped to them), the mode itself taken exactly where it is without the step.
-TEST(CostModel, ConcurrentKStepTakesTheNeighbouringCandidate) {
+// PlanReport::concurrent_fewer_sms / more_sms: where the model takes the mode, its k's neighbours
+// among the chosen decode's candidates (none at the list's ends), each the options of the plan the
+// mode makes at that k; the plan itself unchanged by reporting them; none where the mode is not taken.
+TEST(CostModel, ConcurrentNeighboursAreTheNeighbouringCandidates) {
   const PlanOptions o = TmaModeOptions(CostModelParams::H200(), kSession60Table);  // k 14, 16, 20, 28, 36, ...
-  auto k_at = [&](int batch, int prefix, int suffix, int step) {
-    PlanOptions stepped = o;
-    stepped.concurrent_k_step = step;
-    return PlannedK(stepped, batch, prefix, suffix);
+  struct Neighbours {
+    int k, fewer, more;  // the plan's k and its neighbours' (-1: none reported)
   };
-  EXPECT_EQ(k_at(256, 32768, 256, 0), 16);
-  EXPECT_EQ(k_at(256, 32768, 256, -1), 14);
-  EXPECT_EQ(k_at(256, 32768, 256, 1), 20);
-  EXPECT_EQ(k_at(256, 32768, 256, -5), 14);  // clamped to the list
-  EXPECT_EQ(k_at(256, 8192, 256, 0), 36);
-  EXPECT_EQ(k_at(256, 8192, 256, -1), 28);
-  EXPECT_EQ(k_at(256, 8192, 256, 1), 48);
-  EXPECT_EQ(k_at(64, 32768, 32, 0), 0);  // no mode: none with a step either
-  EXPECT_EQ(k_at(64, 32768, 32, 1), 0);
+  auto at = [&](const PlanOptions& opts, int batch, int prefix, int suffix) {
+    GridShape g;
+    g.h_qo = 32, g.h_kv = 8, g.batch = batch, g.prefix = prefix, g.suffix = suffix;
+    KvPoolShape pool;
+    const DecodeBatch b = UniformBatch(g, &pool);
+    PlanReport report;
+    const CascadePlan plan = PlanCascade(b, pool, opts, &report);
+    EXPECT_EQ(plan.Serialize(), PlanCascade(b, pool, opts).Serialize()) << "the report changed the plan";
+    auto k_of = [&](const std::optional<PlanOptions>& n) {
+      if (!n) return -1;
+      EXPECT_EQ(n->concurrent_decode_tma, report.concurrent_decode_tma);
+      PlanOptions fixed = *n;
+      fixed.choose_layout = false;
+      const CascadePlan stepped = PlanCascade(b, pool, fixed);
+      EXPECT_EQ(stepped.concurrent_decode_sms, n->concurrent_decode_sms);
+      EXPECT_NE(stepped.Serialize(), plan.Serialize());
+      return stepped.concurrent_decode_sms;
+    };
+    return Neighbours{plan.concurrent_decode_sms, k_of(report.concurrent_fewer_sms),
+                      k_of(report.concurrent_more_sms)};
+  };
+  auto expect = [](const Neighbours& n, int k, int fewer, int more) {
+    EXPECT_EQ(n.k, k);
+    EXPECT_EQ(n.fewer, fewer);
+    EXPECT_EQ(n.more, more);
+  };
+  expect(at(o, 256, 32768, 256), 16, 14, 20);
+  expect(at(o, 256, 8192, 256), 36, 28, 48);
+  expect(at(o, 64, 32768, 32), 0, -1, -1);  // no mode: no neighbours either
+  PlanOptions first = o;                     // the model's k first in the list: no fewer
+  first.concurrent_tma_candidates = {16, 20};
+  expect(at(first, 256, 32768, 256), 16, -1, 20);
 }
 
 // The same table on this tree's prefix kernel (session 85's speculative softmax: its prefix parts

@@ -39,8 +39,9 @@ enum class PlanCandidate : uint8_t {
   kPlain,        // every group that can be plain decode is (PlainLayout), the options' split
   kHalfTarget,   // the cascade with half the prefix item target (more SMs free for the decode)
   kNarrow,       // the cascade of the narrow prefix CTA's items (PlanOptions::narrow_tile_rows)
-  kFewerSms,     // the model's concurrent mode at its next lower candidate k (concurrent_k_step −1)
-  kMoreSms,      // ... at its next higher candidate k (concurrent_k_step +1)
+  kFewerSms,     // the model's concurrent mode at its next lower candidate k (PlanReport::
+                 // concurrent_fewer_sms)
+  kMoreSms,      // ... at its next higher candidate k (PlanReport::concurrent_more_sms)
 };
 const char* PlanCandidateName(PlanCandidate c);
 
@@ -74,9 +75,11 @@ struct MeasuredChoiceReport {
 
 // The plan of one candidate layout: kModelChoice as the options say (the layout choice), the others
 // with the options' split and choose_layout off; nullopt where the options or the batch do not
-// allow it (no group can be plain; no narrow items at this head_dim). Pure CPU.
+// allow it (no group can be plain; no narrow items at this head_dim). Pure CPU. `model`: the
+// report of the model's plan (PlanCascade with these options), where the caller has it: the
+// neighbouring-k kinds read their options from it, and otherwise run the layout choice for it.
 std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeBatch& batch, const KvPoolShape& pool,
-                                               const PlanOptions& options);
+                                               const PlanOptions& options, const PlanReport* model = nullptr);
 
 // The plans a measured choice times, planned without running anything: the model's choice first
 // (PlanCascade with options.choose_layout, its report in `model`), then the cascade, plain decode,

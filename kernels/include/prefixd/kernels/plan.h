@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "prefixd/kernels/decode_batch.h"
@@ -177,12 +178,6 @@ struct PlanOptions {
   // predicts less than the choice above, where both parts one after the other take ≥ 20 µs:
   // kTmaMinPartUs, plan.cc).
   std::vector<int> concurrent_tma_candidates;
-  // ... and, where the planner takes the mode, the k this many places from its choice among the
-  // candidates of the chosen decode (concurrent_tma_candidates for the TMA decode, else
-  // concurrent_candidates; clamped to the list). The mode is taken or not as without it: −1 and +1
-  // are the measured choice's neighbouring-k candidates (measured_choice.h), which catch a model
-  // whose k went stale when a kernel got faster (bench/RESULTS.md, session 87).
-  int concurrent_k_step = 0;
   // ... and only from this head_dim up. At head_dim 64 the mode measured slower on every shape
   // tried (32/8 and 32/32 B256 P32768 S256: +7 and +4%, bench/RESULTS.md session 47), where the
   // model predicts 3-5% faster: it underestimates the sequential step's overlap (~15 µs measured,
@@ -211,6 +206,14 @@ struct PlanReport {
   double predicted_plain_us = 0;     // every eligible group plain, the given split options (+inf
                                      // where PlainStreamLowerBoundUs already loses: not planned)
   int candidates = 0;                // plans evaluated
+  // Where the layout choice takes the concurrent mode: the same mode at the next lower and higher k
+  // among the candidates of the chosen decode (concurrent_tma_candidates for the TMA decode, else
+  // concurrent_candidates), as options for PlanCascade with choose_layout off; unset at the list's
+  // ends and where the mode is not taken. The measured choice's neighbouring-k candidates
+  // (measured_choice.h), which catch a model whose k went stale when a kernel got faster
+  // (bench/RESULTS.md, session 87); filled by the choice itself, so that they cost no second one.
+  std::optional<PlanOptions> concurrent_fewer_sms;
+  std::optional<PlanOptions> concurrent_more_sms;
 };
 
 struct CascadePlan {

@@ -1373,13 +1373,18 @@ TEST(CostModel, PlannerChoosesTheTmaModeWhereItMeasuredFaster) {
   ExpectTmaModeOnTheGrid(ModelBeforeSession87(), kSession60Table, 36, 14);
 }
 
+// The 32/8 D128 batch of B requests, prefix P, suffix S, and its pool.
+DecodeBatch Batch32x8(int batch, int prefix, int suffix, KvPoolShape* pool) {
+  GridShape g;
+  g.h_qo = 32, g.h_kv = 8, g.batch = batch, g.prefix = prefix, g.suffix = suffix;
+  return UniformBatch(g, pool);
+}
+
 // The concurrent mode's k of the plan for 32/8 D128 B batch, P prefix, S suffix under `o` (0: the
 // mode not taken), checked to be the k the planner reports.
 int PlannedK(const PlanOptions& o, int batch, int prefix, int suffix) {
-  GridShape g;
-  g.h_qo = 32, g.h_kv = 8, g.batch = batch, g.prefix = prefix, g.suffix = suffix;
   KvPoolShape pool;
-  const DecodeBatch b = UniformBatch(g, &pool);
+  const DecodeBatch b = Batch32x8(batch, prefix, suffix, &pool);
   PlanReport report;
   const CascadePlan plan = PlanCascade(b, pool, o, &report);
   EXPECT_EQ(report.concurrent_decode_sms, plan.concurrent_decode_sms);
@@ -1395,10 +1400,8 @@ TEST(CostModel, ConcurrentNeighboursAreTheNeighbouringCandidates) {
     int k, fewer, more;  // the plan's k and its neighbours' (-1: none reported)
   };
   auto at = [&](const PlanOptions& opts, int batch, int prefix, int suffix) {
-    GridShape g;
-    g.h_qo = 32, g.h_kv = 8, g.batch = batch, g.prefix = prefix, g.suffix = suffix;
     KvPoolShape pool;
-    const DecodeBatch b = UniformBatch(g, &pool);
+    const DecodeBatch b = Batch32x8(batch, prefix, suffix, &pool);
     PlanReport report;
     const CascadePlan plan = PlanCascade(b, pool, opts, &report);
     EXPECT_EQ(plan.Serialize(), PlanCascade(b, pool, opts).Serialize()) << "the report changed the plan";

@@ -549,14 +549,14 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     std::sort(ks.begin(), ks.end());
     ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
     const auto at = std::find(ks.begin(), ks.end(), best.options.concurrent_decode_sms);
-    auto options_at = [&](std::vector<int>::const_iterator it) -> std::optional<PlanOptions> {
-      if (it < ks.cbegin() || it >= ks.cend()) return std::nullopt;
-      Mode& m = mode_for(*it);
+    auto options_at = [&](int64_t i) -> std::optional<PlanOptions> {
+      if (i < 0 || i >= int64_t(ks.size())) return std::nullopt;  // past the list's ends
+      Mode& m = mode_for(ks[size_t(i)]);
       return on_tma ? cost_with_tma(m).second : m.options;
     };
     if (at != ks.end()) {
-      neighbours->fewer_sms = at == ks.begin() ? std::nullopt : options_at(at - 1);
-      neighbours->more_sms = options_at(at + 1);
+      neighbours->fewer_sms = options_at((at - ks.begin()) - 1);
+      neighbours->more_sms = options_at((at - ks.begin()) + 1);
     }
   }
   return best;

@@ -111,9 +111,9 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
     std::vector<int32_t> flat = ScheduleKey(*plan);
     const auto same = std::find(flats.begin(), flats.end(), flat);
     if (same != flats.end()) {
-      // The model chose it: so named (PickMeasured favours the cascade), but for a neighbouring k
-      // at the end of its list, which is the model's plan itself. Else a candidate already in.
-      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice && !neighbour_k) c.kinds[0] = kind;
+      // The model chose it: so named (PickMeasured favours the cascade; a neighbouring k, another k
+      // than the model's, never has its schedule). Else a candidate already in.
+      if (same == flats.begin() && c.kinds[0] == PlanCandidate::kModelChoice) c.kinds[0] = kind;
       continue;
     }
     const double predicted = PredictCost(*plan, params).total_us;

@@ -299,9 +299,8 @@ TEST(MeasuredPlanner, ChooseLayoutOffIsThePlannersPlan) {
 
 // Where the model takes the concurrent mode (32/8 B256 P32768 S256 with the H200 backend's options:
 // the TMA decode on 16 of its candidates ..., 12, 14, 16, 20, ...), the same mode on the next
-// fewer and more SMs are candidates too, each its own schedule; at the end of the list the step is
-// the model's plan itself, no rival and no new name for the model's choice; where the mode is not
-// taken, none.
+// fewer and more SMs are candidates too, each its own schedule; past the end of the list none (no
+// rival, no new name for the model's choice); where the mode is not taken, none.
 TEST(NearTieCandidates, TheConcurrentModeAtItsNeighbouringK) {
   const Case c = MakeCase(256, 32768, 256, 15, false);
   PlanOptions o = kernels::H200BackendPlanOptions();
@@ -321,7 +320,7 @@ TEST(NearTieCandidates, TheConcurrentModeAtItsNeighbouringK) {
     EXPECT_LE(cands.predicted_us[i], 1.15 * cands.model.predicted_us + 1e-9) << i;
     for (size_t j = 0; j < i; ++j) EXPECT_NE(kernels::ScheduleKey(cands.plans[i]), kernels::ScheduleKey(cands.plans[j]));
   }
-  // The model's k first in its list: fewer SMs is the model's own plan (not a rival, no renaming).
+  // The model's k first in its list: no fewer SMs (no rival, no renaming).
   PlanOptions edge = o;
   edge.concurrent_tma_candidates = {16, 20};
   const kernels::PlanCandidates at_edge = kernels::NearTieCandidates(c.batch, c.shape, edge, 0.15);

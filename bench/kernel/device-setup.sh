@@ -2,7 +2,7 @@
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
-# run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job_one_rank, run_bench_ab, run_build_rounds, show_prefix_rounds,
+# run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab, run_build_rounds, show_prefix_rounds,
 # run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls,
 # run_planner_set, run_bar_grid).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
@@ -112,15 +112,20 @@ run_main_job_heads() {
     echo "main $h rc=$? $(grep -E '^# check: [0-9]+ of|^# done' "$OUT/main-${h/\//-}.txt" | tr '\n' ' ')"
   done
 }
+# run_main_job [SECONDS]: the carried main job (prefixd, its embedded default) on one rank (log:
+# $OUT/main.log; at most SECONDS s, 240), then its status and summary lines.
+run_main_job() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  timeout "${1:-240}" mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd >"$OUT/main.log" 2>&1
+  echo "main job rc=$?"; grep -E "^# (done|plans|memory|check: [0-9])" "$OUT/main.log" | tail -6
+}
 # run_main_job_one_rank FILTER [MAIN_S MPI_S]: the main job on its embedded default (the README's
 # first command's job) on one rank (log $OUT/main.log; at most MAIN_S s, 240), then the carried MPI
 # tests whose names match FILTER on one rank (log $OUT/mpi.log; at most MPI_S s, 150): each exit
 # status, the job's summary lines and the tests' counts by outcome (those a time limit cut off
 # show as run minus finished).
 run_main_job_one_rank() {
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  timeout "${2:-240}" mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd >"$OUT/main.log" 2>&1
-  echo "main job rc=$?"; grep -E "^# (done|plans|memory|check: [0-9])" "$OUT/main.log" | tail -6
+  run_main_job "${2:-240}"
   timeout "${3:-150}" mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd_mpi_tests --gtest_color=no \
     --gtest_filter="$1" >"$OUT/mpi.log" 2>&1
   echo "mpi tests '$1' (np 1) rc=$? run $(grep -c '^\[ RUN' "$OUT/mpi.log"):" \

@@ -447,15 +447,19 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   };
   std::vector<Mode> modes;
   modes.reserve(base.concurrent_candidates.size() + base.concurrent_tma_candidates.size());  // mode_for's references stay
-  auto mode_for = [&](int k) -> Mode& {
-    for (Mode& m : modes)
-      if (m.options.concurrent_decode_sms == k) return m;
+  auto options_for = [&](int k) {
     PlanOptions o = winner;
     o.concurrent_decode_sms = k;
     o.fuse_merge = false;  // the decode cannot read prefix states it runs beside
     o.prefix_target_items = std::max(1, int(std::lround(double(target) * (sms - k) / sms)));
     o.balance_prefix_ctas = base.balance_prefix_ctas > k ? base.balance_prefix_ctas - k : 0;
     o.balance_stream = true;  // 64 pairs on 112 CTAs: the chunks alone leave them unbalanced
+    return o;
+  };
+  auto mode_for = [&](int k) -> Mode& {
+    for (Mode& m : modes)
+      if (m.options.concurrent_decode_sms == k) return m;
+    PlanOptions o = options_for(k);
     CascadePlan plan = PlanFixed(batch, pool, o);
     ++*candidates;
     modes.push_back(Mode{std::move(o), std::move(plan)});
@@ -539,8 +543,8 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
   }
   if (best.options.concurrent_decode_sms == 0) return std::nullopt;  // one after the other is best
   // The same mode at the neighbouring k of its decode's candidates (PlanReport::concurrent_
-  // fewer_sms / more_sms), for the measured choice to time beside the model's k: most of their plans
-  // are built above already, so they cost the layout choice next to nothing.
+  // fewer_sms / more_sms), for the measured choice to time beside the model's k: their options
+  // only, no plan built.
   if (neighbours) {
     const bool on_tma = best.options.concurrent_decode_tma;
     std::vector<int> ks;
@@ -551,8 +555,9 @@ std::optional<Scored> ScoreConcurrentCascade(const DecodeBatch& batch, const KvP
     const auto at = std::find(ks.begin(), ks.end(), best.options.concurrent_decode_sms);
     auto options_at = [&](int64_t i) -> std::optional<PlanOptions> {
       if (i < 0 || i >= int64_t(ks.size())) return std::nullopt;  // past the list's ends
-      Mode& m = mode_for(ks[size_t(i)]);
-      return on_tma ? cost_with_tma(m).second : m.options;
+      PlanOptions o = options_for(ks[size_t(i)]);
+      o.concurrent_decode_tma = on_tma;  // as cost_with_tma sets it
+      return o;
     };
     if (at != ks.end()) {
       neighbours->fewer_sms = options_at((at - ks.begin()) - 1);

@@ -19,7 +19,5 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   grep -o 'measured-choice([^)]*)' "$OUT/concurrent.txt"
 fi
 run_test_shards 'CudaConcurrent*:*Planner*:*Measured*:CudaCascade*'
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-timeout 150 mpirun --allow-run-as-root --oversubscribe -np 1 /tmp/b/prefixd >"$OUT/main.log" 2>&1
-echo "main job rc=$?"; grep -E "^# (done|plans|check: [0-9])" "$OUT/main.log" | tail -4
+run_main_job 150
 pack_logs

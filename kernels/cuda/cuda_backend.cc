@@ -169,6 +169,9 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   concurrent_tma_ = concurrent_tma != 0;
   concurrent_tma_forced_ = concurrent_tma == 2;
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
+  // The chain is three programmatic launches (RunCascadeParts): nothing to chain with any of them off.
+  concurrent_chain_ = EnvFlag("PREFIXD_CONCURRENT_CHAIN", concurrent_chain_) && decode_pdl_ && merge_pdl_ &&
+                      prefix_settings_.trigger_dependents;
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
   fused_merge_kernel_ = EnvChoice("PREFIXD_FUSED_MERGE", {"inside", "kernel"}, fused_merge_kernel_ ? 1 : 0) == 1;
@@ -261,6 +264,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     }
     d << "]";
   }
+  if (concurrent_chain_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
+    d << " [concurrent steps with the TMA decode chained on one stream]";
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -761,8 +766,12 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const bool prefix_part = !fused_step && (parts & kPrefixPart) && plan_.num_prefix_items > 0;
   const bool decode_part = !fused_step && (parts & kDecodePart) && plan_.num_decode_items > 0;
   const int concurrent_k = plan_.concurrent_decode_sms;
-  const bool concurrent = concurrent_k > 0 && prefix_part && decode_part;
-  if (concurrent && parts == kAllParts) ++concurrent_steps_;
+  // The concurrent step on two streams (the decode forked beside the prefix, joined before the
+  // merge) or chained on one (PREFIXD_CONCURRENT_CHAIN; ChainsConcurrentStep says where).
+  const bool chained = concurrent_k > 0 && prefix_part && decode_part && ChainsConcurrentStep(args);
+  const bool concurrent = concurrent_k > 0 && prefix_part && decode_part && !chained;
+  if ((concurrent || chained) && parts == kAllParts) ++concurrent_steps_;
+  if (chained && parts == kAllParts) ++chained_steps_;
   cudaStream_t decode_stream = stream;
   if (concurrent) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream));
@@ -782,6 +791,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // bench/RESULTS.md session 22).
     const bool narrow_prefix = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
     if (concurrent_k == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
+    p.trigger_at_start = chained;  // the chain's decode starts with the prefix grid, not at its end
     PrefixAttention(p, stream);
   }
   if (decode_part) {
@@ -833,13 +843,20 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       if (decode_mma_warps_ == 0) p.mma_warps = 8;
     } else if (tma_decode) {
       p = TmaDecodeOn(p, concurrent_k);
-      if (concurrent && parts == kAllParts) ++concurrent_tma_steps_;
+      if ((concurrent || chained) && parts == kAllParts) ++concurrent_tma_steps_;
+      // Chained: the prefix grid's programmatic dependent, launched as its CTAs start. Each CTA lets
+      // the merge (this grid's dependent) launch at its start and waits for the prefix grid before
+      // it exits (DecodeAttentionParams::early_chain; the mode's plan finishes no item here), so
+      // this grid's completion implies the prefix grid's.
+      p.overlap_prefix = chained;
+      p.early_chain = chained;
     } else if (decode_persistent_ && (DecodeUsesTensorCores(p) || (decode_tma_ && DecodeStreamTmaApplies(p)))) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
       // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
       p.max_sms = concurrent_k > 0 && plan_.num_prefix_items > 0 ? concurrent_k : num_sms_;
       if (decode_mma_warps_ == 0) p.mma_warps = 8;  // one CTA per SM (the TMA kernel also runs 4)
     }
+    PREFIXD_CHECK_INTERNAL(!chained || tma_decode, "chained concurrent step without the TMA decode");
     p.tma_diag = decode_tma_diag_;
     p.tma_swap_ab = decode_tma_swap_ab_;
     p.tma_warps = decode_tma_warps_;
@@ -940,9 +957,24 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     if (m.uniform_run_states > 0) m.empty_states = plan_.merge_empty_states, m.num_kv_heads = h.num_kv_heads;
     if (merge_list == plan_.merge_requests && plan_.merge_every_request) m.requests = nullptr;
   }
-  // Right behind the prefix kernel (no decode launch in between): scheduled while it drains.
-  m.programmatic_launch = merge_pdl_ && prefix_part && !decode_part;
+  // Right behind the prefix kernel (no decode launch in between): scheduled while it drains. In
+  // the chain, the decode's dependent: scheduled as the decode's CTAs start, so its CTAs take SMs
+  // as the prefix grid's retire and wait there for the decode grid's completion (which follows the
+  // prefix grid's) instead of being launched after a join.
+  m.programmatic_launch = merge_pdl_ && prefix_part && (!decode_part || chained);
   cuda::MergeStates(m, stream);
+}
+
+bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args) const {
+  if (!concurrent_chain_ || !plan_.concurrent_decode_tma || plan_.num_prefix_items == 0 || args.decode_free_sms != 0)
+    return false;
+  // The decode must be the persistent TMA decode (its CTAs signal at their start and wait for the
+  // prefix grid at their end) and the prefix the sm_90a kernel (which can signal at its start).
+  DecodeAttentionParams d;
+  d.kernel = decode_kernel_;
+  SetCascadeInputs(&d, plan_.header, args);
+  if (!DecodeStreamTmaApplies(TmaDecodeOn(d, plan_.concurrent_decode_sms))) return false;
+  return SelectPrefixKernel(PrefixItemsParams(args)) == PrefixKernelPath::kWgmma;
 }
 
 DecodeAttentionParams CudaBackend::TmaDecodeOn(DecodeAttentionParams p, int sms) const {

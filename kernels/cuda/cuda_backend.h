@@ -114,6 +114,12 @@
 //                                         force: also every plan of a forced k
 //   PREFIXD_CONCURRENT_TMA_CANDIDATES=k,... the TMA decode's candidate k on this device (default:
 //                                         ConcurrentTmaDecodeCandidates, cost_model.h)
+//   PREFIXD_CONCURRENT_CHAIN=0|1          a concurrent step whose decode is the persistent TMA decode
+//                                         as one chain on one stream instead of two streams joined
+//                                         before the merge: the capped prefix grid signals its
+//                                         dependents at its start, the decode runs as its
+//                                         programmatic dependent on the k SMs left, the merge as the
+//                                         decode's, scheduled while the prefix grid still runs (0)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -230,6 +236,8 @@ class CudaBackend final : public Backend {
   int loaded_concurrent_decode_sms() const { return plan_loaded_ ? plan_.concurrent_decode_sms : 0; }
   // The concurrent steps whose decode ran as the persistent TMA decode on the k SMs so far.
   int64_t concurrent_tma_steps() const { return concurrent_tma_steps_; }
+  // The concurrent steps chained on one stream so far (PREFIXD_CONCURRENT_CHAIN).
+  int64_t chained_steps() const { return chained_steps_; }
 
   // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
   // the kernel benchmark times them one by one).
@@ -325,6 +333,9 @@ class CudaBackend final : public Backend {
   MergeStatesParams MergeParams() const;
   // `p` as the persistent TMA decode on `sms` SMs, one CTA each (decode_stream_tma.h): the
   // concurrent mode's, the early grid's and the sequential rule's launch.
+  // Whether the loaded plan's concurrent step runs chained on one stream for these arguments
+  // (PREFIXD_CONCURRENT_CHAIN): its decode the persistent TMA decode, its prefix the sm_90a kernel.
+  bool ChainsConcurrentStep(const CascadeArgs& args) const;
   DecodeAttentionParams TmaDecodeOn(DecodeAttentionParams p, int sms) const;
   // The share of `plan`'s finished suffix tokens its early grid takes on idle_sms SMs
   // (PREFIXD_EARLY_DECODE_PERCENT; auto: EarlyDecodeAutoShare, early_decode.h).
@@ -360,6 +371,7 @@ class CudaBackend final : public Backend {
   bool early_decode_tma_ = true;  // PREFIXD_EARLY_DECODE_TMA
   EarlyDecodeRule early_rule_;    // its min_prefix_us: PREFIXD_EARLY_DECODE_MIN_PREFIX_US
   bool sequential_tma_ = true;    // PREFIXD_SEQUENTIAL_TMA
+  bool concurrent_chain_ = false;  // PREFIXD_CONCURRENT_CHAIN (with PREFIXD_DECODE_PDL)
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
@@ -387,6 +399,7 @@ class CudaBackend final : public Backend {
   bool concurrent_tma_forced_ = false;       // ... =force (with a forced k)
   int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;
+  int64_t chained_steps_ = 0;
   int64_t early_decode_steps_ = 0;
   int64_t early_tma_launches_ = 0;
   int64_t sequential_tma_launches_ = 0;

@@ -120,6 +120,12 @@ struct PrefixAttentionParams {
   // it. The CUDA backend sets it to SMs − k when it runs the decode kernel concurrently on the other
   // k SMs (PREFIXD_CONCURRENT_DECODE_SMS, cuda_backend.h).
   int max_ctas = 0;
+  // The sm_90a kernel with settings.trigger_dependents: every CTA signals griddepcontrol.launch_
+  // dependents at its entry instead of as it starts its last item. For a dependent that runs beside
+  // the whole grid rather than after it: the CUDA backend's chained concurrent step
+  // (PREFIXD_CONCURRENT_CHAIN, cuda_backend.h) launches its decode as this grid's programmatic
+  // dependent on the SMs the capped grid leaves.
+  bool trigger_at_start = false;
   // The plan's balanced grid (CascadePlan::prefix_balanced_ctas; 0: none). Where the persistent
   // sm_90a kernel's grid comes out at exactly this many CTAs, CTA c runs item c and then its
   // PrefixWorkItem::cta_next chain; otherwise (a capped grid) items round-robin. Same results.

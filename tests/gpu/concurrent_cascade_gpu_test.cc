@@ -337,6 +337,56 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
 #endif
 }
 
+// The concurrent step chained on one stream (PREFIXD_CONCURRENT_CHAIN=1: the prefix grid signalling
+// at its start, the TMA decode its programmatic dependent, the merge the decode's): where the
+// plan's decode is the TMA decode (GQA 1, 2, 4, 8 at head_dim 64 and 128) the step runs chained
+// (the backend counts it) and gives the bits of its three parts run one after the other, correct
+// against the float64 oracle, at the smallest and the largest k; where it is not (GQA 3, head_dim
+// 256) the two-stream step runs, also correct.
+TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "1"}});
+  auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+  const std::vector<int> candidates = backend->DefaultPlanOptions().concurrent_candidates;
+  if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  EXPECT_NE(backend->Describe().find("chained on one stream"), std::string::npos) << backend->Describe();
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  const CascadeCase cases[] = {
+      {"chain_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true},
+      {"chain_bf16_h16kv2_d64", kBF16, 16, 2, 64, 16, {{2000, {33, 260, 1}}, {500, {90, 16, 7}}}, true},
+      {"chain_fp16_h8kv8_d128_gqa1", kF16, 8, 8, 128, 16, {{1200, {40, 3, 200}}, {0, {17}}}, true},
+      {"chain_bf16_h64kv8_d128_gqa8", kBF16, 64, 8, 128, 32, {{2500, {64, 1, 129}}}, true},
+      {"two_streams_fp16_h12kv4_d128_gqa3", kF16, 12, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
+      {"two_streams_fp16_h8kv2_d256", kF16, 8, 2, 256, 16, {{1500, {40, 3, 333}}}, true},
+  };
+  for (const CascadeCase& c : cases) {
+    const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    for (const int k : {candidates.front(), backend->DefaultPlanOptions().concurrent_tma_candidates.back()}) {
+      SCOPED_TRACE(c.name + " k = " + std::to_string(k));
+      PlanOptions o = ConcurrentModeOptions(sms, k);
+      o.concurrent_decode_tma = true;
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+      const int64_t steps = cuda.concurrent_steps(), chained = cuda.chained_steps();
+      // The whole step first (chained or on two streams), then its parts alone: the same bits.
+      const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
+      ExpectMatchesOracle(got, want, c.dtype, c.name);
+      EXPECT_EQ(cuda.concurrent_steps() - steps, 1);
+      EXPECT_EQ(cuda.chained_steps() - chained, built ? 1 : 0);
+    }
+  }
+  // The setting is read and described only where it can chain (it needs the three launches' PDL).
+  const std::unique_ptr<Backend> no_pdl =
+      MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "1"}, {"PREFIXD_DECODE_PDL", "0"}});
+  EXPECT_EQ(no_pdl->Describe().find("chained on one stream"), std::string::npos) << no_pdl->Describe();
+  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "yes"}}), ErrorKind::kInvalidArgument,
+                       "PREFIXD_CONCURRENT_CHAIN");
+#endif
+}
+
 // The decode confined to exactly the k SMs the prefix grid leaves (PREFIXD_DECODE_PERSISTENT: one
 // CTA per SM looping over the items), as the cp.async streaming kernel and with its tiles copied
 // by the TMA (PREFIXD_DECODE_TMA, where it applies: sm_90a; its tiles' arithmetic with the heads

@@ -26,6 +26,7 @@
 
 #include "kernels/cuda/cascade_fused.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #endif
 
 namespace prefixd::test {
@@ -134,6 +135,23 @@ TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
   ASSERT_EQ(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
   EXPECT_NE(std::find(priorities.begin(), priorities.end(), greatest), priorities.end()) << "no node at the prefix's priority";
   EXPECT_NE(std::find(priorities.begin(), priorities.end(), least), priorities.end()) << "no node at the decode's priority";
+#endif
+}
+
+// The concurrent step chained on one stream (PREFIXD_CONCURRENT_CHAIN=1; three launches, each the
+// previous one's programmatic dependent) captures and replays correctly, chained in the capture.
+TEST(CudaGraph, ChainedConcurrentStepReplaysCorrectly) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  std::unique_ptr<Backend> backend =
+      MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(ConcurrentDecodeSms(16))},
+                              {"PREFIXD_CONCURRENT_DECODE_TMA", "force"},
+                              {"PREFIXD_CONCURRENT_CHAIN", "1"}});
+  auto& device = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+  size_t roots = 0;
+  ExpectCapturedStepReplays(*backend, &roots, nullptr);
+  if (!kernels::cuda::sm90a::DeviceReady()) GTEST_SKIP() << "no sm_90a kernels on this device: nothing chains";
+  EXPECT_GE(device.chained_steps(), 2) << "the warm-up and the capture should have run chained";
 #endif
 }
 

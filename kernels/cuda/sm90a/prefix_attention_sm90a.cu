@@ -256,6 +256,7 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   // On by default: 1.3-6.5 µs less per cascade step on every shape of the grid, same results
   // (bench/RESULTS.md, final run).
   l.trigger_dependents = set.trigger_dependents;
+  l.trigger_at_start = params.trigger_at_start;
   l.overlap = set.overlap;
   // The K/V tiles' L2 priority: the plan's (evict-first or none) unless the settings force one.
   switch (set.kv_l2_hint) {

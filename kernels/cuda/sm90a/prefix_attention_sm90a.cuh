@@ -48,6 +48,7 @@
 #include "kernels/cuda/attention_state.cuh"
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/prefix_attention.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
 #include "kernels/cuda/smem_limit.cuh"
@@ -1069,6 +1070,10 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
                                const __grid_constant__ CUtensorMap tmap_v, const __grid_constant__ CUtensorMap tmap_q,
                                const int q_tma, const int trigger_dependents, const int kv_evict) {
   // q_tma: 0 every Q row by cp.async, 1 whole warpgroups' by TMA, 2 every warpgroup's (QByTma).
+  // trigger_dependents: 0 never (a dependent grid launches as the last CTA exits), 1 as each CTA
+  // starts its last item (MaybeTriggerDependents), 2 at its entry, every thread (WgmmaLaunch::
+  // trigger_at_start: a dependent that runs beside the whole grid).
+  if (trigger_dependents == 2) AllowDependentLaunch();
   const CUtensorMap* const q_map = q_tma != 0 ? &tmap_q : nullptr;
   const bool q_partial = q_tma == 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -1084,13 +1089,13 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
   if (wg == 0) {
     WarpgroupRegDealloc<CFG::PRODUCER_REGS>();
     if (threadIdx.x == 0)
-      ProducerLoop<CFG, KvStream::kK>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
+      ProducerLoop<CFG, KvStream::kK>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents == 1,
                                       static_cast<L2Evict>(kv_evict));
     if (threadIdx.x >= 64 && threadIdx.x < 96) {
       // The V stream's warp: the CTA's last tile issued is a V tile, so the decode's warm-up
       // prefetches still queue behind it (WarmDecodeStart).
       if (threadIdx.x == 64)
-        ProducerLoop<CFG, KvStream::kV>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents != 0,
+        ProducerLoop<CFG, KvStream::kV>(params, &tmap_k, &tmap_v, q_map, q_partial, smem, ring, trigger_dependents == 1,
                                         static_cast<L2Evict>(kv_evict));
       __syncwarp();
       if (params.decode_warmup.num_items > 0) WarmDecodeStart<CFG>(params);
@@ -1103,7 +1108,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     }
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents != 0);
+    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents == 1);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }
 }
@@ -1124,6 +1129,8 @@ struct WgmmaLaunch {
   // on unless PREFIXD_PREFIX_PDL_TRIGGER=0). Off: the dependent decode grid launches as the last
   // CTA exits.
   bool trigger_dependents = true;
+  // With trigger_dependents, signal at each CTA's entry instead (PrefixAttentionParams::trigger_at_start).
+  bool trigger_at_start = false;
   // L2 eviction priority of the prefix K/V tile loads (PrefixKernelSettings::kv_l2_hint, or the
   // plan's PrefixAttentionParams::kv_evict_first; kNone: no cache hint).
   L2Evict kv_evict = L2Evict::kNone;
@@ -1143,7 +1150,7 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? 1 : 0,
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? (l.trigger_at_start ? 2 : 1) : 0,
       static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }

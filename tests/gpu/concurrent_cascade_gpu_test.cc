@@ -288,6 +288,22 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
 #endif
 }
 
+// Cases for the concurrent mode's TMA decode: GQA 1, 2, 4, 8 at head_dim 64 and 128, fp16 and bf16,
+// page 16 and 32 (the decode built for them), and GQA 3 and head_dim 256 (not built: another decode).
+const std::vector<CascadeCase>& TmaDecodeCases() {
+  static const std::vector<CascadeCase> cases = {
+      {"tma_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true},
+      {"tma_bf16_h16kv2_d64", kBF16, 16, 2, 64, 16, {{2000, {33, 260, 1}}, {500, {90, 16, 7}}}, true},
+      {"tma_bf16_h8kv2_d128_p32", kBF16, 8, 2, 128, 32, {{1500, {40, 3, 333}}}, true},
+      {"tma_fp16_h8kv4_d128_gqa2", kF16, 8, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
+      {"tma_bf16_h8kv8_d64_gqa1", kBF16, 8, 8, 64, 16, {{1200, {40, 3, 200}}, {0, {17}}}, true},
+      {"tma_bf16_h64kv8_d128_gqa8", kBF16, 64, 8, 128, 32, {{2500, {64, 1, 129}}}, true},
+      {"no_tma_fp16_h12kv4_d128_gqa3", kF16, 12, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
+      {"no_tma_fp16_h8kv2_d256", kF16, 8, 2, 256, 16, {{1500, {40, 3, 333}}}, true},
+  };
+  return cases;
+}
+
 // A concurrent plan whose decode is the persistent TMA decode on its k SMs (CascadePlan::
 // concurrent_decode_tma, the planner's choice where the decode fits beside the prefix): correct
 // against the float64 oracle at GQA 1, 2, 4 and 8, head_dim 64 and 128, fp16 and bf16, and run as
@@ -305,16 +321,7 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
   const std::unique_ptr<Backend> tma_off = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "0"}});
   EXPECT_FALSE(tma_off->DefaultPlanOptions().concurrent_tma_candidate);
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  const CascadeCase cases[] = {
-      {"tma_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true},
-      {"tma_bf16_h16kv2_d64", kBF16, 16, 2, 64, 16, {{2000, {33, 260, 1}}, {500, {90, 16, 7}}}, true},
-      {"tma_bf16_h8kv2_d128_p32", kBF16, 8, 2, 128, 32, {{1500, {40, 3, 333}}}, true},
-      {"tma_fp16_h8kv4_d128_gqa2", kF16, 8, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
-      {"tma_bf16_h8kv8_d64_gqa1", kBF16, 8, 8, 64, 16, {{1200, {40, 3, 200}}, {0, {17}}}, true},
-      {"no_tma_fp16_h12kv4_d128_gqa3", kF16, 12, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
-      {"no_tma_fp16_h8kv2_d256", kF16, 8, 2, 256, 16, {{1500, {40, 3, 333}}}, true},
-  };
-  for (const CascadeCase& c : cases) {
+  for (const CascadeCase& c : TmaDecodeCases()) {
     const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
     const CascadeInputs in = MakeCascadeInputs(c, rng);
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
@@ -341,8 +348,8 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
 // at its start, the TMA decode its programmatic dependent, the merge the decode's): where the
 // plan's decode is the TMA decode (GQA 1, 2, 4, 8 at head_dim 64 and 128) the step runs chained
 // (the backend counts it) and gives the bits of its three parts run one after the other, correct
-// against the float64 oracle, at the smallest and the largest k; where it is not (GQA 3, head_dim
-// 256) the two-stream step runs, also correct.
+// against the float64 oracle, at the smallest and the largest k (TmaDecodeCases); where it is not
+// (GQA 3, head_dim 256) the two-stream step runs, also correct.
 TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
@@ -353,15 +360,7 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
   if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
   EXPECT_NE(backend->Describe().find("chained on one stream"), std::string::npos) << backend->Describe();
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  const CascadeCase cases[] = {
-      {"chain_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true},
-      {"chain_bf16_h16kv2_d64", kBF16, 16, 2, 64, 16, {{2000, {33, 260, 1}}, {500, {90, 16, 7}}}, true},
-      {"chain_fp16_h8kv8_d128_gqa1", kF16, 8, 8, 128, 16, {{1200, {40, 3, 200}}, {0, {17}}}, true},
-      {"chain_bf16_h64kv8_d128_gqa8", kBF16, 64, 8, 128, 32, {{2500, {64, 1, 129}}}, true},
-      {"two_streams_fp16_h12kv4_d128_gqa3", kF16, 12, 4, 128, 16, {{1500, {40, 3, 333}}}, true},
-      {"two_streams_fp16_h8kv2_d256", kF16, 8, 2, 256, 16, {{1500, {40, 3, 333}}}, true},
-  };
-  for (const CascadeCase& c : cases) {
+  for (const CascadeCase& c : TmaDecodeCases()) {
     const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
     const CascadeInputs in = MakeCascadeInputs(c, rng);
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));

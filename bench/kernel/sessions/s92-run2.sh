@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Session 92, run 2: the concurrent step chained on one stream (PREFIXD_CONCURRENT_CHAIN=1: the
 # prefix grid signals at its start, the TMA decode is its programmatic dependent, the merge the
-# decode's) against the two-stream default. (1) Its GPU tests and the concurrent and graph ones (8
-# shards); (2) the A/B, one process per round, both orders: the concurrent rows of the grid
-# (32/8 B256 P8192 / P32768 S256, fp16 and bf16), each the model's plan, plus k = 15 and 17 forced
-# (chained); then once 32/8 B128 / B256 P32768 S512 at head_dim 64 and 128 (fp16);
-# (3) the chained headline step under the CUPTI trace (the merge's start after the prefix grid's end).
+# decode's) against the two-stream default, each step the model's plan: (1) the concurrent rows of
+# the grid (32/8 B256 P8192 / P32768 S256, fp16 and bf16), also with k = 15 and 17 forced (chained);
+# (2) its GPU tests and the concurrent and graph ones (8 shards); (3) the A/B again in the other
+# order at 32/8 B128 / B256 P8192 / P32768 S256 / S512 (fp16);
+# (4) the chained headline step under the CUPTI trace (the merge's start after the prefix grid's end).
 #   mkdir -p .carry/s92b && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
 #     bench/libprefixd_cupti_trace.so tests/prefixd_gpu_tests launch/prefixd \
 #     -C /usr/local/cuda/lib libcupti.so.13 | xz -6 -T4 > .carry/s92b/bins.tar.xz
@@ -13,15 +13,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s92-run2
-run_test_shards '*Chained*:CudaConcurrent*:CudaGraph*'
 C=PREFIXD_CONCURRENT_CHAIN=1
 K="PREFIXD_CONCURRENT_DECODE_TMA=force+PREFIXD_CONCURRENT_DECODE_SMS"
-for r in 1 2; do
-  v="default,$C"; [ $r = 2 ] && v="$C,default"
-  RUN_TIMEOUT=150 run_variants ab$r "$v,$C+$K=15,$C+$K=17" --heads 32/8 -b 256 -p 8192,32768 -s 256 --dtype fp16,bf16
-done
-RUN_TIMEOUT=100 run_variants more "default,$C" --heads 32/8 -b 128,256 -p 32768 -s 512 -d 64,128 --dtype fp16
-SHOW_LINES=40 show_variants ab1 ab2 more
+RUN_TIMEOUT=120 run_variants ab1 "default,$C,$C+$K=15,$C+$K=17" --heads 32/8 -b 256 -p 8192,32768 -s 256 --dtype fp16,bf16
+SHOW_LINES=40 show_variants ab1
+run_test_shards '*Chained*:CudaConcurrent*:CudaGraph*'
+RUN_TIMEOUT=100 run_variants ab2 "$C,default" --heads 32/8 -b 128,256 -p 8192,32768 -s 256,512 --dtype fp16
+SHOW_LINES=40 show_variants ab2
 d="$OUT/trace"; mkdir -p "$d"
 PREFIXD_CONCURRENT_CHAIN=1 LD_LIBRARY_PATH=/tmp/b CUDA_INJECTION64_PATH=/tmp/b/libprefixd_cupti_trace.so \
   PREFIXD_TRACE_DIR="$d" timeout 100 $B --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16 --no-baseline -c 1 \

@@ -264,8 +264,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     }
     d << "]";
   }
-  if (concurrent_chain_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
-    d << " [concurrent steps with the TMA decode chained on one stream]";
+  if (!concurrent_chain_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
+    d << " [concurrent steps on two streams, not chained]";
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -754,7 +754,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // The stream of this call (CascadeArgs::stream); everything below is ordered on it.
   cudaStream_t const stream = args.stream != nullptr ? static_cast<cudaStream_t>(args.stream) : stream_;
   // Concurrent prefix/decode (cuda_backend.h): the decode kernel on decode_stream_, forked from
-  // stream_ just before the prefix launch and joined back before the merge; the loaded plan has no
+  // stream_ just before the prefix launch and joined back before the merge, or chained on stream
+  // (ChainsConcurrentStep: the persistent TMA decode's steps, by default); the loaded plan has no
   // finishing decode items. The fork is recorded BEFORE the prefix launch (after it, the decode
   // would wait for the prefix grid to complete); the decode launch waits for it on the other stream,
   // which also gives the prefix grid a head start in being dispatched.

@@ -119,7 +119,8 @@
 //                                         before the merge: the capped prefix grid signals its
 //                                         dependents at its start, the decode runs as its
 //                                         programmatic dependent on the k SMs left, the merge as the
-//                                         decode's, scheduled while the prefix grid still runs (0)
+//                                         decode's, scheduled while the prefix grid still runs (1;
+//                                         0: the two streams, as before session 92)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -165,7 +166,16 @@
 // stays capturable in a CUDA graph) before the merge kernel does all the ⊕. A captured step keeps
 // the two priorities only in a graph instantiated with cudaGraphInstantiateFlagUseNodePriority;
 // otherwise every node runs at the launch stream's priority (measured no slower on the H200 at
-// head_dim 64-256, bench/RESULTS.md session 54, runs 4-5).
+// head_dim 64-256, bench/RESULTS.md session 54, runs 4-5). Since session 92 a step whose decode is
+// the persistent TMA decode runs instead as one chain on the main stream (PREFIXD_CONCURRENT_CHAIN,
+// on by default): the prefix grid signals griddepcontrol.launch_dependents at each CTA's entry, the
+// TMA decode is its programmatic dependent (launched once every prefix CTA is resident, on the k SMs
+// left; each decode CTA signals at its start and waits for the prefix grid before it exits), and the
+// merge is the decode's (its CTAs take SMs as the grids retire and wait for the decode grid, whose
+// completion follows the prefix grid's). Same kernels, same bits; no fork, join or event: the merge
+// no longer starts 3.5-5 µs after the prefix grid's end (0.3-1.5 µs off every concurrent step timed,
+// bench/RESULTS.md session 92). No deadlock: each grid launches only once the one it waits for is
+// resident.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -371,7 +381,7 @@ class CudaBackend final : public Backend {
   bool early_decode_tma_ = true;  // PREFIXD_EARLY_DECODE_TMA
   EarlyDecodeRule early_rule_;    // its min_prefix_us: PREFIXD_EARLY_DECODE_MIN_PREFIX_US
   bool sequential_tma_ = true;    // PREFIXD_SEQUENTIAL_TMA
-  bool concurrent_chain_ = false;  // PREFIXD_CONCURRENT_CHAIN (with PREFIXD_DECODE_PDL)
+  bool concurrent_chain_ = true;  // PREFIXD_CONCURRENT_CHAIN (with the three launches' PDL)
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST

@@ -344,21 +344,24 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
 #endif
 }
 
-// The concurrent step chained on one stream (PREFIXD_CONCURRENT_CHAIN=1: the prefix grid signalling
-// at its start, the TMA decode its programmatic dependent, the merge the decode's): where the
-// plan's decode is the TMA decode (GQA 1, 2, 4, 8 at head_dim 64 and 128) the step runs chained
-// (the backend counts it) and gives the bits of its three parts run one after the other, correct
-// against the float64 oracle, at the smallest and the largest k (TmaDecodeCases); where it is not
-// (GQA 3, head_dim 256) the two-stream step runs, also correct.
+// The concurrent step chained on one stream (PREFIXD_CONCURRENT_CHAIN=1, the default: the prefix
+// grid signalling at its start, the TMA decode its programmatic dependent, the merge the decode's):
+// where the plan's decode is the TMA decode (GQA 1, 2, 4, 8 at head_dim 64 and 128) the step runs
+// chained (the backend counts it) and gives the bits of its three parts run one after the other and
+// of the two-stream step (PREFIXD_CONCURRENT_CHAIN=0), correct against the float64 oracle, at the
+// smallest and the largest k (TmaDecodeCases); where it is not (GQA 3, head_dim 256) the two-stream
+// step runs, also correct.
 TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_SEEDED_RNG(rng);
   const std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "1"}});
   auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+  const std::unique_ptr<Backend> two_streams = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "0"}});
   const std::vector<int> candidates = backend->DefaultPlanOptions().concurrent_candidates;
   if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
-  EXPECT_NE(backend->Describe().find("chained on one stream"), std::string::npos) << backend->Describe();
+  EXPECT_EQ(backend->Describe().find("not chained"), std::string::npos) << backend->Describe();
+  EXPECT_NE(two_streams->Describe().find("not chained"), std::string::npos) << two_streams->Describe();
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   for (const CascadeCase& c : TmaDecodeCases()) {
     const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
@@ -375,12 +378,17 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
       ExpectMatchesOracle(got, want, c.dtype, c.name);
       EXPECT_EQ(cuda.concurrent_steps() - steps, 1);
       EXPECT_EQ(cuda.chained_steps() - chained, built ? 1 : 0);
+      const StepResult two = RunStep(*two_streams, in.pool, c.layer, plan, in.q);
+      EXPECT_EQ(dynamic_cast<kernels::cuda::CudaBackend&>(*two_streams).chained_steps(), 0);
+      EXPECT_EQ(got.v, two.v);  // NaN anywhere fails (NaN != NaN)
+      EXPECT_EQ(got.s, two.s);
+      EXPECT_EQ(got.o, two.o);
     }
   }
-  // The setting is read and described only where it can chain (it needs the three launches' PDL).
+  // Without the three launches' PDL nothing chains, and the description says so.
   const std::unique_ptr<Backend> no_pdl =
       MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "1"}, {"PREFIXD_DECODE_PDL", "0"}});
-  EXPECT_EQ(no_pdl->Describe().find("chained on one stream"), std::string::npos) << no_pdl->Describe();
+  EXPECT_NE(no_pdl->Describe().find("not chained"), std::string::npos) << no_pdl->Describe();
   EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "yes"}}), ErrorKind::kInvalidArgument,
                        "PREFIXD_CONCURRENT_CHAIN");
 #endif

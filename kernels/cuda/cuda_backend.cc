@@ -169,7 +169,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   concurrent_tma_ = concurrent_tma != 0;
   concurrent_tma_forced_ = concurrent_tma == 2;
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
-  // The chain is three programmatic launches (RunCascadeParts): nothing to chain with any of them off.
+  // The chain is three programmatic launches (RunCascadeParts): nothing to chain with any of them
+  // off.
   concurrent_chain_ = EnvFlag("PREFIXD_CONCURRENT_CHAIN", concurrent_chain_) && decode_pdl_ && merge_pdl_ &&
                       prefix_settings_.trigger_dependents;
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);

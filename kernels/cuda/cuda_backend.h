@@ -114,13 +114,13 @@
 //                                         force: also every plan of a forced k
 //   PREFIXD_CONCURRENT_TMA_CANDIDATES=k,... the TMA decode's candidate k on this device (default:
 //                                         ConcurrentTmaDecodeCandidates, cost_model.h)
-//   PREFIXD_CONCURRENT_CHAIN=0|1          a concurrent step whose decode is the persistent TMA decode
-//                                         as one chain on one stream instead of two streams joined
-//                                         before the merge: the capped prefix grid signals its
-//                                         dependents at its start, the decode runs as its
-//                                         programmatic dependent on the k SMs left, the merge as the
-//                                         decode's, scheduled while the prefix grid still runs (1;
-//                                         0: the two streams, as before session 92)
+//   PREFIXD_CONCURRENT_CHAIN=0|1          a concurrent step whose decode is the persistent TMA
+//                                         decode as one chain on one stream instead of two streams
+//                                         joined before the merge: the capped prefix grid signals
+//                                         its dependents at its start, the decode runs as its
+//                                         programmatic dependent on the k SMs left, the merge as
+//                                         the decode's, scheduled while the prefix grid still runs
+//                                         (1; 0: the two streams, as before session 92)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -341,11 +341,11 @@ class CudaBackend final : public Backend {
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
   // The merge kernel's parameters this backend sets on every launch (rows per warp, SM count).
   MergeStatesParams MergeParams() const;
-  // `p` as the persistent TMA decode on `sms` SMs, one CTA each (decode_stream_tma.h): the
-  // concurrent mode's, the early grid's and the sequential rule's launch.
   // Whether the loaded plan's concurrent step runs chained on one stream for these arguments
   // (PREFIXD_CONCURRENT_CHAIN): its decode the persistent TMA decode, its prefix the sm_90a kernel.
   bool ChainsConcurrentStep(const CascadeArgs& args) const;
+  // `p` as the persistent TMA decode on `sms` SMs, one CTA each (decode_stream_tma.h): the
+  // concurrent mode's, the early grid's and the sequential rule's launch.
   DecodeAttentionParams TmaDecodeOn(DecodeAttentionParams p, int sms) const;
   // The share of `plan`'s finished suffix tokens its early grid takes on idle_sms SMs
   // (PREFIXD_EARLY_DECODE_PERCENT; auto: EarlyDecodeAutoShare, early_decode.h).

@@ -288,8 +288,9 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
 #endif
 }
 
-// Cases for the concurrent mode's TMA decode: GQA 1, 2, 4, 8 at head_dim 64 and 128, fp16 and bf16,
-// page 16 and 32 (the decode built for them), and GQA 3 and head_dim 256 (not built: another decode).
+// Cases for the concurrent mode's TMA decode: GQA 1, 2, 4, 8 at head_dim 64 and 128, fp16 and
+// bf16, page 16 and 32 (the decode built for them), and GQA 3 and head_dim 256 (not built: another
+// decode).
 const std::vector<CascadeCase>& TmaDecodeCases() {
   static const std::vector<CascadeCase> cases = {
       {"tma_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true},
@@ -359,7 +360,8 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
   auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
   const std::unique_ptr<Backend> two_streams = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "0"}});
   const std::vector<int> candidates = backend->DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  if (candidates.empty())
+    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
   EXPECT_EQ(backend->Describe().find("not chained"), std::string::npos) << backend->Describe();
   EXPECT_NE(two_streams->Describe().find("not chained"), std::string::npos) << two_streams->Describe();
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;

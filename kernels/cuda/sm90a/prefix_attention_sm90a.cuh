@@ -1129,7 +1129,8 @@ struct WgmmaLaunch {
   // on unless PREFIXD_PREFIX_PDL_TRIGGER=0). Off: the dependent decode grid launches as the last
   // CTA exits.
   bool trigger_dependents = true;
-  // With trigger_dependents, signal at each CTA's entry instead (PrefixAttentionParams::trigger_at_start).
+  // With trigger_dependents, signal at each CTA's entry instead
+  // (PrefixAttentionParams::trigger_at_start).
   bool trigger_at_start = false;
   // L2 eviction priority of the prefix K/V tile loads (PrefixKernelSettings::kv_l2_hint, or the
   // plan's PrefixAttentionParams::kv_evict_first; kNone: no cache hint).

@@ -37,13 +37,13 @@ run_gpu_tests() {
   grep -E '^\[  FAILED  \] [A-Za-z]' "$OUT/tests.log" | sed 's/ (.*//' | sort -u | head -20
 }
 # run_test_shards FILTER: the carried GPU tests whose names match FILTER in 8 gtest shards side by
-# side (at most 240 s each; logs $OUT/tests-N.log), then each shard's exit status, the summary lines
-# counted, and the failed tests (at most 20).
+# side (at most $SHARD_TIMEOUT s each, 240; logs $OUT/tests-N.log), then each shard's exit status,
+# the summary lines counted, and the failed tests (at most 20).
 run_test_shards() {
   local pids=() i
   for i in 0 1 2 3 4 5 6 7; do
-    GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 240 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$1" \
-      >"$OUT/tests-$i.log" 2>&1 &
+    GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout "${SHARD_TIMEOUT:-240}" /tmp/b/prefixd_gpu_tests \
+      --gtest_brief=1 --gtest_filter="$1" >"$OUT/tests-$i.log" 2>&1 &
     pids+=($!)
   done
   for i in 0 1 2 3 4 5 6 7; do wait ${pids[$i]}; echo -n "shard $i rc=$? "; done; echo

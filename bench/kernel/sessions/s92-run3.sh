@@ -11,15 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s92-run3
 F='*Chained*:CudaConcurrent*:Shapes/CudaConcurrent*:CudaGraph*:CudaEarlyDecode*:*Planner*:*Measured*:CudaCascade*'
-pids=()
-for i in 0 1 2 3 4 5 6 7; do
-  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 150 /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$F" \
-    >"$OUT/tests-$i.log" 2>&1 &
-  pids+=($!)
-done
-for i in 0 1 2 3 4 5 6 7; do wait ${pids[$i]}; echo -n "shard $i rc=$? "; done; echo
-grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT"/tests-*.log | sort | uniq -c
-grep -hE '^\[  FAILED  \] [A-Za-z]' "$OUT"/tests-*.log | sed 's/ (.*//' | sort -u | head -20
+SHARD_TIMEOUT=150 run_test_shards "$F"
 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
   --gtest_filter='*Chained*' >"$OUT/memcheck.log" 2>&1
 echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"

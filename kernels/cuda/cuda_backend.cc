@@ -770,7 +770,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const int concurrent_k = plan_.concurrent_decode_sms;
   // The concurrent step on two streams (the decode forked beside the prefix, joined before the
   // merge) or chained on one (PREFIXD_CONCURRENT_CHAIN; ChainsConcurrentStep says where).
-  const bool chained = concurrent_k > 0 && prefix_part && decode_part && ChainsConcurrentStep(args);
+  // The prefix launch's parameters, made once (ChainsConcurrentStep reads its kernel path).
+  PrefixAttentionParams prefix = prefix_part ? PrefixItemsParams(args) : PrefixAttentionParams{};
+  const bool chained = concurrent_k > 0 && prefix_part && decode_part && ChainsConcurrentStep(args, prefix);
   const bool concurrent = concurrent_k > 0 && prefix_part && decode_part && !chained;
   if ((concurrent || chained) && parts == kAllParts) ++concurrent_steps_;
   if (chained && parts == kAllParts) ++chained_steps_;
@@ -782,7 +784,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   }
 
   if (prefix_part) {
-    PrefixAttentionParams p = PrefixItemsParams(args);
+    PrefixAttentionParams& p = prefix;
     // The prefix of a step that runs concurrently (it has decode items) is capped, also when timed
     // alone (RunCascadeParts), so that the part times are those of the step's kernels.
     if (concurrent_k > 0 && plan_.num_decode_items > 0) p.max_ctas = num_sms_ - concurrent_k;
@@ -836,8 +838,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     // The plan's persistent TMA decode beside a concurrent prefix (also when timed alone). Where
     // this launch cannot take it (DecodeStreamTmaApplies: the pool's alignment, a KV head view; it
     // reads none of the launch fields set below), the one-CTA-per-item decode runs instead.
-    const bool tma_decode = plan_.concurrent_decode_tma && concurrent_k > 0 && plan_.num_prefix_items > 0 &&
-                            args.decode_free_sms == 0 && DecodeStreamTmaApplies(p);
+    const bool tma_decode = PlanTmaDecodeRuns(p, args);
     // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, which then needs 8 warps
     // to keep enough bytes in flight for its share of the bandwidth.
     if (args.decode_free_sms > 0) {
@@ -846,11 +847,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     } else if (tma_decode) {
       p = TmaDecodeOn(p, concurrent_k);
       if ((concurrent || chained) && parts == kAllParts) ++concurrent_tma_steps_;
-      // Chained: the prefix grid's programmatic dependent, launched as its CTAs start. Each CTA lets
-      // the merge (this grid's dependent) launch at its start and waits for the prefix grid before
-      // it exits (DecodeAttentionParams::early_chain; the mode's plan finishes no item here), so
-      // this grid's completion implies the prefix grid's.
-      p.overlap_prefix = chained;
+      // Chained, it is the prefix grid's programmatic dependent (overlap_prefix above), launched as
+      // the prefix CTAs start. Each CTA lets the merge (this grid's dependent) launch at its start
+      // and waits for the prefix grid before it exits (DecodeAttentionParams::early_chain; the
+      // mode's plan finishes no item here), so this grid's completion implies the prefix grid's.
       p.early_chain = chained;
     } else if (decode_persistent_ && (DecodeUsesTensorCores(p) || (decode_tma_ && DecodeStreamTmaApplies(p)))) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
@@ -967,16 +967,19 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   cuda::MergeStates(m, stream);
 }
 
-bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args) const {
-  if (!concurrent_chain_ || !plan_.concurrent_decode_tma || plan_.num_prefix_items == 0 || args.decode_free_sms != 0)
-    return false;
+bool CudaBackend::PlanTmaDecodeRuns(const DecodeAttentionParams& p, const CascadeArgs& args) const {
+  return plan_.concurrent_decode_tma && plan_.concurrent_decode_sms > 0 && plan_.num_prefix_items > 0 &&
+         args.decode_free_sms == 0 && DecodeStreamTmaApplies(p);
+}
+
+bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix) const {
+  if (!concurrent_chain_) return false;
   // The decode must be the persistent TMA decode (its CTAs signal at their start and wait for the
   // prefix grid at their end) and the prefix the sm_90a kernel (which can signal at its start).
-  DecodeAttentionParams d;
+  DecodeAttentionParams d;  // what the decode launch's PlanTmaDecodeRuns reads, as it sets it
   d.kernel = decode_kernel_;
   SetCascadeInputs(&d, plan_.header, args);
-  if (!DecodeStreamTmaApplies(TmaDecodeOn(d, plan_.concurrent_decode_sms))) return false;
-  return SelectPrefixKernel(PrefixItemsParams(args)) == PrefixKernelPath::kWgmma;
+  return PlanTmaDecodeRuns(d, args) && SelectPrefixKernel(prefix) == PrefixKernelPath::kWgmma;
 }
 
 DecodeAttentionParams CudaBackend::TmaDecodeOn(DecodeAttentionParams p, int sms) const {

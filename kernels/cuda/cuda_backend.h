@@ -341,9 +341,14 @@ class CudaBackend final : public Backend {
   PrefixAttentionParams PrefixItemsParams(const CascadeArgs& args) const;
   // The merge kernel's parameters this backend sets on every launch (rows per warp, SM count).
   MergeStatesParams MergeParams() const;
+  // Whether the loaded plan's decode, launched as `p`, runs as the persistent TMA decode beside a
+  // concurrent prefix (CascadePlan::concurrent_decode_tma, where DecodeStreamTmaApplies: the pool's
+  // alignment, a KV head view; also when its part is timed alone).
+  bool PlanTmaDecodeRuns(const DecodeAttentionParams& p, const CascadeArgs& args) const;
   // Whether the loaded plan's concurrent step runs chained on one stream for these arguments
-  // (PREFIXD_CONCURRENT_CHAIN): its decode the persistent TMA decode, its prefix the sm_90a kernel.
-  bool ChainsConcurrentStep(const CascadeArgs& args) const;
+  // (PREFIXD_CONCURRENT_CHAIN): its decode the persistent TMA decode, its prefix (launched as
+  // `prefix`) the sm_90a kernel.
+  bool ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix) const;
   // `p` as the persistent TMA decode on `sms` SMs, one CTA each (decode_stream_tma.h): the
   // concurrent mode's, the early grid's and the sequential rule's launch.
   DecodeAttentionParams TmaDecodeOn(DecodeAttentionParams p, int sms) const;

@@ -175,6 +175,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   concurrent_chain_ = EnvFlag("PREFIXD_CONCURRENT_CHAIN", concurrent_chain_) && decode_pdl_ && merge_pdl_ &&
                       prefix_settings_.trigger_dependents;
   concurrent_finish_ = EnvFlag("PREFIXD_CONCURRENT_FINISH", concurrent_finish_) && concurrent_chain_;
+  concurrent_finish_diag_ = int(EnvInteger("PREFIXD_CONCURRENT_FINISH_DIAG", 0, 1, concurrent_finish_diag_));
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
   fused_merge_kernel_ = EnvChoice("PREFIXD_FUSED_MERGE", {"inside", "kernel"}, fused_merge_kernel_ ? 1 : 0) == 1;
@@ -270,7 +271,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (!concurrent_chain_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
     d << " [concurrent steps on two streams, not chained]";
   if (concurrent_finish_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
-    d << " [chained steps finish their requests in their kernels]";
+    d << " [chained steps finish their requests in their kernels"
+      << (concurrent_finish_diag_ != 0 ? ", DIAGNOSTIC 1: arrivals only (wrong results)]" : "]");
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -803,6 +805,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     finish.v_out = args.v_out;
     finish.s_out = args.s_out;
     finish.out_dtype = shape.dtype;
+    finish.diag = concurrent_finish_diag_;
     ++finished_in_kernel_steps_;
   }
   cudaStream_t decode_stream = stream;

@@ -401,6 +401,7 @@ class CudaBackend final : public Backend {
   bool sequential_tma_ = true;    // PREFIXD_SEQUENTIAL_TMA
   bool concurrent_chain_ = true;  // PREFIXD_CONCURRENT_CHAIN (with the three launches' PDL)
   bool concurrent_finish_ = false;  // PREFIXD_CONCURRENT_FINISH (chained steps only)
+  int concurrent_finish_diag_ = 0;  // PREFIXD_CONCURRENT_FINISH_DIAG (RequestFinish::diag; wrong results)
   // [max_requests · max_qo_heads] (≥ KV heads): RequestFinish::counters, zero between steps.
   int32_t* finish_counters_ = nullptr;
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states

@@ -22,11 +22,13 @@ __device__ __forceinline__ bool ArriveAtRequest(const RequestFinish& f, const in
   const int run = state_indptr[request + 1] - state_indptr[request];
   if (atomicAdd(counter, 1) + 1 != run) return false;
   atomicExch(counter, 0);  // no other arrival this step; the next step's come after this grid
-  return true;
+  return f.diag != 1;
 }
 
 // The ⊕ of request's run (slots [state_indptr[request], state_indptr[request + 1])) for the g query
-// heads of kv_head, by the whole warp, into f's outputs. Each lane holds 4 float4 of a pass's heads
+// heads of kv_head, by the whole warp, into f's outputs, after a __threadfence by every lane since
+// the last arrival (so that the other arrivals' states, fenced before they were counted, are seen;
+// one fence serves several requests finished in a row). Each lane holds 4 float4 of a pass's heads
 // (512 / HEAD_DIM heads per pass) and merges the run online, BATCH states' loads in flight at a
 // time. The states come from L2 (ld.global.cg): other SMs wrote them, and this SM's L1 may hold
 // lines of an earlier step. An empty state (s = −inf) weighs nothing and its v is never multiplied
@@ -37,7 +39,6 @@ __device__ __forceinline__ void FinishRequest(const RequestFinish& f, const floa
                                               int kv_head, int lane) {
   constexpr int kD4 = HEAD_DIM / 4, kPerLane = 4, kHeadsPerPass = 32 * kPerLane / kD4;
   static_assert(kHeadsPerPass >= 1 && 32 * kPerLane % kD4 == 0, "a pass holds whole heads");
-  __threadfence();  // the other arrivals' states, as the last arrival's fence-then-count ordered them
   const int first = state_indptr[request];
   const int n = state_indptr[request + 1] - first;
   for (int h0 = 0; h0 < gqa; h0 += kHeadsPerPass) {

@@ -33,6 +33,9 @@ struct RequestFinish {
   float* v_out = nullptr;
   float* s_out = nullptr;
   DType out_dtype = DType::kFloat16;
+  // Diagnostics (PREFIXD_CONCURRENT_FINISH_DIAG; WRONG results on purpose): 1 counts the arrivals
+  // but never merges (no outputs written), so that the arrivals' own cost can be timed.
+  int diag = 0;
 };
 
 }  // namespace prefixd::kernels::cuda

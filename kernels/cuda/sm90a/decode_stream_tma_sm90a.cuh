@@ -530,9 +530,11 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
       __threadfence();
       __syncwarp();
       const bool last = lane == 0 && ArriveAtRequest(p.finish, p.state_indptr, p.num_kv_heads, item.request, item.kv_head);
-      if (__shfl_sync(0xffffffffu, last, 0))
+      if (__shfl_sync(0xffffffffu, last, 0)) {
+        __threadfence();  // FinishRequest's: the other arrivals' states
         FinishRequest<HEAD_DIM, 2>(p.finish, p.partial_v, p.partial_s, p.state_indptr, p.num_qo_heads, GQA,
                                    item.request, item.kv_head, lane);
+      }
     }
     index = next_index;
     item = next_item;

@@ -998,7 +998,9 @@ struct Consumer {
     const int warp = tid / 32, j = 4 * lane + warp, request0 = first_request + wg_row0 / gqa;
     const bool last = j < wg_rows / gqa &&
                       ArriveAtRequest(p.finish, p.state_indptr, p.num_kv_heads, request0 + j, kv_head);
-    for (uint32_t mask = __ballot_sync(0xffffffffu, last); mask != 0; mask &= mask - 1) {
+    const uint32_t finished_requests = __ballot_sync(0xffffffffu, last);
+    if (finished_requests != 0) __threadfence();  // FinishRequest's: the other arrivals' states
+    for (uint32_t mask = finished_requests; mask != 0; mask &= mask - 1) {
       const int finished = 4 * (__ffs(mask) - 1) + warp;
       FinishRequest<CFG::HEAD_DIM, 4>(p.finish, p.partial_v, p.partial_s, p.state_indptr, p.num_qo_heads, gqa,
                                       request0 + finished, kv_head, lane);

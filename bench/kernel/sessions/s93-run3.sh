@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 93, run 3: where the finishing step's time goes. Run 2 had it 9-25 µs slower than the
+# chained step with the merge kernel at every prefix-bound shape. (1) The A/B again with the
+# arrivals alone (PREFIXD_CONCURRENT_FINISH_DIAG=1: counted, never merged; wrong results) beside
+# the default and the finishing step, at 32/8 B128 / B256 P8192 / P32768 S256 (fp16), on binaries
+# whose FinishRequest no longer fences once per request; (2) the finishing GPU tests on them.
+#   mkdir -p .carry/s93c && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
+#     tests/prefixd_gpu_tests launch/prefixd | xz -6 -T8 > .carry/s93c/bins.tar.xz
+#   CARRY=.carry/s93c bash bench/kernel/sessions/s93-run3.sh
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+source bench/kernel/device-setup.sh s93-run3
+F=PREFIXD_CONCURRENT_FINISH=1
+RUN_TIMEOUT=150 run_variants ab3 "default,$F,$F+PREFIXD_CONCURRENT_FINISH_DIAG=1" --heads 32/8 -b 128,256 \
+  -p 8192,32768 -s 256 --dtype fp16
+SHOW_LINES=30 show_variants ab3
+GPU_TESTS_TIMEOUT=120 run_gpu_tests '*Finish*'
+pack_logs

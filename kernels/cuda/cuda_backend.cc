@@ -20,7 +20,6 @@
 #include "prefixd/kernels/decode_item_pages.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
 #include "prefixd/kernels/early_decode.h"
-#include "prefixd/kernels/in_kernel_finish.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
 #include "prefixd/kernels/prefix_l2_hint.h"
 #include "src/backend_common.h"
@@ -174,8 +173,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   // off.
   concurrent_chain_ = EnvFlag("PREFIXD_CONCURRENT_CHAIN", concurrent_chain_) && decode_pdl_ && merge_pdl_ &&
                       prefix_settings_.trigger_dependents;
-  concurrent_finish_ = EnvFlag("PREFIXD_CONCURRENT_FINISH", concurrent_finish_) && concurrent_chain_;
-  concurrent_finish_diag_ = int(EnvInteger("PREFIXD_CONCURRENT_FINISH_DIAG", 0, 1, concurrent_finish_diag_));
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
   fused_merge_kernel_ = EnvChoice("PREFIXD_FUSED_MERGE", {"inside", "kernel"}, fused_merge_kernel_ ? 1 : 0) == 1;
@@ -270,9 +267,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   }
   if (!concurrent_chain_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
     d << " [concurrent steps on two streams, not chained]";
-  if (concurrent_finish_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
-    d << " [chained steps finish their requests in their kernels"
-      << (concurrent_finish_diag_ != 0 ? ", DIAGNOSTIC 1: arrivals only (wrong results)]" : "]");
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -307,12 +301,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     const size_t s_bytes = size_t(l.max_slots) * size_t(l.max_qo_heads) * sizeof(float);
     CheckAlloc(cudaMalloc(&partial_v_, v_bytes), v_bytes, "cudaMalloc");
     CheckAlloc(cudaMalloc(&partial_s_, s_bytes), s_bytes, "cudaMalloc");
-    if (concurrent_finish_ && decode_stream_ != nullptr) {  // a backend that may run concurrent steps
-      const size_t c_bytes = size_t(l.max_requests) * size_t(l.max_qo_heads) * sizeof(int32_t);
-      CheckAlloc(cudaMalloc(&finish_counters_, c_bytes), c_bytes, "cudaMalloc");
-      PREFIXD_CUDA_CHECK(cudaMemsetAsync(finish_counters_, 0, c_bytes, stream_));
-      PREFIXD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // zero before any stream may launch a step
-    }
     if (fused_) {
       const size_t c_bytes = size_t(l.max_requests) * size_t(l.max_qo_heads) * sizeof(int32_t);
       CheckAlloc(cudaMalloc(&fused_counters_, c_bytes), c_bytes, "cudaMalloc");
@@ -338,8 +326,6 @@ void CudaBackend::Release() noexcept {
   if (partial_s_) cudaFree(partial_s_);
   if (fused_counters_) cudaFree(fused_counters_);
   fused_counters_ = nullptr;
-  if (finish_counters_) cudaFree(finish_counters_);
-  finish_counters_ = nullptr;
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
   if (timing_start_) cudaEventDestroy(timing_start_);
@@ -746,8 +732,6 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.fused = fused;
   loaded.concurrent_decode_sms = concurrent_k;
   loaded.concurrent_decode_tma = concurrent_k > 0 && concurrent_tma_ && plan.concurrent_decode_tma != 0;
-  loaded.finish_in_kernels = finish_counters_ != nullptr && loaded.concurrent_decode_tma && early.num_early == 0 &&
-                             ArrivalsFinishEveryRequest(plan, sm90a::kWarpgroupRows);
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
   if (fused) loaded.request_finished = d + o_finished;
   for (int k = 0; fused && k < 3; ++k) {
@@ -792,22 +776,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const bool concurrent = concurrent_k > 0 && prefix_part && decode_part && !chained;
   if ((concurrent || chained) && parts == kAllParts) ++concurrent_steps_;
   if (chained && parts == kAllParts) ++chained_steps_;
-  // The chained step's requests finished in its two kernels (PREFIXD_CONCURRENT_FINISH): the whole
-  // step only (a part alone writes its states for the merge kernel), into the usual outputs.
-  RequestFinish finish;
-  // The prefix kernel has its finishing twin for the wide CTA at head_dim ≤ 128 only (the TMA
-  // decode's head_dims; kHasFinishingKernel in prefix_attention_sm90a.cuh).
-  if (chained && parts == kAllParts && plan_.finish_in_kernels && args.merge_packed_out == nullptr &&
-      (args.o != nullptr || args.v_out != nullptr || args.s_out != nullptr) && h.head_dim <= 128 &&
-      !sm90a::UsesNarrowCta(prefix)) {
-    finish.counters = finish_counters_;
-    finish.o = args.o;
-    finish.v_out = args.v_out;
-    finish.s_out = args.s_out;
-    finish.out_dtype = shape.dtype;
-    finish.diag = concurrent_finish_diag_;
-    ++finished_in_kernel_steps_;
-  }
   cudaStream_t decode_stream = stream;
   if (concurrent) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream));
@@ -828,7 +796,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     const bool narrow_prefix = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
     if (concurrent_k == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
     p.trigger_at_start = chained;  // the chain's decode starts with the prefix grid, not at its end
-    p.finish = finish;
     PrefixAttention(p, stream);
   }
   if (decode_part) {
@@ -885,7 +852,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       // and waits for the prefix grid before it exits (DecodeAttentionParams::early_chain; the
       // mode's plan finishes no item here), so this grid's completion implies the prefix grid's.
       p.early_chain = chained;
-      p.finish = finish;
     } else if (decode_persistent_ && (DecodeUsesTensorCores(p) || (decode_tma_ && DecodeStreamTmaApplies(p)))) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
       // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
@@ -962,7 +928,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(join_, decode_stream_));
     PREFIXD_CUDA_CHECK(cudaStreamWaitEvent(stream, join_, 0));
   }
-  if (finish.counters != nullptr) return;  // every request finished in the kernels above
   // The merge requests of this call: all, or one half of merge_partitioned.
   const bool merge_early = parts & kMergeNoDecodePart, merge_late = parts & kMergeAfterDecodePart;
   const int32_t* merge_list = plan_.merge_requests;

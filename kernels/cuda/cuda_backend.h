@@ -121,11 +121,6 @@
 //                                         programmatic dependent on the k SMs left, the merge as
 //                                         the decode's, scheduled while the prefix grid still runs
 //                                         (1; 0: the two streams, as before session 92)
-//   PREFIXD_CONCURRENT_FINISH=0|1         a chained concurrent step finishes its requests in its
-//                                         two kernels (request_finish.h): the last item to write a
-//                                         request's state for a KV head ⊕-merges its run, and no
-//                                         merge kernel follows, where the plan's items count each
-//                                         run exactly (ArrivalsFinishEveryRequest) (0)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -180,10 +175,7 @@
 // completion follows the prefix grid's). Same kernels, same bits; no fork, join or event: the merge
 // no longer starts 3.5-5 µs after the prefix grid's end (0.3-1.5 µs off every concurrent step timed,
 // bench/RESULTS.md session 92). No deadlock: each grid launches only once the one it waits for is
-// resident. With PREFIXD_CONCURRENT_FINISH the chained step has no merge kernel at all: the last of
-// the prefix warpgroups and decode warps to write a request's states for a KV head ⊕-merges its run
-// on its own SM (request_finish.h), so the step ends with the prefix grid's last item instead of a
-// merge wave after it.
+// resident.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -256,8 +248,6 @@ class CudaBackend final : public Backend {
   int64_t concurrent_tma_steps() const { return concurrent_tma_steps_; }
   // The concurrent steps chained on one stream so far (PREFIXD_CONCURRENT_CHAIN).
   int64_t chained_steps() const { return chained_steps_; }
-  // The chained steps so far whose requests were finished in their kernels (PREFIXD_CONCURRENT_FINISH).
-  int64_t finished_in_kernel_steps() const { return finished_in_kernel_steps_; }
 
   // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
   // the kernel benchmark times them one by one).
@@ -336,9 +326,6 @@ class CudaBackend final : public Backend {
     // ... with the decode as the persistent TMA decode on exactly those SMs (CascadePlan::
     // concurrent_decode_tma, where PREFIXD_CONCURRENT_DECODE_TMA allows it).
     bool concurrent_decode_tma = false;
-    // Its chained steps may finish every request in their kernels (PREFIXD_CONCURRENT_FINISH,
-    // ArrivalsFinishEveryRequest; request_finish.h).
-    bool finish_in_kernels = false;
     const int32_t* request_finished = nullptr;  // [num_requests] (FusedCascadeParams::request_finished)
     struct FusedLists {
       const int32_t* cta_indptr = nullptr;
@@ -400,10 +387,6 @@ class CudaBackend final : public Backend {
   EarlyDecodeRule early_rule_;    // its min_prefix_us: PREFIXD_EARLY_DECODE_MIN_PREFIX_US
   bool sequential_tma_ = true;    // PREFIXD_SEQUENTIAL_TMA
   bool concurrent_chain_ = true;  // PREFIXD_CONCURRENT_CHAIN (with the three launches' PDL)
-  bool concurrent_finish_ = false;  // PREFIXD_CONCURRENT_FINISH (chained steps only)
-  int concurrent_finish_diag_ = 0;  // PREFIXD_CONCURRENT_FINISH_DIAG (RequestFinish::diag; wrong results)
-  // [max_requests · max_qo_heads] (≥ KV heads): RequestFinish::counters, zero between steps.
-  int32_t* finish_counters_ = nullptr;
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
@@ -432,7 +415,6 @@ class CudaBackend final : public Backend {
   int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;
   int64_t chained_steps_ = 0;
-  int64_t finished_in_kernel_steps_ = 0;
   int64_t early_decode_steps_ = 0;
   int64_t early_tma_launches_ = 0;
   int64_t sequential_tma_launches_ = 0;

@@ -19,7 +19,6 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/request_finish.h"
 #include "prefixd/kernels/dtype.h"
 #include "prefixd/kernels/plan.h"
 
@@ -105,10 +104,6 @@ struct DecodeAttentionParams {
   void* o = nullptr;
   float* v_out = nullptr;
   float* s_out = nullptr;
-  // The persistent TMA decode only (the CUDA backend's finishing concurrent step, PREFIXD_CONCURRENT_
-  // FINISH; no finishing items): each warp counts an arrival per item after its state, and the last
-  // arrival ⊕-merges the request's run into these outputs (request_finish.h). Off: counters null.
-  RequestFinish finish;
 
   // The launch directly follows the prefix kernel of the same step on the stream (which itself was
   // launched normally): launch with programmatic dependent launch, so the decode grid can start

@@ -13,7 +13,6 @@
 
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/resident_ctas.cuh"
-#include "kernels/cuda/store_cast.cuh"
 #include "prefixd/common/cuda_check.h"
 
 namespace prefixd::kernels::cuda {
@@ -32,6 +31,20 @@ __device__ __forceinline__ float WarpSum(float x) {
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
     x += __shfl_xor_sync(0xffffffffu, x, offset);
   return x;
+}
+
+// Four floats → four dtype values at out (8 bytes, aligned because head_dim % 4 == 0).
+__device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index, float4 x) {
+  if (dtype == DType::kFloat16) {
+    __half2* p = reinterpret_cast<__half2*>(static_cast<__half*>(out) + index);
+    p[0] = __floats2half2_rn(x.x, x.y);
+    p[1] = __floats2half2_rn(x.z, x.w);
+  } else {
+    __nv_bfloat162* p =
+        reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(out) + index);
+    p[0] = __floats2bfloat162_rn(x.x, x.y);
+    p[1] = __floats2bfloat162_rn(x.z, x.w);
+  }
 }
 
 // Resident blocks per SM the merge kernel is built for (__launch_bounds__): registers for at

@@ -12,7 +12,6 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/request_finish.h"
 #include "prefixd/kernels/dtype.h"
 #include "prefixd/kernels/plan.h"
 
@@ -109,10 +108,6 @@ struct PrefixAttentionParams {
 
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
-  // The sm_90a kernel only (the CUDA backend's finishing concurrent step, PREFIXD_CONCURRENT_FINISH):
-  // each consumer warpgroup counts an arrival per request of its rows after its states, and the
-  // last arrival ⊕-merges the request's run into the outputs (request_finish.h). Off: counters null.
-  RequestFinish finish;
 
   // How the kernel is chosen and launched (defaults unless the caller read the environment).
   PrefixKernelSettings settings;

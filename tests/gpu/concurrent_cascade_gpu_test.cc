@@ -25,7 +25,6 @@
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
-#include "prefixd/kernels/in_kernel_finish.h"
 #include "prefixd/kernels/plan.h"
 #include "support/backend_step.h"
 #include "support/test_support.h"
@@ -394,92 +393,6 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
   EXPECT_NE(no_pdl->Describe().find("not chained"), std::string::npos) << no_pdl->Describe();
   EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "yes"}}), ErrorKind::kInvalidArgument,
                        "PREFIXD_CONCURRENT_CHAIN");
-#endif
-}
-
-// Cases for the finishing chained step (PREFIXD_CONCURRENT_FINISH): every one has a group of more
-// than 64 rows (requests × g), so that the prefix grid is the wide CTA, which has the finishing
-// kernel; GQA 1, 2, 4, 8 at head_dim 64 and 128, fp16 and bf16, page 16 and 32, suffixes of 0, 1
-// and many tokens, a group without a prefix; and GQA 3 and head_dim 256, which do not finish.
-std::vector<int> Lengths(std::mt19937_64& rng, int n, int max_len) {
-  std::vector<int> lens(static_cast<size_t>(n));
-  for (int& len : lens) len = int(rng() % uint64_t(max_len + 1));
-  lens[0] = 0, lens[1] = 1;
-  return lens;
-}
-std::vector<CascadeCase> FinishCases(std::mt19937_64& rng) {
-  return {
-      {"finish_fp16_h32kv8_d128", kF16, 32, 8, 128, 16, {{3000, Lengths(rng, 40, 600)}, {0, {40, 7}}, {700, {300, 5}}}, true},
-      {"finish_bf16_h32kv8_d128_p32", kBF16, 32, 8, 128, 32, {{2200, Lengths(rng, 24, 300)}}, true},
-      {"finish_bf16_h16kv2_d64_gqa8", kBF16, 16, 2, 64, 16, {{1800, Lengths(rng, 12, 400)}, {500, {90, 16}}}, true},
-      {"finish_fp16_h8kv4_d128_gqa2", kF16, 8, 4, 128, 16, {{1500, Lengths(rng, 50, 333)}}, true},
-      {"finish_bf16_h8kv8_d64_gqa1", kBF16, 8, 8, 64, 16, {{1200, Lengths(rng, 90, 200)}, {0, {17}}}, true},
-      {"no_finish_fp16_h12kv4_d128_gqa3", kF16, 12, 4, 128, 16, {{1500, Lengths(rng, 40, 333)}}, true},
-      {"no_finish_fp16_h8kv2_d256", kF16, 8, 2, 256, 16, {{1500, Lengths(rng, 40, 333)}}, true},
-  };
-}
-
-// The chained step that finishes its requests in its two kernels (PREFIXD_CONCURRENT_FINISH=1:
-// the last prefix warpgroup or decode warp to write a request's states for a KV head ⊕-merges its
-// run; no merge kernel): where its plan counts each run exactly (ArrivalsFinishEveryRequest) and
-// the TMA decode and the wide prefix CTA run, the backend counts the step as finished in its
-// kernels, and it matches the float64 oracle and, within float rounding (another ⊕ order), the
-// chained step with the merge kernel; a second run on the same backend (its counters back at zero)
-// gives the first run's bits. Elsewhere (GQA 3, head_dim 256) the step runs with the merge kernel,
-// also correct. At the smallest and the largest k, as TheChainedStepMatchesItsParts.
-TEST(CudaConcurrentCascade, TheFinishingStepMatchesTheChainedStep) {
-  PREFIXD_REQUIRE_GPU();
-#ifdef PREFIXD_HAVE_CUDA
-  PREFIXD_SEEDED_RNG(rng);
-  const std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_FINISH", "1"}});
-  auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
-  const std::vector<int> candidates = backend->DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty())
-    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
-  EXPECT_NE(backend->Describe().find("finish their requests in their kernels"), std::string::npos)
-      << backend->Describe();
-  EXPECT_EQ(Device().Describe().find("finish their requests in their kernels"), std::string::npos);
-  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  int finished_cases = 0;
-  for (const CascadeCase& c : FinishCases(rng)) {
-    const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
-    const CascadeInputs in = MakeCascadeInputs(c, rng);
-    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-    for (const int k : {candidates.front(), backend->DefaultPlanOptions().concurrent_tma_candidates.back()}) {
-      SCOPED_TRACE(c.name + " k = " + std::to_string(k));
-      PlanOptions o = ConcurrentModeOptions(sms, k);
-      o.concurrent_decode_tma = true;
-      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
-      const bool counts = kernels::ArrivalsFinishEveryRequest(plan, 64);
-      EXPECT_EQ(counts, c.num_qo_heads / c.num_kv_heads != 3) << "the concurrent plan should count its runs exactly";
-      const bool finishes = built && counts && c.head_dim <= 128;
-      const int64_t chained = cuda.chained_steps(), finished = cuda.finished_in_kernel_steps();
-      const StepResult got = RunStep(*backend, in.pool, c.layer, plan, in.q);
-      EXPECT_EQ(cuda.chained_steps() - chained, built ? 1 : 0);
-      EXPECT_EQ(cuda.finished_in_kernel_steps() - finished, finishes ? 1 : 0);
-      finished_cases += finishes ? 1 : 0;
-      ExpectMatchesOracle(got, want, c.dtype, c.name);
-      const StepResult again = RunStep(*backend, in.pool, c.layer, plan, in.q);
-      EXPECT_EQ(got.v, again.v);  // NaN anywhere fails (NaN != NaN)
-      EXPECT_EQ(got.s, again.s);
-      EXPECT_EQ(got.o, again.o);
-      const StepResult merged = RunStep(Device(), in.pool, c.layer, plan, in.q);
-      ASSERT_EQ(got.v.size(), merged.v.size());
-      ASSERT_EQ(got.s.size(), merged.s.size());
-      double worst_v = 0, worst_s = 0;
-      for (size_t i = 0; i < got.v.size(); ++i)
-        worst_v = std::max(worst_v, std::abs(double(got.v[i]) - merged.v[i]) / std::max(1.0, std::abs(double(merged.v[i]))));
-      for (size_t i = 0; i < got.s.size(); ++i) {
-        if (std::isinf(merged.s[i]) && got.s[i] == merged.s[i]) continue;  // the empty state on both
-        worst_s = std::max(worst_s, std::abs(double(got.s[i]) - merged.s[i]) / std::max(1.0, std::abs(double(merged.s[i]))));
-      }
-      EXPECT_LE(worst_v, 1e-5);  // NaN compares false: fails
-      EXPECT_LE(worst_s, 1e-5);
-    }
-  }
-  if (kernels::cuda::sm90a::DeviceReady()) EXPECT_EQ(finished_cases, 10) << "five cases at two k should finish";
-  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_FINISH", "yes"}}), ErrorKind::kInvalidArgument,
-                       "PREFIXD_CONCURRENT_FINISH");
 #endif
 }
 

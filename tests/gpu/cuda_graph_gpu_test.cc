@@ -36,9 +36,9 @@ namespace {
 // Captures one RunCascade of `device` and replays it twice (the second time with new queries);
 // *root_nodes: the captured graph's root nodes (kernels with no dependency); *kernel_priorities (if
 // given): the captured kernel nodes' priorities.
-void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes, std::vector<int>* kernel_priorities = nullptr,
-                               const std::vector<GroupSpec>& groups = {{700, {17, 40, 1}}, {0, {300}}, {130, {0, 9}}}) {
+void ExpectCapturedStepReplays(Backend& device, size_t* root_nodes, std::vector<int>* kernel_priorities = nullptr) {
   PREFIXD_SEEDED_RNG(rng);
+  const std::vector<GroupSpec> groups = {{700, {17, 40, 1}}, {0, {300}}, {130, {0, 9}}};
   const KvPoolShape shape{1, PagesNeeded(groups, 16) + 2, 16, 8, 128, kF16};
   kernels::PageAllocator alloc(shape.num_pages);
   const DecodeBatch batch = BuildBatch(groups, 32, 16, alloc, rng);
@@ -152,26 +152,6 @@ TEST(CudaGraph, ChainedConcurrentStepReplaysCorrectly) {
   ExpectCapturedStepReplays(*backend, &roots, nullptr);
   if (!kernels::cuda::sm90a::DeviceReady()) GTEST_SKIP() << "no sm_90a kernels on this device: nothing chains";
   EXPECT_GE(device.chained_steps(), 2) << "the warm-up and the capture should have run chained";
-#endif
-}
-
-// The chained step that finishes its requests in its two kernels (PREFIXD_CONCURRENT_FINISH=1: the
-// per-request arrival counters back at zero after each step, no memset) captures and replays
-// correctly; 40 requests of 4 heads, so that the prefix grid is the wide CTA, which finishes.
-TEST(CudaGraph, FinishingConcurrentStepReplaysCorrectly) {
-  PREFIXD_REQUIRE_GPU();
-#ifdef PREFIXD_HAVE_CUDA
-  std::unique_ptr<Backend> backend =
-      MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(ConcurrentDecodeSms(16))},
-                              {"PREFIXD_CONCURRENT_DECODE_TMA", "force"},
-                              {"PREFIXD_CONCURRENT_FINISH", "1"}});
-  auto& device = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
-  std::vector<int> lens(40);
-  for (size_t i = 0; i < lens.size(); ++i) lens[i] = int(i * 37 % 301);
-  size_t roots = 0;
-  ExpectCapturedStepReplays(*backend, &roots, nullptr, {{1900, lens}, {0, {300, 2}}, {130, {0, 9}}});
-  if (!kernels::cuda::sm90a::DeviceReady()) GTEST_SKIP() << "no sm_90a kernels on this device: nothing finishes";
-  EXPECT_GE(device.finished_in_kernel_steps(), 2) << "the warm-up and the capture should have finished in the kernels";
 #endif
 }
 

@@ -3,13 +3,18 @@
 # chained step with the merge kernel at every prefix-bound shape. (1) The A/B again with the
 # arrivals alone (PREFIXD_CONCURRENT_FINISH_DIAG=1: counted, never merged; wrong results) beside
 # the default and the finishing step, at 32/8 B128 / B256 P8192 / P32768 S256 (fp16), on binaries
-# whose FinishRequest no longer fences once per request; (2) the finishing GPU tests on them.
+# whose FinishRequest no longer fences once per request; (2) the finishing GPU tests on them. On an
+# H200 first the grid and head_dim rows (run_bar_grid: the bar's figures with the chained step, the
+# default since session 92, never timed on an H200).
+# Binaries: 1b4e96c's (the finishing step, reverted after run 2 in a0-the-revert; its code is in
+# bench/kernel/results/s93/finish-in-kernels.patch), so rebuild from 1b4e96c to repeat this run:
 #   mkdir -p .carry/s93c && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
 #     tests/prefixd_gpu_tests launch/prefixd | xz -6 -T8 > .carry/s93c/bins.tar.xz
 #   CARRY=.carry/s93c bash bench/kernel/sessions/s93-run3.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s93-run3
+run_bar_grid
 F=PREFIXD_CONCURRENT_FINISH=1
 RUN_TIMEOUT=150 run_variants ab3 "default,$F,$F+PREFIXD_CONCURRENT_FINISH_DIAG=1" --heads 32/8 -b 128,256 \
   -p 8192,32768 -s 256 --dtype fp16

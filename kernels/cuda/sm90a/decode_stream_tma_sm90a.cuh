@@ -41,7 +41,6 @@
 #include <type_traits>
 
 #include "kernels/cuda/decode_attention_mma.cuh"
-#include "kernels/cuda/request_finish.cuh"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
 #include "kernels/cuda/sm90a/swap_ab_softmax.cuh"
 #include "kernels/cuda/smem_limit.cuh"
@@ -526,16 +525,6 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     if (item.finish) decode::WaitForPrefixGrid();
     if constexpr (SWAP_AB) FinishSwapAbItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
     else FinishWarpItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
-    if (p.finish.counters != nullptr) {  // RequestFinish: this item's state is one arrival
-      __threadfence();
-      __syncwarp();
-      const bool last = lane == 0 && ArriveAtRequest(p.finish, p.state_indptr, p.num_kv_heads, item.request, item.kv_head);
-      if (__shfl_sync(0xffffffffu, last, 0)) {
-        __threadfence();  // FinishRequest's: the other arrivals' states
-        FinishRequest<HEAD_DIM, 2>(p.finish, p.partial_v, p.partial_s, p.state_indptr, p.num_qo_heads, GQA,
-                                   item.request, item.kv_head, lane);
-      }
-    }
     index = next_index;
     item = next_item;
     bases = next_bases;

@@ -49,7 +49,6 @@
 #include "prefixd/common/cuda_check.h"
 #include "kernels/cuda/prefix_attention.h"
 #include "kernels/cuda/programmatic_launch.cuh"
-#include "kernels/cuda/request_finish.cuh"
 #include "kernels/cuda/sm90a/prefix_attention_sm90a.h"
 #include "kernels/cuda/sm90a/sm90a_primitives.cuh"
 #include "kernels/cuda/smem_limit.cuh"
@@ -988,25 +987,6 @@ struct Consumer {
     }
   }
 
-  // RequestFinish (request_finish.h): after the epilogue of rows [wg_row0, wg_row0 + wg_rows), whole
-  // requests (ArrivalsFinishEveryRequest: g divides 64 and every item's rows start at a multiple of
-  // g), one arrival per request once every thread's stores are visible; request j's is counted by
-  // warp j % 4, lane j / 4, so that the requests this warpgroup finishes are spread over its warps.
-  __device__ void FinishArrivals(int first_request, int kv_head, int wg_row0, int wg_rows, int gqa) {
-    __threadfence();
-    NamedBarrierSync(barrier_id, 128);
-    const int warp = tid / 32, j = 4 * lane + warp, request0 = first_request + wg_row0 / gqa;
-    const bool last = j < wg_rows / gqa &&
-                      ArriveAtRequest(p.finish, p.state_indptr, p.num_kv_heads, request0 + j, kv_head);
-    const uint32_t finished_requests = __ballot_sync(0xffffffffu, last);
-    if (finished_requests != 0) __threadfence();  // FinishRequest's: the other arrivals' states
-    for (uint32_t mask = finished_requests; mask != 0; mask &= mask - 1) {
-      const int finished = 4 * (__ffs(mask) - 1) + warp;
-      FinishRequest<CFG::HEAD_DIM, 4>(p.finish, p.partial_v, p.partial_s, p.state_indptr, p.num_qo_heads, gqa,
-                                      request0 + finished, kv_head, lane);
-    }
-  }
-
   // A new row tile: no key seen yet.
   __device__ void ResetRows() {
     row_max[0] = row_max[1] = -INFINITY;
@@ -1065,9 +1045,6 @@ struct Consumer {
     first_q_by_producer = false;  // only ever the first row tile of the CTA's first item
   }
 
-  // FINISH: RequestFinish's arrivals after each row tile's epilogue (p.finish), in a kernel of its
-  // own (PrefixAttentionWgmmaKernel's FINISH), so that the kernels without it compile as before.
-  template <bool FINISH>
   __device__ void Run(bool trigger) {
     const int gqa = p.num_qo_heads / p.num_kv_heads;
     RingPosition<CFG::STAGES> pos;
@@ -1078,9 +1055,7 @@ struct Consumer {
     for (int i = FirstItemOfCta(p); i >= 0;) {
       const int next = NextItemOfCta(p, i);
       MaybeTriggerDependents(trigger, next);
-      PrefixItem(p.items[i], gqa, pos, [&](int first_request, int kv_head, int wg_row0, int wg_rows) {
-        if constexpr (FINISH) FinishArrivals(first_request, kv_head, wg_row0, wg_rows, gqa);
-      });
+      PrefixItem(p.items[i], gqa, pos, [](int, int, int, int) {});
       i = next;
     }
     if constexpr (CFG::OVERLAP) {
@@ -1089,12 +1064,7 @@ struct Consumer {
   }
 };
 
-// The wide CTA at head_dim 64 and 128 also comes with RequestFinish's arrivals (FINISH): the
-// CUDA backend's finishing concurrent step, whose TMA decode exists at those head_dims only.
 template <typename CFG>
-constexpr bool kHasFinishingKernel = CFG::CONSUMER_WGS == 2 && CFG::HEAD_DIM <= 128;
-
-template <typename CFG, bool FINISH>
 __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     PrefixAttentionWgmmaKernel(const PrefixAttentionParams params, const __grid_constant__ CUtensorMap tmap_k,
                                const __grid_constant__ CUtensorMap tmap_v, const __grid_constant__ CUtensorMap tmap_q,
@@ -1138,7 +1108,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MIN_CTAS_PER_SM)
     }
   } else {
     WarpgroupRegAlloc<CFG::CONSUMER_REGS>();
-    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).template Run<FINISH>(trigger_dependents == 1);
+    Consumer<CFG>(params, ring, q_map, q_partial, smem, wg - 1).Run(trigger_dependents == 1);
     if (threadIdx.x == 128) Stamp(params, kExit);
   }
 }
@@ -1179,22 +1149,10 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
   PREFIXD_CHECK_INTERNAL(l.tile_tokens == CFG::BLOCK_N, "sm_90a prefix launch: K/V boxes of " << l.tile_tokens
                                                            << " rows for a kernel of " << CFG::BLOCK_N << "-token tiles");
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
-  const int q_tma = l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0;
-  const int trigger = l.trigger_dependents ? (l.trigger_at_start ? 2 : 1) : 0;
-  if (l.params.finish.counters != nullptr) {
-    PREFIXD_CHECK_INTERNAL(kHasFinishingKernel<CFG>, "sm_90a prefix launch: RequestFinish asked of a CTA of "
-                                                         << CFG::CONSUMER_WGS << " consumer warpgroup(s) at head_dim "
-                                                         << CFG::HEAD_DIM << ", which has no finishing kernel");
-    if constexpr (kHasFinishingKernel<CFG>) {
-      RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG, true>>(CFG::SMEM_BYTES, false);
-      PrefixAttentionWgmmaKernel<CFG, true><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-          l.params, l.tmap_k, l.tmap_v, l.tmap_q, q_tma, trigger, static_cast<int>(l.kv_evict));
-    }
-  } else {
-    RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG, false>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
-    PrefixAttentionWgmmaKernel<CFG, false><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-        l.params, l.tmap_k, l.tmap_v, l.tmap_q, q_tma, trigger, static_cast<int>(l.kv_evict));
-  }
+  RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
+  PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? (l.trigger_at_start ? 2 : 1) : 0,
+      static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 
@@ -1203,7 +1161,7 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
 template <typename CFG>
 bool WgmmaConfigLoads() {
   cudaFuncAttributes attr;
-  const cudaError_t err = cudaFuncGetAttributes(&attr, PrefixAttentionWgmmaKernel<CFG, false>);
+  const cudaError_t err = cudaFuncGetAttributes(&attr, PrefixAttentionWgmmaKernel<CFG>);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();  // clear the non-sticky error
     return false;

@@ -6,7 +6,7 @@
 # whose FinishRequest no longer fences once per request; (2) the finishing GPU tests on them. On an
 # H200 first the grid and head_dim rows (run_bar_grid: the bar's figures with the chained step, the
 # default since session 92, never timed on an H200).
-# Binaries: 1b4e96c's (the finishing step, reverted after run 2 in a0-the-revert; its code is in
+# Binaries: 1b4e96c's (the finishing step, reverted after run 2 in 9651b71; its code is in
 # bench/kernel/results/s93/finish-in-kernels.patch), so rebuild from 1b4e96c to repeat this run:
 #   mkdir -p .carry/s93c && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
 #     tests/prefixd_gpu_tests launch/prefixd | xz -6 -T8 > .carry/s93c/bins.tar.xz

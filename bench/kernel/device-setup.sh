@@ -1,7 +1,8 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (sessions/s*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
-# helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, show_variants,
+# helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts,
+# run_headline_trace, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab, run_build_rounds, show_prefix_rounds,
 # run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls,
 # run_planner_set, run_bar_grid).
@@ -69,6 +70,17 @@ show_parts() {
     grep -o "concurrent(k=[0-9]*[^)]*)" "$OUT/$n.txt" | sort | uniq -c
     grep -h "ceilings measured now" -A1 "$OUT/$n.txt" | tail -1
   done
+}
+# run_headline_trace SETTING: the headline row (32/8 B256 P32768 S256 fp16, the model's plan, one
+# process) under the CUPTI trace (bench/trace/cupti_trace.cc; the carry must hold
+# libprefixd_cupti_trace.so and libcupti.so.13) with the environment setting SETTING (NAME=VALUE),
+# its logs in $OUT/trace (trace.PID.csv: every kernel's start and end), then its table row.
+run_headline_trace() {
+  local d="$OUT/trace"; mkdir -p "$d"
+  env "$1" LD_LIBRARY_PATH=/tmp/b CUDA_INJECTION64_PATH=/tmp/b/libprefixd_cupti_trace.so PREFIXD_TRACE_DIR="$d" \
+    timeout "${RUN_TIMEOUT:-100}" $B --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16 --no-baseline -c 1 --no-graph \
+    --csv "$d/bench.csv" >"$d/out.txt" 2>&1
+  echo "trace rc=$?"; grep -E '^ +fp16 ' "$d/out.txt" | cut -c1-120
 }
 # show_variants NAME...: the shape × variant tables of those calls ($SHOW_LINES lines each, 60).
 show_variants() {

@@ -20,9 +20,5 @@ SHOW_LINES=40 show_variants ab1
 run_test_shards '*Chained*:CudaConcurrent*:CudaGraph*'
 RUN_TIMEOUT=100 run_variants ab2 "$C,default" --heads 32/8 -b 128,256 -p 8192,32768 -s 256,512 --dtype fp16
 SHOW_LINES=40 show_variants ab2
-d="$OUT/trace"; mkdir -p "$d"
-PREFIXD_CONCURRENT_CHAIN=1 LD_LIBRARY_PATH=/tmp/b CUDA_INJECTION64_PATH=/tmp/b/libprefixd_cupti_trace.so \
-  PREFIXD_TRACE_DIR="$d" timeout 100 $B --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16 --no-baseline -c 1 \
-  --no-graph --csv "$d/bench.csv" >"$d/out.txt" 2>&1
-echo "trace rc=$?"; grep -E '^ +fp16 ' "$d/out.txt" | cut -c1-120
+RUN_TIMEOUT=100 run_headline_trace PREFIXD_CONCURRENT_CHAIN=1
 pack_logs

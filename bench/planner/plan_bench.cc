@@ -1,7 +1,10 @@
 // prefixd_plan_bench: host time of the cascade planner (kernels::PlanCascade) per call, with the
 // layout choice off and on, for one group of B requests sharing a P-token prefix, each with S own
 // tokens (the scaling benchmark's shapes). No GPU needed: the planner is a pure CPU function, run
-// by every worker at each fresh plan (bench/NOTES-planner.md, "Host cost").
+// by every worker at each fresh plan (bench/NOTES-planner.md, "Host cost"). Also, for the chosen
+// plan, how many of its prefix units (row tile, KV head) complete before 90% of the prefix grid
+// (PrefixUnitCompletions: what a ⊕ before the grid's end could start on; bench/NOTES-fused.md,
+// session 93).
 //
 //   prefixd_plan_bench --prefix 256,65536,262144 --batch 128 --suffix 512
 //   prefixd_plan_bench --plan-options backend --prefix 32768 --batch 256 --suffix 128
@@ -20,6 +23,9 @@
 #include "prefixd/kernels/cost_model.h"
 #include "prefixd/kernels/measured_choice.h"
 #include "prefixd/kernels/plan.h"
+#include "prefixd/kernels/prefix_balance.h"
+#include "prefixd/kernels/prefix_kv_tile.h"
+#include "prefixd/kernels/prefix_unit_completion.h"
 
 namespace {
 
@@ -94,7 +100,8 @@ int Run(int argc, char** argv) {
               iters, which == "backend" ? "the CUDA backend's H200" : "H200", h_qo, h_kv, batch, suffix);
   // The measured choice (kernels::MeasuredPlanner) plans with the report at every call (its shape
   // class names the model's choice) and, at a class's first batch only, its near-tie candidates.
-  std::printf("#  prefix | choice off us | choice on us | with report us | candidates us (near ties) | chosen layout\n");
+  std::printf("#  prefix | choice off us | choice on us | with report us | candidates us (near ties) | chosen layout"
+              " | units done by 90%% of the prefix grid\n");
   for (const int prefix : ParseList(args["prefix"].as<std::string>())) {
     KvPoolShape pool{1, 0, 16, h_kv, 128, DType::kBFloat16};
     const DecodeBatch b = UniformBatch(prefix, batch, suffix, h_qo, pool.page_size, &pool);
@@ -129,8 +136,15 @@ int Run(int argc, char** argv) {
                                     ? " k" + std::to_string(report.concurrent_decode_sms) +
                                           (report.concurrent_decode_tma ? " tma" : "")
                                     : "");
-    std::printf("  %7d | %13.1f | %12.1f | %14.1f | %13.1f (%zu plans) | %s\n", prefix, off, on, with_report, near_ties,
-                candidates, chosen.c_str());
+    // The chosen plan's prefix grid: its balanced CTAs, else the SMs (H200's 132) less the
+    // concurrent decode's.
+    const CascadePlan plan = PlanCascade(b, pool, choose, nullptr);
+    const int ctas = plan.prefix_balanced_ctas > 0 ? plan.prefix_balanced_ctas : 132 - plan.concurrent_decode_sms;
+    const std::vector<PrefixUnitCompletion> units = PrefixUnitCompletions(
+        plan, ctas, ChoosePrefixKvTileTokens(plan), DefaultBalanceItemOverheadTiles(pool.head_dim));
+    const auto early = std::count_if(units.begin(), units.end(), [](const PrefixUnitCompletion& u) { return u.fraction < 0.9; });
+    std::printf("  %7d | %13.1f | %12.1f | %14.1f | %13.1f (%zu plans) | %-13s | %td of %zu on %d CTAs\n", prefix, off, on,
+                with_report, near_ties, candidates, chosen.c_str(), early, units.size(), ctas);
   }
   return 0;
 }

@@ -1,11 +1,11 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (sessions/s*.sh, issue4-grid.sh)
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
-# helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts,
-# run_headline_trace, show_variants,
-# run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab, run_build_rounds, show_prefix_rounds,
-# run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls,
-# run_planner_set, run_bar_grid).
+# helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers,
+# run_variants, show_parts, run_headline_trace, show_variants, run_cascade_shards,
+# run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab,
+# run_build_rounds, show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
+# run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -77,9 +77,9 @@ show_parts() {
 # its logs in $OUT/trace (trace.PID.csv: every kernel's start and end), then its table row.
 run_headline_trace() {
   local d="$OUT/trace"; mkdir -p "$d"
-  env "$1" LD_LIBRARY_PATH=/tmp/b CUDA_INJECTION64_PATH=/tmp/b/libprefixd_cupti_trace.so PREFIXD_TRACE_DIR="$d" \
-    timeout "${RUN_TIMEOUT:-100}" $B --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16 --no-baseline -c 1 --no-graph \
-    --csv "$d/bench.csv" >"$d/out.txt" 2>&1
+  env "$1" LD_LIBRARY_PATH=/tmp/b CUDA_INJECTION64_PATH=/tmp/b/libprefixd_cupti_trace.so \
+    PREFIXD_TRACE_DIR="$d" timeout "${RUN_TIMEOUT:-100}" $B --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16 \
+    --no-baseline -c 1 --no-graph --csv "$d/bench.csv" >"$d/out.txt" 2>&1
   echo "trace rc=$?"; grep -E '^ +fp16 ' "$d/out.txt" | cut -c1-120
 }
 # show_variants NAME...: the shape × variant tables of those calls ($SHOW_LINES lines each, 60).

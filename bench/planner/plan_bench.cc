@@ -142,9 +142,10 @@ int Run(int argc, char** argv) {
     const int ctas = plan.prefix_balanced_ctas > 0 ? plan.prefix_balanced_ctas : 132 - plan.concurrent_decode_sms;
     const std::vector<PrefixUnitCompletion> units = PrefixUnitCompletions(
         plan, ctas, ChoosePrefixKvTileTokens(plan), DefaultBalanceItemOverheadTiles(pool.head_dim));
-    const auto early = std::count_if(units.begin(), units.end(), [](const PrefixUnitCompletion& u) { return u.fraction < 0.9; });
-    std::printf("  %7d | %13.1f | %12.1f | %14.1f | %13.1f (%zu plans) | %-13s | %td of %zu on %d CTAs\n", prefix, off, on,
-                with_report, near_ties, candidates, chosen.c_str(), early, units.size(), ctas);
+    const auto early =
+        std::count_if(units.begin(), units.end(), [](const PrefixUnitCompletion& u) { return u.fraction < 0.9; });
+    std::printf("  %7d | %13.1f | %12.1f | %14.1f | %13.1f (%zu plans) | %-13s | %td of %zu on %d CTAs\n", prefix,
+                off, on, with_report, near_ties, candidates, chosen.c_str(), early, units.size(), ctas);
   }
   return 0;
 }

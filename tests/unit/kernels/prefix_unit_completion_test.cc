@@ -77,7 +77,8 @@ TEST(PrefixUnitCompletions, TheHeadlineConcurrentPlanCompletesEveryUnitAtTheEnd)
   ASSERT_EQ(plan.prefix_balanced_ctas, 116);
   const std::vector<PrefixUnitCompletion> units = PrefixUnitCompletions(plan, 116, 128, 2.5);
   ASSERT_EQ(units.size(), 64u);  // 8 KV heads × 8 row tiles of 128 rows
-  for (const PrefixUnitCompletion& u : units) EXPECT_GE(u.fraction, 0.9) << "head " << u.kv_head << " row " << u.row_begin;
+  for (const PrefixUnitCompletion& u : units)
+    EXPECT_GE(u.fraction, 0.9) << "head " << u.kv_head << " row " << u.row_begin;
 }
 
 }  // namespace

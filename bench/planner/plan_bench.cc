@@ -136,10 +136,11 @@ int Run(int argc, char** argv) {
                                     ? " k" + std::to_string(report.concurrent_decode_sms) +
                                           (report.concurrent_decode_tma ? " tma" : "")
                                     : "");
-    // The chosen plan's prefix grid: its balanced CTAs, else the SMs (H200's 132) less the
-    // concurrent decode's.
+    // The chosen plan's prefix grid: its balanced CTAs, else the H200's SMs less the concurrent
+    // decode's.
     const CascadePlan plan = PlanCascade(b, pool, choose, nullptr);
-    const int ctas = plan.prefix_balanced_ctas > 0 ? plan.prefix_balanced_ctas : 132 - plan.concurrent_decode_sms;
+    const int sms = int(CostModelParams::H200().num_sms);
+    const int ctas = plan.prefix_balanced_ctas > 0 ? plan.prefix_balanced_ctas : sms - plan.concurrent_decode_sms;
     const std::vector<PrefixUnitCompletion> units = PrefixUnitCompletions(
         plan, ctas, ChoosePrefixKvTileTokens(plan), DefaultBalanceItemOverheadTiles(pool.head_dim));
     const auto early =

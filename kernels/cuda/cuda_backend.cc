@@ -772,8 +772,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // merge) or chained on one (PREFIXD_CONCURRENT_CHAIN; ChainsConcurrentStep says where).
   // The prefix launch's parameters, made once (ChainsConcurrentStep reads its kernel path).
   PrefixAttentionParams prefix = prefix_part ? PrefixItemsParams(args) : PrefixAttentionParams{};
-  const bool chained = concurrent_k > 0 && prefix_part && decode_part && ChainsConcurrentStep(args, prefix);
-  const bool concurrent = concurrent_k > 0 && prefix_part && decode_part && !chained;
+  const bool side_by_side = concurrent_k > 0 && prefix_part && decode_part;
+  const bool chained = side_by_side && ChainsConcurrentStep(args, prefix);
+  const bool concurrent = side_by_side && !chained;
   if ((concurrent || chained) && parts == kAllParts) ++concurrent_steps_;
   if (chained && parts == kAllParts) ++chained_steps_;
   cudaStream_t decode_stream = stream;

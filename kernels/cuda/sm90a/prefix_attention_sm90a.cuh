@@ -1150,9 +1150,10 @@ void LaunchWgmmaConfig(const WgmmaLaunch& l, cudaStream_t stream) {
                                                            << " rows for a kernel of " << CFG::BLOCK_N << "-token tiles");
   // The narrow CTA leaves room for decode CTAs only under the largest carveout.
   RaiseDynamicSmemLimitOnce<PrefixAttentionWgmmaKernel<CFG>>(CFG::SMEM_BYTES, CFG::CONSUMER_WGS == 1);
+  const int q_tma = l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0;
+  const int trigger = l.trigger_dependents ? (l.trigger_at_start ? 2 : 1) : 0;  // the kernel's trigger_dependents
   PrefixAttentionWgmmaKernel<CFG><<<l.grid, CFG::THREADS, CFG::SMEM_BYTES, stream>>>(
-      l.params, l.tmap_k, l.tmap_v, l.tmap_q, l.q_tma ? (l.q_tma_partial ? 2 : 1) : 0, l.trigger_dependents ? (l.trigger_at_start ? 2 : 1) : 0,
-      static_cast<int>(l.kv_evict));
+      l.params, l.tmap_k, l.tmap_v, l.tmap_q, q_tma, trigger, static_cast<int>(l.kv_evict));
   PREFIXD_CUDA_CHECK_LAUNCH();
 }
 

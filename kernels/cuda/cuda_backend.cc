@@ -126,7 +126,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);
   merge_run_table_ = EnvChoice("PREFIXD_MERGE_RUN_LOOKUP", {"auto", "table"}, 0) == 1;
   merge_skip_empty_ = EnvFlag("PREFIXD_MERGE_SKIP_EMPTY", merge_skip_empty_);
-  merge_prefetch_ = EnvFlag("PREFIXD_MERGE_PREFETCH", merge_prefetch_);
   // PREFIXD_EARLY_DECODE_PERCENT: unset, empty or "auto", EarlyDecodeAutoShare per plan (where the
   // owner allows the concurrent modes, BackendOptions::concurrent_prefix_decode: the engine's
   // ranks run the decode part apart from the prefix part, where an early grid gains nothing); n,
@@ -228,7 +227,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
   if (merge_run_table_) d << " [merge run bounds always loaded]";
   if (!merge_skip_empty_) d << " [merge loads empty states]";
-  if (merge_prefetch_) d << " [merge prefetches its states before its wait]";
   if (!sequential_tma_) d << " [sequential TMA decode off]";
   if (early_decode_percent_ > 0)
     d << " [early decode: " << early_decode_percent_ << "% of the finished suffixes"
@@ -967,7 +965,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   // as the prefix grid's retire and wait there for the decode grid's completion (which follows the
   // prefix grid's) instead of being launched after a join.
   m.programmatic_launch = merge_pdl_ && prefix_part && (!decode_part || chained);
-  if (cuda::MergePrefetchesStates(m)) ++merge_prefetches_;
   cuda::MergeStates(m, stream);
 }
 
@@ -1015,7 +1012,6 @@ MergeStatesParams CudaBackend::MergeParams() const {
   MergeStatesParams m;
   m.rows_per_warp = merge_rows_per_warp_;
   m.num_sms = num_sms_;
-  m.prefetch_states = merge_prefetch_;
   return m;
 }
 

@@ -36,8 +36,6 @@
 //   PREFIXD_MERGE_SKIP_EMPTY=0|1          the merge skips the v loads of the states the plan leaves
 //                                         empty (CascadePlan::EmptyPrefixStates; MergeStatesParams::
 //                                         empty_states) where the runs are uniform (1)
-//   PREFIXD_MERGE_PREFETCH=0|1            a programmatic merge pulls its rows' states into L2 before
-//                                         its wait (MergeStatesParams::prefetch_states) (0)
 //   PREFIXD_EARLY_DECODE_PERCENT=auto|0-100  early decode (early_decode.h): that share of the
 //                                         finished requests' suffix tokens beside the prefix grid, on
 //                                         the SMs it leaves idle, as its programmatic dependent; the
@@ -250,8 +248,6 @@ class CudaBackend final : public Backend {
   int64_t concurrent_tma_steps() const { return concurrent_tma_steps_; }
   // The concurrent steps chained on one stream so far (PREFIXD_CONCURRENT_CHAIN).
   int64_t chained_steps() const { return chained_steps_; }
-  // The merges that prefetched their states before their wait so far (PREFIXD_MERGE_PREFETCH).
-  int64_t merge_prefetches() const { return merge_prefetches_; }
 
   // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
   // the kernel benchmark times them one by one).
@@ -393,7 +389,6 @@ class CudaBackend final : public Backend {
   bool concurrent_chain_ = true;  // PREFIXD_CONCURRENT_CHAIN (with the three launches' PDL)
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
-  bool merge_prefetch_ = false;   // PREFIXD_MERGE_PREFETCH
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   bool decode_next_wave_ = true;    // PREFIXD_DECODE_NEXT_WAVE
@@ -420,7 +415,6 @@ class CudaBackend final : public Backend {
   int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;
   int64_t chained_steps_ = 0;
-  int64_t merge_prefetches_ = 0;
   int64_t early_decode_steps_ = 0;
   int64_t early_tma_launches_ = 0;
   int64_t sequential_tma_launches_ = 0;

@@ -237,47 +237,12 @@ __device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const Me
   if (lane == 0) StoreMergedLse(p, run, j, m == -INFINITY ? m : m + log2f(sum_w));
 }
 
-// Before the wait for the primary grid (MergeStatesParams::prefetch_ahead_rows): the L2 lines of
-// the states of rows row0 .. row0 + kRows − 1 (all but the plan's known-empty ones' v). Safe
-// before the wait: a prefetch hands no data to the thread, and L2 is the device's point of
-// coherence, so a state the primary grid writes after it is still read new after the wait. The
-// run is found by arithmetic only (the launcher asks for this only with uniform runs and every
-// request merged), so nothing the primary grid writes is loaded here.
-template <int kRows>
-__device__ __forceinline__ void PrefetchRunStates(const MergeStatesParams& p, int row0, int lane) {
-  constexpr int kLineFloats = 32;  // 128-byte lines
-  const MergeRun run = FindMergeRun(p, row0);
-  const int v_lines = (p.head_dim + kLineFloats - 1) / kLineFloats, lines = v_lines + 1;  // + the s line
-  const int rows_here = min(kRows, p.rows - row0);
-  for (int j = 0; j < rows_here; ++j) {
-    const uint64_t row_empty = RowEmptyStates(p, run, j);
-    for (int idx = lane; idx < run.n * lines; idx += kWarpSize) {
-      const int k = idx / lines, line = idx % lines;
-      const int64_t state = run.first + j + k * run.stride;
-      if (line < v_lines && KnownEmptyState(p, row_empty, k)) continue;
-      const float* addr = line < v_lines ? p.v_in + state * p.head_dim + line * kLineFloats : p.s_in + state;
-      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(addr));
-    }
-  }
-}
-
-// PrefetchRunStates for the warp's rows from row0 and for the rows of the warp one wave on
-// (MergeStatesParams::prefetch_ahead_rows; nothing where it is 0).
-template <int kRows>
-__device__ __forceinline__ void PrefetchRowsAhead(const MergeStatesParams& p, int row0, int lane) {
-  if (p.prefetch_ahead_rows == 0) return;
-  PrefetchRunStates<kRows>(p, row0, lane);
-  if (p.prefetch_ahead_rows > 0 && row0 + p.prefetch_ahead_rows < p.rows)
-    PrefetchRunStates<kRows>(p, row0 + p.prefetch_ahead_rows, lane);
-}
-
 // The n-ary merge, one row per warp: any run length and head_dim.
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeStatesKernel(MergeStatesParams p) {
+  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int lane = threadIdx.x % kWarpSize;
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (row >= p.rows) return;
-  PrefetchRowsAhead<1>(p, row, lane);
-  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   MergeOneRow(p, FindMergeRun(p, row), 0, lane);
 }
 
@@ -291,11 +256,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
 // The arithmetic is MergeOneRow's, state by state in the same order.
 template <int kRows, int kStates>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeShortRunsKernel(MergeStatesParams p) {
+  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int lane = threadIdx.x % kWarpSize;
   const int row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize) * kRows;
   if (row0 >= p.rows) return;
-  PrefetchRowsAhead<kRows>(p, row0, lane);
-  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int rows_here = min(kRows, p.rows - row0);  // warp-uniform
   const MergeRun run = FindMergeRun(p, row0);
   const int n = run.n, d4_count = p.head_dim / 4;
@@ -467,32 +431,7 @@ bool MergeLongRuns(const MergeStatesParams& params) {
   return int64_t(params.rows) <= int64_t(sms) * kMergeBlocksPerSm;
 }
 
-// Whether the merge takes one of the short-run kernels (MergeShortRunsKernel) with these rows per warp
-// (rather than MergeLongRunsKernel or MergeStatesKernel).
-bool MergeShortRuns(const MergeStatesParams& params, int rows_per_warp) {
-  return rows_per_warp == 2 || (!MergeLongRuns(params) && params.max_run_states > kBatch &&
-                                params.max_run_states <= kWideStates && params.head_dim <= 128);
-}
-
-// The one-warp kernels' prefetch before their wait (MergeStatesParams::prefetch_ahead_rows): where
-// MergePrefetchesStates, each warp's own rows and, where the merge takes more than one wave of
-// resident warps, those of the warp one wave on; otherwise none.
-MergeStatesParams WithPrefetchAhead(MergeStatesParams params, int rows_per_warp) {
-  params.prefetch_ahead_rows = 0;
-  if (!MergePrefetchesStates(params)) return params;
-  const int sms = params.num_sms > 0 ? params.num_sms : DeviceSmCountOnce();
-  const int64_t wave_rows = int64_t(sms) * kMergeBlocksPerSm * kWarpsPerBlock * rows_per_warp;
-  params.prefetch_ahead_rows = params.rows > wave_rows ? int(wave_rows) : -1;
-  return params;
-}
-
 }  // namespace
-
-bool MergePrefetchesStates(const MergeStatesParams& params) {
-  return params.prefetch_states && params.programmatic_launch && params.uniform_run_states > 0 &&
-         params.requests == nullptr && params.packed_row == nullptr && params.rows > 0 &&
-         (MergeRowsPerWarp(params) == 2 || !MergeLongRuns(params));
-}
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
   PREFIXD_CHECK_ARG(params.head_dim > 0 && params.head_dim % 4 == 0,
@@ -517,20 +456,18 @@ void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
                         << params.num_kv_heads << " KV heads of " << params.num_heads << ")");
   if (params.rows <= 0) return;
   const dim3 block(unsigned(kWarpsPerBlock * kWarpSize));
-  const int rows_per_warp = MergeRowsPerWarp(params);
-  const MergeStatesParams launch = WithPrefetchAhead(params, rows_per_warp);  // the one-warp kernels' prefetch
-  if (rows_per_warp == 2) {
+  if (MergeRowsPerWarp(params) == 2) {
     LaunchMaybeProgrammatic(MergeShortRunsKernel<2, kBatch>, dim3(unsigned(BlocksForRows((params.rows + 1) / 2))), block,
-                            0, stream, params.programmatic_launch, launch);
+                            0, stream, params.programmatic_launch, params);
   } else if (MergeLongRuns(params)) {
     LaunchMaybeProgrammatic(MergeLongRunsKernel, dim3(unsigned(params.rows)), block, 0, stream,
                             params.programmatic_launch, params);
-  } else if (MergeShortRuns(params, rows_per_warp)) {
+  } else if (params.max_run_states > kBatch && params.max_run_states <= kWideStates && params.head_dim <= 128) {
     LaunchMaybeProgrammatic(MergeShortRunsKernel<1, kWideStates>, dim3(unsigned(BlocksForRows(params.rows))), block, 0,
-                            stream, params.programmatic_launch, launch);
+                            stream, params.programmatic_launch, params);
   } else {
     LaunchMaybeProgrammatic(MergeStatesKernel, dim3(unsigned(BlocksForRows(params.rows))), block, 0, stream,
-                            params.programmatic_launch, launch);
+                            params.programmatic_launch, params);
   }
 }
 

@@ -72,22 +72,9 @@ struct MergeStatesParams {
   int rows_per_warp = 0;
   // The device's SM count, for that choice (0: asked of the runtime at each launch).
   int num_sms = 0;
-  // With programmatic_launch: the one-warp-per-row kernels' warps pull their rows' states into L2
-  // before the wait (and, where the merge takes more than one wave, the rows of the warp one wave
-  // on), so that a merge whose CTAs became resident while the primary grid drained reads L2 after
-  // it. Taken only where the runs are found by arithmetic (uniform_run_states, requests and
-  // packed_row null), not by the block-per-row kernel of long runs. PREFIXD_MERGE_PREFETCH.
-  bool prefetch_states = false;
-  // Set by the launcher from prefetch_states (callers leave it 0): 0 none, −1 the warp's own rows,
-  // n > 0 also those n rows on.
-  int prefetch_ahead_rows = 0;
 };
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream);
-
-// Whether MergeStates(params) prefetches its states before its wait (MergeStatesParams::
-// prefetch_states, and a launch where it applies).
-bool MergePrefetchesStates(const MergeStatesParams& params);
 
 // (v, s) ← (v, s) ⊕ (v_other, s_other), rows × head_dim (head_dim a multiple of 4).
 void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,

@@ -98,7 +98,6 @@ PrefixKernelSettings PrefixKernelSettings::FromEnvironment() {
   constexpr PrefixKvL2Hint kHints[] = {PrefixKvL2Hint::kPlan, PrefixKvL2Hint::kNone, PrefixKvL2Hint::kEvictFirst,
                                        PrefixKvL2Hint::kEvictLast};
   s.kv_l2_hint = kHints[EnvChoice("PREFIXD_SM90A_KV_POLICY", {"plan", "normal", "first", "last"}, 0)];
-  s.states_evict_last = EnvChoice("PREFIXD_SM90A_STATE_POLICY", {"normal", "last"}, s.states_evict_last ? 1 : 0) == 1;
   s.consumer_wgs = int32_t(EnvChoice("PREFIXD_SM90A_CONSUMERS", {"auto", "1", "2"}, 0));
   constexpr int32_t kTiles[] = {0, 128, 160, 192};
   s.kv_tile = kTiles[EnvChoice("PREFIXD_SM90A_KV_TILE", {"auto", "128", "160", "192"}, 0)];

@@ -56,9 +56,6 @@ struct PrefixKernelSettings {
   int32_t max_ctas = 0;             // PREFIXD_SM90A_MAX_CTAS (0: one CTA per SM)
   int32_t stages = 2;               // PREFIXD_SM90A_STAGES: K/V ring depth (> 2: the deeper ring)
   PrefixKvL2Hint kv_l2_hint = PrefixKvL2Hint::kPlan;  // PREFIXD_SM90A_KV_POLICY=plan|normal|first|last
-  // PREFIXD_SM90A_STATE_POLICY=normal|last: the partial states' stores as L2 evict-last, so that
-  // the merge after the grid finds them in L2 rather than behind the K/V streamed since.
-  bool states_evict_last = false;
   // PREFIXD_SM90A_CONSUMERS=auto|1|2: consumer warpgroups per CTA (0 = auto: the narrow CTA of one
   // where every item has at most 64 rows, PrefixAttentionParams::max_item_rows; otherwise two).
   int32_t consumer_wgs = 0;

@@ -396,59 +396,6 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
 #endif
 }
 
-// The chained step's merge pulling its states into L2 before its wait (PREFIXD_MERGE_PREFETCH=1) and
-// the sm_90a prefix kernel storing its states evict-last (PREFIXD_SM90A_STATE_POLICY=last): hints
-// only, so the bits of the default chained step, whole and in parts (the prefix + merge part's
-// merge prefetches too), correct against the float64 oracle; the TmaDecodeCases at the smallest
-// k and a merge of more than one wave of resident warps (160 requests × 32 heads, uniform runs:
-// the warps also prefetch the rows of the next wave). The backend counts the merges that
-// prefetched: every chained step of uniform runs, none without the setting.
-TEST(CudaConcurrentCascade, TheChainedStepsStateHintsKeepItsBits) {
-  PREFIXD_REQUIRE_GPU();
-#ifdef PREFIXD_HAVE_CUDA
-  PREFIXD_SEEDED_RNG(rng);
-  const std::unique_ptr<Backend> plain = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "1"}});
-  const std::unique_ptr<Backend> hinted = MakeCudaBackendWithEnv(
-      {{"PREFIXD_CONCURRENT_CHAIN", "1"}, {"PREFIXD_MERGE_PREFETCH", "1"}, {"PREFIXD_SM90A_STATE_POLICY", "last"}});
-  auto& plain_cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*plain);
-  auto& hinted_cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*hinted);
-  EXPECT_NE(hinted->Describe().find("[merge prefetches its states before its wait]"), std::string::npos)
-      << hinted->Describe();
-  const std::vector<int> candidates = plain->DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty())
-    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
-  std::vector<CascadeCase> cases = TmaDecodeCases();
-  cases.push_back({"tma_fp16_h32kv8_d128_two_waves", kF16, 32, 8, 128, 16, {{1500, std::vector<int>(160, 40)}}, true});
-  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  int prefetching_steps = 0;
-  for (const CascadeCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    const CascadeInputs in = MakeCascadeInputs(c, rng);
-    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-    PlanOptions o = ConcurrentModeOptions(sms, candidates.front());
-    o.concurrent_decode_tma = true;
-    const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
-    const int64_t chained = hinted_cuda.chained_steps(), prefetches = hinted_cuda.merge_prefetches();
-    const StepResult base = RunStep(*plain, in.pool, c.layer, plan, in.q);
-    const StepResult got = RunStep(*hinted, in.pool, c.layer, plan, in.q);
-    ExpectMatchesOracle(got, want, c.dtype, c.name);
-    EXPECT_EQ(got.v, base.v);  // NaN anywhere fails (NaN != NaN)
-    EXPECT_EQ(got.s, base.s);
-    EXPECT_EQ(got.o, base.o);
-    const bool chained_step = hinted_cuda.chained_steps() > chained;
-    EXPECT_EQ(hinted_cuda.merge_prefetches() > prefetches, chained_step && plan.UniformRunStates() > 0);
-    prefetching_steps += hinted_cuda.merge_prefetches() > prefetches;
-    ExpectCascadePartsMatchWhole(*hinted, in.pool, c.layer, plan, in.q);
-  }
-  EXPECT_EQ(plain_cuda.merge_prefetches(), 0);
-  EXPECT_GE(prefetching_steps, 2) << "too few chained steps of uniform runs to test the prefetch";
-  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_SM90A_STATE_POLICY", "first"}}), ErrorKind::kInvalidArgument,
-                       "PREFIXD_SM90A_STATE_POLICY");
-  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_MERGE_PREFETCH", "2"}}), ErrorKind::kInvalidArgument,
-                       "PREFIXD_MERGE_PREFETCH");
-#endif
-}
-
 // The decode confined to exactly the k SMs the prefix grid leaves (PREFIXD_DECODE_PERSISTENT: one
 // CTA per SM looping over the items), as the cp.async streaming kernel and with its tiles copied
 // by the TMA (PREFIXD_DECODE_TMA, where it applies: sm_90a; its tiles' arithmetic with the heads

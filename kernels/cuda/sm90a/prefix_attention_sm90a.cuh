@@ -980,19 +980,10 @@ struct Consumer {
       if (state < 0) continue;
       float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
-      const bool evict_last = p.settings.states_evict_last;  // PrefixKernelSettings::states_evict_last
-      const uint64_t policy = evict_last ? CreateL2Policy(L2Evict::kLast) : 0;
 #pragma unroll
-      for (int j = 0; j < CFG::O_REGS / 4; ++j) {
-        const float2 x = make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-        if (evict_last) StoreWithL2Policy(v_out + 8 * j, x, policy);
-        else *reinterpret_cast<float2*>(v_out + 8 * j) = x;
-      }
-      if (lane % 4 == 0) {
-        const float lse = FinalLse(row_max[h], sum);
-        if (evict_last) StoreWithL2Policy(p.partial_s + state, lse, policy);
-        else p.partial_s[state] = lse;
-      }
+      for (int j = 0; j < CFG::O_REGS / 4; ++j)
+        *reinterpret_cast<float2*>(v_out + 8 * j) = make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+      if (lane % 4 == 0) p.partial_s[state] = FinalLse(row_max[h], sum);
     }
   }
 

@@ -149,15 +149,6 @@ __device__ __forceinline__ uint64_t CreateL2Policy(L2Evict evict) {
   return policy;
 }
 
-// Stores whose L2 lines take a cache policy from CreateL2Policy (st.global.L2::cache_hint).
-__device__ __forceinline__ void StoreWithL2Policy(float* addr, float2 x, uint64_t policy) {
-  asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;\n" ::"l"(addr), "f"(x.x), "f"(x.y), "l"(policy)
-               : "memory");
-}
-__device__ __forceinline__ void StoreWithL2Policy(float* addr, float x, uint64_t policy) {
-  asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;\n" ::"l"(addr), "f"(x), "l"(policy) : "memory");
-}
-
 // TmaLoad2d with an L2 cache policy from CreateL2Policy.
 __device__ __forceinline__ void TmaLoad2dHint(uint32_t dst, const void* tmap, int x, int y, uint32_t bar,
                                               uint64_t policy) {

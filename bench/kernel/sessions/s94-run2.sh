@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Session 94, run 2, on b907c39's binaries (.carry/s93a; HEAD's kernels again after the revert of
+# the state hints in 8b130e7). On the H200, with the chained concurrent step (the default): (1) the
+# step's k forced at the headline row (32/8 B256 P32768 S256, fp16 and bf16; k = 14, 16, 18 against
+# the default), as session 90 run 2 did for the two-stream step; (2) the planner checks on and off
+# the grid (run_offgrid_planner_checks: 233 shapes, the measured choice against plain decode and
+# min(cascade, plain)), their first with the chain; (3) the main job on one rank.
+#   mkdir -p .carry/s93a && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
+#     tests/prefixd_gpu_tests launch/prefixd | xz -6 -T4 > .carry/s93a/bins.tar.xz   # built at b907c39
+#   CARRY=.carry/s93a bash bench/kernel/sessions/s94-run2.sh
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+source bench/kernel/device-setup.sh s94-run2
+V=default
+for k in 14 16 18; do V=$V,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
+RUN_TIMEOUT=80 run_variants kscan-fp16 "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16
+RUN_TIMEOUT=80 run_variants kscan-bf16 "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype bf16
+SHOW_LINES=12 show_variants kscan-fp16 kscan-bf16
+run_offgrid_planner_checks
+run_main_job 120
+pack_logs

@@ -14,11 +14,11 @@ cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s94-run2
 V=default
 for k in 14 16 18; do V=$V,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
-RUN_TIMEOUT=80 run_variants kscan-fp16 "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16
-RUN_TIMEOUT=80 run_variants kscan-bf16 "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype bf16
-SHOW_LINES=12 show_variants kscan-fp16 kscan-bf16
-for dt in fp16 bf16; do  # run_offgrid_planner_checks' grid half (the bar's shapes)
-  timeout 150 $B --planner-check --dtype $dt >"$OUT/grid-$dt.txt" 2>&1
+# fp16 first, then bf16 (device time was short: what a cut-off run leaves under $OUT comes back).
+for dt in fp16 bf16; do
+  RUN_TIMEOUT=80 run_variants kscan-$dt "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype $dt
+  SHOW_LINES=12 show_variants kscan-$dt
+  timeout 150 $B --planner-check --dtype $dt >"$OUT/grid-$dt.txt" 2>&1  # run_offgrid_planner_checks' grid half
   echo "== planner grid-$dt rc=$?, $(grep -cE '^ +(fp16|bf16) ' "$OUT/grid-$dt.txt") shapes"
   grep -E "planner check:|measured choice" "$OUT/grid-$dt.txt" | grep -v "must be"
   grep -E "SLOW|WRONG" "$OUT/grid-$dt.txt" | grep -E '^ +(fp16|bf16) ' | head -20

@@ -7,6 +7,7 @@
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/decode_kernel_choice.h"
+#include "prefixd/kernels/prefix_balance.h"
 
 namespace prefixd::kernels {
 namespace {
@@ -260,9 +261,11 @@ PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params) 
     p.prefix_ctas = chains ? plan.prefix_balanced_ctas : int(std::max<int64_t>(1, std::min(n_prefix, max_ctas)));
     std::vector<int64_t> cta_of(static_cast<size_t>(n_prefix));
     for (int64_t i = 0; i < n_prefix; ++i) cta_of[size_t(i)] = i % p.prefix_ctas;
-    if (chains)
+    if (chains) {
+      const std::vector<std::vector<int64_t>> by_cta = PrefixItemsByCta(plan, p.prefix_ctas, true);
       for (int c = 0; c < p.prefix_ctas; ++c)
-        for (int64_t i = c; i != -1; i = plan.prefix_items[size_t(i)].cta_next) cta_of[size_t(i)] = c;
+        for (const int64_t i : by_cta[size_t(c)]) cta_of[size_t(i)] = c;
+    }
     std::vector<std::pair<double, double>> loads(p.prefix_ctas, {0.0, 0.0});
     std::vector<double> cta_bytes(p.prefix_ctas, 0.0);
     int32_t max_item_rows = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "prefixd/common/error.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
 
 namespace prefixd::kernels {
@@ -303,6 +304,23 @@ bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options) {
     if (c > 0) c = chunks + 1;
   plan->prefix_balanced_ctas = int32_t(grid);
   return true;
+}
+
+std::vector<std::vector<int64_t>> PrefixItemsByCta(const CascadePlan& plan, int ctas, bool chains) {
+  PREFIXD_CHECK_ARG(ctas >= 1, "PrefixItemsByCta: ctas must be ≥ 1, got " << ctas);
+  const int64_t n = int64_t(plan.prefix_items.size());
+  std::vector<std::vector<int64_t>> by_cta(static_cast<size_t>(ctas));
+  if (!chains) {
+    for (int64_t i = 0; i < n; ++i) by_cta[size_t(i % ctas)].push_back(i);
+    return by_cta;
+  }
+  for (int64_t c = 0; c < ctas && c < n; ++c) {
+    for (int64_t i = c; i >= 0 && i < n; i = plan.prefix_items[size_t(i)].cta_next) {
+      PREFIXD_CHECK_ARG(int64_t(by_cta[size_t(c)].size()) < n, "PrefixItemsByCta: the plan's cta_next chains loop");
+      by_cta[size_t(c)].push_back(i);
+    }
+  }
+  return by_cta;
 }
 
 }  // namespace prefixd::kernels

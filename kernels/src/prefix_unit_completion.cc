@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "prefixd/common/error.h"
+#include "prefixd/kernels/prefix_balance.h"
 
 namespace prefixd::kernels {
 
@@ -19,28 +20,13 @@ std::vector<PrefixUnitCompletion> PrefixUnitCompletions(const CascadePlan& plan,
   auto cost = [&](const PrefixWorkItem& it) {
     return double((int64_t(it.kv_end) - it.kv_begin + tile_tokens - 1) / tile_tokens) + item_overhead_tiles;
   };
-  // Each item's end on its CTA, in the kernel's schedule (FirstItemOfCta / NextItemOfCta).
+  // Each item's end on its CTA, in the kernel's schedule.
   std::vector<double> end(size_t(n), 0.0);
   double grid_end = 0;
-  if (plan.prefix_balanced_ctas == ctas) {
-    for (int c = 0; c < ctas && c < n; ++c) {
-      double t = 0;
-      int64_t steps = 0;
-      for (int64_t i = c; i >= 0 && i < n; i = items[size_t(i)].cta_next) {
-        PREFIXD_CHECK_ARG(++steps <= n, "PrefixUnitCompletions: the plan's cta_next chains loop");
-        t += cost(items[size_t(i)]);
-        end[size_t(i)] = t;
-      }
-      grid_end = std::max(grid_end, t);
-    }
-  } else {
-    std::vector<double> t(size_t(std::min<int64_t>(ctas, n)), 0.0);
-    for (int64_t i = 0; i < n; ++i) {
-      double& cta = t[size_t(i % ctas)];
-      cta += cost(items[size_t(i)]);
-      end[size_t(i)] = cta;
-      grid_end = std::max(grid_end, cta);
-    }
+  for (const std::vector<int64_t>& cta : PrefixItemsByCta(plan, ctas, plan.prefix_balanced_ctas == ctas)) {
+    double t = 0;
+    for (const int64_t i : cta) end[size_t(i)] = t += cost(items[size_t(i)]);
+    grid_end = std::max(grid_end, t);
   }
   std::vector<PrefixUnitCompletion> units;
   std::map<std::tuple<int32_t, int32_t, int32_t>, size_t> index;

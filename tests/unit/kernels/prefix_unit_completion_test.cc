@@ -1,6 +1,6 @@
-// PrefixUnitCompletions (prefix_unit_completion.h): hand-computed schedules of both kinds, and the
-// concurrent step's stream-balanced plan at the headline row, whose units all complete at the
-// prefix grid's end (bench/NOTES-fused.md, session 93).
+// PrefixItemsByCta (prefix_balance.h) and PrefixUnitCompletions (prefix_unit_completion.h):
+// hand-computed schedules of both kinds, and the concurrent step's stream-balanced plan at the
+// headline row, whose units all complete at the prefix grid's end (bench/NOTES-fused.md, session 93).
 #include "prefixd/kernels/prefix_unit_completion.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/kv_cache.h"
+#include "prefixd/kernels/prefix_balance.h"
 #include "unit/kernels/expect_error.h"
 #include "unit/kernels/random_batch.h"
 
@@ -23,6 +24,20 @@ CascadePlan FourItems() {
   plan.prefix_items = {PrefixWorkItem{0, 0, 0, 64, 0, 256, 0}, PrefixWorkItem{0, 1, 0, 64, 0, 128, 0},
                        PrefixWorkItem{0, 0, 0, 64, 256, 384, 1}, PrefixWorkItem{0, 1, 0, 64, 128, 512, 1}};
   return plan;
+}
+
+// The kernel's item order per CTA (PrefixItemsByCta), which the cost model reads too.
+TEST(PrefixItemsByCta, RoundRobinOrChainsInTheKernelsOrder) {
+  CascadePlan plan = FourItems();
+  using Lists = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(PrefixItemsByCta(plan, 2, false), (Lists{{0, 2}, {1, 3}}));
+  EXPECT_EQ(PrefixItemsByCta(plan, 5, false), (Lists{{0}, {1}, {2}, {3}, {}}));
+  plan.prefix_items[0].cta_next = 3;
+  plan.prefix_items[1].cta_next = 2;
+  EXPECT_EQ(PrefixItemsByCta(plan, 2, true), (Lists{{0, 3}, {1, 2}}));
+  EXPECT_PREFIXD_ERROR(PrefixItemsByCta(plan, 0, false), ErrorKind::kInvalidArgument, "ctas");
+  plan.prefix_items[3].cta_next = 0;
+  EXPECT_PREFIXD_ERROR(PrefixItemsByCta(plan, 2, true), ErrorKind::kInvalidArgument, "loop");
 }
 
 TEST(PrefixUnitCompletions, RoundRobinSchedule) {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "prefixd/kernels/plan.h"
 
@@ -104,5 +105,12 @@ std::optional<PrefixStream> ChoosePrefixStream(const PrefixStreamShape& shape);
 // PlanFixed's (one per pair and chunk, chunks covering each pair's range); call it before the
 // state slots are laid out (they follow group_num_chunks).
 bool BalancePrefixGrid(CascadePlan* plan, const PlanOptions& options);
+
+// The items each CTA of a persistent prefix grid of `ctas` CTAs runs, in the kernel's order: with
+// `chains` (a grid of the plan's prefix_balanced_ctas), CTA c runs item c and then its
+// PrefixWorkItem::cta_next chain; otherwise item i runs on CTA i mod ctas, in order. The cost model
+// and PrefixUnitCompletions read the schedule from here. Throws kInvalidArgument for ctas < 1 or a
+// chain that loops.
+std::vector<std::vector<int64_t>> PrefixItemsByCta(const CascadePlan& plan, int ctas, bool chains);
 
 }  // namespace prefixd::kernels

@@ -4,7 +4,7 @@
 //
 // A unit is one (group, KV head, row tile): the rows one prefix item computes over one chunk of the
 // head's prefix. Its requests' prefix states are all written once every chunk's item of it has run.
-// The schedule is the kernel's (CascadePlan::prefix_balanced_ctas): in a balanced grid of exactly
+// The schedule is the kernel's (PrefixItemsByCta, prefix_balance.h): in a balanced grid of exactly
 // that many CTAs, CTA c runs item c then its PrefixWorkItem::cta_next chain; otherwise item i runs
 // on CTA i mod ctas, in order. Each item takes its K/V tiles plus a fixed cost in tiles (the
 // balance's own model, prefix_balance.h), so the times are estimates in tiles, and the fractions

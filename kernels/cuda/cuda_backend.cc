@@ -162,6 +162,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                                      EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8);
   decode_tma_items_per_cta_ =
       int(EnvInteger("PREFIXD_DECODE_TMA_ITEMS_PER_CTA", 0, 12, decode_tma_items_per_cta_));
+  decode_tma_l2_ahead_ = int(EnvInteger("PREFIXD_DECODE_TMA_L2_AHEAD", 0, 8, decode_tma_l2_ahead_));
   // PREFIXD_CONCURRENT_DECODE_TMA=force: with a forced k (PREFIXD_CONCURRENT_DECODE_SMS=k), every
   // plan's decode as the persistent TMA decode too (where the launch can take it), so that any k
   // can be timed with it (the planner's own candidates for it start at 20 of 132 SMs).
@@ -243,6 +244,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
   if (decode_tma_warps_ != 12) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
   if (decode_tma_items_per_cta_ != 0) d << " [decode TMA: " << Items(decode_tma_items_per_cta_) << " per CTA]";
+  if (decode_tma_l2_ahead_ != 0) d << " [decode TMA: " << decode_tma_l2_ahead_ << " tiles ahead into L2]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
@@ -864,6 +866,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.tma_swap_ab = decode_tma_swap_ab_;
     p.tma_warps = decode_tma_warps_;
     p.tma_items_per_cta = decode_tma_items_per_cta_;
+    p.tma_l2_ahead = decode_tma_l2_ahead_;
     // A cascade's decode after its prefix grid (also when timed alone), where SequentialTmaDecodeWarps
     // says the persistent TMA decode on every SM pays; not with other launch settings asked for.
     const int sequential_tma_warps =

@@ -83,6 +83,8 @@
 //   PREFIXD_DECODE_TMA_WARPS=8|12         its warps per CTA (with the heads as N): 12 with 2 ring
 //                                         stages each, or 8 with 3 (12; the planner's model counts
 //                                         the rounds of the warps that run, bench/RESULTS.md s52)
+//   PREFIXD_DECODE_TMA_L2_AHEAD=0..8      its warps pull this many tiles beyond their ring into L2
+//                                         (DecodeAttentionParams::tma_l2_ahead) (0)
 //   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
 //                                         decode kernel (items, page-table entries, queries, first
 //                                         K/V rows) into L2 at its end (DecodeL2Warmup,
@@ -402,6 +404,7 @@ class CudaBackend final : public Backend {
   bool decode_tma_swap_ab_ = true;   // PREFIXD_DECODE_TMA_SWAP_AB
   int decode_tma_warps_ = 12;        // PREFIXD_DECODE_TMA_WARPS, as TmaDecodeWarps runs them
   int decode_tma_items_per_cta_ = 0;  // PREFIXD_DECODE_TMA_ITEMS_PER_CTA (0: one per warp)
+  int decode_tma_l2_ahead_ = 0;       // PREFIXD_DECODE_TMA_L2_AHEAD (tiles; 0: off)
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
   static constexpr int64_t kDefaultDecodeWarmupBytes = int64_t(4) << 20;
   int64_t decode_warmup_bytes_ = kDefaultDecodeWarmupBytes;  // PREFIXD_DECODE_WARMUP_MIB

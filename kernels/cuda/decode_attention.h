@@ -157,6 +157,12 @@ struct DecodeAttentionParams {
   // many as give each CTA n (≤ WARPS) items, so that fewer, longer items spread over more SMs
   // (both at most max_sms; one SM's streaming rate bounds what its CTA's warps move).
   int tma_items_per_cta = 0;
+  // ... and how many 16-token tiles ahead of its ring each warp pulls into L2 (a bulk tensor
+  // prefetch, no shared memory; 0: none). Its ring holds one tile in flight per warp at head_dim
+  // 128 (12 warps × 2 stages fill the SM's shared memory), so a warp's stream is that tile's DRAM
+  // latency per tile; lines already in L2 shorten it. Page-contiguous items only, within the
+  // current and the next item.
+  int tma_l2_ahead = 0;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;

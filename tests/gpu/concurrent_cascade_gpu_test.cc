@@ -396,6 +396,49 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
 #endif
 }
 
+// The TMA decode's L2 look-ahead (PREFIXD_DECODE_TMA_L2_AHEAD=d: each warp pulls the tile d beyond
+// its ring into L2, in its item or the next) is a hint: at d = 1, 3 and 8 the concurrent step with
+// the TMA decode gives the default's bits (items of 0-1300 tokens, so tiles past a 32-tile chunk
+// of slots and across item ends; page 16 and 32; GQA 1-8), correct against the float64 oracle, at
+// the smallest and the largest k, the TMA decode running (the backend counts it); the backend's
+// description names the setting, and a value out of range is refused.
+TEST(CudaConcurrentCascade, TheTmaDecodesL2LookAheadKeepsItsBits) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
+  if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  for (const char* ahead : {"1", "3", "8"}) {
+    const std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_TMA_L2_AHEAD", ahead}});
+    auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+    EXPECT_NE(backend->Describe().find(std::string(ahead) + " tiles ahead into L2"), std::string::npos)
+        << backend->Describe();
+    for (const CascadeCase& c : TmaDecodeCases()) {
+      if (!kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim)) continue;
+      const CascadeInputs in = MakeCascadeInputs(c, rng);
+      const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+      for (const int k : {candidates.front(), Device().DefaultPlanOptions().concurrent_tma_candidates.back()}) {
+        SCOPED_TRACE(c.name + " k = " + std::to_string(k) + ", " + ahead + " tiles ahead");
+        PlanOptions o = ConcurrentModeOptions(sms, k);
+        o.concurrent_decode_tma = true;
+        const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+        const int64_t tma_steps = cuda.concurrent_tma_steps();
+        const StepResult got = RunStep(*backend, in.pool, c.layer, plan, in.q);
+        EXPECT_EQ(cuda.concurrent_tma_steps() - tma_steps, 1);
+        ExpectMatchesOracle(got, want, c.dtype, c.name);
+        const StepResult base = RunStep(Device(), in.pool, c.layer, plan, in.q);
+        EXPECT_EQ(got.v, base.v);  // NaN anywhere fails (NaN != NaN)
+        EXPECT_EQ(got.s, base.s);
+        EXPECT_EQ(got.o, base.o);
+      }
+    }
+  }
+  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_DECODE_TMA_L2_AHEAD", "9"}}), ErrorKind::kInvalidArgument,
+                       "PREFIXD_DECODE_TMA_L2_AHEAD");
+#endif
+}
+
 // The decode confined to exactly the k SMs the prefix grid leaves (PREFIXD_DECODE_PERSISTENT: one
 // CTA per SM looping over the items), as the cp.async streaming kernel and with its tiles copied
 // by the TMA (PREFIXD_DECODE_TMA, where it applies: sm_90a; its tiles' arithmetic with the heads

@@ -1,25 +1,41 @@
 #!/usr/bin/env bash
-# Session 95, run 1, on b907c39's binaries (.carry/s93a; HEAD's kernels), for an H200, with the
-# chained concurrent step (the default since session 92): session 94's unrun run 2 and the whole
-# suite in one call (each start costs 1-3 minutes of device time; session 90's run 2 did the same
-# three in 358 s). (1) The step's k forced at the headline row (32/8 B256 P32768 S256, fp16 and
-# bf16; k = 14, 16, 18 against the default), as session 90 run 2 did for the two-stream step;
-# (2) the planner checks on the bar's shapes and off the grid (run_offgrid_planner_checks: 233
-# shapes, the measured choice against plain decode and min(cascade, plain)), their first with the
-# chain; (3) the whole GPU suite and both sanitizers (12 shards), whose last H200 run was s90's,
-# before the chain (an H100's in s93).
-#   mkdir -p .carry/s93a && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
-#     tests/prefixd_gpu_tests launch/prefixd | xz -6 -T4 > .carry/s93a/bins.tar.xz   # built at b907c39
-#   CARRY=.carry/s93a bash bench/kernel/sessions/s95-run1.sh
+# Session 95, run 1, on .carry/s95a (HEAD's kernels plus PREFIXD_DECODE_TMA_L2_AHEAD, off by
+# default), for an H200, in one call (each start costs 1-3 minutes of device time), most important
+# first:
+# (1) the new GPU test (the TMA decode's L2 look-ahead keeps the default's bits) with the chained
+#     and TMA-decode tests, and memcheck on the new test;
+# (2) the look-ahead A/B at the two concurrent TMA rows (32/8 B256 P8192 / P32768 S256, fp16 and
+#     bf16): the default, 2 and 4 tiles ahead; and at forced k = 12, 14, 16 with and without 4
+#     ahead (does a faster decode per SM let the prefix have more SMs?); parts timed alone;
+# (3) the planner checks on the bar's shapes and off the grid (run_offgrid_planner_checks, 233
+#     shapes; the defaults), their first with the chained step (session 94's unrun run 2);
+# (4) the whole GPU suite and both sanitizers (12 shards) if at least 250 s are left.
+#   mkdir -p .carry/s95a && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
+#     tests/prefixd_gpu_tests launch/prefixd | xz -6 -T16 > .carry/s95a/bins.tar.xz
+#   CARRY=.carry/s95a bash bench/kernel/sessions/s95-run1.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s95-run1
-V=default
-for k in 14 16 18; do V=$V,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
-for dt in fp16 bf16; do
-  RUN_TIMEOUT=80 run_variants kscan-$dt "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype $dt
+GPU_TESTS_TIMEOUT=120 run_gpu_tests '*L2LookAhead*:*Chained*:*TmaDecode*'
+timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
+  --gtest_filter='*L2LookAhead*' >"$OUT/memcheck.log" 2>&1
+echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"
+A=PREFIXD_DECODE_TMA_L2_AHEAD
+V=default,$A=2,$A=4
+for k in 12 14 16; do
+  F=PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force
+  V=$V,$F,$F+$A=4
 done
-SHOW_LINES=12 show_variants kscan-fp16 kscan-bf16
+for dt in fp16 bf16; do
+  RUN_TIMEOUT=120 run_variants ahead-$dt "$V" --heads 32/8 -b 256 -p 8192,32768 -s 256 --dtype $dt
+done
+SHOW_LINES=24 show_variants ahead-fp16 ahead-bf16
+show_parts ahead-fp16 ahead-bf16
 run_offgrid_planner_checks
-PREFIXD_TEST_SHARDS=12 PREFIXD_TIMEOUT_TESTS=200 run_whole_suite
+echo "elapsed ${SECONDS} s"
+if [ "$SECONDS" -lt 330 ]; then
+  PREFIXD_TEST_SHARDS=12 PREFIXD_TIMEOUT_TESTS=200 run_whole_suite
+else
+  echo "whole suite skipped: ${SECONDS} s gone"
+fi
 pack_logs

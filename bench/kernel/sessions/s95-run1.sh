@@ -10,7 +10,7 @@
 # (3) on an H200 only, the planner checks on the bar's shapes and off the grid
 #     (run_offgrid_planner_checks, 233 shapes; the defaults), their first with the chained step
 #     (session 94's unrun run 2);
-# (4) the whole GPU suite and both sanitizers (12 shards) if at least 250 s are left.
+# (4) the whole GPU suite and both sanitizers (12 shards) if at most 300 s have gone.
 #   mkdir -p .carry/s95a && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
 #     tests/prefixd_gpu_tests launch/prefixd | xz -6 -T16 > .carry/s95a/bins.tar.xz
 #   CARRY=.carry/s95a bash bench/kernel/sessions/s95-run1.sh
@@ -32,10 +32,19 @@ for dt in fp16 bf16; do
 done
 SHOW_LINES=24 show_variants ahead-fp16 ahead-bf16
 show_parts ahead-fp16 ahead-bf16
-# The planner item is an H200 figure: on an H100 its checks are left for a later run.
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then run_offgrid_planner_checks; fi
+# The planner item is an H200 figure: on an H100 its checks are left for a later run. The bar's
+# shapes first (the grid half of run_offgrid_planner_checks), the off-grid ones while time lasts.
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  for dt in fp16 bf16; do
+    timeout 200 $B --planner-check --dtype $dt >"$OUT/grid-$dt.txt" 2>&1
+    echo "== planner grid-$dt rc=$?, $(grep -cE '^ +(fp16|bf16) ' "$OUT/grid-$dt.txt") shapes"
+    grep -E "planner check:|measured choice" "$OUT/grid-$dt.txt" | grep -v "must be"
+    grep -E "SLOW|WRONG" "$OUT/grid-$dt.txt" | grep -E '^ +(fp16|bf16) ' | head -20
+  done
+  if [ "$SECONDS" -lt 330 ]; then run_offgrid_planner_checks; fi
+fi
 echo "elapsed ${SECONDS} s"
-if [ "$SECONDS" -lt 330 ]; then
+if [ "$SECONDS" -lt 300 ]; then
   PREFIXD_TEST_SHARDS=12 PREFIXD_TIMEOUT_TESTS=200 run_whole_suite
 else
   echo "whole suite skipped: ${SECONDS} s gone"

@@ -159,8 +159,8 @@ struct DecodeAttentionParams {
   int tma_items_per_cta = 0;
   // ... and how many 16-token tiles ahead of its ring each warp pulls into L2 (a bulk tensor
   // prefetch, no shared memory; 0: none). Its ring holds one tile in flight per warp at head_dim
-  // 128 (12 warps × 2 stages fill the SM's shared memory), so a warp's stream is that tile's DRAM
-  // latency per tile; lines already in L2 shorten it. Page-contiguous items only, within the
+  // 128 (12 warps × 2 stages fill the SM's shared memory), so each warp waits out about one DRAM
+  // latency per tile; a tile already in L2 arrives sooner. Page-contiguous items only, within the
   // current and the next item.
   int tma_l2_ahead = 0;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);

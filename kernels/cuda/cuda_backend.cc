@@ -172,8 +172,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   // The chain is three programmatic launches (RunCascadeParts): nothing to chain with any of them
   // off.
-  concurrent_chain_ = EnvFlag("PREFIXD_CONCURRENT_CHAIN", concurrent_chain_) && decode_pdl_ && merge_pdl_ &&
-                      prefix_settings_.trigger_dependents;
+  // "all": also the steps whose decode is the one-item decode (ChainsConcurrentStep).
+  const int chain = EnvChoice("PREFIXD_CONCURRENT_CHAIN", {"0", "1", "all"}, concurrent_chain_all_ ? 2 : concurrent_chain_);
+  concurrent_chain_ = chain != 0 && decode_pdl_ && merge_pdl_ && prefix_settings_.trigger_dependents;
+  concurrent_chain_all_ = concurrent_chain_ && chain == 2;
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
   fused_merge_kernel_ = EnvChoice("PREFIXD_FUSED_MERGE", {"inside", "kernel"}, fused_merge_kernel_ ? 1 : 0) == 1;
@@ -269,6 +271,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   }
   if (!concurrent_chain_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
     d << " [concurrent steps on two streams, not chained]";
+  if (concurrent_chain_all_) d << " [concurrent steps chained also with the one-item decode]";
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -855,13 +858,18 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       // and waits for the prefix grid before it exits (DecodeAttentionParams::early_chain; the
       // mode's plan finishes no item here), so this grid's completion implies the prefix grid's.
       p.early_chain = chained;
+    } else if (chained) {
+      // Chained with the one-item decode (PREFIXD_CONCURRENT_CHAIN=all): the early grid's launch
+      // (DecodeAttentionParams::early_chain), its CTAs resident on the k SMs the prefix grid leaves,
+      // each looping over items, signalling at its start and waiting for the prefix grid at its exit.
+      p.early_chain = true;
+      p.early_sms = concurrent_k;
     } else if (decode_persistent_ && (DecodeUsesTensorCores(p) || (decode_tma_ && DecodeStreamTmaApplies(p)))) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
       // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
       p.max_sms = concurrent_k > 0 && plan_.num_prefix_items > 0 ? concurrent_k : num_sms_;
       if (decode_mma_warps_ == 0) p.mma_warps = 8;  // one CTA per SM (the TMA kernel also runs 4)
     }
-    PREFIXD_CHECK_INTERNAL(!chained || tma_decode, "chained concurrent step without the TMA decode");
     p.tma_diag = decode_tma_diag_;
     p.tma_swap_ab = decode_tma_swap_ab_;
     p.tma_warps = decode_tma_warps_;
@@ -977,13 +985,21 @@ bool CudaBackend::PlanTmaDecodeRuns(const DecodeAttentionParams& p, const Cascad
 }
 
 bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix) const {
-  if (!concurrent_chain_) return false;
-  // The decode must be the persistent TMA decode (its CTAs signal at their start and wait for the
-  // prefix grid at their end) and the prefix the sm_90a kernel (which can signal at its start).
+  // The prefix must be the sm_90a kernel (which can signal at its start) and the decode one whose
+  // CTAs signal at their start and wait for the prefix grid at their end: the persistent TMA
+  // decode, or with PREFIXD_CONCURRENT_CHAIN=all the one-item decode as an early grid on the k SMs.
+  if (!concurrent_chain_ || SelectPrefixKernel(prefix) != PrefixKernelPath::kWgmma) return false;
   DecodeAttentionParams d;  // what the decode launch's PlanTmaDecodeRuns reads, as it sets it
   d.kernel = decode_kernel_;
   SetCascadeInputs(&d, plan_.header, args);
-  return PlanTmaDecodeRuns(d, args) && SelectPrefixKernel(prefix) == PrefixKernelPath::kWgmma;
+  if (PlanTmaDecodeRuns(d, args)) return true;
+  if (!concurrent_chain_all_ || args.decode_free_sms > 0 || decode_persistent_ || plan_.num_early_decode_items > 0)
+    return false;
+  // The early grid is sized in CTAs per SM of one slice: a launch cut into group slices (grid y)
+  // would not fit on the k SMs, and its CTAs left over would run only after the prefix grid.
+  d.max_item_tokens = plan_.max_decode_item_tokens;
+  const int gqa = d.num_qo_heads / d.num_kv_heads;
+  return DecodeSlicingFor(gqa, d.head_dim, DecodeUsesTensorCores(d)).slices == 1;
 }
 
 DecodeAttentionParams CudaBackend::TmaDecodeOn(DecodeAttentionParams p, int sms) const {

@@ -396,6 +396,58 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
 #endif
 }
 
+// The concurrent step chained also where its decode is the one-item decode
+// (PREFIXD_CONCURRENT_CHAIN=all: the decode an early grid on the k SMs, signalling at its start and
+// waiting for the prefix grid at its exit): at GQA 1-4 and head_dim 64-256 with the plan's decode
+// not the TMA decode (CascadePlan::concurrent_decode_tma off), and where the TMA decode is not built
+// (GQA 3, head_dim 256), the step runs chained (the backend counts it) unless the decode is cut
+// into group slices (GQA 8 at head_dim 256 on tensor cores), gives the bits of its parts run one
+// after the other and of the two-stream step, and is correct against the float64 oracle, at the
+// smallest and the largest k; the description names the mode.
+TEST(CudaConcurrentCascade, TheOneItemDecodesChainMatchesTwoStreams) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "all"}});
+  auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+  const std::unique_ptr<Backend> two_streams = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "0"}});
+  const std::vector<int> candidates = backend->DefaultPlanOptions().concurrent_candidates;
+  if (candidates.empty())
+    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  EXPECT_NE(backend->Describe().find("chained also with the one-item decode"), std::string::npos)
+      << backend->Describe();
+  EXPECT_EQ(Device().Describe().find("chained also with the one-item decode"), std::string::npos);
+  std::vector<CascadeCase> cases = TmaDecodeCases();
+  cases.push_back({"sliced_bf16_h16kv2_d256", kBF16, 16, 2, 256, 16, {{1500, {40, 3, 333}}}, true});
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  for (const CascadeCase& c : cases) {
+    const int gqa = c.num_qo_heads / c.num_kv_heads;
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    for (const int k : {candidates.front(), candidates.back()}) {
+      SCOPED_TRACE(c.name + " k = " + std::to_string(k));
+      PlanOptions o = ConcurrentModeOptions(sms, k);
+      o.concurrent_decode_tma = false;
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+      ASSERT_EQ(plan.concurrent_decode_sms, k);
+      int max_item_tokens = 0;
+      for (const auto& item : plan.decode_items) max_item_tokens = std::max(max_item_tokens, item.kv_end - item.kv_begin);
+      const bool tensor_cores = kernels::TensorCoreDecodeApplies(gqa, c.head_dim, max_item_tokens);
+      const bool one_slice = kernels::DecodeSlicingFor(gqa, c.head_dim, tensor_cores).slices == 1;
+      const int64_t steps = cuda.concurrent_steps(), chained = cuda.chained_steps();
+      const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
+      ExpectMatchesOracle(got, want, c.dtype, c.name);
+      EXPECT_EQ(cuda.concurrent_steps() - steps, 1);
+      EXPECT_EQ(cuda.chained_steps() - chained, one_slice ? 1 : 0);
+      const StepResult two = RunStep(*two_streams, in.pool, c.layer, plan, in.q);
+      EXPECT_EQ(got.v, two.v);  // NaN anywhere fails (NaN != NaN)
+      EXPECT_EQ(got.s, two.s);
+      EXPECT_EQ(got.o, two.o);
+    }
+  }
+#endif
+}
+
 // The TMA decode's L2 look-ahead (PREFIXD_DECODE_TMA_L2_AHEAD=d: each warp pulls the tile d beyond
 // its ring into L2, in its item or the next) is a hint: at d = 1, 3 and 8 the concurrent step with
 // the TMA decode gives the default's bits (items of 0-1300 tokens, so tiles past a 32-tile chunk

@@ -162,7 +162,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
                                      EnvChoice("PREFIXD_DECODE_TMA_WARPS", {"8", "12"}, 1) == 1 ? 12 : 8);
   decode_tma_items_per_cta_ =
       int(EnvInteger("PREFIXD_DECODE_TMA_ITEMS_PER_CTA", 0, 12, decode_tma_items_per_cta_));
-  decode_tma_l2_ahead_ = int(EnvInteger("PREFIXD_DECODE_TMA_L2_AHEAD", 0, 8, decode_tma_l2_ahead_));
   // PREFIXD_CONCURRENT_DECODE_TMA=force: with a forced k (PREFIXD_CONCURRENT_DECODE_SMS=k), every
   // plan's decode as the persistent TMA decode too (where the launch can take it), so that any k
   // can be timed with it (the planner's own candidates for it start at 20 of 132 SMs).
@@ -246,7 +245,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (decode_tma_ && !decode_tma_swap_ab_) d << " [decode TMA tiles: heads as M]";
   if (decode_tma_warps_ != 12) d << " [decode TMA: " << decode_tma_warps_ << " warps per CTA]";
   if (decode_tma_items_per_cta_ != 0) d << " [decode TMA: " << Items(decode_tma_items_per_cta_) << " per CTA]";
-  if (decode_tma_l2_ahead_ != 0) d << " [decode TMA: " << decode_tma_l2_ahead_ << " tiles ahead into L2]";
   if (!decode_warmup_) d << " [decode warm-up off]";
   if (decode_warmup_ && decode_warmup_bytes_ != kDefaultDecodeWarmupBytes)
     d << " [decode warm-up with " << (decode_warmup_bytes_ >> 20) << " MiB of K/V]";
@@ -859,11 +857,12 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       // mode's plan finishes no item here), so this grid's completion implies the prefix grid's.
       p.early_chain = chained;
     } else if (chained) {
-      // Chained with the one-item decode (PREFIXD_CONCURRENT_CHAIN=all): the early grid's launch
-      // (DecodeAttentionParams::early_chain), its CTAs resident on the k SMs the prefix grid leaves,
-      // each looping over items, signalling at its start and waiting for the prefix grid at its exit.
+      // Chained with the one-item decode (PREFIXD_CONCURRENT_CHAIN=all): a CTA per item, as on the
+      // second stream, its CTAs taking the k SMs the prefix grid leaves and then its SMs as they
+      // retire; each signals at its start, the last waits for the prefix grid before it exits
+      // (DecodeAttentionParams::early_chain). Capped at the k SMs as an early grid (early_sms), the
+      // decode that outlasts the prefix grid stayed on them: +3 to +10 µs at head_dim 256 (s96).
       p.early_chain = true;
-      p.early_sms = concurrent_k;
     } else if (decode_persistent_ && (DecodeUsesTensorCores(p) || (decode_tma_ && DecodeStreamTmaApplies(p)))) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;
       // beside a concurrent prefix (also when timed alone) on exactly the k SMs it leaves.
@@ -874,7 +873,6 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.tma_swap_ab = decode_tma_swap_ab_;
     p.tma_warps = decode_tma_warps_;
     p.tma_items_per_cta = decode_tma_items_per_cta_;
-    p.tma_l2_ahead = decode_tma_l2_ahead_;
     // A cascade's decode after its prefix grid (also when timed alone), where SequentialTmaDecodeWarps
     // says the persistent TMA decode on every SM pays; not with other launch settings asked for.
     const int sequential_tma_warps =
@@ -993,13 +991,7 @@ bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args, const PrefixAtte
   d.kernel = decode_kernel_;
   SetCascadeInputs(&d, plan_.header, args);
   if (PlanTmaDecodeRuns(d, args)) return true;
-  if (!concurrent_chain_all_ || args.decode_free_sms > 0 || decode_persistent_ || plan_.num_early_decode_items > 0)
-    return false;
-  // The early grid is sized in CTAs per SM of one slice: a launch cut into group slices (grid y)
-  // would not fit on the k SMs, and its CTAs left over would run only after the prefix grid.
-  d.max_item_tokens = plan_.max_decode_item_tokens;
-  const int gqa = d.num_qo_heads / d.num_kv_heads;
-  return DecodeSlicingFor(gqa, d.head_dim, DecodeUsesTensorCores(d)).slices == 1;
+  return concurrent_chain_all_ && args.decode_free_sms == 0 && !decode_persistent_ && plan_.num_early_decode_items == 0;
 }
 
 DecodeAttentionParams CudaBackend::TmaDecodeOn(DecodeAttentionParams p, int sms) const {

@@ -83,8 +83,6 @@
 //   PREFIXD_DECODE_TMA_WARPS=8|12         its warps per CTA (with the heads as N): 12 with 2 ring
 //                                         stages each, or 8 with 3 (12; the planner's model counts
 //                                         the rounds of the warps that run, bench/RESULTS.md s52)
-//   PREFIXD_DECODE_TMA_L2_AHEAD=0..8      its warps pull this many tiles beyond their ring into L2
-//                                         (DecodeAttentionParams::tma_l2_ahead) (0)
 //   PREFIXD_DECODE_WARMUP=0|1             the sm_90a prefix kernel pulls the start of a one-wave
 //                                         decode kernel (items, page-table entries, queries, first
 //                                         K/V rows) into L2 at its end (DecodeL2Warmup,
@@ -180,8 +178,8 @@
 // no longer starts 3.5-5 µs after the prefix grid's end (0.3-1.5 µs off every concurrent step timed,
 // bench/RESULTS.md session 92). No deadlock: each grid launches only once the one it waits for is
 // resident. PREFIXD_CONCURRENT_CHAIN=all chains the one-item decode's steps too (head_dim 256,
-// groups the TMA decode does not serve), the decode launched as an early grid (DecodeAttentionParams::
-// early_chain) of the CTAs resident on the k SMs, each looping over items.
+// groups the TMA decode does not serve): a CTA per item, each signalling at its start, the last
+// waiting for the prefix grid before it exits (DecodeAttentionParams::early_chain).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -353,7 +351,7 @@ class CudaBackend final : public Backend {
   bool PlanTmaDecodeRuns(const DecodeAttentionParams& p, const CascadeArgs& args) const;
   // Whether the loaded plan's concurrent step runs chained on one stream for these arguments
   // (PREFIXD_CONCURRENT_CHAIN): its decode the persistent TMA decode (or, with =all, the one-item
-  // decode in one slice), its prefix (launched as `prefix`) the sm_90a kernel.
+  // decode), its prefix (launched as `prefix`) the sm_90a kernel.
   bool ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix) const;
   // `p` as the persistent TMA decode on `sms` SMs, one CTA each (decode_stream_tma.h): the
   // concurrent mode's, the early grid's and the sequential rule's launch.
@@ -409,7 +407,6 @@ class CudaBackend final : public Backend {
   bool decode_tma_swap_ab_ = true;   // PREFIXD_DECODE_TMA_SWAP_AB
   int decode_tma_warps_ = 12;        // PREFIXD_DECODE_TMA_WARPS, as TmaDecodeWarps runs them
   int decode_tma_items_per_cta_ = 0;  // PREFIXD_DECODE_TMA_ITEMS_PER_CTA (0: one per warp)
-  int decode_tma_l2_ahead_ = 0;       // PREFIXD_DECODE_TMA_L2_AHEAD (tiles; 0: off)
   bool decode_warmup_ = true;         // PREFIXD_DECODE_WARMUP
   static constexpr int64_t kDefaultDecodeWarmupBytes = int64_t(4) << 20;
   int64_t decode_warmup_bytes_ = kDefaultDecodeWarmupBytes;  // PREFIXD_DECODE_WARMUP_MIB

@@ -120,7 +120,10 @@ struct DecodeAttentionParams {
   // griddepcontrol.launch_dependents at its start (so the late decode, this grid's dependent, is
   // launched only once every early CTA is resident: no late CTA can take an early one's SM and
   // wait on it), skips the per-item wait and waits for the prefix grid only before it exits (so
-  // this grid completes after the prefix grid and the late decode's wait covers both).
+  // this grid completes after the prefix grid and the late decode's wait covers both): every CTA of
+  // a grid looping over items, only the last CTA of one CTA per item (one wait is enough, and CTAs
+  // done early then leave their SMs to the items after them). The CUDA backend's concurrent step
+  // chained with the one-item decode (PREFIXD_CONCURRENT_CHAIN=all) is launched the same way.
   // early_sms > 0 caps the grid at early_sms SMs' worth of resident CTAs, each looping over items.
   bool early_chain = false;
   int early_sms = 0;
@@ -157,12 +160,6 @@ struct DecodeAttentionParams {
   // many as give each CTA n (≤ WARPS) items, so that fewer, longer items spread over more SMs
   // (both at most max_sms; one SM's streaming rate bounds what its CTA's warps move).
   int tma_items_per_cta = 0;
-  // ... and how many 16-token tiles ahead of its ring each warp pulls into L2 (a bulk tensor
-  // prefetch, no shared memory; 0: none). Its ring holds one tile in flight per warp at head_dim
-  // 128 (12 warps × 2 stages fill the SM's shared memory), so each warp waits out about one DRAM
-  // latency per tile; a tile already in L2 arrives sooner. Page-contiguous items only, within the
-  // current and the next item.
-  int tma_l2_ahead = 0;
   // The longest item's token count (kv_end − kv_begin), for the pipeline depth (DecodePipeline);
   // 0: unknown, the deep pipeline.
   int max_item_tokens = 0;

@@ -84,7 +84,11 @@ __device__ __forceinline__ void ForEachDecodeItem(const DecodeAttentionParams& p
     if (i != int(blockIdx.x)) __syncthreads();
     run_item(i);
   }
-  if (p.early_chain) WaitForPrefixGrid();  // this grid completes after the prefix grid
+  // This grid completes after the prefix grid. A grid looping over items waits in every CTA; one of
+  // a CTA per item only in its last CTA (one CTA's wait is enough for that), so that CTAs done
+  // while the prefix grid runs leave their SM to the items after them.
+  const bool looping = p.early_sms > 0 || p.max_sms > 0;
+  if (p.early_chain && (looping || (blockIdx.x + 1 == gridDim.x && blockIdx.y + 1 == gridDim.y))) WaitForPrefixGrid();
 }
 
 // A finishing item's prefix-chunk states, slots [run_begin, + slot_offset) of its GQA heads, into

@@ -397,13 +397,13 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
 }
 
 // The concurrent step chained also where its decode is the one-item decode
-// (PREFIXD_CONCURRENT_CHAIN=all: the decode an early grid on the k SMs, signalling at its start and
-// waiting for the prefix grid at its exit): at GQA 1-4 and head_dim 64-256 with the plan's decode
-// not the TMA decode (CascadePlan::concurrent_decode_tma off), and where the TMA decode is not built
-// (GQA 3, head_dim 256), the step runs chained (the backend counts it) unless the decode is cut
-// into group slices (GQA 8 at head_dim 256 on tensor cores), gives the bits of its parts run one
-// after the other and of the two-stream step, and is correct against the float64 oracle, at the
-// smallest and the largest k; the description names the mode.
+// (PREFIXD_CONCURRENT_CHAIN=all: a CTA per item as the prefix grid's programmatic dependent, each
+// signalling at its start, the last waiting for the prefix grid at its exit): at GQA 1-8 and
+// head_dim 64-256 with the plan's decode not the TMA decode (CascadePlan::concurrent_decode_tma
+// off), where the TMA decode is not built (GQA 3, head_dim 256), and where the decode is cut into
+// group slices (GQA 8 at head_dim 256), the step runs chained (the backend counts it), gives the
+// bits of its parts run one after the other and of the two-stream step, and is correct against the
+// float64 oracle, at the smallest and the largest k; the description names the mode.
 TEST(CudaConcurrentCascade, TheOneItemDecodesChainMatchesTwoStreams) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
@@ -421,7 +421,6 @@ TEST(CudaConcurrentCascade, TheOneItemDecodesChainMatchesTwoStreams) {
   cases.push_back({"sliced_bf16_h16kv2_d256", kBF16, 16, 2, 256, 16, {{1500, {40, 3, 333}}}, true});
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   for (const CascadeCase& c : cases) {
-    const int gqa = c.num_qo_heads / c.num_kv_heads;
     const CascadeInputs in = MakeCascadeInputs(c, rng);
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
     for (const int k : {candidates.front(), candidates.back()}) {
@@ -430,64 +429,17 @@ TEST(CudaConcurrentCascade, TheOneItemDecodesChainMatchesTwoStreams) {
       o.concurrent_decode_tma = false;
       const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
       ASSERT_EQ(plan.concurrent_decode_sms, k);
-      int max_item_tokens = 0;
-      for (const auto& item : plan.decode_items) max_item_tokens = std::max(max_item_tokens, item.kv_end - item.kv_begin);
-      const bool tensor_cores = kernels::TensorCoreDecodeApplies(gqa, c.head_dim, max_item_tokens);
-      const bool one_slice = kernels::DecodeSlicingFor(gqa, c.head_dim, tensor_cores).slices == 1;
       const int64_t steps = cuda.concurrent_steps(), chained = cuda.chained_steps();
       const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
       ExpectMatchesOracle(got, want, c.dtype, c.name);
       EXPECT_EQ(cuda.concurrent_steps() - steps, 1);
-      EXPECT_EQ(cuda.chained_steps() - chained, one_slice ? 1 : 0);
+      EXPECT_EQ(cuda.chained_steps() - chained, 1);
       const StepResult two = RunStep(*two_streams, in.pool, c.layer, plan, in.q);
       EXPECT_EQ(got.v, two.v);  // NaN anywhere fails (NaN != NaN)
       EXPECT_EQ(got.s, two.s);
       EXPECT_EQ(got.o, two.o);
     }
   }
-#endif
-}
-
-// The TMA decode's L2 look-ahead (PREFIXD_DECODE_TMA_L2_AHEAD=d: each warp pulls the tile d beyond
-// its ring into L2, in its item or the next) is a hint: at d = 1, 3 and 8 the concurrent step with
-// the TMA decode gives the default's bits (items of 0-1300 tokens, so tiles past a 32-tile chunk
-// of slots and across item ends; page 16 and 32; GQA 1-8), correct against the float64 oracle, at
-// the smallest and the largest k, the TMA decode running (the backend counts it); the backend's
-// description names the setting, and a value out of range is refused.
-TEST(CudaConcurrentCascade, TheTmaDecodesL2LookAheadKeepsItsBits) {
-  PREFIXD_REQUIRE_GPU();
-#ifdef PREFIXD_HAVE_CUDA
-  PREFIXD_SEEDED_RNG(rng);
-  const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
-  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  for (const char* ahead : {"1", "3", "8"}) {
-    const std::unique_ptr<Backend> backend = MakeCudaBackendWithEnv({{"PREFIXD_DECODE_TMA_L2_AHEAD", ahead}});
-    auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
-    EXPECT_NE(backend->Describe().find(std::string(ahead) + " tiles ahead into L2"), std::string::npos)
-        << backend->Describe();
-    for (const CascadeCase& c : TmaDecodeCases()) {
-      if (!kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim)) continue;
-      const CascadeInputs in = MakeCascadeInputs(c, rng);
-      const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-      for (const int k : {candidates.front(), Device().DefaultPlanOptions().concurrent_tma_candidates.back()}) {
-        SCOPED_TRACE(c.name + " k = " + std::to_string(k) + ", " + ahead + " tiles ahead");
-        PlanOptions o = ConcurrentModeOptions(sms, k);
-        o.concurrent_decode_tma = true;
-        const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
-        const int64_t tma_steps = cuda.concurrent_tma_steps();
-        const StepResult got = RunStep(*backend, in.pool, c.layer, plan, in.q);
-        EXPECT_EQ(cuda.concurrent_tma_steps() - tma_steps, 1);
-        ExpectMatchesOracle(got, want, c.dtype, c.name);
-        const StepResult base = RunStep(Device(), in.pool, c.layer, plan, in.q);
-        EXPECT_EQ(got.v, base.v);  // NaN anywhere fails (NaN != NaN)
-        EXPECT_EQ(got.s, base.s);
-        EXPECT_EQ(got.o, base.o);
-      }
-    }
-  }
-  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_DECODE_TMA_L2_AHEAD", "9"}}), ErrorKind::kInvalidArgument,
-                       "PREFIXD_DECODE_TMA_L2_AHEAD");
 #endif
 }
 

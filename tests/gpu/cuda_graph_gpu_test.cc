@@ -155,6 +155,24 @@ TEST(CudaGraph, ChainedConcurrentStepReplaysCorrectly) {
 #endif
 }
 
+// The concurrent step chained with the one-item decode (PREFIXD_CONCURRENT_CHAIN=all, the TMA
+// decode off) captures and replays correctly, chained in the capture.
+TEST(CudaGraph, OneItemChainedConcurrentStepReplaysCorrectly) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  std::unique_ptr<Backend> backend =
+      MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(ConcurrentDecodeSms(16))},
+                              {"PREFIXD_CONCURRENT_DECODE_TMA", "0"},
+                              {"PREFIXD_CONCURRENT_CHAIN", "all"}});
+  auto& device = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+  size_t roots = 0;
+  ExpectCapturedStepReplays(*backend, &roots, nullptr);
+  if (!kernels::cuda::sm90a::DeviceReady()) GTEST_SKIP() << "no sm_90a kernels on this device: nothing chains";
+  EXPECT_EQ(device.concurrent_tma_steps(), 0);
+  EXPECT_GE(device.chained_steps(), 2) << "the warm-up and the capture should have run chained";
+#endif
+}
+
 // The early decode's step (three launches on one stream, each the previous one's programmatic
 // dependent) captures and replays correctly, its early items run in the capture.
 TEST(CudaGraph, EarlyDecodeStepReplaysCorrectly) {

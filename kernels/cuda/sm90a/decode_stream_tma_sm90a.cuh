@@ -432,26 +432,6 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
           TmaLoad2dHint(v_dst + h * kPanelBytes, &v_map, x0 + 64 * h, slot, bar, kv_policy);
         }
       }
-      if (p.tma_l2_ahead > 0) {  // DecodeAttentionParams::tma_l2_ahead (warp-uniform branches)
-        // The tile that many ahead: in this item where its slot is in the chunk at hand, else in
-        // the next item (its first chunk's slots are loaded; −1 where it is not page-contiguous).
-        const int ahead = is_tile + p.tma_l2_ahead, past = ahead - is_tiles;
-        const int here = __shfl_sync(0xffffffffu, is_slots, ahead % 32);
-        const int next = __shfl_sync(0xffffffffu, nx_slots, past & 31);
-        int pf_slot = -1, pf_head = 0;
-        if (past < 0 && ahead / 32 == is_tile / 32) {
-          pf_slot = here, pf_head = it.kv_head;
-        } else if (past >= 0 && past < 32 && nx_a.index < p.num_items && past < tiles_of(nx_a.item)) {
-          pf_slot = next, pf_head = nx_a.item.kv_head;
-        }
-        if (lane == 0 && pf_slot >= 0) {
-#pragma unroll
-          for (int h = 0; h < PANELS; ++h) {
-            TmaPrefetch2d(&k_map, pf_head * HEAD_DIM + 64 * h, pf_slot);
-            TmaPrefetch2d(&v_map, pf_head * HEAD_DIM + 64 * h, pf_slot);
-          }
-        }
-      }
     } else {
       // Lane r (mod 16) looks up token r's element offset (−1 past the end); the copying lanes
       // take theirs by shuffle.

@@ -172,7 +172,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   // The chain is three programmatic launches (RunCascadeParts): nothing to chain with any of them
   // off.
   // "all": also the steps whose decode is the one-item decode (ChainsConcurrentStep).
-  const int chain = EnvChoice("PREFIXD_CONCURRENT_CHAIN", {"0", "1", "all"}, concurrent_chain_all_ ? 2 : concurrent_chain_);
+  const int chain =
+      EnvChoice("PREFIXD_CONCURRENT_CHAIN", {"0", "1", "all"}, concurrent_chain_all_ ? 2 : concurrent_chain_ ? 1 : 0);
   concurrent_chain_ = chain != 0 && decode_pdl_ && merge_pdl_ && prefix_settings_.trigger_dependents;
   concurrent_chain_all_ = concurrent_chain_ && chain == 2;
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
@@ -269,7 +270,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   }
   if (!concurrent_chain_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
     d << " [concurrent steps on two streams, not chained]";
-  if (concurrent_chain_all_) d << " [concurrent steps chained also with the one-item decode]";
+  if (concurrent_chain_ && !concurrent_chain_all_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
+    d << " [concurrent steps chained only with the TMA decode]";
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -985,7 +987,7 @@ bool CudaBackend::PlanTmaDecodeRuns(const DecodeAttentionParams& p, const Cascad
 bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix) const {
   // The prefix must be the sm_90a kernel (which can signal at its start) and the decode one whose
   // CTAs signal at their start and wait for the prefix grid at their end: the persistent TMA
-  // decode, or with PREFIXD_CONCURRENT_CHAIN=all the one-item decode as an early grid on the k SMs.
+  // decode, or with PREFIXD_CONCURRENT_CHAIN=all (the default) the one-item decode, whose last CTA does.
   if (!concurrent_chain_ || SelectPrefixKernel(prefix) != PrefixKernelPath::kWgmma) return false;
   DecodeAttentionParams d;  // what the decode launch's PlanTmaDecodeRuns reads, as it sets it
   d.kernel = decode_kernel_;

@@ -114,15 +114,15 @@
 //                                         force: also every plan of a forced k
 //   PREFIXD_CONCURRENT_TMA_CANDIDATES=k,... the TMA decode's candidate k on this device (default:
 //                                         ConcurrentTmaDecodeCandidates, cost_model.h)
-//   PREFIXD_CONCURRENT_CHAIN=0|1|all      a concurrent step whose decode is the persistent TMA
-//                                         decode as one chain on one stream instead of two streams
-//                                         joined before the merge: the capped prefix grid signals
-//                                         its dependents at its start, the decode runs as its
-//                                         programmatic dependent on the k SMs left, the merge as
-//                                         the decode's, scheduled while the prefix grid still runs
-//                                         (1; 0: the two streams, as before session 92); all: also
-//                                         the steps whose decode is the one-item decode (head_dim
-//                                         256, groups of 1-2), as an early grid on the k SMs
+//   PREFIXD_CONCURRENT_CHAIN=0|1|all      a concurrent step as one chain on one stream instead of
+//                                         two streams joined before the merge: the capped prefix
+//                                         grid signals its dependents at its start, the decode runs
+//                                         as its programmatic dependent (on the k SMs left, then
+//                                         on those the prefix grid's CTAs leave), the merge as the
+//                                         decode's, scheduled while the prefix grid still runs
+//                                         (all: whichever decode, the default since session 96;
+//                                         1: only where the decode is the persistent TMA decode,
+//                                         as in sessions 92-95; 0: the two streams)
 //   PREFIXD_FUSED=0|1                     the one-launch fused cascade kernel (below) (0)
 //   PREFIXD_FUSED_L2_AHEAD=n              its decode items prefetched into L2 ahead of the ring (0)
 //   PREFIXD_FUSED_DIAG=0|1|2              diagnostics, WRONG results: suffix loads only / arithmetic only
@@ -177,9 +177,10 @@
 // completion follows the prefix grid's). Same kernels, same bits; no fork, join or event: the merge
 // no longer starts 3.5-5 µs after the prefix grid's end (0.3-1.5 µs off every concurrent step timed,
 // bench/RESULTS.md session 92). No deadlock: each grid launches only once the one it waits for is
-// resident. PREFIXD_CONCURRENT_CHAIN=all chains the one-item decode's steps too (head_dim 256,
-// groups the TMA decode does not serve): a CTA per item, each signalling at its start, the last
-// waiting for the prefix grid before it exits (DecodeAttentionParams::early_chain).
+// resident. Since session 96 the steps whose decode is the one-item decode (head_dim 256, groups the
+// TMA decode does not serve) chain too: a CTA per item, each signalling at its start, the last
+// waiting for the prefix grid before it exits (DecodeAttentionParams::early_chain); 1.8-3.9 µs off
+// 32/8 D256 B256 P32768 S256-512 (an H100, bench/RESULTS.md session 96).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -391,7 +392,7 @@ class CudaBackend final : public Backend {
   EarlyDecodeRule early_rule_;    // its min_prefix_us: PREFIXD_EARLY_DECODE_MIN_PREFIX_US
   bool sequential_tma_ = true;    // PREFIXD_SEQUENTIAL_TMA
   bool concurrent_chain_ = true;  // PREFIXD_CONCURRENT_CHAIN (with the three launches' PDL)
-  bool concurrent_chain_all_ = false;  // PREFIXD_CONCURRENT_CHAIN=all: also the one-item decode's steps
+  bool concurrent_chain_all_ = true;  // PREFIXD_CONCURRENT_CHAIN=all: also the one-item decode's steps
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST

@@ -345,8 +345,9 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
 #endif
 }
 
-// The concurrent step chained on one stream (PREFIXD_CONCURRENT_CHAIN=1, the default: the prefix
-// grid signalling at its start, the TMA decode its programmatic dependent, the merge the decode's):
+// The concurrent step chained on one stream where its decode is the TMA decode
+// (PREFIXD_CONCURRENT_CHAIN=1, the TMA decode's steps only: the prefix grid signalling at its start,
+// the TMA decode its programmatic dependent, the merge the decode's):
 // where the plan's decode is the TMA decode (GQA 1, 2, 4, 8 at head_dim 64 and 128) the step runs
 // chained (the backend counts it) and gives the bits of its three parts run one after the other and
 // of the two-stream step (PREFIXD_CONCURRENT_CHAIN=0), correct against the float64 oracle, at the
@@ -397,13 +398,14 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
 }
 
 // The concurrent step chained also where its decode is the one-item decode
-// (PREFIXD_CONCURRENT_CHAIN=all: a CTA per item as the prefix grid's programmatic dependent, each
-// signalling at its start, the last waiting for the prefix grid at its exit): at GQA 1-8 and
-// head_dim 64-256 with the plan's decode not the TMA decode (CascadePlan::concurrent_decode_tma
-// off), where the TMA decode is not built (GQA 3, head_dim 256), and where the decode is cut into
-// group slices (GQA 8 at head_dim 256), the step runs chained (the backend counts it), gives the
-// bits of its parts run one after the other and of the two-stream step, and is correct against the
-// float64 oracle, at the smallest and the largest k; the description names the mode.
+// (PREFIXD_CONCURRENT_CHAIN=all, the default: a CTA per item as the prefix grid's programmatic
+// dependent, each signalling at its start, the last waiting for the prefix grid at its exit): at
+// GQA 1-8 and head_dim 64-256 with the plan's decode not the TMA decode
+// (CascadePlan::concurrent_decode_tma off), where the TMA decode is not built (GQA 3, head_dim
+// 256), and where the decode is cut into group slices (GQA 8 at head_dim 256), the step runs
+// chained (the backend counts it), gives the bits of its parts run one after the other and of the
+// two-stream step, and is correct against the float64 oracle, at the smallest and the largest k;
+// the description names the TMA-only mode (1).
 TEST(CudaConcurrentCascade, TheOneItemDecodesChainMatchesTwoStreams) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
@@ -414,9 +416,10 @@ TEST(CudaConcurrentCascade, TheOneItemDecodesChainMatchesTwoStreams) {
   const std::vector<int> candidates = backend->DefaultPlanOptions().concurrent_candidates;
   if (candidates.empty())
     GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
-  EXPECT_NE(backend->Describe().find("chained also with the one-item decode"), std::string::npos)
-      << backend->Describe();
-  EXPECT_EQ(Device().Describe().find("chained also with the one-item decode"), std::string::npos);
+  EXPECT_EQ(backend->Describe().find("chained only"), std::string::npos) << backend->Describe();
+  EXPECT_EQ(Device().Describe().find("chained only"), std::string::npos) << Device().Describe();
+  const std::unique_ptr<Backend> tma_only = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "1"}});
+  EXPECT_NE(tma_only->Describe().find("chained only with the TMA decode"), std::string::npos) << tma_only->Describe();
   std::vector<CascadeCase> cases = TmaDecodeCases();
   cases.push_back({"sliced_bf16_h16kv2_d256", kBF16, 16, 2, 256, 16, {{1500, {40, 3, 333}}}, true});
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;

@@ -119,14 +119,17 @@ TEST(CudaGraph, CapturedStepReplaysCorrectly) {
 #endif
 }
 
-// The concurrent step (fork/join through events) captures too: the prefix and decode kernels are
-// both roots of the graph (neither waits for the other), and the replays are correct.
+// The concurrent step on two streams (PREFIXD_CONCURRENT_CHAIN=0: fork/join through events)
+// captures too: the prefix and decode kernels are both roots of the graph (neither waits for the
+// other), and the replays are correct.
 TEST(CudaGraph, ConcurrentStepReplaysCorrectly) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
+  const std::unique_ptr<Backend> two_streams = MakeCudaBackendWithEnv(
+      {{"PREFIXD_CONCURRENT_DECODE_SMS", std::to_string(ConcurrentDecodeSms(32))}, {"PREFIXD_CONCURRENT_CHAIN", "0"}});
   size_t roots = 0;
   std::vector<int> priorities;
-  ExpectCapturedStepReplays(Concurrent(), &roots, &priorities);
+  ExpectCapturedStepReplays(*two_streams, &roots, &priorities);
   EXPECT_GE(roots, 2u) << "the prefix and decode kernels should be independent graph nodes";
   // The streams' priorities travel into the nodes (the prefix's above the decode's), which a graph
   // instantiated with cudaGraphInstantiateFlagUseNodePriority then keeps (cuda_backend.h).
@@ -155,8 +158,8 @@ TEST(CudaGraph, ChainedConcurrentStepReplaysCorrectly) {
 #endif
 }
 
-// The concurrent step chained with the one-item decode (PREFIXD_CONCURRENT_CHAIN=all, the TMA
-// decode off) captures and replays correctly, chained in the capture.
+// The concurrent step chained with the one-item decode (PREFIXD_CONCURRENT_CHAIN=all, the default;
+// the TMA decode off) captures and replays correctly, chained in the capture.
 TEST(CudaGraph, OneItemChainedConcurrentStepReplaysCorrectly) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 96, run 2, on .carry/s96b: PREFIXD_CONCURRENT_CHAIN=all now launches the one-item decode
+# Session 96, run 2, on .carry/s96c (a5a65d4): PREFIXD_CONCURRENT_CHAIN=all now launches the one-item decode
 # as a CTA per item (the prefix grid's programmatic dependent, only the last CTA waiting for the
 # prefix grid at its exit), not as an early grid capped at the k SMs (run 1: +10.1 / +2.7 µs at fp16
 # / bf16 32/8 D256 B256 P32768 S256 on an H100; the decode outlasts the prefix grid there and stayed
@@ -7,7 +7,7 @@
 # (1) the A/B at the head_dim-256 32/8 rows (B128 / B256, P8192 / P32768, S256; the model's plans),
 #     default against =all, fp16 then bf16; (2) the GPU tests of the chain, the concurrent mode, the
 #     early decode and the graphs; memcheck on the new tests; (3) on an H200, the bar's head_dim rows.
-#   CARRY=.carry/s96b bash bench/kernel/sessions/s96-run2.sh
+#   CARRY=.carry/s96c bash bench/kernel/sessions/s96-run2.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s96-run2

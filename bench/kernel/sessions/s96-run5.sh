@@ -5,7 +5,7 @@
 # of the description, now mended; memcheck 0 errors in 93 tests, racecheck 0 hazards in 27).
 # (1) the mended tests and every concurrent, early-decode, graph and cascade test on the default;
 # memcheck on the new ones; (2) the head_dim-256 A/B again, the new default against =1 (the
-# TMA-only chain of sessions 92-95); (3) on an H200, the bar's grid and head_dim rows.
+# TMA-only chain of sessions 92-95); (3) on an H200, the bar's head_dim rows.
 #   CARRY=.carry/s96d bash bench/kernel/sessions/s96-run5.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -17,6 +17,13 @@ echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" |
 RUN_TIMEOUT=100 run_variants d256 "default,PREFIXD_CONCURRENT_CHAIN=1" --heads 32/8 -d 256 -b 256 -p 32768 -s 256,512 \
   --dtype fp16,bf16
 SHOW_LINES=8 show_variants d256
-[ "$SECONDS" -lt 200 ] && run_bar_grid
+# The bar's head_dim rows (the issue's method, as bench/kernel/issue4-grid.sh runs them) on an H200.
+if [ "$SECONDS" -lt 200 ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  timeout 150 $B --heads 32/32,32/8 -b 256 -p 32768 -s 256 --head-dim 64,256 --dtype fp16,bf16 --no-baseline -c 1 \
+    --read-floor --measured-choice --csv "$OUT/dims.csv" >"$OUT/dims.txt" 2>&1
+  echo "dims rc=$?"
+  python3 bench/kernel/fused_floor_table.py "$OUT/dims.csv" --log "$OUT/dims.txt" >"$OUT/dims-fused-floor.md" 2>&1
+  grep -E '^\| (fp16|bf16)|within the bar|ceilings' "$OUT/dims-fused-floor.md" | cut -c1-100
+fi
 echo "elapsed ${SECONDS} s"
 pack_logs

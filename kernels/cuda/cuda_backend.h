@@ -179,7 +179,7 @@
 // bench/RESULTS.md session 92). No deadlock: each grid launches only once the one it waits for is
 // resident. Since session 96 the steps whose decode is the one-item decode (head_dim 256, groups the
 // TMA decode does not serve) chain too: a CTA per item, each signalling at its start, the last
-// waiting for the prefix grid before it exits (DecodeAttentionParams::early_chain); 1.8-3.9 µs off
+// waiting for the prefix grid before it exits (DecodeAttentionParams::early_chain); 1.7-3.9 µs off
 // 32/8 D256 B256 P32768 S256-512 (an H100, bench/RESULTS.md session 96).
 #pragma once
 

@@ -761,8 +761,8 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   cudaStream_t const stream = args.stream != nullptr ? static_cast<cudaStream_t>(args.stream) : stream_;
   // Concurrent prefix/decode (cuda_backend.h): the decode kernel on decode_stream_, forked from
   // stream_ just before the prefix launch and joined back before the merge, or chained on stream
-  // (ChainsConcurrentStep: the persistent TMA decode's steps, by default); the loaded plan has no
-  // finishing decode items. The fork is recorded BEFORE the prefix launch (after it, the decode
+  // (ChainsConcurrentStep: by default every step whose prefix is the sm_90a kernel); the loaded
+  // plan has no finishing decode items. The fork is recorded BEFORE the prefix launch (after it, the decode
   // would wait for the prefix grid to complete); the decode launch waits for it on the other stream,
   // which also gives the prefix grid a head start in being dispatched.
   // The whole step as one fused launch (cuda_backend.h), where the loaded plan and the call allow it.
@@ -863,7 +863,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
       // second stream, its CTAs taking the k SMs the prefix grid leaves and then its SMs as they
       // retire; each signals at its start, the last waits for the prefix grid before it exits
       // (DecodeAttentionParams::early_chain). Capped at the k SMs as an early grid (early_sms), the
-      // decode that outlasts the prefix grid stayed on them: +3 to +10 µs at head_dim 256 (s96).
+      // decode that outlasts the prefix grid stayed on them: +2.7 to +10.1 µs at head_dim 256 (s96).
       p.early_chain = true;
     } else if (decode_persistent_ && (DecodeUsesTensorCores(p) || (decode_tma_ && DecodeStreamTmaApplies(p)))) {
       // PREFIXD_DECODE_PERSISTENT: the streaming kernel on every SM instead of one CTA per item;

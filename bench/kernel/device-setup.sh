@@ -2,7 +2,7 @@
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers,
-# run_variants, show_parts, run_headline_trace, show_variants, run_cascade_shards,
+# run_variants, show_parts, run_headline_trace, run_memcheck, show_variants, run_cascade_shards,
 # run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab,
 # run_build_rounds, show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
 # run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid).
@@ -36,6 +36,13 @@ run_gpu_tests() {
   timeout "${GPU_TESTS_TIMEOUT:-200}" /tmp/b/prefixd_gpu_tests --gtest_brief=1 --gtest_filter="$1" >"$OUT/tests.log" 2>&1
   echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$OUT/tests.log" | sed 's/ (.*//' | sort -u | head -20
+}
+# run_memcheck FILTER: compute-sanitizer memcheck on the carried GPU tests whose names match FILTER
+# (at most $MEMCHECK_TIMEOUT s, 100; log: $OUT/memcheck.log), one summary line.
+run_memcheck() {
+  timeout "${MEMCHECK_TIMEOUT:-100}" compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_gpu_tests \
+    --gtest_brief=1 --gtest_filter="$1" >"$OUT/memcheck.log" 2>&1
+  echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"
 }
 # run_test_shards FILTER: the carried GPU tests whose names match FILTER in 8 gtest shards side by
 # side (at most $SHARD_TIMEOUT s each, 240; logs $OUT/tests-N.log), then each shard's exit status,

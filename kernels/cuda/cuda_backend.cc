@@ -171,11 +171,9 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   prefix_settings_ = PrefixKernelSettings::FromEnvironment();
   // The chain is three programmatic launches (RunCascadeParts): nothing to chain with any of them
   // off.
-  // "all": also the steps whose decode is the one-item decode (ChainsConcurrentStep).
-  const int chain =
-      EnvChoice("PREFIXD_CONCURRENT_CHAIN", {"0", "1", "all"}, concurrent_chain_all_ ? 2 : concurrent_chain_ ? 1 : 0);
-  concurrent_chain_ = chain != 0 && decode_pdl_ && merge_pdl_ && prefix_settings_.trigger_dependents;
-  concurrent_chain_all_ = concurrent_chain_ && chain == 2;
+  concurrent_chain_ = static_cast<ConcurrentChain>(
+      EnvChoice("PREFIXD_CONCURRENT_CHAIN", {"0", "1", "all"}, static_cast<int>(concurrent_chain_)));
+  if (!decode_pdl_ || !merge_pdl_ || !prefix_settings_.trigger_dependents) concurrent_chain_ = ConcurrentChain::kOff;
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
   fused_merge_kernel_ = EnvChoice("PREFIXD_FUSED_MERGE", {"inside", "kernel"}, fused_merge_kernel_ ? 1 : 0) == 1;
@@ -268,10 +266,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
     }
     d << "]";
   }
-  if (!concurrent_chain_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
-    d << " [concurrent steps on two streams, not chained]";
-  if (concurrent_chain_ && !concurrent_chain_all_ && (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()))
-    d << " [concurrent steps chained only with the TMA decode]";
+  if (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()) {
+    if (concurrent_chain_ == ConcurrentChain::kOff) d << " [concurrent steps on two streams, not chained]";
+    if (concurrent_chain_ == ConcurrentChain::kTmaDecode) d << " [concurrent steps chained only with the TMA decode]";
+  }
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
     constexpr const char* kHintNames[] = {"plan", "none", "evict-first", "evict-last"};
@@ -988,12 +986,14 @@ bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args, const PrefixAtte
   // The prefix must be the sm_90a kernel (which can signal at its start) and the decode one whose
   // CTAs signal at their start and wait for the prefix grid at their end: the persistent TMA
   // decode, or with PREFIXD_CONCURRENT_CHAIN=all (the default) the one-item decode, whose last CTA does.
-  if (!concurrent_chain_ || SelectPrefixKernel(prefix) != PrefixKernelPath::kWgmma) return false;
+  if (concurrent_chain_ == ConcurrentChain::kOff || SelectPrefixKernel(prefix) != PrefixKernelPath::kWgmma)
+    return false;
   DecodeAttentionParams d;  // what the decode launch's PlanTmaDecodeRuns reads, as it sets it
   d.kernel = decode_kernel_;
   SetCascadeInputs(&d, plan_.header, args);
   if (PlanTmaDecodeRuns(d, args)) return true;
-  return concurrent_chain_all_ && args.decode_free_sms == 0 && !decode_persistent_ && plan_.num_early_decode_items == 0;
+  return concurrent_chain_ == ConcurrentChain::kAll && args.decode_free_sms == 0 && !decode_persistent_ &&
+         plan_.num_early_decode_items == 0;
 }
 
 DecodeAttentionParams CudaBackend::TmaDecodeOn(DecodeAttentionParams p, int sms) const {

@@ -391,8 +391,10 @@ class CudaBackend final : public Backend {
   bool early_decode_tma_ = true;  // PREFIXD_EARLY_DECODE_TMA
   EarlyDecodeRule early_rule_;    // its min_prefix_us: PREFIXD_EARLY_DECODE_MIN_PREFIX_US
   bool sequential_tma_ = true;    // PREFIXD_SEQUENTIAL_TMA
-  bool concurrent_chain_ = true;  // PREFIXD_CONCURRENT_CHAIN (with the three launches' PDL)
-  bool concurrent_chain_all_ = true;  // PREFIXD_CONCURRENT_CHAIN=all: also the one-item decode's steps
+  // PREFIXD_CONCURRENT_CHAIN (off without the three launches' PDL), in its choices' order: which
+  // concurrent steps run chained on one stream (ChainsConcurrentStep).
+  enum class ConcurrentChain { kOff, kTmaDecode, kAll };
+  ConcurrentChain concurrent_chain_ = ConcurrentChain::kAll;
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST

@@ -11,9 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s96-run5
 GPU_TESTS_TIMEOUT=200 run_gpu_tests 'CudaConcurrentCascade.*:CudaEarlyDecode.*:CudaGraph.*:CudaCascade.*'
-timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-  --gtest_filter='*OneItem*:CudaGraph.ConcurrentStepReplaysCorrectly' >"$OUT/memcheck.log" 2>&1
-echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"
+MEMCHECK_TIMEOUT=100 run_memcheck '*OneItem*:CudaGraph.ConcurrentStepReplaysCorrectly'
 RUN_TIMEOUT=100 run_variants d256 "default,PREFIXD_CONCURRENT_CHAIN=1" --heads 32/8 -d 256 -b 256 -p 32768 -s 256,512 \
   --dtype fp16,bf16
 SHOW_LINES=8 show_variants d256

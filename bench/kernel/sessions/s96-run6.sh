@@ -8,9 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s96-run6
 GPU_TESTS_TIMEOUT=120 run_gpu_tests 'CudaConcurrentCascade.*:CudaEarlyDecode.*:CudaGraph.*'
-timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_gpu_tests --gtest_brief=1 \
-  --gtest_filter='*OneItem*:CudaGraph.ConcurrentStepReplaysCorrectly' >"$OUT/memcheck.log" 2>&1
-echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"
+MEMCHECK_TIMEOUT=60 run_memcheck '*OneItem*:CudaGraph.ConcurrentStepReplaysCorrectly'
 if [ "$SECONDS" -lt 120 ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   timeout 80 $B --heads 32/8 -b 256 -p 32768 -s 256 --head-dim 256 --dtype fp16,bf16 --no-baseline -c 1 \
     --read-floor --measured-choice --csv "$OUT/dims.csv" >"$OUT/dims.txt" 2>&1

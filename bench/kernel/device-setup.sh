@@ -2,7 +2,7 @@
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers,
-# run_variants, show_parts, run_headline_trace, run_memcheck, show_variants, run_cascade_shards,
+# run_variants, show_parts, run_headline_trace, run_memcheck, run_head_dim_rows, show_variants, run_cascade_shards,
 # run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab,
 # run_build_rounds, show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
 # run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid).
@@ -43,6 +43,22 @@ run_memcheck() {
   timeout "${MEMCHECK_TIMEOUT:-100}" compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/b/prefixd_gpu_tests \
     --gtest_brief=1 --gtest_filter="$1" >"$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|^\[  PASSED' "$OUT/memcheck.log" | tr '\n' ' ')"
+}
+# run_head_dim_rows LIMIT BENCH_ARGS...: on an H200 only, the bar's B256 P32768 S256 rows by the
+# issue's method (as bench/kernel/issue4-grid.sh's second call: the measured choice, the plain-read
+# floor) for the heads and head dims BENCH_ARGS name, at most LIMIT s; the table against the fused
+# floor in $OUT/dims-fused-floor.md, its rows and ceilings printed.
+run_head_dim_rows() {
+  local limit=$1; shift
+  if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    echo "not an H200: no head_dim rows"
+    return 0
+  fi
+  timeout "$limit" $B "$@" -b 256 -p 32768 -s 256 --dtype fp16,bf16 --no-baseline -c 1 --read-floor --measured-choice \
+    --csv "$OUT/dims.csv" >"$OUT/dims.txt" 2>&1
+  echo "dims rc=$?"
+  python3 bench/kernel/fused_floor_table.py "$OUT/dims.csv" --log "$OUT/dims.txt" >"$OUT/dims-fused-floor.md" 2>&1
+  grep -E '^\| (fp16|bf16)|within the bar|ceilings' "$OUT/dims-fused-floor.md" | cut -c1-100
 }
 # run_test_shards FILTER: the carried GPU tests whose names match FILTER in 8 gtest shards side by
 # side (at most $SHARD_TIMEOUT s each, 240; logs $OUT/tests-N.log), then each shard's exit status,

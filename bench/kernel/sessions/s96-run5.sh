@@ -16,12 +16,6 @@ RUN_TIMEOUT=100 run_variants d256 "default,PREFIXD_CONCURRENT_CHAIN=1" --heads 3
   --dtype fp16,bf16
 SHOW_LINES=8 show_variants d256
 # The bar's head_dim rows (the issue's method, as bench/kernel/issue4-grid.sh runs them) on an H200.
-if [ "$SECONDS" -lt 200 ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  timeout 150 $B --heads 32/32,32/8 -b 256 -p 32768 -s 256 --head-dim 64,256 --dtype fp16,bf16 --no-baseline -c 1 \
-    --read-floor --measured-choice --csv "$OUT/dims.csv" >"$OUT/dims.txt" 2>&1
-  echo "dims rc=$?"
-  python3 bench/kernel/fused_floor_table.py "$OUT/dims.csv" --log "$OUT/dims.txt" >"$OUT/dims-fused-floor.md" 2>&1
-  grep -E '^\| (fp16|bf16)|within the bar|ceilings' "$OUT/dims-fused-floor.md" | cut -c1-100
-fi
+[ "$SECONDS" -lt 200 ] && run_head_dim_rows 150 --heads 32/32,32/8 --head-dim 64,256
 echo "elapsed ${SECONDS} s"
 pack_logs

@@ -3,7 +3,8 @@
 # since 588cdf8). (1) The four tests mended after s96 run 4 and every concurrent, early-decode, graph
 # and cascade test on the default; memcheck on the new and mended ones. (2) On an H200 (the bar's
 # card): the grid and head_dim rows with the new default (run_bar_grid); on an H100: the head_dim-256
-# A/B, the default against =1 (the TMA-only chain), as s96 run 5 planned.
+# A/B, the default against =1 (the TMA-only chain), as s96 run 5 planned. On an H200 with time
+# left, session 94's unrun planner checks on the grid's shapes (fp16, bf16).
 #   CARRY=.carry/s97a bash bench/kernel/sessions/s97-run1.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -12,6 +13,15 @@ GPU_TESTS_TIMEOUT=150 run_gpu_tests 'CudaConcurrentCascade.*:CudaEarlyDecode.*:C
 MEMCHECK_TIMEOUT=80 run_memcheck '*OneItem*:CudaGraph.ConcurrentStepReplaysCorrectly:CudaConcurrentCascade.Switch*'
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   run_bar_grid
+  # Session 94's unrun run 2: the planner checks on the bar's shapes with the chained step (the
+  # grid half of run_offgrid_planner_checks), while the run has time.
+  for dt in fp16 bf16; do
+    [ "$SECONDS" -lt 400 ] || break
+    timeout 150 $B --planner-check --dtype $dt >"$OUT/planner-grid-$dt.txt" 2>&1
+    echo "== planner grid-$dt rc=$?, $(grep -cE '^ +(fp16|bf16) ' "$OUT/planner-grid-$dt.txt") shapes"
+    grep -E "planner check:|measured choice" "$OUT/planner-grid-$dt.txt" | grep -v "must be"
+    grep -E "SLOW|WRONG" "$OUT/planner-grid-$dt.txt" | grep -E '^ +(fp16|bf16) ' | head -20
+  done
 else
   RUN_TIMEOUT=100 run_variants d256 "default,PREFIXD_CONCURRENT_CHAIN=1" --heads 32/8 -d 256 -b 256 -p 32768 \
     -s 256,512 --dtype fp16,bf16

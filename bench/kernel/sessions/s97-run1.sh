@@ -3,8 +3,8 @@
 # since 588cdf8). (1) The four tests mended after s96 run 4 and every concurrent, early-decode, graph
 # and cascade test on the default; memcheck on the new and mended ones. (2) On an H200 (the bar's
 # card): the grid and head_dim rows with the new default (run_bar_grid); on an H100: the head_dim-256
-# A/B, the default against =1 (the TMA-only chain), as s96 run 5 planned. On an H200 with time
-# left, session 94's unrun planner checks on the grid's shapes (fp16, bf16).
+# A/B, the default against =1 (the TMA-only chain), as s96 run 5 planned. On an H200 also
+# session 94's unrun k scan at the headline row and, with time left, its planner checks on the grid's shapes (fp16, bf16).
 #   CARRY=.carry/s97a bash bench/kernel/sessions/s97-run1.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -13,6 +13,11 @@ GPU_TESTS_TIMEOUT=150 run_gpu_tests 'CudaConcurrentCascade.*:CudaEarlyDecode.*:C
 MEMCHECK_TIMEOUT=80 run_memcheck '*OneItem*:CudaGraph.ConcurrentStepReplaysCorrectly:CudaConcurrentCascade.Switch*'
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   run_bar_grid
+  # Session 94's unrun k scan: the chained step's k forced at the headline row against the default.
+  V=default
+  for k in 14 16 18; do V=$V,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
+  RUN_TIMEOUT=90 run_variants kscan "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
+  SHOW_LINES=14 show_variants kscan
   # Session 94's unrun run 2: the planner checks on the bar's shapes with the chained step (the
   # grid half of run_offgrid_planner_checks), while the run has time.
   for dt in fp16 bf16; do

@@ -21,7 +21,7 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   # Session 94's unrun run 2: the planner checks on the bar's shapes with the chained step (the
   # grid half of run_offgrid_planner_checks), while the run has time.
   for dt in fp16 bf16; do
-    [ "$SECONDS" -lt 400 ] || break
+    [ "$SECONDS" -lt "${PLANNER_BEFORE_S:-400}" ] || break
     timeout 150 $B --planner-check --dtype $dt >"$OUT/planner-grid-$dt.txt" 2>&1
     echo "== planner grid-$dt rc=$?, $(grep -cE '^ +(fp16|bf16) ' "$OUT/planner-grid-$dt.txt") shapes"
     grep -E "planner check:|measured choice" "$OUT/planner-grid-$dt.txt" | grep -v "must be"

@@ -4,7 +4,9 @@
 # and cascade test on the default; memcheck on the new and mended ones. (2) On an H200 (the bar's
 # card): the grid and head_dim rows with the new default (run_bar_grid); on an H100: the head_dim-256
 # A/B, the default against =1 (the TMA-only chain), as s96 run 5 planned. On an H200 also
-# session 94's unrun k scan at the headline row and, with time left, its planner checks on the grid's shapes (fp16, bf16).
+# session 94's unrun k scan at the headline row and, with time left (PLANNER_BEFORE_S: start them
+# only before this many seconds, 400), its planner checks on the grid's shapes (fp16, bf16).
+# Ran in s97 on an H100 with PLANNER_BEFORE_S=200 (bench/RESULTS.md, session 97, run 1).
 #   CARRY=.carry/s97a bash bench/kernel/sessions/s97-run1.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."

@@ -7,6 +7,8 @@
 # session 94's unrun k scan at the headline row and, with time left (PLANNER_BEFORE_S: start them
 # only before this many seconds, 400), its planner checks on the grid's shapes (fp16, bf16).
 # Ran in s97 on an H100 with PLANNER_BEFORE_S=200 (bench/RESULTS.md, session 97, run 1).
+#   mkdir -p .carry/s97a && tar -C build -cf - --transform 's,.*/,./,' bench/prefixd_kernel_bench \
+#     tests/prefixd_gpu_tests launch/prefixd | xz -6 -T2 > .carry/s97a/bins.tar.xz   # built at e2d8660
 #   CARRY=.carry/s97a bash bench/kernel/sessions/s97-run1.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."

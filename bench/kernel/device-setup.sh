@@ -2,8 +2,8 @@
 # from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
 # $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
 # helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers,
-# run_variants, show_parts, run_headline_trace, run_memcheck, run_head_dim_rows, show_variants, run_cascade_shards,
-# run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab,
+# run_variants, show_parts, run_headline_trace, run_memcheck, run_head_dim_rows, show_variants,
+# run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab,
 # run_build_rounds, show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
 # run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}

@@ -759,10 +759,11 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   cudaStream_t const stream = args.stream != nullptr ? static_cast<cudaStream_t>(args.stream) : stream_;
   // Concurrent prefix/decode (cuda_backend.h): the decode kernel on decode_stream_, forked from
   // stream_ just before the prefix launch and joined back before the merge, or chained on stream
-  // (ChainsConcurrentStep: by default every step whose prefix is the sm_90a kernel); the loaded
-  // plan has no finishing decode items. The fork is recorded BEFORE the prefix launch (after it, the decode
-  // would wait for the prefix grid to complete); the decode launch waits for it on the other stream,
-  // which also gives the prefix grid a head start in being dispatched.
+  // (ChainsConcurrentStep: by default where the prefix is the sm_90a kernel and the decode the
+  // persistent TMA decode or the one-item decode); the loaded plan has no finishing decode items.
+  // The fork is recorded BEFORE the prefix launch (after it, the decode would wait for the prefix
+  // grid to complete); the decode launch waits for it on the other stream, which also gives the
+  // prefix grid a head start in being dispatched.
   // The whole step as one fused launch (cuda_backend.h), where the loaded plan and the call allow it.
   // The merge kernel still follows it for plan.merge_requests (none when every suffix is one chunk).
   const bool fused_step = plan_.fused && parts == kAllParts && args.merge_packed_out == nullptr &&

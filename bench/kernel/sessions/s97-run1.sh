@@ -26,10 +26,7 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   # grid half of run_offgrid_planner_checks), while the run has time.
   for dt in fp16 bf16; do
     [ "$SECONDS" -lt "${PLANNER_BEFORE_S:-400}" ] || break
-    timeout 150 $B --planner-check --dtype $dt >"$OUT/planner-grid-$dt.txt" 2>&1
-    echo "== planner grid-$dt rc=$?, $(grep -cE '^ +(fp16|bf16) ' "$OUT/planner-grid-$dt.txt") shapes"
-    grep -E "planner check:|measured choice" "$OUT/planner-grid-$dt.txt" | grep -v "must be"
-    grep -E "SLOW|WRONG" "$OUT/planner-grid-$dt.txt" | grep -E '^ +(fp16|bf16) ' | head -20
+    run_planner_check $dt
   done
 else
   RUN_TIMEOUT=100 run_variants d256 "default,PREFIXD_CONCURRENT_CHAIN=1" --heads 32/8 -d 256 -b 256 -p 32768 \

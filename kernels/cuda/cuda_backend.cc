@@ -174,6 +174,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   concurrent_chain_ = static_cast<ConcurrentChain>(
       EnvChoice("PREFIXD_CONCURRENT_CHAIN", {"0", "1", "all"}, static_cast<int>(concurrent_chain_)));
   if (!decode_pdl_ || !merge_pdl_ || !prefix_settings_.trigger_dependents) concurrent_chain_ = ConcurrentChain::kOff;
+  concurrent_states16_ = EnvFlag("PREFIXD_CONCURRENT_STATES16", concurrent_states16_);
   fused_ = EnvFlag("PREFIXD_FUSED", fused_);
   fused_diag_ = int(EnvInteger("PREFIXD_FUSED_DIAG", 0, 2, fused_diag_));
   fused_merge_kernel_ = EnvChoice("PREFIXD_FUSED_MERGE", {"inside", "kernel"}, fused_merge_kernel_ ? 1 : 0) == 1;
@@ -269,6 +270,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()) {
     if (concurrent_chain_ == ConcurrentChain::kOff) d << " [concurrent steps on two streams, not chained]";
     if (concurrent_chain_ == ConcurrentChain::kTmaDecode) d << " [concurrent steps chained only with the TMA decode]";
+    if (concurrent_states16_) d << " [concurrent TMA-decode steps' states in 16 bits]";
   }
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {
@@ -781,6 +783,9 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const bool concurrent = side_by_side && !chained;
   if ((concurrent || chained) && parts == kAllParts) ++concurrent_steps_;
   if (chained && parts == kAllParts) ++chained_steps_;
+  // The plan's states with v in 16 bits (StepStates16): written so by both kernels, merged so.
+  const bool states_16bit = StepStates16(args);
+  if (states_16bit && parts == kAllParts) ++states16_steps_;
   cudaStream_t decode_stream = stream;
   if (concurrent) {
     PREFIXD_CUDA_CHECK(cudaEventRecord(fork_, stream));
@@ -801,6 +806,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     const bool narrow_prefix = SelectPrefixKernel(p) == PrefixKernelPath::kWgmma && sm90a::UsesNarrowCta(p);
     if (concurrent_k == 0 && !narrow_prefix) p.decode_warmup = DecodeWarmup(args);
     p.trigger_at_start = chained;  // the chain's decode starts with the prefix grid, not at its end
+    p.states_16bit = states_16bit;
     PrefixAttention(p, stream);
   }
   if (decode_part) {
@@ -814,6 +820,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     p.state_indptr = plan_.state_indptr;
     p.partial_v = partial_v_;
     p.partial_s = partial_s_;
+    p.states_16bit = states_16bit;  // only the TMA decode writes them (its launcher rejects the others)
     p.o = args.o;
     p.v_out = args.v_out;
     p.s_out = args.s_out;
@@ -952,6 +959,7 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     return;
   MergeStatesParams m = MergeParams();
   m.v_in = partial_v_;
+  m.v_in_16bit = states_16bit;
   m.s_in = partial_s_;
   m.run_indptr = plan_.state_indptr;
   m.requests = merge_list;
@@ -983,16 +991,26 @@ bool CudaBackend::PlanTmaDecodeRuns(const DecodeAttentionParams& p, const Cascad
          args.decode_free_sms == 0 && DecodeStreamTmaApplies(p);
 }
 
+bool CudaBackend::StepTmaDecodeRuns(const CascadeArgs& args) const {
+  DecodeAttentionParams d;  // what the decode launch's PlanTmaDecodeRuns reads, as it sets it
+  d.kernel = decode_kernel_;
+  SetCascadeInputs(&d, plan_.header, args);
+  return PlanTmaDecodeRuns(d, args);
+}
+
+bool CudaBackend::StepStates16(const CascadeArgs& args) const {
+  return concurrent_states16_ && plan_.concurrent_decode_sms > 0 && plan_.num_prefix_items > 0 &&
+         plan_.num_decode_items > 0 && SelectPrefixKernel(PrefixItemsParams(args)) == PrefixKernelPath::kWgmma &&
+         StepTmaDecodeRuns(args);
+}
+
 bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix) const {
   // The prefix must be the sm_90a kernel (which can signal at its start) and the decode one whose
   // CTAs signal at their start and wait for the prefix grid at their end: the persistent TMA
   // decode, or with PREFIXD_CONCURRENT_CHAIN=all (the default) the one-item decode, whose last CTA does.
   if (concurrent_chain_ == ConcurrentChain::kOff || SelectPrefixKernel(prefix) != PrefixKernelPath::kWgmma)
     return false;
-  DecodeAttentionParams d;  // what the decode launch's PlanTmaDecodeRuns reads, as it sets it
-  d.kernel = decode_kernel_;
-  SetCascadeInputs(&d, plan_.header, args);
-  if (PlanTmaDecodeRuns(d, args)) return true;
+  if (StepTmaDecodeRuns(args)) return true;
   return concurrent_chain_ == ConcurrentChain::kAll && args.decode_free_sms == 0 && !decode_persistent_ &&
          plan_.num_early_decode_items == 0;
 }

@@ -253,6 +253,8 @@ class CudaBackend final : public Backend {
   int64_t concurrent_tma_steps() const { return concurrent_tma_steps_; }
   // The concurrent steps chained on one stream so far (PREFIXD_CONCURRENT_CHAIN).
   int64_t chained_steps() const { return chained_steps_; }
+  // The steps whose states' v were written and merged in 16 bits so far (PREFIXD_CONCURRENT_STATES16).
+  int64_t states16_steps() const { return states16_steps_; }
 
   // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
   // the kernel benchmark times them one by one).
@@ -350,6 +352,13 @@ class CudaBackend final : public Backend {
   // concurrent prefix (CascadePlan::concurrent_decode_tma, where DecodeStreamTmaApplies: the pool's
   // alignment, a KV head view; also when its part is timed alone).
   bool PlanTmaDecodeRuns(const DecodeAttentionParams& p, const CascadeArgs& args) const;
+  // PlanTmaDecodeRuns for the decode launch the loaded plan makes with `args`.
+  bool StepTmaDecodeRuns(const CascadeArgs& args) const;
+  // Whether the loaded plan's step writes its partial states' v in 16 bits and merges them so
+  // (PREFIXD_CONCURRENT_STATES16): a concurrent step whose prefix is the sm_90a kernel and whose
+  // decode is the persistent TMA decode, the two kernels that can write them. A function of the plan
+  // and `args` alone, so that parts timed in separate calls agree on the states' width.
+  bool StepStates16(const CascadeArgs& args) const;
   // Whether the loaded plan's concurrent step runs chained on one stream for these arguments
   // (PREFIXD_CONCURRENT_CHAIN): its decode the persistent TMA decode (or, with =all, the one-item
   // decode), its prefix (launched as `prefix`) the sm_90a kernel.
@@ -395,6 +404,9 @@ class CudaBackend final : public Backend {
   // concurrent steps run chained on one stream (ChainsConcurrentStep).
   enum class ConcurrentChain { kOff, kTmaDecode, kAll };
   ConcurrentChain concurrent_chain_ = ConcurrentChain::kAll;
+  // PREFIXD_CONCURRENT_STATES16: the concurrent step's states with v in the model's dtype
+  // (StepStates16): half the state bytes its merge reads, at one more rounding of each state.
+  bool concurrent_states16_ = false;
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
@@ -423,6 +435,7 @@ class CudaBackend final : public Backend {
   int64_t concurrent_tma_steps_ = 0;
   int64_t concurrent_steps_ = 0;
   int64_t chained_steps_ = 0;
+  int64_t states16_steps_ = 0;
   int64_t early_decode_steps_ = 0;
   int64_t early_tma_launches_ = 0;
   int64_t sequential_tma_launches_ = 0;

@@ -116,6 +116,12 @@ SmemLimits DecodeSmemLimits() {
 }
 }  // namespace decode
 
+void RequireFp32States(const DecodeAttentionParams& p, const char* kernel) {
+  PREFIXD_CHECK_ARG(!p.states_16bit, "DecodeAttention: 16-bit states (states_16bit) come only from the TMA decode; "
+                                     "this launch runs the "
+                                         << kernel);
+}
+
 // Without a request, 2 warps (4 CTAs per SM at head_dim 128): bench/RESULTS.md has the comparison.
 // The CUDA backend asks for 4 where there are at most two items per SM (cuda_backend.cc).
 int DecodeMmaWarps(int requested) {

@@ -325,6 +325,7 @@ inline bool WarpRuleRuns(const DecodeAttentionParams& p) {
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttention(const DecodeAttentionParams& params, cudaStream_t stream) {
+  RequireFp32States(params, "CUDA-core decode");
   if constexpr ((GQA == 1 || GQA == 2) && HEAD_DIM <= 128) {
     if (params.pipeline == DecodePipeline::kWarp) return LaunchWarp<T, HEAD_DIM, GQA>(params, params.warp_rounds, stream);
   }

@@ -98,6 +98,11 @@ struct DecodeAttentionParams {
 
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
+  // The TMA decode only (decode_stream_tma.h; every other kernel's launcher rejects it), and only
+  // for items that write their state (no finishing item: it would read prefix states as fp32): each
+  // state's v written in dtype (rounded to nearest), the layout in elements unchanged; s stays fp32.
+  // As PrefixAttentionParams::states_16bit, for the concurrent step's merge.
+  bool states_16bit = false;
 
   // Final outputs of finishing items, each optional (null: not written): o [num_requests]
   // [num_qo_heads][head_dim] in dtype, v_out (same, fp32), s_out [num_requests][num_qo_heads] fp32.
@@ -209,6 +214,10 @@ bool DecodeShallowPipeline(const DecodeAttentionParams& params, int step_tokens,
 // Whether `params` run the tensor-core kernel (prefixd/kernels/decode_kernel_choice.h; not forced to
 // CUDA cores), the one with a streaming variant up to head_dim 128.
 bool DecodeUsesTensorCores(const DecodeAttentionParams& params);
+
+// Throws kInvalidArgument where params ask for 16-bit states (states_16bit), which only the TMA
+// decode writes; `kernel` names the launcher's kernel in the message.
+void RequireFp32States(const DecodeAttentionParams& params, const char* kernel);
 
 // Asynchronous on `stream`; no allocation, no host synchronisation. Throws kUnsupported for a
 // head_dim / dtype without an instantiation.

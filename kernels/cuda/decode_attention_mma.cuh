@@ -418,6 +418,7 @@ void LaunchMmaWarps(const DecodeAttentionParams& params, cudaStream_t stream) {
 
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttentionMma(const DecodeAttentionParams& params, cudaStream_t stream) {
+  RequireFp32States(params, "tensor-core decode");
   switch (DecodeMmaWarps(params.mma_warps)) {
     case 1: return LaunchMmaWarps<T, HEAD_DIM, GQA, 1>(params, stream);
     case 2:

@@ -147,6 +147,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
 // one-item-at-a-time kernel with 8 warps instead.
 template <typename T, int HEAD_DIM, int GQA>
 void LaunchDecodeAttentionMmaStream(const DecodeAttentionParams& params, cudaStream_t stream) {
+  RequireFp32States(params, "cp.async streaming decode");
   constexpr int smem = DecodeMmaStreamSmemBytes<HEAD_DIM, GQA, kStreamWarps>();
   if (smem > DecodeSmemLimits().max_per_block) {
     DecodeAttentionParams p = params;

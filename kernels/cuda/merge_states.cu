@@ -1,8 +1,11 @@
 // State-merge kernels: n-ary ⊕ over runs of partial states, binary in-place ⊕, and the fp32 → dtype
-// cast of final outputs. One warp per row (two for short runs of a large merge; runs of 5-8 states
-// with all their loads at once: MergeShortRunsKernel; one block per row for long runs of few rows:
-// MergeLongRunsKernel): a row is at most 256 floats, so a warp's float4 loads cover it in two
-// passes and the one-warp merges need no shared memory or block barrier.
+// cast of final outputs. The n-ary kernels are built for each way a state's v may be stored (VIn:
+// fp32, or the model's fp16 / bf16, MergeStatesParams::v_in_16bit). One warp per row (two for
+// short runs of a large merge; runs of 5-8 states with all their loads at once:
+// MergeShortRunsKernel; one block per row for long runs of few rows: MergeLongRunsKernel): a row is
+// at most 256 values, so a warp's four-value loads cover it in two passes and the one-warp merges
+// need no shared memory or block barrier.
+
 #include "kernels/cuda/merge_states.h"
 
 #include <cuda_bf16.h>
@@ -10,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/resident_ctas.cuh"
@@ -44,6 +48,26 @@ __device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index
         reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(out) + index);
     p[0] = __floats2bfloat162_rn(x.x, x.y);
     p[1] = __floats2bfloat162_rn(x.z, x.w);
+  }
+}
+
+// Values 4·index4 .. 4·index4 + 3 of v, stored as VIn (fp32, __half or __nv_bfloat16), as fp32: one
+// 16-byte load for fp32, one 8-byte load for the 16-bit types (head_dim % 4 == 0 keeps it aligned).
+template <typename VIn>
+__device__ __forceinline__ float4 LoadValues4(const VIn* v, int64_t index4) {
+  if constexpr (std::is_same_v<VIn, float>) {
+    return reinterpret_cast<const float4*>(v)[index4];
+  } else {
+    const uint2 u = reinterpret_cast<const uint2*>(v)[index4];
+    float2 lo, hi;
+    if constexpr (std::is_same_v<VIn, __half>) {
+      lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+      hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+    } else {
+      lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+      hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+    }
+    return make_float4(lo.x, lo.y, hi.x, hi.y);
   }
 }
 
@@ -170,15 +194,17 @@ __device__ __forceinline__ float2 RunMaxAndWeightSum(const MergeStatesParams& p,
 }
 
 // Row j of the run, any length and head_dim: kBatch states' loads in flight at a time.
+template <typename VIn>
 __device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const MergeRun& run, int j, int lane) {
   const int n = run.n;
   const int64_t first = run.first + j, stride = run.stride;
   const int d4_count = p.head_dim / 4;
-  const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + first * p.head_dim);
+  const VIn* const v_first = static_cast<const VIn*>(p.v_in) + first * p.head_dim;
   const int64_t state_float4s = stride * d4_count;
   const uint64_t row_empty = RowEmptyStates(p, run, j);
   auto load_v = [&](int i, int d4) {
-    return i < n && !KnownEmptyState(p, row_empty, i) ? v_first[i * state_float4s + d4] : make_float4(0.f, 0.f, 0.f, 0.f);
+    return i < n && !KnownEmptyState(p, row_empty, i) ? LoadValues4(v_first, i * state_float4s + d4)
+                                                      : make_float4(0.f, 0.f, 0.f, 0.f);
   };
   // The v loads of the first batch go out with the s loads, before the LSE reduction below.
   float4 x[kBatch];
@@ -238,12 +264,13 @@ __device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const Me
 }
 
 // The n-ary merge, one row per warp: any run length and head_dim.
+template <typename VIn>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeStatesKernel(MergeStatesParams p) {
   WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int lane = threadIdx.x % kWarpSize;
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (row >= p.rows) return;
-  MergeOneRow(p, FindMergeRun(p, row), 0, lane);
+  MergeOneRow<VIn>(p, FindMergeRun(p, row), 0, lane);
 }
 
 // The n-ary merge of short runs (at most kStates states: MergeStatesParams::max_run_states) at
@@ -254,7 +281,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
 // decode state) in one latency instead of MergeOneRow's two batches. A separate kernel from the
 // general one: with MergeOneRow's loops beside it, ptxas spilled this path's loads at 64 registers.
 // The arithmetic is MergeOneRow's, state by state in the same order.
-template <int kRows, int kStates>
+template <typename VIn, int kRows, int kStates>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeShortRunsKernel(MergeStatesParams p) {
   WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int lane = threadIdx.x % kWarpSize;
@@ -264,7 +291,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   const MergeRun run = FindMergeRun(p, row0);
   const int n = run.n, d4_count = p.head_dim / 4;
   if (n > kStates) __trap();  // the launcher's max_run_states was wrong: never merge a run in part
-  const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + run.first * p.head_dim);
+  const VIn* const v_first = static_cast<const VIn*>(p.v_in) + run.first * p.head_dim;
   const int64_t state_float4s = run.stride * d4_count;
   float4 x[kRows][kStates];
   float s_lane[kRows];
@@ -277,7 +304,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
 #pragma unroll
     for (int k = 0; k < kStates; ++k)
       x[j][k] = row && k < n && lane < d4_count && !KnownEmptyState(p, row_empty[j], k)
-                    ? v_first[k * state_float4s + j * d4_count + lane]
+                    ? LoadValues4(v_first, k * state_float4s + j * d4_count + lane)
                     : make_float4(0.f, 0.f, 0.f, 0.f);
     s_lane[j] = row && lane < n ? p.s_in[run.first + j + lane * run.stride] : -INFINITY;
   }
@@ -314,6 +341,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
 // MergeOneRow's ceil(n / kBatch): plain decode of one or a few requests over a long prefix merges
 // runs of 30-50 chunk states per row, which took 13-26 µs one warp per row (H200, bench/RESULTS.md,
 // session 75). Worth it only where one warp per row leaves the SMs' warps idle (MergeLongRuns).
+template <typename VIn>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm) MergeLongRunsKernel(MergeStatesParams p) {
   WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   constexpr int kMaxFloat4s = 256 / 4;  // the largest head_dim's float4s
@@ -321,7 +349,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const MergeRun run = FindMergeRun(p, blockIdx.x);
   const int n = run.n, d4_count = p.head_dim / 4;
-  const float4* const v_first = reinterpret_cast<const float4*>(p.v_in + run.first * p.head_dim);
+  const VIn* const v_first = static_cast<const VIn*>(p.v_in) + run.first * p.head_dim;
   const int64_t state_float4s = run.stride * d4_count;
   const uint64_t row_empty = RowEmptyStates(p, run, 0);
   // m and the sum of the weights over the whole run, in every warp (the s loads are a few bytes;
@@ -340,7 +368,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) {
           const int i = i0 + k * kWarpsPerBlock;
-          x[k] = active && i < n && !KnownEmptyState(p, row_empty, i) ? v_first[i * state_float4s + d4]
+          x[k] = active && i < n && !KnownEmptyState(p, row_empty, i) ? LoadValues4(v_first, i * state_float4s + d4)
                                                                        : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
@@ -431,6 +459,25 @@ bool MergeLongRuns(const MergeStatesParams& params) {
   return int64_t(params.rows) <= int64_t(sms) * kMergeBlocksPerSm;
 }
 
+// The n-ary merge's kernel for these params (the kernel choice above), its v stored as VIn.
+template <typename VIn>
+void LaunchMerge(const MergeStatesParams& params, cudaStream_t stream) {
+  const dim3 block(unsigned(kWarpsPerBlock * kWarpSize));
+  if (MergeRowsPerWarp(params) == 2) {
+    LaunchMaybeProgrammatic(MergeShortRunsKernel<VIn, 2, kBatch>, dim3(unsigned(BlocksForRows((params.rows + 1) / 2))),
+                            block, 0, stream, params.programmatic_launch, params);
+  } else if (MergeLongRuns(params)) {
+    LaunchMaybeProgrammatic(MergeLongRunsKernel<VIn>, dim3(unsigned(params.rows)), block, 0, stream,
+                            params.programmatic_launch, params);
+  } else if (params.max_run_states > kBatch && params.max_run_states <= kWideStates && params.head_dim <= 128) {
+    LaunchMaybeProgrammatic(MergeShortRunsKernel<VIn, 1, kWideStates>, dim3(unsigned(BlocksForRows(params.rows))),
+                            block, 0, stream, params.programmatic_launch, params);
+  } else {
+    LaunchMaybeProgrammatic(MergeStatesKernel<VIn>, dim3(unsigned(BlocksForRows(params.rows))), block, 0, stream,
+                            params.programmatic_launch, params);
+  }
+}
+
 }  // namespace
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
@@ -455,20 +502,9 @@ void MergeStates(const MergeStatesParams& params, cudaStream_t stream) {
                     "MergeStates: empty_states needs uniform_run_states and num_kv_heads dividing num_heads (got "
                         << params.num_kv_heads << " KV heads of " << params.num_heads << ")");
   if (params.rows <= 0) return;
-  const dim3 block(unsigned(kWarpsPerBlock * kWarpSize));
-  if (MergeRowsPerWarp(params) == 2) {
-    LaunchMaybeProgrammatic(MergeShortRunsKernel<2, kBatch>, dim3(unsigned(BlocksForRows((params.rows + 1) / 2))), block,
-                            0, stream, params.programmatic_launch, params);
-  } else if (MergeLongRuns(params)) {
-    LaunchMaybeProgrammatic(MergeLongRunsKernel, dim3(unsigned(params.rows)), block, 0, stream,
-                            params.programmatic_launch, params);
-  } else if (params.max_run_states > kBatch && params.max_run_states <= kWideStates && params.head_dim <= 128) {
-    LaunchMaybeProgrammatic(MergeShortRunsKernel<1, kWideStates>, dim3(unsigned(BlocksForRows(params.rows))), block, 0,
-                            stream, params.programmatic_launch, params);
-  } else {
-    LaunchMaybeProgrammatic(MergeStatesKernel, dim3(unsigned(BlocksForRows(params.rows))), block, 0, stream,
-                            params.programmatic_launch, params);
-  }
+  if (!params.v_in_16bit) LaunchMerge<float>(params, stream);
+  else if (params.out_dtype == DType::kFloat16) LaunchMerge<__half>(params, stream);
+  else LaunchMerge<__nv_bfloat16>(params, stream);
 }
 
 void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,

@@ -1,6 +1,7 @@
 // Launchers of the state-merge kernels (internal to kernels/; CUDA types allowed).
 //
-// All states are fp32 with BASE-2 LSE (state.h). The empty state is (0, −inf); merging only empty
+// States are fp32 with BASE-2 LSE (state.h); an input v may instead be stored in the model's
+// 16-bit dtype (MergeStatesParams::v_in_16bit). The empty state is (0, −inf); merging only empty
 // states gives (0, −inf), never NaN, and a state with s = −inf contributes nothing even when its v
 // holds garbage (e.g. the NaN poison of an unwritten slot is never read through a zero weight).
 #pragma once
@@ -26,8 +27,12 @@ namespace prefixd::kernels::cuda {
 // Outputs, each optional (null = not written): o [rows][head_dim] in out_dtype, v_out
 // [rows][head_dim] fp32, s_out [rows] fp32.
 struct MergeStatesParams {
-  const float* v_in = nullptr;
+  const void* v_in = nullptr;  // fp32, or out_dtype with v_in_16bit
   const float* s_in = nullptr;
+  // v_in holds out_dtype values (fp16 / bf16, rounded to nearest) instead of fp32: half the bytes
+  // to load, for the concurrent step's states (CudaBackend, PREFIXD_CONCURRENT_STATES16). The
+  // merge's arithmetic stays fp32; s_in is fp32 either way.
+  bool v_in_16bit = false;
   const int32_t* run_indptr = nullptr;  // device, [num_requests + 1], or null
   const int32_t* requests = nullptr;    // device, [rows / num_heads], or null (run_indptr mode only)
   // Runs mode only (optional): n > 0 when every run has n states and request r's run starts at

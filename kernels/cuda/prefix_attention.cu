@@ -175,6 +175,9 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
   CheckParams(params);
   if (params.num_items > 0 && SelectPrefixKernel(params) == PrefixKernelPath::kWgmma)
     return sm90a::PrefixAttention(params, stream);
+  PREFIXD_CHECK_ARG(!params.states_16bit || params.num_items == 0,
+                    "PrefixAttention: 16-bit states (states_16bit) come only from the sm_90a kernel, which does not "
+                    "run here");
   const bool fp16 = params.dtype == DType::kFloat16;
   switch (params.head_dim) {
     case 64:

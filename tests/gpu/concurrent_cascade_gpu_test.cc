@@ -397,6 +397,72 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
 #endif
 }
 
+// The concurrent step's states with v in 16 bits (PREFIXD_CONCURRENT_STATES16=1: the sm_90a prefix
+// kernel and the TMA decode write v in the dtype, the merge reads it so): where the plan's decode is
+// the TMA decode (TmaDecodeCases) the step takes them (the backend counts it), chained and on two
+// streams, with the bits of its parts run one after the other (each part decides the width alone),
+// correct against the float64 oracle, and within the 16-bit rounding of the default's fp32 states
+// (relative L2 of v ≤ the dtype's unit roundoff · 2) but not equal to them; where it is not (GQA 3,
+// head_dim 256) nothing changes: the default's bits. The description says so; a malformed value is
+// an error.
+TEST(CudaConcurrentCascade, TheStatesIn16BitsStayWithinTheirRounding) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
+  if (candidates.empty())
+    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  const std::unique_ptr<Backend> chained = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STATES16", "1"}});
+  const std::unique_ptr<Backend> two_streams =
+      MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STATES16", "1"}, {"PREFIXD_CONCURRENT_CHAIN", "0"}});
+  EXPECT_NE(chained->Describe().find("states in 16 bits"), std::string::npos) << chained->Describe();
+  EXPECT_EQ(Device().Describe().find("states in 16 bits"), std::string::npos) << Device().Describe();
+  auto& fp32 = dynamic_cast<kernels::cuda::CudaBackend&>(Device());
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  for (const CascadeCase& c : TmaDecodeCases()) {
+    const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    // Twice the unit roundoff: each state's v rounded once, merged with weights summing to 1.
+    const double bound = c.dtype == kF16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+    for (const int k : {candidates.front(), chained->DefaultPlanOptions().concurrent_tma_candidates.back()}) {
+      PlanOptions o = ConcurrentModeOptions(sms, k);
+      o.concurrent_decode_tma = true;
+      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+      const int64_t fp32_before = fp32.states16_steps();
+      const StepResult base = RunStep(Device(), in.pool, c.layer, plan, in.q);
+      EXPECT_EQ(fp32.states16_steps(), fp32_before) << "the default writes fp32 states";
+      for (Backend* backend : {chained.get(), two_streams.get()}) {
+        auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
+        SCOPED_TRACE(c.name + " k = " + std::to_string(k) + (backend == chained.get() ? " chained" : " two streams"));
+        const int64_t before = cuda.states16_steps();
+        const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
+        EXPECT_EQ(cuda.states16_steps() - before, built ? 1 : 0);
+        ExpectMatchesOracle(got, want, c.dtype, c.name);
+        ASSERT_EQ(got.v.size(), base.v.size());
+        if (!built) {
+          EXPECT_EQ(got.v, base.v);  // NaN anywhere fails (NaN != NaN)
+          EXPECT_EQ(got.s, base.s);
+          continue;
+        }
+        double diff2 = 0, norm2 = 0;
+        for (size_t i = 0; i < got.v.size(); ++i) {
+          const double d = double(got.v[i]) - double(base.v[i]);
+          diff2 += d * d;
+          norm2 += double(base.v[i]) * double(base.v[i]);
+        }
+        const double rel = std::sqrt(diff2 / norm2);
+        EXPECT_LE(rel, bound) << "v against the fp32 states' step";  // NaN fails
+        EXPECT_GT(rel, 0.0) << "the same bits as fp32 states: were they written in 16 bits?";
+        EXPECT_EQ(got.s, base.s) << "the LSE stays fp32";
+      }
+    }
+  }
+  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STATES16", "on"}}), ErrorKind::kInvalidArgument,
+                       "PREFIXD_CONCURRENT_STATES16");
+#endif
+}
+
 // The concurrent step chained also where its decode is the one-item decode
 // (PREFIXD_CONCURRENT_CHAIN=all, the default: a CTA per item as the prefix grid's programmatic
 // dependent, each signalling at its start, the last waiting for the prefix grid at its exit): at

@@ -29,6 +29,13 @@
 #include "support/test_support.h"
 #include "unit/kernels/random_batch.h"
 
+#ifdef PREFIXD_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/merge_states.h"
+#include "prefixd/common/cuda_check.h"
+#endif
+
 namespace prefixd::test {
 namespace {
 
@@ -236,6 +243,50 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaMergeStatesTest,
                            return "n" + std::to_string(info.param.n) + "_rows" + std::to_string(info.param.rows) + "_d" +
                                   std::to_string(info.param.dim);
                          });
+
+// The merge kernels with each state's v stored in the dtype (MergeStatesParams::v_in_16bit, the
+// concurrent step's PREFIXD_CONCURRENT_STATES16): every kernel's shapes of the fp32 test above (two
+// rows per warp, runs of 5-8, one block per row, the general kernel), fp16 and bf16, against the
+// float64 merge of the same rounded values (the merge itself adds only fp32 rounding); the empty
+// states' v is a 16-bit NaN that must never be read.
+TEST(CudaMergeStates, SixteenBitValuesMatchTheDoubleMergeOfTheRoundedStates) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const MergeCase cases[] = {{1, 37, 128}, {3, 8999, 64}, {4, 9001, 128}, {5, 9001, 128}, {8, 33, 128},
+                             {4, 33, 256}, {9, 37, 128}, {44, 48, 256}, {17, 1056, 128}, {13, 1057, 256}};
+  for (const DType dtype : {kF16, kBF16})
+    for (const MergeCase& c : cases) {
+      const std::string what = std::string(kernels::DTypeName(dtype)) + " n" + std::to_string(c.n) + " rows" +
+                               std::to_string(c.rows) + " d" + std::to_string(c.dim);
+      SCOPED_TRACE(what);
+      RandomStates st = MakeStates(rng, c.n, c.rows, c.dim);
+      std::vector<uint16_t> v16(st.v.size());
+      for (size_t i = 0; i < v16.size(); ++i) {
+        v16[i] = kernels::FromFloat(dtype, st.v[i]);  // NaN stays NaN (the empty states' poison)
+        st.v[i] = kernels::ToFloat(dtype, v16[i]);    // the reference merges the rounded values
+      }
+      BackendBuffers mem(Device());
+      kernels::cuda::MergeStatesParams m;
+      m.v_in = mem.Upload(v16.data(), int64_t(v16.size()) * 2);
+      m.v_in_16bit = true;
+      m.s_in = static_cast<const float*>(mem.Upload(st.s.data(), int64_t(st.s.size()) * 4));
+      m.num_states = m.max_run_states = c.n;
+      m.rows = c.rows;
+      m.head_dim = c.dim;
+      m.out_dtype = dtype;
+      m.v_out = static_cast<float*>(mem.Poisoned(int64_t(c.rows) * c.dim * 4));
+      m.s_out = static_cast<float*>(mem.Poisoned(int64_t(c.rows) * 4));
+      kernels::cuda::MergeStates(m, nullptr);
+      PREFIXD_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto v = mem.Download<float>(m.v_out, int64_t(c.rows) * c.dim);
+      const auto s = mem.Download<float>(m.s_out, c.rows);
+      const RefOutput want = ExpectedMerge(st, c.n, c.rows, c.dim);
+      ExpectAllClose(v.data(), want.v.data(), int64_t(v.size()), 1e-5, what + " merged v");
+      ExpectLseClose(s.data(), want.s.data(), c.rows, 1e-6, what + " merged s");
+    }
+#endif
+}
 
 // Plan options that send every request through the merge kernel: runs of 2-4 states (one to three
 // prefix chunks, suffixes whole; first) and of more (the finest splits; second).

@@ -235,11 +235,18 @@ __device__ __forceinline__ void FinishHead(const DecodeAttentionParams& p, const
                                            int head, HeadPart<N, VEC>& own, DimOf dim_of, bool writes_lse) {
   if (!item.finish) {
     const int64_t row = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + head;
+    if (p.states_16bit) {  // DecodeAttentionParams::states_16bit: v in T, the same layout in elements
 #pragma unroll
-    for (int j = 0; j < N; ++j) StoreValues<VEC>(p.partial_v + row * HEAD_DIM + dim_of(j), own.v[j]);
+      for (int j = 0; j < N; ++j)
+        StoreOutput<T, VEC>(reinterpret_cast<T*>(p.partial_v) + row * HEAD_DIM + dim_of(j), own.v[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) StoreValues<VEC>(p.partial_v + row * HEAD_DIM + dim_of(j), own.v[j]);
+    }
     if (writes_lse) p.partial_s[row] = own.s;
     return;
   }
+  if (p.states_16bit) __trap();  // a finishing item would read 16-bit prefix states as fp32
   // Running (M, W, acc): max LSE, sum of weights and weighted v relative to 2^M; an empty state
   // has weight 0 and its v (possibly poison) is never read into the sum.
   float run_m = own.s, run_w = own.s == -INFINITY ? 0.f : 1.f;

@@ -970,7 +970,8 @@ struct Consumer {
       state[h] = int64_t(p.state_indptr[tg.request] + chunk) * p.num_qo_heads + tg.qo_head;
     }
   }
-  // Normalises and writes each valid row's state (v fp32, s base 2) to its state row (StateRows).
+  // Normalises and writes each valid row's state (v fp32, or T with states_16bit; s base 2) to its
+  // state row (StateRows).
   __device__ void Epilogue(const int64_t (&state_rows)[2]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -978,11 +979,19 @@ struct Consumer {
       const float sum = CFG::ROWSUM_BY_MMA ? sum_acc[2 * h] : QuadSum(row_sum[h]);
       const int64_t state = state_rows[h];
       if (state < 0) continue;
-      float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      if (p.states_16bit) {  // PrefixAttentionParams::states_16bit: v in T, same layout in elements
+        T* v_out = reinterpret_cast<T*>(p.partial_v) + state * CFG::HEAD_DIM + col0;
 #pragma unroll
-      for (int j = 0; j < CFG::O_REGS / 4; ++j)
-        *reinterpret_cast<float2*>(v_out + 8 * j) = make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        for (int j = 0; j < CFG::O_REGS / 4; ++j)
+          *reinterpret_cast<uint32_t*>(v_out + 8 * j) =
+              MmaOp<T>::Pack(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+      } else {
+        float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
+#pragma unroll
+        for (int j = 0; j < CFG::O_REGS / 4; ++j)
+          *reinterpret_cast<float2*>(v_out + 8 * j) = make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+      }
       if (lane % 4 == 0) p.partial_s[state] = FinalLse(row_max[h], sum);
     }
   }

@@ -15,7 +15,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s98-run2
-GPU_TESTS_TIMEOUT=200 run_gpu_tests 'CudaConcurrentCascade.*:CudaMergeStates*:CudaCascade.*:CudaGraph.*:CudaEarlyDecode.*'
+GPU_TESTS_TIMEOUT=200 \
+  run_gpu_tests 'CudaConcurrentCascade.*:CudaMergeStates*:CudaCascade.*:CudaGraph.*:CudaEarlyDecode.*'
 MEMCHECK_TIMEOUT=90 run_memcheck '*StatesIn16Bits*:*SixteenBitValues*'
 RUN_TIMEOUT=150 run_variants s16 "default,PREFIXD_CONCURRENT_STATES16=1" --heads 32/8 -b 128,256 -p 8192,32768 -s 256 \
   --dtype fp16,bf16

@@ -5,7 +5,7 @@
 # run_variants, show_parts, run_headline_trace, run_memcheck, run_head_dim_rows, show_variants,
 # run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab,
 # run_build_rounds, show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
-# run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid).
+# run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid, run_h200_bar_checks).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -295,4 +295,18 @@ run_bar_grid() {
   if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then echo "not an H200: no grid"; return 0; fi
   OUT=$OUT/grid bash bench/kernel/issue4-grid.sh 2>&1 | grep -v '^NVIDIA'
   grep -E '^ +(fp16|bf16) +16 +32/8 +128 +256 +32768 +256 ' "$OUT/grid/grid.txt" | cut -c1-110
+}
+# run_h200_bar_checks: on an H200, run_bar_grid, then session 94's unrun k scan at the headline row
+# (32/8 B256 P32768 S256: the chained step's k forced to 14, 16, 18 against the default) and, while
+# $SECONDS is below PLANNER_BEFORE_S (400), the planner checks on the grid's shapes (fp16, bf16).
+run_h200_bar_checks() {
+  run_bar_grid
+  local v=default k dt
+  for k in 14 16 18; do v=$v,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
+  RUN_TIMEOUT=90 run_variants kscan "$v" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
+  SHOW_LINES=14 show_variants kscan
+  for dt in fp16 bf16; do
+    [ "$SECONDS" -lt "${PLANNER_BEFORE_S:-400}" ] || break
+    run_planner_check $dt
+  done
 }

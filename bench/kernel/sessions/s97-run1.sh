@@ -16,18 +16,7 @@ source bench/kernel/device-setup.sh s97-run1
 GPU_TESTS_TIMEOUT=150 run_gpu_tests 'CudaConcurrentCascade.*:CudaEarlyDecode.*:CudaGraph.*:CudaCascade.*'
 MEMCHECK_TIMEOUT=80 run_memcheck '*OneItem*:CudaGraph.ConcurrentStepReplaysCorrectly:CudaConcurrentCascade.Switch*'
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  run_bar_grid
-  # Session 94's unrun k scan: the chained step's k forced at the headline row against the default.
-  V=default
-  for k in 14 16 18; do V=$V,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
-  RUN_TIMEOUT=90 run_variants kscan "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
-  SHOW_LINES=14 show_variants kscan
-  # Session 94's unrun run 2: the planner checks on the bar's shapes with the chained step (the
-  # grid half of run_offgrid_planner_checks), while the run has time.
-  for dt in fp16 bf16; do
-    [ "$SECONDS" -lt "${PLANNER_BEFORE_S:-400}" ] || break
-    run_planner_check $dt
-  done
+  run_h200_bar_checks
 else
   RUN_TIMEOUT=100 run_variants d256 "default,PREFIXD_CONCURRENT_CHAIN=1" --heads 32/8 -d 256 -b 256 -p 32768 \
     -s 256,512 --dtype fp16,bf16

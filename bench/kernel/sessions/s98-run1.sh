@@ -12,15 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s98-run1
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  run_bar_grid
-  V=default
-  for k in 14 16 18; do V=$V,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
-  RUN_TIMEOUT=90 run_variants kscan "$V" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
-  SHOW_LINES=14 show_variants kscan
-  for dt in fp16 bf16; do
-    [ "$SECONDS" -lt "${PLANNER_BEFORE_S:-400}" ] || break
-    run_planner_check $dt
-  done
+  run_h200_bar_checks
 else
   PREFIXD_TIMEOUT_TESTS=280 run_whole_suite
   grep -h -E '^\[  FAILED  \] [A-Za-z]' "$OUT"/check/*.log | sed 's/ (.*//' | sort -u

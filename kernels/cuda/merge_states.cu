@@ -51,8 +51,9 @@ __device__ __forceinline__ void StoreCast4(DType dtype, void* out, int64_t index
   }
 }
 
-// Values 4·index4 .. 4·index4 + 3 of v, stored as VIn (fp32, __half or __nv_bfloat16), as fp32: one
-// 16-byte load for fp32, one 8-byte load for the 16-bit types (head_dim % 4 == 0 keeps it aligned).
+// Values 4·index4 .. 4·index4 + 3 of v (its quad index4), stored as VIn (fp32, __half or
+// __nv_bfloat16), as fp32: one 16-byte load for fp32, one 8-byte load for the 16-bit types
+// (head_dim % 4 == 0 keeps it aligned). The kernels index a state's v by quads (state_quads).
 template <typename VIn>
 __device__ __forceinline__ float4 LoadValues4(const VIn* v, int64_t index4) {
   if constexpr (std::is_same_v<VIn, float>) {
@@ -200,10 +201,10 @@ __device__ __forceinline__ void MergeOneRow(const MergeStatesParams& p, const Me
   const int64_t first = run.first + j, stride = run.stride;
   const int d4_count = p.head_dim / 4;
   const VIn* const v_first = static_cast<const VIn*>(p.v_in) + first * p.head_dim;
-  const int64_t state_float4s = stride * d4_count;
+  const int64_t state_quads = stride * d4_count;
   const uint64_t row_empty = RowEmptyStates(p, run, j);
   auto load_v = [&](int i, int d4) {
-    return i < n && !KnownEmptyState(p, row_empty, i) ? LoadValues4(v_first, i * state_float4s + d4)
+    return i < n && !KnownEmptyState(p, row_empty, i) ? LoadValues4(v_first, i * state_quads + d4)
                                                       : make_float4(0.f, 0.f, 0.f, 0.f);
   };
   // The v loads of the first batch go out with the s loads, before the LSE reduction below.
@@ -292,7 +293,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   const int n = run.n, d4_count = p.head_dim / 4;
   if (n > kStates) __trap();  // the launcher's max_run_states was wrong: never merge a run in part
   const VIn* const v_first = static_cast<const VIn*>(p.v_in) + run.first * p.head_dim;
-  const int64_t state_float4s = run.stride * d4_count;
+  const int64_t state_quads = run.stride * d4_count;
   float4 x[kRows][kStates];
   float s_lane[kRows];
   uint64_t row_empty[kRows];
@@ -304,7 +305,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
 #pragma unroll
     for (int k = 0; k < kStates; ++k)
       x[j][k] = row && k < n && lane < d4_count && !KnownEmptyState(p, row_empty[j], k)
-                    ? LoadValues4(v_first, k * state_float4s + j * d4_count + lane)
+                    ? LoadValues4(v_first, k * state_quads + j * d4_count + lane)
                     : make_float4(0.f, 0.f, 0.f, 0.f);
     s_lane[j] = row && lane < n ? p.s_in[run.first + j + lane * run.stride] : -INFINITY;
   }
@@ -350,7 +351,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   const MergeRun run = FindMergeRun(p, blockIdx.x);
   const int n = run.n, d4_count = p.head_dim / 4;
   const VIn* const v_first = static_cast<const VIn*>(p.v_in) + run.first * p.head_dim;
-  const int64_t state_float4s = run.stride * d4_count;
+  const int64_t state_quads = run.stride * d4_count;
   const uint64_t row_empty = RowEmptyStates(p, run, 0);
   // m and the sum of the weights over the whole run, in every warp (the s loads are a few bytes;
   // each warp needs m for its own weights).
@@ -368,7 +369,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) {
           const int i = i0 + k * kWarpsPerBlock;
-          x[k] = active && i < n && !KnownEmptyState(p, row_empty, i) ? LoadValues4(v_first, i * state_float4s + d4)
+          x[k] = active && i < n && !KnownEmptyState(p, row_empty, i) ? LoadValues4(v_first, i * state_quads + d4)
                                                                        : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll

@@ -23,6 +23,7 @@
 #include "prefixd/kernels/plan.h"
 #include "support/backend_step.h"
 #include "support/test_support.h"
+#include "unit/kernels/expect_error.h"
 #include "unit/kernels/random_batch.h"
 
 #ifdef PREFIXD_HAVE_CUDA
@@ -258,6 +259,35 @@ TEST(DecodePipeline, ShallowOnlyWhereEveryItemFits) {
   p.max_item_tokens = 1;
   p.pipeline = kernels::cuda::DecodePipeline::kDeep;
   EXPECT_FALSE(kernels::cuda::DecodeShallowPipeline(p, 32, 2));
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// 16-bit partial states (DecodeAttentionParams::states_16bit, PREFIXD_CONCURRENT_STATES16) come
+// only from the TMA decode: every other launcher refuses them, naming its kernel, before anything
+// touches a device (so this runs everywhere; the TMA decode's acceptance is
+// CudaConcurrentCascade.TheStatesIn16BitsStayWithinTheirRounding's).
+TEST(DecodeLaunchers, SixteenBitStatesOnlyFromTheTmaDecode) {
+#ifdef PREFIXD_HAVE_CUDA
+  using kernels::cuda::DecodeKernel;
+  kernels::cuda::DecodeAttentionParams p;
+  p.num_qo_heads = 32;
+  p.num_kv_heads = 8;  // g = 4: served by both the CUDA-core and the tensor-core kernels
+  p.head_dim = 128;
+  p.page_size = 16;
+  p.num_items = 1;
+  p.max_item_tokens = 256;
+  p.states_16bit = true;
+  p.kernel = DecodeKernel::kCudaCores;
+  EXPECT_INVALID_ARGUMENT(kernels::cuda::DecodeAttention(p, nullptr), "CUDA-core decode");
+  p.kernel = DecodeKernel::kTensorCores;
+  EXPECT_INVALID_ARGUMENT(kernels::cuda::DecodeAttention(p, nullptr), "tensor-core decode");
+  p.max_sms = 16;
+  p.stream_items = true;  // the cp.async streaming kernel (stream_tma off)
+  EXPECT_INVALID_ARGUMENT(kernels::cuda::DecodeAttention(p, nullptr), "cp.async streaming decode");
+  p.num_qo_heads = 8;  // g = 1: the CUDA-core kernel whatever is asked
+  EXPECT_INVALID_ARGUMENT(kernels::cuda::DecodeAttention(p, nullptr), "CUDA-core decode");
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

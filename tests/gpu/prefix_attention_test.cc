@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "prefix_test_cases.h"
 #include "prefixd/common/error.h"
 #include "support/test_support.h"
+#include "unit/kernels/expect_error.h"
 
 namespace prefixd::kernels::cuda {
 namespace {
@@ -80,6 +82,28 @@ TEST(PrefixAttentionLauncher, RejectsBadArguments) {
   p.sm_scale_log2 = 0.1f;
   p.num_items = 1;  // items but no pointers
   EXPECT_THROW(PrefixAttention(p, nullptr), Error);
+}
+
+// 16-bit partial states (PrefixAttentionParams::states_16bit) come only from the sm_90a kernel: the
+// mma.sync kernel refuses them before it launches (the pointers are only checked, never read).
+TEST(PrefixAttentionLauncher, SixteenBitStatesOnlyFromTheSm90aKernel) {
+  alignas(16) static float stand_in[8];  // every device pointer's stand-in; never read
+  PrefixAttentionParams p;
+  p.num_qo_heads = 8;
+  p.num_kv_heads = 2;
+  p.head_dim = 128;
+  p.token_stride = 256;
+  p.page_size = 16;
+  p.sm_scale_log2 = 0.1f;
+  p.num_items = 1;
+  p.k = p.v = p.q = stand_in;
+  p.items = reinterpret_cast<const PrefixWorkItem*>(stand_in);
+  p.groups = reinterpret_cast<const PrefixGroup*>(stand_in);
+  p.state_indptr = reinterpret_cast<const int32_t*>(stand_in);
+  p.partial_v = p.partial_s = stand_in;
+  p.settings.kernel = PrefixKernelChoice::kMma;
+  p.states_16bit = true;
+  EXPECT_INVALID_ARGUMENT(PrefixAttention(p, nullptr), "states_16bit");
 }
 
 }  // namespace

@@ -229,13 +229,15 @@ __device__ __forceinline__ void StoreOutput(T* dst, const float (&x)[VEC]) {
 // The end of one warp's item for one query head `head` (of all num_qo_heads): the lane's part of
 // its state to the item's slot, or (item.finish) ⊕ the request's prefix-chunk states (slots
 // [run_begin, + slot_offset), read from L2 after the prefix grid) into o / v_out / s_out. The lane
-// with writes_lse writes the LSE.
-template <typename T, int HEAD_DIM, int N, int VEC, typename DimOf>
+// with writes_lse writes the LSE. STATES16 (DecodeAttentionParams::states_16bit) is a template
+// constant, not a branch on p: the runtime branch moved the default kernel's registers by up to 8
+// and its suffix part timed up to 2.3 us (~1%) slower on an H100 (bench/RESULTS.md, session 99).
+template <typename T, int HEAD_DIM, bool STATES16, int N, int VEC, typename DimOf>
 __device__ __forceinline__ void FinishHead(const DecodeAttentionParams& p, const DecodeWorkItem& item, int run_begin,
                                            int head, HeadPart<N, VEC>& own, DimOf dim_of, bool writes_lse) {
   if (!item.finish) {
     const int64_t row = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + head;
-    if (p.states_16bit) {  // DecodeAttentionParams::states_16bit: v in T, the same layout in elements
+    if constexpr (STATES16) {  // v in T, the same layout in elements
 #pragma unroll
       for (int j = 0; j < N; ++j)
         StoreOutput<T, VEC>(reinterpret_cast<T*>(p.partial_v) + row * HEAD_DIM + dim_of(j), own.v[j]);
@@ -246,7 +248,7 @@ __device__ __forceinline__ void FinishHead(const DecodeAttentionParams& p, const
     if (writes_lse) p.partial_s[row] = own.s;
     return;
   }
-  if (p.states_16bit) __trap();  // a finishing item would read 16-bit prefix states as fp32
+  if constexpr (STATES16) __trap();  // a finishing item would read 16-bit prefix states as fp32
   // Running (M, W, acc): max LSE, sum of weights and weighted v relative to 2^M; an empty state
   // has weight 0 and its v (possibly poison) is never read into the sum.
   float run_m = own.s, run_w = own.s == -INFINITY ? 0.f : 1.f;
@@ -290,7 +292,7 @@ __device__ __forceinline__ void FinishHead(const DecodeAttentionParams& p, const
 
 // A finished MmaDecodeTile state: row quad_row < GQA of the lane is its head (columns 8·dt +
 // quad_col + {0, 1}); lanes of rows ≥ GQA (the m16 tile's padding) write nothing.
-template <typename T, int HEAD_DIM, int GQA>
+template <typename T, int HEAD_DIM, int GQA, bool STATES16>
 __device__ __forceinline__ void FinishWarpItem(const DecodeAttentionParams& p, const DecodeWorkItem& item, int run_begin,
                                                const decode::MmaWarpState<HEAD_DIM>& st, int lane) {
   constexpr int DT = HEAD_DIM / 8;
@@ -303,13 +305,13 @@ __device__ __forceinline__ void FinishWarpItem(const DecodeAttentionParams& p, c
 #pragma unroll
   for (int dt = 0; dt < DT; ++dt) own.v[dt][0] = st.o[dt][0] * inv, own.v[dt][1] = st.o[dt][1] * inv;
   own.s = empty ? -INFINITY : st.row_max[0] + log2f(sum);
-  FinishHead<T, HEAD_DIM>(p, item, run_begin, item.kv_head * GQA + quad_row, own,
+  FinishHead<T, HEAD_DIM, STATES16>(p, item, run_begin, item.kv_head * GQA + quad_row, own,
                           [&](int dt) { return 8 * dt + quad_col; }, lane % 4 == 0);
 }
 
 // A finished SwapAbDecodeTile state: the lane's columns c = 0, 1 are heads 2·(lane % 4) + c (those
 // < GQA write), its values dims 16·mt + lane / 4 (+ 8).
-template <typename T, int HEAD_DIM, int GQA>
+template <typename T, int HEAD_DIM, int GQA, bool STATES16>
 __device__ __forceinline__ void FinishSwapAbItem(const DecodeAttentionParams& p, const DecodeWorkItem& item, int run_begin,
                                                  tma_decode::SwapAbState<HEAD_DIM>& st, int lane) {
   constexpr int MTILES = HEAD_DIM / 16;
@@ -328,12 +330,12 @@ __device__ __forceinline__ void FinishSwapAbItem(const DecodeAttentionParams& p,
 #pragma unroll
     for (int j = 0; j < 2 * MTILES; ++j) own.v[j][0] = st.o[j / 2][c + 2 * (j % 2)] * inv;
     own.s = empty ? -INFINITY : st.m[c] + log2f(st.l[c]);
-    FinishHead<T, HEAD_DIM>(p, item, run_begin, item.kv_head * GQA + head, own,
+    FinishHead<T, HEAD_DIM, STATES16>(p, item, run_begin, item.kv_head * GQA + head, own,
                             [&](int j) { return 16 * (j / 2) + r0 + 8 * (j % 2); }, r0 == 0);
   }
 }
 
-template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB>
+template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB, bool STATES16>
 __global__ void __launch_bounds__(32 * WARPS, 1)
     DecodeStreamTmaKernel(const __grid_constant__ DecodeAttentionParams p, const __grid_constant__ CUtensorMap k_map,
                           const __grid_constant__ CUtensorMap v_map) {
@@ -530,8 +532,8 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     }
     // With a programmatic launch the prefix grid may still run: a finishing item reads its states.
     if (item.finish) decode::WaitForPrefixGrid();
-    if constexpr (SWAP_AB) FinishSwapAbItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
-    else FinishWarpItem<T, HEAD_DIM, GQA>(p, item, bases.y, state, lane);
+    if constexpr (SWAP_AB) FinishSwapAbItem<T, HEAD_DIM, GQA, STATES16>(p, item, bases.y, state, lane);
+    else FinishWarpItem<T, HEAD_DIM, GQA, STATES16>(p, item, bases.y, state, lane);
     index = next_index;
     item = next_item;
     bases = next_bases;
@@ -545,17 +547,27 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
 }
 
 // Launch: one CTA per SM on at most max_sms SMs (the shared memory keeps a second one out).
-template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB>
-void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
-                                cudaStream_t stream) {
+template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB, bool STATES16>
+void LaunchDecodeStreamTmaKernel(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
+                                 cudaStream_t stream) {
   constexpr int smem = tma_decode::SmemBytes<HEAD_DIM, WARPS>();
-  RaiseDynamicSmemLimitOnce<DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB>>(smem);  // once per device
+  // Once per device and kernel.
+  RaiseDynamicSmemLimitOnce<DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB, STATES16>>(smem);
   // Each warp takes whole items, round-robin over the CTAs: as many CTAs as give every warp one, or
   // each CTA tma_items_per_cta of them (at most max_sms).
   const int per_cta = p.tma_items_per_cta > 0 ? std::min(p.tma_items_per_cta, WARPS) : WARPS;
   const int ctas = std::min(p.max_sms, (p.num_items + per_cta - 1) / per_cta);
-  LaunchMaybeProgrammatic(DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB>, dim3(unsigned(std::max(ctas, 1))),
-                          dim3(32 * WARPS), size_t(smem), stream, p.overlap_prefix, p, k_map, v_map);
+  LaunchMaybeProgrammatic(DecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB, STATES16>,
+                          dim3(unsigned(std::max(ctas, 1))), dim3(32 * WARPS), size_t(smem), stream, p.overlap_prefix,
+                          p, k_map, v_map);
+}
+
+template <typename T, int HEAD_DIM, int GQA, int WARPS, bool SWAP_AB>
+void LaunchDecodeStreamTmaWarps(const DecodeAttentionParams& p, const CUtensorMap& k_map, const CUtensorMap& v_map,
+                                cudaStream_t stream) {
+  if (p.states_16bit)
+    return LaunchDecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB, true>(p, k_map, v_map, stream);
+  LaunchDecodeStreamTmaKernel<T, HEAD_DIM, GQA, WARPS, SWAP_AB, false>(p, k_map, v_map, stream);
 }
 
 template <typename T, int HEAD_DIM, int GQA>

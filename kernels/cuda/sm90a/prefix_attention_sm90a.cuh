@@ -978,21 +978,33 @@ struct Consumer {
       // All lanes: shuffles before any branch. With ROWSUM_BY_MMA the tensor cores summed the whole row.
       const float sum = CFG::ROWSUM_BY_MMA ? sum_acc[2 * h] : QuadSum(row_sum[h]);
       const int64_t state = state_rows[h];
-      if (state < 0) continue;
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
       if (p.states_16bit) {  // PrefixAttentionParams::states_16bit: v in T, same layout in elements
-        T* v_out = reinterpret_cast<T*>(p.partial_v) + state * CFG::HEAD_DIM + col0;
+        // Lanes q and q ^ 1 of a quad trade one packed pair per two n8 blocks (all lanes, before
+        // the row test), so that each lane stores 8 bytes and each quad a whole 32-byte sector per
+        // store (its own pairs alone were 4 bytes a lane, half a sector a quad per store: session
+        // 99 timed that path's prefix part 1-4 us slower than the fp32 states' at most 32/8 S256
+        // shapes, an H100).
+        static_assert(CFG::O_REGS % 8 == 0, "pairs of n8 blocks");
+        T* v_row = reinterpret_cast<T*>(p.partial_v) + state * CFG::HEAD_DIM;
+        const bool even = lane % 2 == 0;
 #pragma unroll
-        for (int j = 0; j < CFG::O_REGS / 4; ++j)
-          *reinterpret_cast<uint32_t*>(v_out + 8 * j) =
-              MmaOp<T>::Pack(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-      } else {
+        for (int j = 0; j < CFG::O_REGS / 4; j += 2) {
+          const uint32_t a = MmaOp<T>::Pack(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+          const uint32_t b = MmaOp<T>::Pack(o[4 * j + 4 + 2 * h] * inv, o[4 * j + 4 + 2 * h + 1] * inv);
+          const uint32_t other = __shfl_xor_sync(0xffffffffu, even ? b : a, 1);
+          if (state < 0) continue;
+          // Even q: columns 8j + 2q .. + 3 (its pair, then q + 1's); odd q: 8(j + 1) + 2(q − 1) .. + 3.
+          if (even) *reinterpret_cast<uint2*>(v_row + 8 * j + col0) = make_uint2(a, other);
+          else *reinterpret_cast<uint2*>(v_row + 8 * j + 8 + col0 - 2) = make_uint2(other, b);
+        }
+      } else if (state >= 0) {
         float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
 #pragma unroll
         for (int j = 0; j < CFG::O_REGS / 4; ++j)
           *reinterpret_cast<float2*>(v_out + 8 * j) = make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
       }
-      if (lane % 4 == 0) p.partial_s[state] = FinalLse(row_max[h], sum);
+      if (state >= 0 && lane % 4 == 0) p.partial_s[state] = FinalLse(row_max[h], sum);
     }
   }
 

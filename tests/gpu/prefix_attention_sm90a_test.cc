@@ -375,6 +375,29 @@ TEST(PrefixAttentionKernelSelection, UnknownKvTileIsRefused) {
   }
 }
 
+// 16-bit states (PrefixAttentionParams::states_16bit) are built at head_dim 64 and 128 only, where
+// the TMA decode exists: at 256 they are refused before anything is launched.
+TEST(PrefixAttentionKernelSelection, SixteenBitStatesAtHeadDim256AreRefused) {
+  PREFIXD_REQUIRE_GPU();
+  if (!(sm90a::Built() && sm90a::DeviceReady()))
+    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()
+                 << "; it needs a compute capability 9.0 GPU)";
+  PrefixAttentionParams p;
+  p.num_qo_heads = 8;
+  p.num_kv_heads = 2;
+  p.head_dim = 256;
+  p.token_stride = 2 * 256;
+  p.num_items = 1;  // refused before the items are read
+  p.states_16bit = true;
+  try {
+    sm90a::PrefixAttention(p, nullptr);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("states_16bit"), std::string::npos) << e.what();
+  }
+}
+
 // A malformed launcher setting is refused when the settings are read (by the backend at
 // construction), naming the variable, never read as a default; no GPU needed.
 TEST(PrefixAttentionKernelSelection, BadSettingsAreRefused) {

@@ -69,7 +69,12 @@ namespace prefixd::kernels::cuda::sm90a {
 // (DefaultPrefixKvTileTokens, prefixd/kernels/prefix_kv_tile.h: why 64 / 128 / 192); 128 for the
 // fused kernel and for head_dim 64's plans of short items, 160 for head_dim 128's plans of long
 // items in wide CTAs (ChoosePrefixKvTileTokens, WgmmaLaunch::tile_tokens).
-template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0>
+// STATES16_: PrefixAttentionParams::states_16bit, as a template constant so that the fp32 states'
+// kernels keep their code: a runtime branch moved the headline kernel's spills and its prefix part
+// timed up to 2 us slower on an H100 (bench/RESULTS.md, session 99). Built for head_dim 64 and 128
+// only, where the TMA decode (the other writer of 16-bit states) exists.
+template <typename T, int HEAD_DIM_, int STAGES_, bool OVERLAP_, int CONSUMER_WGS_ = 2, int BLOCK_N_ = 0,
+          bool STATES16_ = false>
 struct WgmmaPrefixConfig {
   using Element = T;
   static constexpr int HEAD_DIM = HEAD_DIM_;
@@ -78,6 +83,7 @@ struct WgmmaPrefixConfig {
   static constexpr int BLOCK_N = BLOCK_N_ > 0 ? BLOCK_N_ : DefaultPrefixKvTileTokens(HEAD_DIM);
   static constexpr int WG_ROWS = kWarpgroupRows;  // query rows per consumer warpgroup (wgmma M)
   static constexpr int CONSUMER_WGS = CONSUMER_WGS_;
+  static constexpr bool STATES16 = STATES16_;
   static constexpr int TILE_ROWS = WG_ROWS * CONSUMER_WGS;
   static constexpr int THREADS = 128 * (1 + CONSUMER_WGS);
   // Launch bounds' minimum CTAs per SM: the registers reserved per thread at launch are
@@ -970,39 +976,50 @@ struct Consumer {
       state[h] = int64_t(p.state_indptr[tg.request] + chunk) * p.num_qo_heads + tg.qo_head;
     }
   }
-  // Normalises and writes each valid row's state (v fp32, or T with states_16bit; s base 2) to its
+  // Normalises and writes each valid row's state (v fp32, or T with CFG::STATES16; s base 2) to its
   // state row (StateRows).
   __device__ void Epilogue(const int64_t (&state_rows)[2]) {
+    if constexpr (CFG::STATES16) {
+      EpilogueStates16(state_rows);
+    } else {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      // All lanes: shuffles before any branch. With ROWSUM_BY_MMA the tensor cores summed the whole row.
-      const float sum = CFG::ROWSUM_BY_MMA ? sum_acc[2 * h] : QuadSum(row_sum[h]);
-      const int64_t state = state_rows[h];
-      const float inv = sum > 0.f ? 1.f / sum : 0.f;
-      if (p.states_16bit) {  // PrefixAttentionParams::states_16bit: v in T, same layout in elements
-        // Lanes q and q ^ 1 of a quad trade one packed pair per two n8 blocks (all lanes, before
-        // the row test), so that each lane stores 8 bytes and each quad a whole 32-byte sector per
-        // store (its own pairs alone were 4 bytes a lane, half a sector a quad per store: session
-        // 99 timed that path's prefix part 1-4 us slower than the fp32 states' at most 32/8 S256
-        // shapes, an H100).
-        static_assert(CFG::O_REGS % 8 == 0, "pairs of n8 blocks");
-        T* v_row = reinterpret_cast<T*>(p.partial_v) + state * CFG::HEAD_DIM;
-        const bool even = lane % 2 == 0;
-#pragma unroll
-        for (int j = 0; j < CFG::O_REGS / 4; j += 2) {
-          const uint32_t a = MmaOp<T>::Pack(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-          const uint32_t b = MmaOp<T>::Pack(o[4 * j + 4 + 2 * h] * inv, o[4 * j + 4 + 2 * h + 1] * inv);
-          const uint32_t other = __shfl_xor_sync(0xffffffffu, even ? b : a, 1);
-          if (state < 0) continue;
-          // Even q: columns 8j + 2q .. + 3 (its pair, then q + 1's); odd q: 8(j + 1) + 2(q − 1) .. + 3.
-          if (even) *reinterpret_cast<uint2*>(v_row + 8 * j + col0) = make_uint2(a, other);
-          else *reinterpret_cast<uint2*>(v_row + 8 * j + 8 + col0 - 2) = make_uint2(other, b);
-        }
-      } else if (state >= 0) {
+      for (int h = 0; h < 2; ++h) {
+        // All lanes: shuffles before any branch. With ROWSUM_BY_MMA the tensor cores summed the whole row.
+        const float sum = CFG::ROWSUM_BY_MMA ? sum_acc[2 * h] : QuadSum(row_sum[h]);
+        const int64_t state = state_rows[h];
+        if (state < 0) continue;
         float* v_out = p.partial_v + state * CFG::HEAD_DIM + col0;
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
         for (int j = 0; j < CFG::O_REGS / 4; ++j)
           *reinterpret_cast<float2*>(v_out + 8 * j) = make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        if (lane % 4 == 0) p.partial_s[state] = FinalLse(row_max[h], sum);
+      }
+    }
+  }
+  // Epilogue with v in T (the same layout in elements). Lanes q and q ^ 1 of a quad trade one packed
+  // pair per two n8 blocks (all lanes, before the row test), so that each lane stores 8 bytes and
+  // each quad a whole 32-byte sector per store: with its own pairs alone (4 bytes a lane, half a
+  // sector a quad per store) session 99 timed the prefix part 1-4 us slower than with fp32 states
+  // at most 32/8 S256 shapes (an H100).
+  __device__ void EpilogueStates16(const int64_t (&state_rows)[2]) {
+    static_assert(CFG::O_REGS % 8 == 0, "pairs of n8 blocks");
+    const bool even = lane % 2 == 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float sum = CFG::ROWSUM_BY_MMA ? sum_acc[2 * h] : QuadSum(row_sum[h]);
+      const int64_t state = state_rows[h];
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      T* v_row = reinterpret_cast<T*>(p.partial_v) + state * CFG::HEAD_DIM;
+#pragma unroll
+      for (int j = 0; j < CFG::O_REGS / 4; j += 2) {
+        const uint32_t a = MmaOp<T>::Pack(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        const uint32_t b = MmaOp<T>::Pack(o[4 * j + 4 + 2 * h] * inv, o[4 * j + 4 + 2 * h + 1] * inv);
+        const uint32_t other = __shfl_xor_sync(0xffffffffu, even ? b : a, 1);
+        if (state < 0) continue;
+        // Even q: columns 8j + 2q .. + 3 (its pair, then q + 1's); odd q: 8(j + 1) + 2(q − 1) .. + 3.
+        if (even) *reinterpret_cast<uint2*>(v_row + 8 * j + col0) = make_uint2(a, other);
+        else *reinterpret_cast<uint2*>(v_row + 8 * j + 8 + col0 - 2) = make_uint2(other, b);
       }
       if (state >= 0 && lane % 4 == 0) p.partial_s[state] = FinalLse(row_max[h], sum);
     }
@@ -1199,34 +1216,43 @@ constexpr int kDeepStages = HEAD_DIM == 64 ? 4 : HEAD_DIM == 128 ? 3 : 2;
 
 // The configurations of one tile length (BLOCK_N_, 0 for the head_dim's default), by the launch's
 // CTA width, ring depth and schedule.
-template <typename T, int HEAD_DIM, int BLOCK_N_>
+template <typename T, int HEAD_DIM, int BLOCK_N_, bool STATES16>
 void RunWgmmaTiles(const WgmmaLaunch& l, cudaStream_t stream) {
   constexpr int DEEP = kDeepStages<T, HEAD_DIM>;
   // No narrow CTA at head_dim 256: its 160 KiB of shared memory leave no room for decode CTAs,
   // and its 128 launch registers cannot hold the m64n256 accumulators (UsesNarrowCta).
   if constexpr (HEAD_DIM != 256) {
-    if (l.narrow) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 1, BLOCK_N_>>(l, stream);
+    if (l.narrow)
+      return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 1, BLOCK_N_, STATES16>>(l, stream);
   }
   // The deeper ring only with the default tile (the short-item tiles' items are a tile or two).
   if constexpr (BLOCK_N_ == 0) {
     if (l.stages > 2 && DEEP > 2) {
-      if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true>>(l, stream);
-      return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false>>(l, stream);
+      if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, true, 2, 0, STATES16>>(l, stream);
+      return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, DEEP, false, 2, 0, STATES16>>(l, stream);
     }
   }
-  if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_>>(l, stream);
-  LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 2, BLOCK_N_>>(l, stream);
+  if (l.overlap) return LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, true, 2, BLOCK_N_, STATES16>>(l, stream);
+  LaunchWgmmaConfig<WgmmaPrefixConfig<T, HEAD_DIM, 2, false, 2, BLOCK_N_, STATES16>>(l, stream);
 }
-template <typename T, int HEAD_DIM>
-void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
+template <typename T, int HEAD_DIM, bool STATES16>
+void RunWgmmaTileLengths(const WgmmaLaunch& l, cudaStream_t stream) {
   if constexpr (HEAD_DIM == 64) {
-    if (l.tile_tokens == 128) return RunWgmmaTiles<T, 64, 128>(l, stream);
+    if (l.tile_tokens == 128) return RunWgmmaTiles<T, 64, 128, STATES16>(l, stream);
   }
   if constexpr (HEAD_DIM == 128) {
     constexpr int kLong = AlternatePrefixKvTileTokens(128);  // 160: no more spills than 128 (prefix_kv_tile.h)
-    if (l.tile_tokens == kLong) return RunWgmmaTiles<T, 128, kLong>(l, stream);
+    if (l.tile_tokens == kLong) return RunWgmmaTiles<T, 128, kLong, STATES16>(l, stream);
   }
-  RunWgmmaTiles<T, HEAD_DIM, 0>(l, stream);
+  RunWgmmaTiles<T, HEAD_DIM, 0, STATES16>(l, stream);
+}
+template <typename T, int HEAD_DIM>
+void RunWgmmaPrefixAttention(const WgmmaLaunch& l, cudaStream_t stream) {
+  if constexpr (HEAD_DIM <= 128) {
+    if (l.params.states_16bit) return RunWgmmaTileLengths<T, HEAD_DIM, true>(l, stream);
+  }
+  PREFIXD_CHECK_INTERNAL(!l.params.states_16bit, "sm_90a prefix launch: 16-bit states at head_dim " << HEAD_DIM);
+  RunWgmmaTileLengths<T, HEAD_DIM, false>(l, stream);
 }
 template <typename T, int HEAD_DIM>
 bool WgmmaPrefixAttentionLoads() {

@@ -5,7 +5,8 @@
 # 16-bit, concurrent, merge, kernel-selection and decode-variant GPU tests; memcheck on the 16-bit
 # ones. (2) The default against the build before (old new old new) at run 2's 16 shapes (there
 # +0.0 to +2.6 us, the headline's prefix part +2). (3) The setting's A/B, twice interleaved, at run
-# 2's S256 shapes and head_dim 64.
+# 2's S256 shapes and head_dim 64. (4) On an H200 only, while under 250 s: the bar grid and head_dim
+# rows (run_bar_grid) with PREFIXD_CONCURRENT_STATES16=1 in the environment.
 #   mkdir -p /tmp/carry99c && cp build/bench/prefixd_kernel_bench build/tests/prefixd_gpu_tests \
 #     build/launch/prefixd /tmp/carry99c/ && tar -C /tmp/carry99c -xJf .carry/s97a/bins.tar.xz \
 #     --transform 's,prefixd_kernel_bench$,prefixd_kernel_bench_old,' ./prefixd_kernel_bench && \
@@ -22,5 +23,6 @@ S16="default,PREFIXD_CONCURRENT_STATES16=1"
 RUN_TIMEOUT=200 run_variants s16 "$S16,$S16" --heads 32/8 -d 64,128 -b 96,128,192,256 -p 16384,32768 -s 256 \
   --dtype fp16,bf16
 SHOW_LINES=36 show_variants s16
+[ "$SECONDS" -lt 250 ] && PREFIXD_CONCURRENT_STATES16=1 OUT=$OUT/s16 run_bar_grid
 echo "elapsed ${SECONDS} s"
 pack_logs

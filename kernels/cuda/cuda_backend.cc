@@ -270,7 +270,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (concurrent_decode_sms_ > 0 || !concurrent_candidates_.empty()) {
     if (concurrent_chain_ == ConcurrentChain::kOff) d << " [concurrent steps on two streams, not chained]";
     if (concurrent_chain_ == ConcurrentChain::kTmaDecode) d << " [concurrent steps chained only with the TMA decode]";
-    if (concurrent_states16_) d << " [concurrent TMA-decode steps' states in 16 bits]";
+    if (!concurrent_states16_) d << " [concurrent TMA-decode steps' states in fp32]";
   }
   if (!prefix_settings_.trigger_dependents) d << " [prefix PDL trigger off]";
   if (prefix_settings_.kv_l2_hint != PrefixKvL2Hint::kPlan) {

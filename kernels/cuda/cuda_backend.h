@@ -405,8 +405,10 @@ class CudaBackend final : public Backend {
   enum class ConcurrentChain { kOff, kTmaDecode, kAll };
   ConcurrentChain concurrent_chain_ = ConcurrentChain::kAll;
   // PREFIXD_CONCURRENT_STATES16: the concurrent step's states with v in the model's dtype
-  // (StepStates16): half the state bytes its merge reads, at one more rounding of each state.
-  bool concurrent_states16_ = false;
+  // (StepStates16): half the state bytes its merge reads, at one more rounding of each state. On
+  // by default since session 99: −1.0 µs mean at 32 concurrent 32/8 S256 shapes, −2.8 to +0.6
+  // (an H100, bench/RESULTS.md).
+  bool concurrent_states16_ = true;
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST

@@ -397,14 +397,14 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
 #endif
 }
 
-// The concurrent step's states with v in 16 bits (PREFIXD_CONCURRENT_STATES16=1: the sm_90a prefix
-// kernel and the TMA decode write v in the dtype, the merge reads it so): where the plan's decode is
-// the TMA decode (TmaDecodeCases) the step takes them (the backend counts it), chained and on two
-// streams, with the bits of its parts run one after the other (each part decides the width alone),
-// correct against the float64 oracle, and within the 16-bit rounding of the default's fp32 states
-// (relative L2 of v ≤ the dtype's unit roundoff · 2) but not equal to them; where it is not (GQA 3,
-// head_dim 256) nothing changes: the default's bits. The description says so; a malformed value is
-// an error.
+// The concurrent step's states with v in 16 bits (PREFIXD_CONCURRENT_STATES16, the default since
+// session 99: the sm_90a prefix kernel and the TMA decode write v in the dtype, the merge reads it
+// so): where the plan's decode is the TMA decode (TmaDecodeCases) the step takes them (the backend
+// counts it), chained and on two streams, with the bits of its parts run one after the other (each
+// part decides the width alone), correct against the float64 oracle, and within the 16-bit rounding
+// of the fp32 states (PREFIXD_CONCURRENT_STATES16=0; relative L2 of v ≤ the dtype's unit roundoff
+// · 2) but not equal to them; where it is not (GQA 3, head_dim 256) nothing changes: the fp32
+// states' bits. The description names the fp32 form; a malformed value is an error.
 TEST(CudaConcurrentCascade, TheStatesIn16BitsStayWithinTheirRounding) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
@@ -412,12 +412,12 @@ TEST(CudaConcurrentCascade, TheStatesIn16BitsStayWithinTheirRounding) {
   const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
   if (candidates.empty())
     GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
-  const std::unique_ptr<Backend> chained = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STATES16", "1"}});
-  const std::unique_ptr<Backend> two_streams =
-      MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STATES16", "1"}, {"PREFIXD_CONCURRENT_CHAIN", "0"}});
-  EXPECT_NE(chained->Describe().find("states in 16 bits"), std::string::npos) << chained->Describe();
-  EXPECT_EQ(Device().Describe().find("states in 16 bits"), std::string::npos) << Device().Describe();
-  auto& fp32 = dynamic_cast<kernels::cuda::CudaBackend&>(Device());
+  const std::unique_ptr<Backend> fp32_states = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STATES16", "0"}});
+  Backend& chained = Device();
+  const std::unique_ptr<Backend> two_streams = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "0"}});
+  EXPECT_NE(fp32_states->Describe().find("states in fp32"), std::string::npos) << fp32_states->Describe();
+  EXPECT_EQ(Device().Describe().find("states in fp32"), std::string::npos) << Device().Describe();
+  auto& fp32 = dynamic_cast<kernels::cuda::CudaBackend&>(*fp32_states);
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   for (const CascadeCase& c : TmaDecodeCases()) {
     const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
@@ -425,16 +425,16 @@ TEST(CudaConcurrentCascade, TheStatesIn16BitsStayWithinTheirRounding) {
     const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
     // Twice the unit roundoff: each state's v rounded once, merged with weights summing to 1.
     const double bound = c.dtype == kF16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
-    for (const int k : {candidates.front(), chained->DefaultPlanOptions().concurrent_tma_candidates.back()}) {
+    for (const int k : {candidates.front(), chained.DefaultPlanOptions().concurrent_tma_candidates.back()}) {
       PlanOptions o = ConcurrentModeOptions(sms, k);
       o.concurrent_decode_tma = true;
       const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
       const int64_t fp32_before = fp32.states16_steps();
-      const StepResult base = RunStep(Device(), in.pool, c.layer, plan, in.q);
-      EXPECT_EQ(fp32.states16_steps(), fp32_before) << "the default writes fp32 states";
-      for (Backend* backend : {chained.get(), two_streams.get()}) {
+      const StepResult base = RunStep(fp32, in.pool, c.layer, plan, in.q);
+      EXPECT_EQ(fp32.states16_steps(), fp32_before) << "PREFIXD_CONCURRENT_STATES16=0 writes fp32 states";
+      for (Backend* backend : {&chained, two_streams.get()}) {
         auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
-        SCOPED_TRACE(c.name + " k = " + std::to_string(k) + (backend == chained.get() ? " chained" : " two streams"));
+        SCOPED_TRACE(c.name + " k = " + std::to_string(k) + (backend == &chained ? " chained" : " two streams"));
         const int64_t before = cuda.states16_steps();
         const StepResult got = ExpectCascadePartsMatchWhole(*backend, in.pool, c.layer, plan, in.q);
         EXPECT_EQ(cuda.states16_steps() - before, built ? 1 : 0);

@@ -19,6 +19,7 @@
 #include "prefixd/common/error.h"
 #include "prefixd/kernels/prefix_kv_tile.h"
 #include "support/test_support.h"
+#include "unit/kernels/expect_error.h"
 
 namespace prefixd::kernels::cuda {
 namespace {
@@ -83,6 +84,24 @@ std::ostream& operator<<(std::ostream& os, const KernelCase& kc) { return os << 
 
 bool WgmmaApplies(const Scenario& sc) {
   return (sc.head_dim == 64 || sc.head_dim == 128 || sc.head_dim == 256) && !sc.causal;
+}
+
+// Skips the test, with the reason, where the sm_90a kernel cannot run (after PREFIXD_REQUIRE_GPU).
+#define PREFIXD_REQUIRE_SM90A()                                                                  \
+  if (!(sm90a::Built() && sm90a::DeviceReady()))                                                 \
+  GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()          \
+               << "; it needs a compute capability 9.0 GPU)"
+
+// A launch of one item at head_dim with no buffers, for the refusals that come before the items are
+// read (nothing is launched).
+PrefixAttentionParams RefusalProbe(int head_dim) {
+  PrefixAttentionParams p;
+  p.num_qo_heads = 8;
+  p.num_kv_heads = 2;
+  p.head_dim = head_dim;
+  p.token_stride = 2 * head_dim;
+  p.num_items = 1;
+  return p;
 }
 
 class PrefixAttentionKernelTest : public ::testing::TestWithParam<KernelCase> {};
@@ -283,9 +302,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, PrefixAttentionKernelTest, ::testing::ValuesIn
 // the larger one, and the oracle would see it.
 TEST(PrefixAttentionQueryMap, OneQueryBufferFollowsTheBatchSize) {
   PREFIXD_REQUIRE_GPU();
-  if (!(sm90a::Built() && sm90a::DeviceReady()))
-    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()
-                 << "; it needs a compute capability 9.0 GPU)";
+  PREFIXD_REQUIRE_SM90A();
   ScopedEnv env;
   env.Set("PREFIXD_PREFIX_KERNEL", "wgmma");
   env.Unset("PREFIXD_SM90A_Q_TMA");
@@ -353,25 +370,12 @@ TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
 // 128 is not an error.
 TEST(PrefixAttentionKernelSelection, UnknownKvTileIsRefused) {
   PREFIXD_REQUIRE_GPU();
-  if (!(sm90a::Built() && sm90a::DeviceReady()))
-    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()
-                 << "; it needs a compute capability 9.0 GPU)";
+  PREFIXD_REQUIRE_SM90A();
   for (const auto& [head_dim, tile] : {std::pair<int, int>{64, 96}, {64, 256}, {64, 160}, {128, 192}, {128, 176}, {256, 128}, {256, 160}}) {
     SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", tile " + std::to_string(tile));
-    PrefixAttentionParams p;
-    p.num_qo_heads = 8;
-    p.num_kv_heads = 2;
-    p.head_dim = head_dim;
-    p.token_stride = 2 * head_dim;
-    p.num_items = 1;  // refused before the items are read
+    PrefixAttentionParams p = RefusalProbe(head_dim);
     p.kv_tile_tokens = tile;
-    try {
-      sm90a::PrefixAttention(p, nullptr);
-      ADD_FAILURE() << "accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-      EXPECT_NE(std::string(e.what()).find("K/V tiles"), std::string::npos) << e.what();
-    }
+    EXPECT_INVALID_ARGUMENT(sm90a::PrefixAttention(p, nullptr), "K/V tiles");
   }
 }
 
@@ -379,23 +383,10 @@ TEST(PrefixAttentionKernelSelection, UnknownKvTileIsRefused) {
 // the TMA decode exists: at 256 they are refused before anything is launched.
 TEST(PrefixAttentionKernelSelection, SixteenBitStatesAtHeadDim256AreRefused) {
   PREFIXD_REQUIRE_GPU();
-  if (!(sm90a::Built() && sm90a::DeviceReady()))
-    GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()
-                 << "; it needs a compute capability 9.0 GPU)";
-  PrefixAttentionParams p;
-  p.num_qo_heads = 8;
-  p.num_kv_heads = 2;
-  p.head_dim = 256;
-  p.token_stride = 2 * 256;
-  p.num_items = 1;  // refused before the items are read
+  PREFIXD_REQUIRE_SM90A();
+  PrefixAttentionParams p = RefusalProbe(256);
   p.states_16bit = true;
-  try {
-    sm90a::PrefixAttention(p, nullptr);
-    ADD_FAILURE() << "accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-    EXPECT_NE(std::string(e.what()).find("states_16bit"), std::string::npos) << e.what();
-  }
+  EXPECT_INVALID_ARGUMENT(sm90a::PrefixAttention(p, nullptr), "states_16bit");
 }
 
 // A malformed launcher setting is refused when the settings are read (by the backend at

@@ -306,7 +306,7 @@ __device__ __forceinline__ void FinishWarpItem(const DecodeAttentionParams& p, c
   for (int dt = 0; dt < DT; ++dt) own.v[dt][0] = st.o[dt][0] * inv, own.v[dt][1] = st.o[dt][1] * inv;
   own.s = empty ? -INFINITY : st.row_max[0] + log2f(sum);
   FinishHead<T, HEAD_DIM, STATES16>(p, item, run_begin, item.kv_head * GQA + quad_row, own,
-                          [&](int dt) { return 8 * dt + quad_col; }, lane % 4 == 0);
+                                    [&](int dt) { return 8 * dt + quad_col; }, lane % 4 == 0);
 }
 
 // A finished SwapAbDecodeTile state: the lane's columns c = 0, 1 are heads 2·(lane % 4) + c (those
@@ -331,7 +331,7 @@ __device__ __forceinline__ void FinishSwapAbItem(const DecodeAttentionParams& p,
     for (int j = 0; j < 2 * MTILES; ++j) own.v[j][0] = st.o[j / 2][c + 2 * (j % 2)] * inv;
     own.s = empty ? -INFINITY : st.m[c] + log2f(st.l[c]);
     FinishHead<T, HEAD_DIM, STATES16>(p, item, run_begin, item.kv_head * GQA + head, own,
-                            [&](int j) { return 16 * (j / 2) + r0 + 8 * (j % 2); }, r0 == 0);
+                                      [&](int j) { return 16 * (j / 2) + r0 + 8 * (j % 2); }, r0 == 0);
   }
 }
 

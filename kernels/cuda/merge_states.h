@@ -29,10 +29,6 @@ namespace prefixd::kernels::cuda {
 struct MergeStatesParams {
   const void* v_in = nullptr;  // fp32, or out_dtype with v_in_16bit
   const float* s_in = nullptr;
-  // v_in holds out_dtype values (fp16 / bf16, rounded to nearest) instead of fp32: half the bytes
-  // to load, for the concurrent step's states (CudaBackend, PREFIXD_CONCURRENT_STATES16). The
-  // merge's arithmetic stays fp32; s_in is fp32 either way.
-  bool v_in_16bit = false;
   const int32_t* run_indptr = nullptr;  // device, [num_requests + 1], or null
   const int32_t* requests = nullptr;    // device, [rows / num_heads], or null (run_indptr mode only)
   // Runs mode only (optional): n > 0 when every run has n states and request r's run starts at
@@ -65,6 +61,11 @@ struct MergeStatesParams {
   // waits (griddepcontrol.wait) for its completion and memory flush before reading any state. On
   // a normal launch the wait returns at once.
   bool programmatic_launch = false;
+  // v_in holds out_dtype values (fp16 / bf16, rounded to nearest) instead of fp32: half the bytes
+  // to load, for the concurrent step's states (CudaBackend, PREFIXD_CONCURRENT_STATES16). The
+  // merge's arithmetic stays fp32; s_in is fp32 either way. (Beside programmatic_launch, in its
+  // padding, so that the other fields keep their offsets in the kernels' parameter block.)
+  bool v_in_16bit = false;
   // An upper bound on every row's number of states (runs mode: the longest run merged; fixed-n
   // mode: ≥ num_states), or 0 if unknown. Runs of at most 4 states at head_dim ≤ 128 may be merged
   // two rows per warp, runs of 5-8 with all their loads at once (merge_states.cu,

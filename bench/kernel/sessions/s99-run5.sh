@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 99, run 5 (not run in session 99: its device time was spent), on .carry/s99d (4e474c8's
+# Session 99, run 5 (not run in session 99: its device time was spent), on .carry/s99e (cfae507's
 # binaries: PREFIXD_CONCURRENT_STATES16 on by default; plus s97a's kernel benchmark as
 # prefixd_kernel_bench_old). Whichever card comes:
 # - the concurrent, merge and 16-bit GPU tests (the mended TheStatesIn16BitsStayWithinTheirRounding,
@@ -8,11 +8,11 @@
 #   default (run_bar_grid), then the headline's k scan;
 # - on an H100: the default against s97a's build (old new old new) at 32/8 D64/D128 B128/B256
 #   P8192/P32768 S256 (the default's 16-bit gain against the build before).
-#   mkdir -p /tmp/carry99d && cp build/bench/prefixd_kernel_bench build/tests/prefixd_gpu_tests \
-#     build/launch/prefixd /tmp/carry99d/ && tar -C /tmp/carry99d -xJf .carry/s97a/bins.tar.xz \
+#   mkdir -p /tmp/carry99e && cp build/bench/prefixd_kernel_bench build/tests/prefixd_gpu_tests \
+#     build/launch/prefixd /tmp/carry99e/ && tar -C /tmp/carry99e -xJf .carry/s97a/bins.tar.xz \
 #     --transform 's,prefixd_kernel_bench$,prefixd_kernel_bench_old,' ./prefixd_kernel_bench && \
-#     mkdir -p .carry/s99d && tar -C /tmp/carry99d -cf - . | xz -6 -T2 > .carry/s99d/bins.tar.xz
-#   CARRY=.carry/s99d bash bench/kernel/sessions/s99-run5.sh
+#     mkdir -p .carry/s99e && tar -C /tmp/carry99e -cf - . | xz -6 -T2 > .carry/s99e/bins.tar.xz
+#   CARRY=.carry/s99e bash bench/kernel/sessions/s99-run5.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s99-run5

@@ -108,10 +108,11 @@ struct PrefixAttentionParams {
 
   float* partial_v = nullptr;  // [num_slots][num_qo_heads][head_dim]
   float* partial_s = nullptr;  // [num_slots][num_qo_heads]
-  // The sm_90a kernel only (the launcher rejects it for the mma.sync one): each state's v written in
-  // dtype (rounded to nearest) instead of fp32, the same layout in elements, so partial_v's buffer
-  // holds [num_slots][num_qo_heads][head_dim] dtype values; s stays fp32. For a merge that reads
-  // them as such (MergeStatesParams::v_in_16bit): the concurrent step's, PREFIXD_CONCURRENT_STATES16.
+  // The sm_90a kernel at head_dim 64 and 128 only (the launchers reject it for the mma.sync kernel
+  // and for head_dim 256): each state's v written in dtype (rounded to nearest) instead of fp32,
+  // the same layout in elements, so partial_v's buffer holds [num_slots][num_qo_heads][head_dim]
+  // dtype values; s stays fp32. For a merge that reads them as such (MergeStatesParams::
+  // v_in_16bit): the concurrent step's, PREFIXD_CONCURRENT_STATES16.
   bool states_16bit = false;
 
   // How the kernel is chosen and launched (defaults unless the caller read the environment).

@@ -776,15 +776,20 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
   const int concurrent_k = plan_.concurrent_decode_sms;
   // The concurrent step on two streams (the decode forked beside the prefix, joined before the
   // merge) or chained on one (PREFIXD_CONCURRENT_CHAIN; ChainsConcurrentStep says where).
-  // The prefix launch's parameters, made once (ChainsConcurrentStep reads its kernel path).
-  PrefixAttentionParams prefix = prefix_part ? PrefixItemsParams(args) : PrefixAttentionParams{};
+  // The prefix launch's parameters and whether the plan's decode is the persistent TMA decode, each
+  // made once per step: ChainsConcurrentStep and StepStates16 read both (the latter also when only
+  // the decode part runs, so that parts timed alone agree on the states' width).
+  const bool needs_prefix_params =
+      prefix_part || (concurrent_states16_ && concurrent_k > 0 && plan_.num_prefix_items > 0);
+  PrefixAttentionParams prefix = needs_prefix_params ? PrefixItemsParams(args) : PrefixAttentionParams{};
+  const bool tma_decode = concurrent_k > 0 && StepTmaDecodeRuns(args);
   const bool side_by_side = concurrent_k > 0 && prefix_part && decode_part;
-  const bool chained = side_by_side && ChainsConcurrentStep(args, prefix);
+  const bool chained = side_by_side && ChainsConcurrentStep(args, prefix, tma_decode);
   const bool concurrent = side_by_side && !chained;
   if ((concurrent || chained) && parts == kAllParts) ++concurrent_steps_;
   if (chained && parts == kAllParts) ++chained_steps_;
   // The plan's states with v in 16 bits (StepStates16): written so by both kernels, merged so.
-  const bool states_16bit = StepStates16(args);
+  const bool states_16bit = StepStates16(prefix, tma_decode);
   if (states_16bit && parts == kAllParts) ++states16_steps_;
   cudaStream_t decode_stream = stream;
   if (concurrent) {
@@ -998,19 +1003,19 @@ bool CudaBackend::StepTmaDecodeRuns(const CascadeArgs& args) const {
   return PlanTmaDecodeRuns(d, args);
 }
 
-bool CudaBackend::StepStates16(const CascadeArgs& args) const {
+bool CudaBackend::StepStates16(const PrefixAttentionParams& prefix, bool tma_decode) const {
   return concurrent_states16_ && plan_.concurrent_decode_sms > 0 && plan_.num_prefix_items > 0 &&
-         plan_.num_decode_items > 0 && SelectPrefixKernel(PrefixItemsParams(args)) == PrefixKernelPath::kWgmma &&
-         StepTmaDecodeRuns(args);
+         plan_.num_decode_items > 0 && SelectPrefixKernel(prefix) == PrefixKernelPath::kWgmma && tma_decode;
 }
 
-bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix) const {
+bool CudaBackend::ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix,
+                                       bool tma_decode) const {
   // The prefix must be the sm_90a kernel (which can signal at its start) and the decode one whose
   // CTAs signal at their start and wait for the prefix grid at their end: the persistent TMA
   // decode, or with PREFIXD_CONCURRENT_CHAIN=all (the default) the one-item decode, whose last CTA does.
   if (concurrent_chain_ == ConcurrentChain::kOff || SelectPrefixKernel(prefix) != PrefixKernelPath::kWgmma)
     return false;
-  if (StepTmaDecodeRuns(args)) return true;
+  if (tma_decode) return true;
   return concurrent_chain_ == ConcurrentChain::kAll && args.decode_free_sms == 0 && !decode_persistent_ &&
          plan_.num_early_decode_items == 0;
 }

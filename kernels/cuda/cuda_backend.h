@@ -355,14 +355,15 @@ class CudaBackend final : public Backend {
   // PlanTmaDecodeRuns for the decode launch the loaded plan makes with `args`.
   bool StepTmaDecodeRuns(const CascadeArgs& args) const;
   // Whether the loaded plan's step writes its partial states' v in 16 bits and merges them so
-  // (PREFIXD_CONCURRENT_STATES16): a concurrent step whose prefix is the sm_90a kernel and whose
-  // decode is the persistent TMA decode, the two kernels that can write them. A function of the plan
-  // and `args` alone, so that parts timed in separate calls agree on the states' width.
-  bool StepStates16(const CascadeArgs& args) const;
+  // (PREFIXD_CONCURRENT_STATES16): a concurrent step whose prefix (launched as `prefix`) is the
+  // sm_90a kernel and whose decode is the persistent TMA decode (tma_decode: StepTmaDecodeRuns), the
+  // two kernels that can write them. A function of the plan and the call's arguments alone, so that
+  // parts timed in separate calls agree on the states' width.
+  bool StepStates16(const PrefixAttentionParams& prefix, bool tma_decode) const;
   // Whether the loaded plan's concurrent step runs chained on one stream for these arguments
   // (PREFIXD_CONCURRENT_CHAIN): its decode the persistent TMA decode (or, with =all, the one-item
-  // decode), its prefix (launched as `prefix`) the sm_90a kernel.
-  bool ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix) const;
+  // decode), its prefix (launched as `prefix`) the sm_90a kernel; tma_decode: StepTmaDecodeRuns.
+  bool ChainsConcurrentStep(const CascadeArgs& args, const PrefixAttentionParams& prefix, bool tma_decode) const;
   // `p` as the persistent TMA decode on `sms` SMs, one CTA each (decode_stream_tma.h): the
   // concurrent mode's, the early grid's and the sequential rule's launch.
   DecodeAttentionParams TmaDecodeOn(DecodeAttentionParams p, int sms) const;

@@ -92,18 +92,6 @@ bool WgmmaApplies(const Scenario& sc) {
   GTEST_SKIP() << "the sm_90a wgmma kernel cannot run here (built: " << sm90a::Built()          \
                << "; it needs a compute capability 9.0 GPU)"
 
-// A launch of one item at head_dim with no buffers, for the refusals that come before the items are
-// read (nothing is launched).
-PrefixAttentionParams RefusalProbe(int head_dim) {
-  PrefixAttentionParams p;
-  p.num_qo_heads = 8;
-  p.num_kv_heads = 2;
-  p.head_dim = head_dim;
-  p.token_stride = 2 * head_dim;
-  p.num_items = 1;
-  return p;
-}
-
 class PrefixAttentionKernelTest : public ::testing::TestWithParam<KernelCase> {};
 
 TEST_P(PrefixAttentionKernelTest, MatchesFloat64Oracle) {
@@ -326,12 +314,7 @@ TEST(PrefixAttentionQueryMap, OneQueryBufferFollowsTheBatchSize) {
 
 // Selection rules; no GPU needed (without one, wgmma never applies).
 TEST(PrefixAttentionKernelSelection, RulesAndEnvironment) {
-  PrefixAttentionParams p;
-  p.num_qo_heads = 8;
-  p.num_kv_heads = 2;
-  p.head_dim = 128;
-  p.token_stride = 256;
-  p.sm_scale_log2 = 0.1f;
+  PrefixAttentionParams p = ProbeParams(128);
   ScopedEnv env;
   env.Set("PREFIXD_PREFIX_KERNEL", "mma");
   p.settings = PrefixKernelSettings::FromEnvironment();
@@ -373,7 +356,8 @@ TEST(PrefixAttentionKernelSelection, UnknownKvTileIsRefused) {
   PREFIXD_REQUIRE_SM90A();
   for (const auto& [head_dim, tile] : {std::pair<int, int>{64, 96}, {64, 256}, {64, 160}, {128, 192}, {128, 176}, {256, 128}, {256, 160}}) {
     SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", tile " + std::to_string(tile));
-    PrefixAttentionParams p = RefusalProbe(head_dim);
+    PrefixAttentionParams p = ProbeParams(head_dim);
+    p.num_items = 1;  // refused before the items are read
     p.kv_tile_tokens = tile;
     EXPECT_INVALID_ARGUMENT(sm90a::PrefixAttention(p, nullptr), "K/V tiles");
   }
@@ -384,7 +368,8 @@ TEST(PrefixAttentionKernelSelection, UnknownKvTileIsRefused) {
 TEST(PrefixAttentionKernelSelection, SixteenBitStatesAtHeadDim256AreRefused) {
   PREFIXD_REQUIRE_GPU();
   PREFIXD_REQUIRE_SM90A();
-  PrefixAttentionParams p = RefusalProbe(256);
+  PrefixAttentionParams p = ProbeParams(256);
+  p.num_items = 1;  // refused before anything is launched
   p.states_16bit = true;
   EXPECT_INVALID_ARGUMENT(sm90a::PrefixAttention(p, nullptr), "states_16bit");
 }

@@ -17,7 +17,7 @@
 namespace prefixd::kernels::cuda {
 namespace {
 
-using namespace prefix_test;  // Scenario, Scenarios(), CheckPrefixAttention (prefix_test_cases.h)
+using namespace prefix_test;  // Scenario, Scenarios(), CheckPrefixAttention, ProbeParams (prefix_test_cases.h)
 
 class PrefixAttentionTest : public ::testing::TestWithParam<Scenario> {};
 
@@ -60,12 +60,7 @@ TEST(PrefixTestCases, RisingMaxScoresRisePastTheRarePaths) {
 }
 
 TEST(PrefixAttentionLauncher, RejectsBadArguments) {
-  PrefixAttentionParams p;
-  p.num_qo_heads = 8;
-  p.num_kv_heads = 2;
-  p.head_dim = 96;  // no kernel
-  p.token_stride = 2 * 96;
-  p.sm_scale_log2 = 0.1f;
+  PrefixAttentionParams p = ProbeParams(96);  // no kernel
   try {
     PrefixAttention(p, nullptr);
     ADD_FAILURE() << "head_dim 96 accepted";
@@ -88,13 +83,8 @@ TEST(PrefixAttentionLauncher, RejectsBadArguments) {
 // mma.sync kernel refuses them before it launches (the pointers are only checked, never read).
 TEST(PrefixAttentionLauncher, SixteenBitStatesOnlyFromTheSm90aKernel) {
   alignas(16) static float stand_in[8];  // every device pointer's stand-in; never read
-  PrefixAttentionParams p;
-  p.num_qo_heads = 8;
-  p.num_kv_heads = 2;
-  p.head_dim = 128;
-  p.token_stride = 256;
+  PrefixAttentionParams p = ProbeParams(128);
   p.page_size = 16;
-  p.sm_scale_log2 = 0.1f;
   p.num_items = 1;
   p.k = p.v = p.q = stand_in;
   p.items = reinterpret_cast<const PrefixWorkItem*>(stand_in);

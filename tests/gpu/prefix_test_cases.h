@@ -67,6 +67,18 @@ struct Scenario {
 
 inline std::ostream& operator<<(std::ostream& os, const Scenario& s) { return os << s.name; }
 
+// Launch parameters of 8 query heads over 2 KV heads at head_dim (token_stride 2 · head_dim), with no
+// items or buffers: for the argument checks and kernel choices that need no device memory.
+inline PrefixAttentionParams ProbeParams(int head_dim) {
+  PrefixAttentionParams p;
+  p.num_qo_heads = 8;
+  p.num_kv_heads = 2;
+  p.head_dim = head_dim;
+  p.token_stride = 2 * head_dim;
+  p.sm_scale_log2 = 0.1f;
+  return p;
+}
+
 // The whole host-side picture of one launch and its expected states.
 struct Problem {
   HostKvPool pool;

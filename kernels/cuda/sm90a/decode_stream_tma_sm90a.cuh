@@ -309,46 +309,6 @@ __device__ __forceinline__ void FinishWarpItem(const DecodeAttentionParams& p, c
                                     [&](int dt) { return 8 * dt + quad_col; }, lane % 4 == 0);
 }
 
-// A finished SwapAbDecodeTile's state with v in T (a chunk's, never a finishing item's), a whole
-// 32-byte sector of a head row per store. Each 8 × 8 block of v (dims 16·mt + {0..7} or + 8 × the
-// 8 heads) is transposed across the warp (movmatrix), so that lane i holds head i / 4's dims
-// 2·(i % 4) + {0, 1} of the block; lanes q and q ^ 1 of a quad then trade one block's pair, so each
-// lane stores 8 bytes (4 dims) and each quad its head's 16 dims. With the lanes' own values (one
-// 2-byte dim a lane, 16 bytes a head row per store) every store filled half a sector, which had
-// cost the prefix kernel's part 1-4 us when its 16-bit stores did the same (session 99).
-template <typename T, int HEAD_DIM, int GQA>
-__device__ __forceinline__ void StoreSwapAbStates16(const DecodeAttentionParams& p, const DecodeWorkItem& item,
-                                                    int run_begin, const tma_decode::SwapAbState<HEAD_DIM>& st,
-                                                    int lane) {
-  if (item.finish) __trap();  // a finishing item would read 16-bit prefix states as fp32
-  const int q = lane % 4, head = lane / 4;  // the lane's head after the transpose
-  const bool even = q % 2 == 0;
-  float inv[2];
-#pragma unroll
-  for (int c = 0; c < 2; ++c) inv[c] = st.l[c] > 0.f ? 1.f / st.l[c] : 0.f;
-  const int64_t row = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + item.kv_head * GQA + head;
-  T* v_row = reinterpret_cast<T*>(p.partial_v) + row * HEAD_DIM;
-#pragma unroll
-  for (int mt = 0; mt < HEAD_DIM / 16; ++mt) {
-    // All lanes (the padding heads' too) transpose and trade before the row test.
-    const uint32_t a = MovMatrixTrans(MmaOp<T>::Pack(st.o[mt][0] * inv[0], st.o[mt][1] * inv[1]));  // dims 2q + {0, 1}
-    const uint32_t b = MovMatrixTrans(MmaOp<T>::Pack(st.o[mt][2] * inv[0], st.o[mt][3] * inv[1]));  // 8 + 2q + {0, 1}
-    const uint32_t other = __shfl_xor_sync(0xffffffffu, even ? b : a, 1);
-    if (head >= GQA) continue;
-    // Even q: dims 2q .. + 3 (its pair, then q + 1's); odd q: 8 + 2(q − 1) .. + 3 (q − 1's, then its).
-    if (even) *reinterpret_cast<uint2*>(v_row + 16 * mt + 2 * q) = make_uint2(a, other);
-    else *reinterpret_cast<uint2*>(v_row + 16 * mt + 8 + 2 * (q - 1)) = make_uint2(other, b);
-  }
-  if (lane >= 4) return;  // the LSE: lane q's heads 2q + c, as the fp32 form writes it
-#pragma unroll
-  for (int c = 0; c < 2; ++c) {
-    const int h = 2 * q + c;
-    if (h >= GQA) continue;
-    const int64_t s_row = int64_t(run_begin + item.slot_offset) * p.num_qo_heads + item.kv_head * GQA + h;
-    p.partial_s[s_row] = st.l[c] > 0.f ? st.m[c] + log2f(st.l[c]) : -INFINITY;
-  }
-}
-
 // A finished SwapAbDecodeTile state: the lane's columns c = 0, 1 are heads 2·(lane % 4) + c (those
 // < GQA write), its values dims 16·mt + lane / 4 (+ 8).
 template <typename T, int HEAD_DIM, int GQA, bool STATES16>
@@ -359,7 +319,6 @@ __device__ __forceinline__ void FinishSwapAbItem(const DecodeAttentionParams& p,
   for (int c = 0; c < 2; ++c)
 #pragma unroll
     for (int x = 4; x < 32; x *= 2) st.l[c] += __shfl_xor_sync(0xffffffffu, st.l[c], x);
-  if constexpr (STATES16) return StoreSwapAbStates16<T, HEAD_DIM, GQA>(p, item, run_begin, st, lane);
   const int r0 = lane / 4;
 #pragma unroll
   for (int c = 0; c < 2; ++c) {

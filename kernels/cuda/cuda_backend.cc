@@ -737,6 +737,7 @@ void CudaBackend::LoadPlan(const CascadePlan& given) {
   loaded.fused = fused;
   loaded.concurrent_decode_sms = concurrent_k;
   loaded.concurrent_decode_tma = concurrent_k > 0 && concurrent_tma_ && plan.concurrent_decode_tma != 0;
+  loaded.concurrent_tma_warps = plan.concurrent_tma_warps;
   LoadedPlan::FusedLists* lists[3] = {&loaded.fused_all, &loaded.fused_prefix, &loaded.fused_decode};
   if (fused) loaded.request_finished = d + o_finished;
   for (int k = 0; fused && k < 3; ++k) {
@@ -884,7 +885,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
     }
     p.tma_diag = decode_tma_diag_;
     p.tma_swap_ab = decode_tma_swap_ab_;
-    p.tma_warps = decode_tma_warps_;
+    // The plan's own warps for its TMA decode beside the prefix (the measured choice's
+    // kFewerTmaWarps), else PREFIXD_DECODE_TMA_WARPS's.
+    p.tma_warps = tma_decode && plan_.concurrent_tma_warps > 0 ? plan_.concurrent_tma_warps : decode_tma_warps_;
+    if (tma_decode) last_concurrent_tma_warps_ = TmaDecodeWarps(p.tma_swap_ab, p.mma_warps, p.tma_warps);
     p.tma_items_per_cta = decode_tma_items_per_cta_;
     // A cascade's decode after its prefix grid (also when timed alone), where SequentialTmaDecodeWarps
     // says the persistent TMA decode on every SM pays; not with other launch settings asked for.

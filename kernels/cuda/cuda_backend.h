@@ -255,6 +255,10 @@ class CudaBackend final : public Backend {
   int64_t chained_steps() const { return chained_steps_; }
   // The steps whose states' v were written and merged in 16 bits so far (PREFIXD_CONCURRENT_STATES16).
   int64_t states16_steps() const { return states16_steps_; }
+  // The warps per CTA asked of the last TMA-decode launch beside a concurrent prefix (also when
+  // timed alone): the plan's CascadePlan::concurrent_tma_warps, else PREFIXD_DECODE_TMA_WARPS's
+  // (as TmaDecodeWarps runs them); 0 before any.
+  int last_concurrent_tma_warps() const { return last_concurrent_tma_warps_; }
 
   // Each part alone reads/writes exactly what it does inside RunCascade (Backend::RunCascadeParts;
   // the kernel benchmark times them one by one).
@@ -331,8 +335,10 @@ class CudaBackend final : public Backend {
     // Concurrent prefix/decode with the decode on this many SMs (0: one after the other).
     int concurrent_decode_sms = 0;
     // ... with the decode as the persistent TMA decode on exactly those SMs (CascadePlan::
-    // concurrent_decode_tma, where PREFIXD_CONCURRENT_DECODE_TMA allows it).
+    // concurrent_decode_tma, where PREFIXD_CONCURRENT_DECODE_TMA allows it), at the plan's warps
+    // per CTA (CascadePlan::concurrent_tma_warps; 0: the backend's).
     bool concurrent_decode_tma = false;
+    int concurrent_tma_warps = 0;
     const int32_t* request_finished = nullptr;  // [num_requests] (FusedCascadeParams::request_finished)
     struct FusedLists {
       const int32_t* cta_indptr = nullptr;
@@ -439,6 +445,7 @@ class CudaBackend final : public Backend {
   int64_t concurrent_steps_ = 0;
   int64_t chained_steps_ = 0;
   int64_t states16_steps_ = 0;
+  int last_concurrent_tma_warps_ = 0;
   int64_t early_decode_steps_ = 0;
   int64_t early_tma_launches_ = 0;
   int64_t sequential_tma_launches_ = 0;

@@ -439,6 +439,13 @@ CostBreakdown PredictCost(const PlanProfile& p, const CostModelParams& c) {
 }
 
 CostBreakdown PredictCost(const CascadePlan& plan, const CostModelParams& params) {
+  // A plan that asks for its own TMA-decode warps (CascadePlan::concurrent_tma_warps) has that
+  // CTA's rounds, not the ones the params were set for.
+  if (plan.concurrent_tma_warps > 0 && plan.concurrent_tma_warps != params.concurrent_tma_warps) {
+    CostModelParams own = params;
+    own.SetTmaDecodeWarps(plan.concurrent_tma_warps);
+    return PredictCost(ProfilePlan(plan, own), own);
+  }
   return PredictCost(ProfilePlan(plan, params), params);
 }
 

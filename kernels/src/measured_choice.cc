@@ -63,6 +63,17 @@ std::optional<CascadePlan> PlanPlainLayout(const DecodeBatch& batch, const std::
   return PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed);
 }
 
+// The model's plan with its TMA decode at 8 warps per CTA (PlanCandidate::kFewerTmaWarps), or
+// nothing where it is not the concurrent mode with that decode at the model's 12.
+std::optional<CascadePlan> FewerTmaWarps(const CascadePlan& model_plan, const CostModelParams& params) {
+  if (model_plan.concurrent_decode_tma != 1 || model_plan.concurrent_tma_warps != 0 ||
+      std::lround(params.concurrent_tma_warps) != 12)
+    return std::nullopt;
+  CascadePlan plan = model_plan;
+  plan.concurrent_tma_warps = 8;
+  return plan;
+}
+
 // The model's plan and report as the first candidate.
 PlanCandidates ModelCandidate(const DecodeBatch& batch, const KvPoolShape& pool, const PlanOptions& options) {
   PlanCandidates c;
@@ -91,13 +102,21 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
   // Then, where the model takes the concurrent mode, the same mode at the neighbouring k of its
   // candidates: after session 85's faster prefix kernel the model kept k = 14 at 32/8 B256 P32768
   // S256 where 16 measured 5% faster, for two sessions, until its scale was refitted (session 87).
+  // And where it takes the mode with the TMA decode, that plan with the decode at 8 warps per CTA
+  // instead of 12: beside a prefix that ends after it, fewer warps take less bandwidth from the
+  // prefix, a trade the model does not price (one interference rate per byte); on an H100, 2-7 us
+  // faster at 32/8 B128-192 P8192-32768 S128-512 and up to 16 us slower where the decode bounds the
+  // step (B256 S512; bench/RESULTS.md, session 100).
   const bool concurrent = c.model.concurrent_decode_sms > 0;
   for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
-                                   PlanCandidate::kNarrow, PlanCandidate::kFewerSms, PlanCandidate::kMoreSms}) {
+                                   PlanCandidate::kNarrow, PlanCandidate::kFewerSms, PlanCandidate::kMoreSms,
+                                   PlanCandidate::kFewerTmaWarps}) {
     const bool neighbour_k = kind == PlanCandidate::kFewerSms || kind == PlanCandidate::kMoreSms;
     if (neighbour_k && !concurrent) continue;
     std::optional<CascadePlan> plan;
-    if (kind == PlanCandidate::kPlain) {
+    if (kind == PlanCandidate::kFewerTmaWarps) {
+      plan = FewerTmaWarps(c.plans[0], params);  // the model's plan, not planned again
+    } else if (kind == PlanCandidate::kPlain) {
       // Plain decode is not planned where even its bound is out of the band.
       const std::vector<uint8_t> plain = PlainGroups(batch, pool.page_size);
       if (PlainStreamLowerBoundUs(batch, pool, plain, params) > limit) continue;
@@ -137,6 +156,7 @@ const char* PlanCandidateName(PlanCandidate c) {
     case PlanCandidate::kNarrow: return "narrow";
     case PlanCandidate::kFewerSms: return "fewer-sms";
     case PlanCandidate::kMoreSms: return "more-sms";
+    case PlanCandidate::kFewerTmaWarps: return "tma-8-warps";
   }
   return "unknown";
 }
@@ -281,6 +301,10 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
       fixed_stepped.choose_layout = false;
       return PlanCascade(batch, pool, fixed_stepped);
     }
+    case PlanCandidate::kFewerTmaWarps:
+      if (!options.choose_layout) return std::nullopt;
+      return FewerTmaWarps(PlanCascade(batch, pool, options),
+                           options.cost_model ? *options.cost_model : CostModelParams::H200());
   }
   return std::nullopt;
 }

@@ -18,8 +18,8 @@ namespace {
 
 constexpr int32_t kPlanMagic = 0x50445043;  // "PDPC": prefixd plan, cascade
 // 2: DecodeWorkItem::finish, merge_requests; 3: PrefixWorkItem::cta_next, prefix_balanced_ctas;
-// 4: concurrent_decode_sms; 5: concurrent_decode_tma
-constexpr int32_t kPlanVersion = 5;
+// 4: concurrent_decode_sms; 5: concurrent_decode_tma; 6: concurrent_tma_warps
+constexpr int32_t kPlanVersion = 6;
 constexpr int kHeaderInts = CascadePlan::kSerializedHeaderInts;
 constexpr int kPrefixItemInts = 8;
 constexpr int kDecodeItemInts = 6;
@@ -888,6 +888,10 @@ void CascadePlan::Validate() const {
   PREFIXD_CHECK_ARG(concurrent_decode_tma == 0 || (concurrent_decode_tma == 1 && concurrent_decode_sms > 0),
                     "plan: concurrent_decode_tma " << concurrent_decode_tma << " (0, or 1 with concurrent_decode_sms > 0; "
                                                    << "concurrent_decode_sms is " << concurrent_decode_sms << ")");
+  PREFIXD_CHECK_ARG(concurrent_tma_warps == 0 || (concurrent_decode_tma == 1 &&
+                                                  (concurrent_tma_warps == 8 || concurrent_tma_warps == 12)),
+                    "plan: concurrent_tma_warps " << concurrent_tma_warps << " (0, or 8 or 12 with concurrent_decode_tma "
+                                                  << "1; concurrent_decode_tma is " << concurrent_decode_tma << ")");
   // Every request is finished exactly once: by the merge step (listed in merge_requests) or by its
   // decode items, which then are one finishing item per KV head covering the whole suffix.
   std::vector<uint8_t> merged(num_requests, 0);
@@ -949,7 +953,7 @@ std::vector<int32_t> CascadePlan::Serialize() const {
   out.insert(out.end(), {kPlanMagic, kPlanVersion, num_requests, num_qo_heads, num_kv_heads, head_dim, page_size,
                          num_pages, int32_t(prefix_items.size()), int32_t(decode_items.size()), int32_t(groups.size()),
                          int32_t(suffix.indices.size()), int32_t(merge_requests.size()), prefix_balanced_ctas,
-                         concurrent_decode_sms, concurrent_decode_tma});
+                         concurrent_decode_sms, concurrent_decode_tma, concurrent_tma_warps});
   for (const auto& it : prefix_items)
     out.insert(out.end(),
                {it.group, it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end, it.chunk, it.cta_next});
@@ -990,6 +994,7 @@ CascadePlan CascadePlan::Deserialize(const int32_t* data, size_t size) {
   p.prefix_balanced_ctas = in.Next();
   p.concurrent_decode_sms = in.Next();
   p.concurrent_decode_tma = in.Next();
+  p.concurrent_tma_warps = in.Next();
   PREFIXD_CHECK_ARG(p.num_requests >= 0 && n_prefix >= 0 && n_decode >= 0 && n_groups >= 0 && n_indices >= 0 &&
                         n_merge >= 0,
                     "serialised plan: negative count in header (requests " << p.num_requests << ", prefix items "

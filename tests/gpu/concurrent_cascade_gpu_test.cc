@@ -345,6 +345,40 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
 #endif
 }
 
+// A plan's own warps for its TMA decode (CascadePlan::concurrent_tma_warps, the measured choice's
+// kFewerTmaWarps): where the plan's decode is the TMA decode (TmaDecodeCases) the launch runs 8 or
+// 12 warps per CTA as the plan asks and the backend's own (12) where it asks for none (the backend
+// reports each), whole and in parts alike (the same bits), correct against the float64 oracle; where
+// the TMA decode is not built (GQA 3, head_dim 256) the other decode runs, also correct.
+TEST(CudaConcurrentCascade, ThePlansOwnTmaWarpsRun) {
+  PREFIXD_REQUIRE_GPU();
+#ifdef PREFIXD_HAVE_CUDA
+  PREFIXD_SEEDED_RNG(rng);
+  const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
+  if (candidates.empty())
+    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(Device());
+  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
+  for (const CascadeCase& c : TmaDecodeCases()) {
+    const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
+    const CascadeInputs in = MakeCascadeInputs(c, rng);
+    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
+    PlanOptions o = ConcurrentModeOptions(sms, candidates.front());
+    o.concurrent_decode_tma = true;
+    CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
+    for (const int warps : {8, 0, 12}) {
+      SCOPED_TRACE(c.name + " concurrent_tma_warps = " + std::to_string(warps));
+      plan.concurrent_tma_warps = warps;
+      const int64_t tma_steps = cuda.concurrent_tma_steps();
+      const StepResult got = ExpectCascadePartsMatchWhole(Device(), in.pool, c.layer, plan, in.q);
+      ExpectMatchesOracle(got, want, c.dtype, c.name);
+      EXPECT_EQ(cuda.concurrent_tma_steps() - tma_steps, built ? 1 : 0);
+      if (built) EXPECT_EQ(cuda.last_concurrent_tma_warps(), warps == 0 ? 12 : warps);
+    }
+  }
+#endif
+}
+
 // The concurrent step chained on one stream where its decode is the TMA decode
 // (PREFIXD_CONCURRENT_CHAIN=1, the TMA decode's steps only: the prefix grid signalling at its start,
 // the TMA decode its programmatic dependent, the merge the decode's):

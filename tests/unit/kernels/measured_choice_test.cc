@@ -338,6 +338,80 @@ TEST(NearTieCandidates, TheConcurrentModeAtItsNeighbouringK) {
   }
 }
 
+// Where the model takes the concurrent mode with the TMA decode at 12 warps (32/8 B256 P32768 S256,
+// the H200 backend's options), the same plan with that decode at 8 warps per CTA is a candidate:
+// the model's plan but for CascadePlan::concurrent_tma_warps, predicted with 8 warps' rounds, held
+// to the band. Not where the mode takes the other decode, nor where the model's warps are 8 already,
+// nor without the mode; PlanCandidateLayout makes the same plan for a kept choice.
+TEST(NearTieCandidates, TheTmaDecodeAtEightWarps) {
+  const Case c = MakeCase(256, 32768, 256, 15, false);
+  PlanOptions o = kernels::H200BackendPlanOptions();
+  o.choose_layout = true;
+  const kernels::PlanCandidates cands = kernels::NearTieCandidates(c.batch, c.shape, o, 0.15);
+  ASSERT_TRUE(cands.model.concurrent_decode_tma) << "the test needs the model's TMA mode";
+  ASSERT_EQ(cands.plans[0].concurrent_tma_warps, 0);
+  const auto it = std::find(cands.kinds.begin(), cands.kinds.end(), PlanCandidate::kFewerTmaWarps);
+  ASSERT_NE(it, cands.kinds.end());
+  const size_t i = size_t(it - cands.kinds.begin());
+  CascadePlan want = cands.plans[0];
+  want.concurrent_tma_warps = 8;
+  EXPECT_EQ(cands.plans[i].Serialize(), want.Serialize());
+  EXPECT_NE(kernels::ScheduleKey(cands.plans[i]), kernels::ScheduleKey(cands.plans[0]));
+  kernels::CostModelParams eight = kernels::CostModelParams::H200();
+  eight.SetTmaDecodeWarps(8);
+  EXPECT_DOUBLE_EQ(cands.predicted_us[i], kernels::PredictCost(cands.plans[0], eight).total_us);
+  EXPECT_LE(cands.predicted_us[i], 1.15 * cands.model.predicted_us + 1e-9);
+  const std::optional<CascadePlan> kept =
+      kernels::PlanCandidateLayout(PlanCandidate::kFewerTmaWarps, c.batch, c.shape, o);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->Serialize(), want.Serialize());
+  // A tie band of 0: held to it, no candidate (8 warps' rounds end no sooner in the model).
+  const kernels::PlanCandidates tight = kernels::NearTieCandidates(c.batch, c.shape, o, 0.0);
+  EXPECT_EQ(std::count(tight.kinds.begin(), tight.kinds.end(), PlanCandidate::kFewerTmaWarps), 0);
+  // The model's TMA decode at 8 warps already (PREFIXD_DECODE_TMA_WARPS=8): no candidate.
+  PlanOptions at_eight = o;
+  at_eight.cost_model = std::make_shared<kernels::CostModelParams>(eight);
+  const kernels::PlanCandidates none8 = kernels::NearTieCandidates(c.batch, c.shape, at_eight, 0.15);
+  EXPECT_EQ(std::count(none8.kinds.begin(), none8.kinds.end(), PlanCandidate::kFewerTmaWarps), 0);
+  EXPECT_FALSE(kernels::PlanCandidateLayout(PlanCandidate::kFewerTmaWarps, c.batch, c.shape, at_eight).has_value());
+  // The mode without the TMA decode, and no mode (32/8 B64 P32768 S256): none.
+  PlanOptions no_tma = o;
+  no_tma.concurrent_tma_candidate = false;
+  const kernels::PlanCandidates other = kernels::NearTieCandidates(c.batch, c.shape, no_tma, 0.15);
+  ASSERT_FALSE(other.model.concurrent_decode_tma);
+  EXPECT_EQ(std::count(other.kinds.begin(), other.kinds.end(), PlanCandidate::kFewerTmaWarps), 0);
+  const Case small = MakeCase(64, 32768, 256, 16, false);
+  const kernels::PlanCandidates no_mode = kernels::NearTieCandidates(small.batch, small.shape, o, 0.15);
+  ASSERT_EQ(no_mode.model.concurrent_decode_sms, 0);
+  EXPECT_EQ(std::count(no_mode.kinds.begin(), no_mode.kinds.end(), PlanCandidate::kFewerTmaWarps), 0);
+  EXPECT_FALSE(kernels::PlanCandidateLayout(PlanCandidate::kFewerTmaWarps, small.batch, small.shape, o).has_value());
+  EXPECT_STREQ(kernels::PlanCandidateName(PlanCandidate::kFewerTmaWarps), "tma-8-warps");
+}
+
+// The TMA decode at 8 warps, measured faster, is kept for the class and replayed untimed.
+TEST(MeasuredPlanner, KeepsTheTmaDecodeAtEightWarpsWhereItMeasuresFaster) {
+  const Case c = MakeCase(256, 32768, 256, 15, false);
+  PlanOptions o = kernels::H200BackendPlanOptions();
+  o.choose_layout = true;
+  ScriptedTimeBackend backend([](const CascadePlan& p) { return p.concurrent_tma_warps == 8 ? 90.0 : 100.0; });
+  backend.run_work = false;
+  MeasuredPlanner planner;
+  MeasuredChoiceReport rep;
+  const kernels::KvPoolView kv{c.shape, nullptr, nullptr};
+  const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
+  ASSERT_TRUE(rep.timed);
+  EXPECT_EQ(rep.chosen, PlanCandidate::kFewerTmaWarps);
+  EXPECT_EQ(plan.concurrent_tma_warps, 8);
+  EXPECT_EQ(plan.concurrent_decode_sms, rep.model.concurrent_decode_sms);
+  const int calls = backend.time_calls;
+  MeasuredChoiceReport again;
+  const CascadePlan replayed = planner.Plan(c.batch, c.shape, o, backend, kv, &again);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.chosen, PlanCandidate::kFewerTmaWarps);
+  EXPECT_EQ(replayed.Serialize(), plan.Serialize());
+  EXPECT_EQ(backend.time_calls, calls);
+}
+
 // A neighbouring k that measures faster is kept for the class and replayed from it untimed (the
 // scripted times by the plan's k; the work itself not run: 256 × 32 queries over 32768 tokens).
 TEST(MeasuredPlanner, KeepsANeighbouringKThatMeasuresFaster) {

@@ -58,6 +58,7 @@ void ExpectSamePlan(const CascadePlan& a, const CascadePlan& b) {
   EXPECT_EQ(a.prefix_balanced_ctas, b.prefix_balanced_ctas);
   EXPECT_EQ(a.concurrent_decode_sms, b.concurrent_decode_sms);
   EXPECT_EQ(a.concurrent_decode_tma, b.concurrent_decode_tma);
+  EXPECT_EQ(a.concurrent_tma_warps, b.concurrent_tma_warps);
 }
 
 // Every request is finished exactly once: listed in merge_requests, or (not listed) by exactly one
@@ -1310,8 +1311,8 @@ TEST(PlanConcurrent, RecordsItsDecodeSmsAndRoundTrips) {
 }
 
 // ... and its decode kernel (PlanOptions::concurrent_decode_tma): recorded, round-tripped, and
-// refused without k (in the options and in a plan) or as anything but 0 and 1; a TMA candidate
-// k < 1 refused.
+// refused without k (in the options and in a plan) or as anything but 0 and 1; the TMA decode's
+// warps (8, 12 or the backend's) round-tripped, others refused; a TMA candidate k < 1 refused.
 TEST(PlanConcurrent, RecordsItsTmaDecodeAndRoundTrips) {
   KvPoolShape pool;
   const DecodeBatch batch = GroupsBatch({{64, 4096}, {3, 0}}, 256, 32, 16, &pool, 8);
@@ -1329,6 +1330,21 @@ TEST(PlanConcurrent, RecordsItsTmaDecodeAndRoundTrips) {
     bad.concurrent_decode_tma = tma;
     EXPECT_INVALID_ARGUMENT(bad.Validate(), "concurrent_decode_tma");
     EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(bad.Serialize()), "concurrent_decode_tma");
+  }
+  // The TMA decode's own warps per CTA (CascadePlan::concurrent_tma_warps): 0 (the backend's), 8
+  // or 12, and only for that decode.
+  for (const int warps : {8, 12}) {
+    CascadePlan own = plan;
+    own.concurrent_tma_warps = warps;
+    own.Validate();
+    ExpectSamePlan(CascadePlan::Deserialize(own.Serialize()), own);
+  }
+  for (const auto& [tma, warps] : {std::pair{1, 4}, std::pair{1, -8}, std::pair{1, 16}, std::pair{0, 8}}) {
+    CascadePlan bad = plan;
+    bad.concurrent_decode_tma = tma;
+    bad.concurrent_tma_warps = warps;
+    EXPECT_INVALID_ARGUMENT(bad.Validate(), "concurrent_tma_warps");
+    EXPECT_INVALID_ARGUMENT(CascadePlan::Deserialize(bad.Serialize()), "concurrent_tma_warps");
   }
   o.concurrent_decode_sms = 0;
   EXPECT_INVALID_ARGUMENT(PlanCascade(batch, pool, o), "concurrent_decode_tma");

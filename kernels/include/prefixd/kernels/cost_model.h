@@ -210,6 +210,8 @@ struct PlanProfile {
 
 PlanProfile ProfilePlan(const CascadePlan& plan, const CostModelParams& params);
 CostBreakdown PredictCost(const PlanProfile& profile, const CostModelParams& params);
+// ... of a plan: with CascadePlan::concurrent_tma_warps set, params' TMA decode for those warps
+// (SetTmaDecodeWarps).
 CostBreakdown PredictCost(const CascadePlan& plan, const CostModelParams& params);
 
 // Calibration: a measured time of one part (or the whole step) of one plan.

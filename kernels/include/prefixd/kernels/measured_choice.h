@@ -9,7 +9,8 @@
 // plain decode of every group that can be (where its lower bound is within tie_band of the model's
 // choice), the cascade with half the prefix item target or with the narrow prefix CTA's items, and
 // where the model takes the concurrent mode the same mode on the next fewer and more SMs of its
-// candidates (each where predicted within tie_band) — once on the backend, on the caller's KV pool,
+// candidates, and with the TMA decode the same plan with that decode at 8 warps per CTA instead of
+// 12 (each where predicted within tie_band) — once on the backend, on the caller's KV pool,
 // and keeps the fastest for the batch's shape class. Later batches of the class (ShapeClassKey) get
 // the kept candidate without timing, so a decode that grows by a token per step is timed again only
 // when it crosses into a new class.
@@ -42,6 +43,8 @@ enum class PlanCandidate : uint8_t {
   kFewerSms,     // the model's concurrent mode at its next lower candidate k (PlanReport::
                  // concurrent_fewer_sms)
   kMoreSms,      // ... at its next higher candidate k (PlanReport::concurrent_more_sms)
+  kFewerTmaWarps,  // the model's concurrent mode with the TMA decode at 8 warps per CTA where the
+                   // model's runs 12 (CascadePlan::concurrent_tma_warps)
 };
 const char* PlanCandidateName(PlanCandidate c);
 
@@ -83,8 +86,9 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
 
 // The plans a measured choice times, planned without running anything: the model's choice first
 // (PlanCascade with options.choose_layout, its report in `model`), then the cascade, plain decode,
-// the half-target and the narrow cascade (where the options allow them) and the concurrent mode's
-// neighbouring k (where the model takes the mode) where their schedules (ScheduleKey) differ from
+// the half-target and the narrow cascade (where the options allow them), the concurrent mode's
+// neighbouring k (where the model takes the mode) and its TMA decode at 8 warps (where the model
+// takes the mode with that decode at 12) where their schedules (ScheduleKey) differ from
 // its and from each other's: the cascade always, plain decode where PlainStreamLowerBoundUs is
 // within tie_band of the model's prediction, the others where predicted within tie_band of it. A
 // candidate with the model's choice's schedule names the first entry instead (kinds[0] = kCascade,

@@ -247,6 +247,12 @@ struct CascadePlan {
   // concurrent_decode_tma), 0 as one CTA per item, which takes every SM the prefix CTAs free. A
   // backend without that kernel runs the other (same results).
   int32_t concurrent_decode_tma = 0;
+  // With concurrent_decode_tma: the TMA decode's warps per CTA for this plan, 8 or 12 (as
+  // TmaDecodeWarps runs them: 12 needs the heads as the mma's N), or 0 for the backend's own
+  // (PREFIXD_DECODE_TMA_WARPS). Fewer warps stream the suffix slower but take less of the memory
+  // system from the prefix beside them, which pays where the decode ends well before the prefix;
+  // the measured choice times it (PlanCandidate::kFewerTmaWarps, measured_choice.h).
+  int32_t concurrent_tma_warps = 0;
 
   int num_slots() const { return state_indptr.empty() ? 0 : state_indptr.back(); }
   // n where every request's run has the same n > 0 slots (state_indptr[r] = r · n: one group with
@@ -270,7 +276,7 @@ struct CascadePlan {
   std::vector<int32_t> Serialize() const;
   // Ints in Serialize()'s header (the arrays follow it in order; the CUDA backend reads its items
   // on the device at their offsets).
-  static constexpr int kSerializedHeaderInts = 16;
+  static constexpr int kSerializedHeaderInts = 17;
   // Throws kInvalidArgument on a malformed buffer: wrong magic/version, sizes that do not add up,
   // or contents that break the plan's invariants (see Validate).
   static CascadePlan Deserialize(const std::vector<int32_t>& data);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -63,13 +64,23 @@ std::optional<CascadePlan> PlanPlainLayout(const DecodeBatch& batch, const std::
   return PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed);
 }
 
-// The model's plan with its TMA decode at 8 warps per CTA (PlanCandidate::kFewerTmaWarps), or
-// nothing where it is not the concurrent mode with that decode at the model's 12.
-std::optional<CascadePlan> FewerTmaWarps(const CascadePlan& model_plan, const CostModelParams& params) {
+// PlanCandidate::kFewerTmaWarps: where the model's plan (model_plan, made with `options`) is the
+// concurrent mode with the TMA decode at 12 warps per CTA, the plan the model makes for that decode
+// at 8 (its k chosen for 8 warps' rounds, as with PREFIXD_DECODE_TMA_WARPS=8), asking for 8 warps
+// (CascadePlan::concurrent_tma_warps); nothing where that plan is not the TMA mode. The same plan
+// at the 12-warp k measured 3-16 us slower on an H100 (bench/RESULTS.md, session 100).
+std::optional<CascadePlan> FewerTmaWarps(const CascadePlan& model_plan, const DecodeBatch& batch,
+                                         const KvPoolShape& pool, const PlanOptions& options,
+                                         const CostModelParams& params) {
   if (model_plan.concurrent_decode_tma != 1 || model_plan.concurrent_tma_warps != 0 ||
       std::lround(params.concurrent_tma_warps) != 12)
     return std::nullopt;
-  CascadePlan plan = model_plan;
+  auto eight = std::make_shared<CostModelParams>(params);
+  eight->SetTmaDecodeWarps(8);
+  PlanOptions o = options;
+  o.cost_model = std::move(eight);
+  CascadePlan plan = PlanCascade(batch, pool, o);
+  if (plan.concurrent_decode_tma != 1) return std::nullopt;
   plan.concurrent_tma_warps = 8;
   return plan;
 }
@@ -102,11 +113,11 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
   // Then, where the model takes the concurrent mode, the same mode at the neighbouring k of its
   // candidates: after session 85's faster prefix kernel the model kept k = 14 at 32/8 B256 P32768
   // S256 where 16 measured 5% faster, for two sessions, until its scale was refitted (session 87).
-  // And where it takes the mode with the TMA decode, that plan with the decode at 8 warps per CTA
+  // And where it takes the mode with the TMA decode, its plan for that decode at 8 warps per CTA
   // instead of 12: beside a prefix that ends after it, fewer warps take less bandwidth from the
-  // prefix, a trade the model does not price (one interference rate per byte); on an H100, 2-7 us
-  // faster at 32/8 B128-192 P8192-32768 S128-512 and up to 16 us slower where the decode bounds the
-  // step (B256 S512; bench/RESULTS.md, session 100).
+  // prefix, a trade the model does not price (one interference rate per byte); on an H100
+  // (PREFIXD_DECODE_TMA_WARPS=8 against 12) 2-7 us faster at 32/8 B128-192 P8192-32768 S128-512,
+  // up to 16 us slower where the decode bounds the step (B256 S512; bench/RESULTS.md, session 100).
   const bool concurrent = c.model.concurrent_decode_sms > 0;
   for (const PlanCandidate kind : {PlanCandidate::kCascade, PlanCandidate::kPlain, PlanCandidate::kHalfTarget,
                                    PlanCandidate::kNarrow, PlanCandidate::kFewerSms, PlanCandidate::kMoreSms,
@@ -115,7 +126,7 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
     if (neighbour_k && !concurrent) continue;
     std::optional<CascadePlan> plan;
     if (kind == PlanCandidate::kFewerTmaWarps) {
-      plan = FewerTmaWarps(c.plans[0], params);  // the model's plan, not planned again
+      plan = FewerTmaWarps(c.plans[0], batch, pool, options, params);
     } else if (kind == PlanCandidate::kPlain) {
       // Plain decode is not planned where even its bound is out of the band.
       const std::vector<uint8_t> plain = PlainGroups(batch, pool.page_size);
@@ -303,7 +314,7 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
     }
     case PlanCandidate::kFewerTmaWarps:
       if (!options.choose_layout) return std::nullopt;
-      return FewerTmaWarps(PlanCascade(batch, pool, options),
+      return FewerTmaWarps(PlanCascade(batch, pool, options), batch, pool, options,
                            options.cost_model ? *options.cost_model : CostModelParams::H200());
   }
   return std::nullopt;

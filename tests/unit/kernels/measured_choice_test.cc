@@ -339,10 +339,11 @@ TEST(NearTieCandidates, TheConcurrentModeAtItsNeighbouringK) {
 }
 
 // Where the model takes the concurrent mode with the TMA decode at 12 warps (32/8 B256 P32768 S256,
-// the H200 backend's options), the same plan with that decode at 8 warps per CTA is a candidate:
-// the model's plan but for CascadePlan::concurrent_tma_warps, predicted with 8 warps' rounds, held
-// to the band. Not where the mode takes the other decode, nor where the model's warps are 8 already,
-// nor without the mode; PlanCandidateLayout makes the same plan for a kept choice.
+// the H200 backend's options), its plan for that decode at 8 warps per CTA is a candidate: the
+// plan the model makes with 8 warps' rounds (SetTmaDecodeWarps(8)) asking for 8 warps
+// (CascadePlan::concurrent_tma_warps), predicted so, held to the band. Not where the mode takes the
+// other decode, nor where the model's warps are 8 already, nor without the mode; PlanCandidateLayout
+// makes the same plan for a kept choice.
 TEST(NearTieCandidates, TheTmaDecodeAtEightWarps) {
   const Case c = MakeCase(256, 32768, 256, 15, false);
   PlanOptions o = kernels::H200BackendPlanOptions();
@@ -353,13 +354,16 @@ TEST(NearTieCandidates, TheTmaDecodeAtEightWarps) {
   const auto it = std::find(cands.kinds.begin(), cands.kinds.end(), PlanCandidate::kFewerTmaWarps);
   ASSERT_NE(it, cands.kinds.end());
   const size_t i = size_t(it - cands.kinds.begin());
-  CascadePlan want = cands.plans[0];
+  kernels::CostModelParams eight = kernels::CostModelParams::H200();
+  eight.SetTmaDecodeWarps(8);
+  PlanOptions with_eight = o;
+  with_eight.cost_model = std::make_shared<kernels::CostModelParams>(eight);
+  CascadePlan want = kernels::PlanCascade(c.batch, c.shape, with_eight);
+  ASSERT_EQ(want.concurrent_decode_tma, 1);
   want.concurrent_tma_warps = 8;
   EXPECT_EQ(cands.plans[i].Serialize(), want.Serialize());
   EXPECT_NE(kernels::ScheduleKey(cands.plans[i]), kernels::ScheduleKey(cands.plans[0]));
-  kernels::CostModelParams eight = kernels::CostModelParams::H200();
-  eight.SetTmaDecodeWarps(8);
-  EXPECT_DOUBLE_EQ(cands.predicted_us[i], kernels::PredictCost(cands.plans[0], eight).total_us);
+  EXPECT_DOUBLE_EQ(cands.predicted_us[i], kernels::PredictCost(want, eight).total_us);
   EXPECT_LE(cands.predicted_us[i], 1.15 * cands.model.predicted_us + 1e-9);
   const std::optional<CascadePlan> kept =
       kernels::PlanCandidateLayout(PlanCandidate::kFewerTmaWarps, c.batch, c.shape, o);
@@ -402,7 +406,10 @@ TEST(MeasuredPlanner, KeepsTheTmaDecodeAtEightWarpsWhereItMeasuresFaster) {
   ASSERT_TRUE(rep.timed);
   EXPECT_EQ(rep.chosen, PlanCandidate::kFewerTmaWarps);
   EXPECT_EQ(plan.concurrent_tma_warps, 8);
-  EXPECT_EQ(plan.concurrent_decode_sms, rep.model.concurrent_decode_sms);
+  const std::optional<CascadePlan> eight =
+      kernels::PlanCandidateLayout(PlanCandidate::kFewerTmaWarps, c.batch, c.shape, o);
+  ASSERT_TRUE(eight.has_value());
+  EXPECT_EQ(plan.Serialize(), eight->Serialize());
   const int calls = backend.time_calls;
   MeasuredChoiceReport again;
   const CascadePlan replayed = planner.Plan(c.batch, c.shape, o, backend, kv, &again);

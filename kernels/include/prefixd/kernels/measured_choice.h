@@ -9,8 +9,8 @@
 // plain decode of every group that can be (where its lower bound is within tie_band of the model's
 // choice), the cascade with half the prefix item target or with the narrow prefix CTA's items, and
 // where the model takes the concurrent mode the same mode on the next fewer and more SMs of its
-// candidates, and with the TMA decode the same plan with that decode at 8 warps per CTA instead of
-// 12 (each where predicted within tie_band) — once on the backend, on the caller's KV pool,
+// candidates, and with the TMA decode the model's plan for that decode at 8 warps per CTA instead
+// of 12 (each where predicted within tie_band) — once on the backend, on the caller's KV pool,
 // and keeps the fastest for the batch's shape class. Later batches of the class (ShapeClassKey) get
 // the kept candidate without timing, so a decode that grows by a token per step is timed again only
 // when it crosses into a new class.
@@ -43,8 +43,9 @@ enum class PlanCandidate : uint8_t {
   kFewerSms,     // the model's concurrent mode at its next lower candidate k (PlanReport::
                  // concurrent_fewer_sms)
   kMoreSms,      // ... at its next higher candidate k (PlanReport::concurrent_more_sms)
-  kFewerTmaWarps,  // the model's concurrent mode with the TMA decode at 8 warps per CTA where the
-                   // model's runs 12 (CascadePlan::concurrent_tma_warps)
+  kFewerTmaWarps,  // where the model's choice is the concurrent mode with the TMA decode at 12
+                   // warps per CTA, the model's plan for that decode at 8 (its k for 8 warps;
+                   // CascadePlan::concurrent_tma_warps)
 };
 const char* PlanCandidateName(PlanCandidate c);
 

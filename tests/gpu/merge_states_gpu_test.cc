@@ -277,7 +277,10 @@ TEST(CudaMergeStates, SixteenBitValuesMatchTheDoubleMergeOfTheRoundedStates) {
       m.out_dtype = dtype;
       m.v_out = static_cast<float*>(mem.Poisoned(int64_t(c.rows) * c.dim * 4));
       m.s_out = static_cast<float*>(mem.Poisoned(int64_t(c.rows) * 4));
-      kernels::cuda::MergeStates(m, nullptr);
+      // On the backend's stream, behind its poisoning of the outputs (BackendBuffers::Poisoned is an
+      // async fill there): on the legacy stream the merge raced the fill, and a whole-suite run with
+      // eight shards on one GPU (s100 call 7) found 4665 of 9001 rows' LSE still poison.
+      kernels::cuda::MergeStates(m, static_cast<cudaStream_t>(Device().stream()));
       PREFIXD_CUDA_CHECK(cudaDeviceSynchronize());
       const auto v = mem.Download<float>(m.v_out, int64_t(c.rows) * c.dim);
       const auto s = mem.Download<float>(m.s_out, c.rows);

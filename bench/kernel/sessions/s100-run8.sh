@@ -11,7 +11,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s100-run8
-
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   PLANNER_BEFORE_S=0 run_h200_bar_checks
 fi

@@ -67,8 +67,9 @@ std::optional<CascadePlan> PlanPlainLayout(const DecodeBatch& batch, const std::
 // PlanCandidate::kFewerTmaWarps: where the model's plan (model_plan, made with `options`) is the
 // concurrent mode with the TMA decode at 12 warps per CTA, the plan the model makes for that decode
 // at 8 (its k chosen for 8 warps' rounds, as with PREFIXD_DECODE_TMA_WARPS=8), asking for 8 warps
-// (CascadePlan::concurrent_tma_warps); nothing where that plan is not the TMA mode. The same plan
-// at the 12-warp k measured 3-16 us slower on an H100 (bench/RESULTS.md, session 100).
+// (CascadePlan::concurrent_tma_warps); nothing where that plan is not the TMA mode. The model's
+// 12-warp plan run at 8 warps measured up to 29 us slower (faster only at 32/8 B128 P32768 S512 of
+// 9 shapes, an H100; bench/RESULTS.md, session 100): at that k the 8 warps do not keep up.
 std::optional<CascadePlan> FewerTmaWarps(const CascadePlan& model_plan, const DecodeBatch& batch,
                                          const KvPoolShape& pool, const PlanOptions& options,
                                          const CostModelParams& params) {

@@ -64,18 +64,17 @@ std::optional<CascadePlan> PlanPlainLayout(const DecodeBatch& batch, const std::
   return PlanCascade(PlainLayout(batch, plain, pool.page_size), pool, fixed);
 }
 
-// PlanCandidate::kFewerTmaWarps: where the model's plan (model_plan, made with `options`) is the
-// concurrent mode with the TMA decode at 12 warps per CTA, the plan the model makes for that decode
-// at 8 (its k chosen for 8 warps' rounds, as with PREFIXD_DECODE_TMA_WARPS=8), asking for 8 warps
-// (CascadePlan::concurrent_tma_warps); nothing where that plan is not the TMA mode. The model's
-// 12-warp plan run at 8 warps measured up to 29 us slower (faster only at 32/8 B128 P32768 S512 of
-// 9 shapes, an H100; bench/RESULTS.md, session 100): at that k the 8 warps do not keep up.
-std::optional<CascadePlan> FewerTmaWarps(const CascadePlan& model_plan, const DecodeBatch& batch,
-                                         const KvPoolShape& pool, const PlanOptions& options,
-                                         const CostModelParams& params) {
-  if (model_plan.concurrent_decode_tma != 1 || model_plan.concurrent_tma_warps != 0 ||
-      std::lround(params.concurrent_tma_warps) != 12)
-    return std::nullopt;
+// PlanCandidate::kFewerTmaWarps: where the model's choice (its report `model`, made with `options`)
+// is the concurrent mode with the TMA decode at 12 warps per CTA, the plan the model makes for that
+// decode at 8 (its k chosen for 8 warps' rounds, as with PREFIXD_DECODE_TMA_WARPS=8), asking for 8
+// warps (CascadePlan::concurrent_tma_warps); nothing where that plan is not the TMA mode. A second
+// layout choice (~1.3 ms of host time at 32/8 B256 P32768 S256), also at each batch of a class that
+// keeps it. The model's 12-warp plan run at 8 warps instead measured up to 29 us slower (faster
+// only at 32/8 B128 P32768 S512 of 9 shapes, an H100; bench/RESULTS.md, session 100): at that k
+// the 8 warps do not keep up.
+std::optional<CascadePlan> FewerTmaWarps(const PlanReport& model, const DecodeBatch& batch, const KvPoolShape& pool,
+                                         const PlanOptions& options, const CostModelParams& params) {
+  if (!model.concurrent_decode_tma || std::lround(params.concurrent_tma_warps) != 12) return std::nullopt;
   auto eight = std::make_shared<CostModelParams>(params);
   eight->SetTmaDecodeWarps(8);
   PlanOptions o = options;
@@ -127,7 +126,7 @@ void AddNearTies(PlanCandidates& c, const DecodeBatch& batch, const KvPoolShape&
     if (neighbour_k && !concurrent) continue;
     std::optional<CascadePlan> plan;
     if (kind == PlanCandidate::kFewerTmaWarps) {
-      plan = FewerTmaWarps(c.plans[0], batch, pool, options, params);
+      plan = FewerTmaWarps(c.model, batch, pool, options, params);
     } else if (kind == PlanCandidate::kPlain) {
       // Plain decode is not planned where even its bound is out of the band.
       const std::vector<uint8_t> plain = PlainGroups(batch, pool.page_size);
@@ -313,10 +312,14 @@ std::optional<CascadePlan> PlanCandidateLayout(PlanCandidate kind, const DecodeB
       fixed_stepped.choose_layout = false;
       return PlanCascade(batch, pool, fixed_stepped);
     }
-    case PlanCandidate::kFewerTmaWarps:
+    case PlanCandidate::kFewerTmaWarps: {
+      // From the model's report where given (the choice's mode), else a layout choice for it.
       if (!options.choose_layout) return std::nullopt;
-      return FewerTmaWarps(PlanCascade(batch, pool, options), batch, pool, options,
+      PlanReport made;
+      if (!model) PlanCascade(batch, pool, options, &made);
+      return FewerTmaWarps(model ? *model : made, batch, pool, options,
                            options.cost_model ? *options.cost_model : CostModelParams::H200());
+    }
   }
   return std::nullopt;
 }
@@ -340,7 +343,8 @@ CascadePlan MeasuredPlanner::Plan(const DecodeBatch& batch, const KvPoolShape& p
 
   // A class seen before: its kept layout. The candidates are not made again; the model's plan is
   // (the class key names its choices), and where the class kept another layout that one too: at
-  // most two plans per batch (bench/planner/plan_bench.cc times both).
+  // most two plans per batch (bench/planner/plan_bench.cc times both), the second with a layout
+  // choice of its own only for kFewerTmaWarps.
   const std::string key = ShapeClassKey(batch, pool, c.model);
   if (const auto it = kept_.find(key); it != kept_.end()) {
     rep.from_cache = true;

@@ -392,56 +392,55 @@ TEST(NearTieCandidates, TheTmaDecodeAtEightWarps) {
   EXPECT_STREQ(kernels::PlanCandidateName(PlanCandidate::kFewerTmaWarps), "tma-8-warps");
 }
 
+// The plan the measured choice keeps at the concurrent headline shape (32/8 B256 P32768 S256 with
+// the H200 backend's options, where the model takes the TMA mode on k = 16) when `script` times the
+// candidates (the work itself not run: 256 × 32 queries over 32768 tokens): of kind `want`, and
+// replayed from the class untimed.
+CascadePlan KeptAndReplayedAtTheHeadline(const Case& c, const PlanOptions& o,
+                                         std::function<double(const CascadePlan&)> script, PlanCandidate want) {
+  ScriptedTimeBackend backend(std::move(script));
+  backend.run_work = false;
+  MeasuredPlanner planner;
+  MeasuredChoiceReport rep;
+  const kernels::KvPoolView kv{c.shape, nullptr, nullptr};
+  CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
+  EXPECT_TRUE(rep.timed);
+  EXPECT_EQ(rep.model.concurrent_decode_sms, 16);
+  EXPECT_EQ(rep.chosen, want);
+  const int calls = backend.time_calls;
+  MeasuredChoiceReport again;
+  const CascadePlan replayed = planner.Plan(c.batch, c.shape, o, backend, kv, &again);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.chosen, want);
+  EXPECT_EQ(replayed.Serialize(), plan.Serialize());
+  EXPECT_EQ(backend.time_calls, calls);
+  return plan;
+}
+
 // The TMA decode at 8 warps, measured faster, is kept for the class and replayed untimed.
 TEST(MeasuredPlanner, KeepsTheTmaDecodeAtEightWarpsWhereItMeasuresFaster) {
   const Case c = MakeCase(256, 32768, 256, 15, false);
   PlanOptions o = kernels::H200BackendPlanOptions();
   o.choose_layout = true;
-  ScriptedTimeBackend backend([](const CascadePlan& p) { return p.concurrent_tma_warps == 8 ? 90.0 : 100.0; });
-  backend.run_work = false;
-  MeasuredPlanner planner;
-  MeasuredChoiceReport rep;
-  const kernels::KvPoolView kv{c.shape, nullptr, nullptr};
-  const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
-  ASSERT_TRUE(rep.timed);
-  EXPECT_EQ(rep.chosen, PlanCandidate::kFewerTmaWarps);
+  const CascadePlan plan = KeptAndReplayedAtTheHeadline(
+      c, o, [](const CascadePlan& p) { return p.concurrent_tma_warps == 8 ? 90.0 : 100.0; },
+      PlanCandidate::kFewerTmaWarps);
   EXPECT_EQ(plan.concurrent_tma_warps, 8);
   const std::optional<CascadePlan> eight =
       kernels::PlanCandidateLayout(PlanCandidate::kFewerTmaWarps, c.batch, c.shape, o);
   ASSERT_TRUE(eight.has_value());
   EXPECT_EQ(plan.Serialize(), eight->Serialize());
-  const int calls = backend.time_calls;
-  MeasuredChoiceReport again;
-  const CascadePlan replayed = planner.Plan(c.batch, c.shape, o, backend, kv, &again);
-  EXPECT_TRUE(again.from_cache);
-  EXPECT_EQ(again.chosen, PlanCandidate::kFewerTmaWarps);
-  EXPECT_EQ(replayed.Serialize(), plan.Serialize());
-  EXPECT_EQ(backend.time_calls, calls);
 }
 
-// A neighbouring k that measures faster is kept for the class and replayed from it untimed (the
-// scripted times by the plan's k; the work itself not run: 256 × 32 queries over 32768 tokens).
+// A neighbouring k that measures faster is kept for the class and replayed from it untimed.
 TEST(MeasuredPlanner, KeepsANeighbouringKThatMeasuresFaster) {
   const Case c = MakeCase(256, 32768, 256, 15, false);
   PlanOptions o = kernels::H200BackendPlanOptions();
   o.choose_layout = true;
-  ScriptedTimeBackend backend([](const CascadePlan& p) { return p.concurrent_decode_sms == 14 ? 80.0 : 100.0; });
-  backend.run_work = false;
-  MeasuredPlanner planner;
-  MeasuredChoiceReport rep;
-  const kernels::KvPoolView kv{c.shape, nullptr, nullptr};
-  const CascadePlan plan = planner.Plan(c.batch, c.shape, o, backend, kv, &rep);
-  ASSERT_TRUE(rep.timed);
-  EXPECT_EQ(rep.model.concurrent_decode_sms, 16);
-  EXPECT_EQ(rep.chosen, PlanCandidate::kFewerSms);
+  const CascadePlan plan = KeptAndReplayedAtTheHeadline(
+      c, o, [](const CascadePlan& p) { return p.concurrent_decode_sms == 14 ? 80.0 : 100.0; },
+      PlanCandidate::kFewerSms);
   EXPECT_EQ(plan.concurrent_decode_sms, 14);
-  const int calls = backend.time_calls;
-  MeasuredChoiceReport again;
-  const CascadePlan replayed = planner.Plan(c.batch, c.shape, o, backend, kv, &again);
-  EXPECT_TRUE(again.from_cache);
-  EXPECT_EQ(again.chosen, PlanCandidate::kFewerSms);
-  EXPECT_EQ(replayed.Serialize(), plan.Serialize());
-  EXPECT_EQ(backend.time_calls, calls);
 }
 
 // A near tie (32/8 B3 P256 S256: plain decode and the cascade predicted within 8%) is timed once,

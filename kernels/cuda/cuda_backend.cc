@@ -853,10 +853,10 @@ void CudaBackend::RunCascadeParts(const CascadeArgs& args, unsigned parts) {
                                                                : 2;
     p.stream_items = decode_stream_items_;
     p.stream_tma = decode_tma_;
-    // The plan's persistent TMA decode beside a concurrent prefix (also when timed alone). Where
-    // this launch cannot take it (DecodeStreamTmaApplies: the pool's alignment, a KV head view; it
-    // reads none of the launch fields set below), the one-CTA-per-item decode runs instead.
-    const bool tma_decode = PlanTmaDecodeRuns(p, args);
+    // The plan's persistent TMA decode beside a concurrent prefix (also when timed alone): the
+    // step's tma_decode above (StepTmaDecodeRuns, which reads what PlanTmaDecodeRuns reads of this
+    // launch). Where this launch cannot take it (DecodeStreamTmaApplies: the pool's alignment, a KV
+    // head view), the one-CTA-per-item decode runs instead.
     // Leaving SMs free (CascadeArgs::decode_free_sms): one CTA per SM, which then needs 8 warps
     // to keep enough bytes in flight for its share of the bandwidth.
     if (args.decode_free_sms > 0) {

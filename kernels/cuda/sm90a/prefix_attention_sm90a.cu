@@ -219,9 +219,8 @@ void PrefixAttention(const PrefixAttentionParams& params, cudaStream_t stream) {
                                           << params.head_dim << ", causal " << params.causal << ")");
   // The 16-bit states' kernels are built where the TMA decode, their other writer, exists.
   PREFIXD_CHECK_ARG(!params.states_16bit || params.head_dim <= 128,
-                    "sm_90a prefix attention: 16-bit states (states_16bit) are built for head_dim 64 and 128 only, "
-                    "not "
-                        << params.head_dim);
+                    "sm_90a prefix attention: 16-bit states (states_16bit) are built for head_dim 64 and 128 "
+                    "only, not " << params.head_dim);
   if (params.num_items == 0) return;
   const int sms = DeviceSmCountOnce();
   WgmmaLaunch l;

@@ -39,6 +39,12 @@
 namespace prefixd::test {
 namespace {
 
+// Skips the test, with the reason, where the backend plans no concurrent step (its candidates k
+// empty: no persistent sm_90a prefix kernel here).
+#define PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates) \
+  if ((candidates).empty())                                      \
+  GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)"
+
 // Runs `c` on `backend` with both plans (this file's first lines) against the float64 oracle and the CPU backend.
 void ExpectConcurrentCascadeCorrect(Backend& backend, const CascadeCase& c, std::mt19937_64& rng) {
   const CascadeInputs in = MakeCascadeInputs(c, rng);
@@ -263,7 +269,7 @@ TEST(CudaConcurrentCascade, ThePlannersChoiceRunsConcurrently) {
   const std::unique_ptr<Backend> without = kernels::MakeCudaBackend(no_mode);
   EXPECT_TRUE(without->DefaultPlanOptions().concurrent_candidates.empty());
   EXPECT_EQ(without->Describe().find("concurrent"), std::string::npos) << without->Describe();
-  if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates);
   const std::unique_ptr<Backend> off = MakeConcurrentBackend("0");
   const CascadeCase c{"planned_concurrent_fp16_h32kv8_d128", kF16, 32, 8, 128, 16,
                       {{3000, {17, 700, 0, 1, 256, 300}}, {0, {40}}, {600, {1300, 5}}}, true};
@@ -317,7 +323,7 @@ TEST(CudaConcurrentCascade, ThePlansTmaDecodeRunsOnTheKSms) {
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_SEEDED_RNG(rng);
   const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty()) GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates);
   EXPECT_TRUE(Device().DefaultPlanOptions().concurrent_tma_candidate);
   const std::unique_ptr<Backend> tma_off = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_DECODE_TMA", "0"}});
   EXPECT_FALSE(tma_off->DefaultPlanOptions().concurrent_tma_candidate);
@@ -355,8 +361,7 @@ TEST(CudaConcurrentCascade, ThePlansOwnTmaWarpsRun) {
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_SEEDED_RNG(rng);
   const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty())
-    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates);
   auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(Device());
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   for (const CascadeCase& c : TmaDecodeCases()) {
@@ -395,8 +400,7 @@ TEST(CudaConcurrentCascade, TheChainedStepMatchesItsParts) {
   auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
   const std::unique_ptr<Backend> two_streams = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "0"}});
   const std::vector<int> candidates = backend->DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty())
-    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates);
   EXPECT_EQ(backend->Describe().find("not chained"), std::string::npos) << backend->Describe();
   EXPECT_NE(two_streams->Describe().find("not chained"), std::string::npos) << two_streams->Describe();
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
@@ -444,8 +448,7 @@ TEST(CudaConcurrentCascade, TheStatesIn16BitsStayWithinTheirRounding) {
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_SEEDED_RNG(rng);
   const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty())
-    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates);
   const std::unique_ptr<Backend> fp32_states = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STATES16", "0"}});
   Backend& chained = Device();
   const std::unique_ptr<Backend> two_streams = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "0"}});
@@ -514,8 +517,7 @@ TEST(CudaConcurrentCascade, TheOneItemDecodesChainMatchesTwoStreams) {
   auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*backend);
   const std::unique_ptr<Backend> two_streams = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "0"}});
   const std::vector<int> candidates = backend->DefaultPlanOptions().concurrent_candidates;
-  if (candidates.empty())
-    GTEST_SKIP() << "no concurrent candidates on this device (the persistent sm_90a prefix kernel)";
+  PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates);
   EXPECT_EQ(backend->Describe().find("chained only"), std::string::npos) << backend->Describe();
   EXPECT_EQ(Device().Describe().find("chained only"), std::string::npos) << Device().Describe();
   const std::unique_ptr<Backend> tma_only = MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_CHAIN", "1"}});

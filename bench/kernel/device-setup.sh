@@ -1,11 +1,12 @@
-# Sourced by the kernel-benchmark scripts that run on a lent GPU machine (sessions/s*.sh, issue4-grid.sh)
-# from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into /tmp/b, makes
-# $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then defines the
-# helpers below (pack_logs, run_gpu_tests, run_test_shards, run_whole_suite, run_sanitizers,
-# run_variants, show_parts, run_headline_trace, run_memcheck, run_head_dim_rows, show_variants,
-# run_cascade_shards, run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab,
-# run_build_rounds, show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
-# run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid, run_h200_bar_checks).
+# Sourced by the kernel-benchmark scripts that run on a lent GPU machine (sessions/s*.sh,
+# issue4-grid.sh) from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into
+# /tmp/b, makes $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then
+# defines the helpers below (smi_start, smi_stop, mark, pack_logs, run_gpu_tests, run_test_shards,
+# run_whole_suite, run_sanitizers, run_variants, show_parts, run_headline_trace, run_memcheck,
+# run_head_dim_rows, show_variants, run_cascade_shards, run_new_cases_checks, run_main_job_heads,
+# run_main_job, run_main_job_one_rank, run_bench_ab, run_build_rounds, show_prefix_rounds,
+# run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls,
+# run_planner_set, run_bar_grid, run_h200_bar_checks).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
@@ -13,6 +14,17 @@ B=/tmp/b/prefixd_kernel_bench
 SETUP_TAG=$1
 # The device the numbers come from, first in every log (name, top SM clock, memory).
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
+# smi_start / smi_stop: nvidia-smi's samples of power, SM clock and throttle reasons every 20 ms into
+# $OUT/smi.csv, in the background between the two; mark NAME: a line "NAME time" in $OUT/marks.txt.
+# bench/kernel/smi_phases.py reads both (a phase is the samples between two marks).
+smi_start() {
+  nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm,clocks_throttle_reasons.active \
+    --format=csv,noheader -lms 20 >"$OUT/smi.csv" 2>&1 &
+  SMI_PID=$!
+  sleep 1
+}
+smi_stop() { sleep 1; kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null; }
+mark() { echo "$1 $(date '+%Y/%m/%d %H:%M:%S.%3N')" >>"$OUT/marks.txt"; }
 # pack_logs: every log under $OUT as one tarball, $OUT/all.tgz, and nothing else left there: the
 # device hands back a limited number of files, counted in name order, so loose logs could crowd the
 # tarball out (session 86 run 1 lost its grid logs that way).

@@ -12,11 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . bench/kernel/device-setup.sh s101-run4
-nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm,clocks_throttle_reasons.active \
-  --format=csv,noheader -lms 20 >"$OUT/smi.csv" 2>&1 &
-smi=$!
-sleep 1
-mark() { echo "$1 $(date '+%Y/%m/%d %H:%M:%S.%3N')" >>"$OUT/marks.txt"; }
+smi_start
 phase() {  # phase NAME DTYPE
   sleep 2
   mark "${1}0"
@@ -30,7 +26,6 @@ phase() {  # phase NAME DTYPE
 phase F fp16
 phase H bf16
 phase F2 fp16
-sleep 1
-kill $smi 2>/dev/null; wait $smi 2>/dev/null
+smi_stop
 python3 bench/kernel/smi_phases.py "$OUT/smi.csv" "$OUT/marks.txt" "fp16:F0:F1" "bf16:H0:H1" "fp16 again:F20:F21"
 pack_logs

@@ -9,6 +9,9 @@
 # run_planner_set, run_bar_grid, run_h200_bar_checks).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
+# Only files written after this stamp go into pack_logs's tarball: a lent machine's $OUT has held
+# files of an earlier run (session 101 run 1).
+SETUP_STAMP=$(mktemp "/tmp/$1-start.XXXXXX")
 mkdir -p /tmp/b "$OUT" && tar -C /tmp/b -xJf "$CARRY/bins.tar.xz"
 B=/tmp/b/prefixd_kernel_bench
 SETUP_TAG=$1
@@ -25,11 +28,13 @@ smi_start() {
 }
 smi_stop() { sleep 1; kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null; }
 mark() { echo "$1 $(date '+%Y/%m/%d %H:%M:%S.%3N')" >>"$OUT/marks.txt"; }
-# pack_logs: every log under $OUT as one tarball, $OUT/all.tgz, and nothing else left there: the
-# device hands back a limited number of files, counted in name order, so loose logs could crowd the
-# tarball out (session 86 run 1 lost its grid logs that way).
+# pack_logs: every file this run wrote under $OUT (a nested script's own all.tgz too) as one
+# tarball, $OUT/all.tgz, and nothing else left there: the device hands back a limited number of
+# files, counted in name order, so loose logs could crowd the tarball out (session 86 run 1 lost its
+# grid logs that way).
 pack_logs() {
-  tar -C "$OUT" -czf "/tmp/$SETUP_TAG-all.tgz" --exclude=all.tgz . &&
+  (cd "$OUT" && find . -type f -newer "$SETUP_STAMP" ! -path ./all.tgz -print0 |
+    tar -czf "/tmp/$SETUP_TAG-all.tgz" --null -T -) &&
     find "$OUT" -mindepth 1 -maxdepth 1 ! -name all.tgz -exec rm -rf {} + && mv "/tmp/$SETUP_TAG-all.tgz" "$OUT/all.tgz"
 }
 # run_whole_suite: launch/gpu-check.sh on the carried binaries, GPU tests only (PREFIXD_TEST_SHARDS

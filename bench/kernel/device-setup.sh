@@ -1,12 +1,12 @@
 # Sourced by the kernel-benchmark scripts that run on a lent GPU machine (sessions/s*.sh,
 # issue4-grid.sh) from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into
 # /tmp/b, makes $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then
-# defines the helpers below (smi_start, smi_stop, mark, pack_logs, run_gpu_tests, run_test_shards,
-# run_whole_suite, run_sanitizers, run_variants, show_parts, run_headline_trace, run_memcheck,
-# run_head_dim_rows, show_variants, run_cascade_shards, run_new_cases_checks, run_main_job_heads,
-# run_main_job, run_main_job_one_rank, run_bench_ab, run_build_rounds, show_prefix_rounds,
-# run_part_rounds, run_probe_rounds, run_planner_check, run_offgrid_planner_checks, run_ncu_stalls,
-# run_planner_set, run_bar_grid, run_h200_bar_checks).
+# defines the helpers below (smi_start, smi_stop, mark, on_h200, pack_logs, run_gpu_tests,
+# run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, run_headline_trace,
+# run_memcheck, run_head_dim_rows, show_variants, run_cascade_shards, run_new_cases_checks,
+# run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab, run_build_rounds,
+# show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
+# run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid, run_h200_bar_checks).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 # Only files written after this stamp go into pack_logs's tarball: a lent machine's $OUT has held
@@ -28,6 +28,8 @@ smi_start() {
 }
 smi_stop() { sleep 1; kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null; }
 mark() { echo "$1 $(date '+%Y/%m/%d %H:%M:%S.%3N')" >>"$OUT/marks.txt"; }
+# on_h200: true on an H200, the issue-4 bar's card (the scripts' H200-only branches).
+on_h200() { nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; }
 # pack_logs: every file this run wrote under $OUT (a nested script's own all.tgz too) as one
 # tarball, $OUT/all.tgz, and nothing else left there: the device hands back a limited number of
 # files, counted in name order, so loose logs could crowd the tarball out (session 86 run 1 lost its
@@ -67,7 +69,7 @@ run_memcheck() {
 # floor in $OUT/dims-fused-floor.md, its rows and ceilings printed.
 run_head_dim_rows() {
   local limit=$1; shift
-  if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  if ! on_h200; then
     echo "not an H200: no head_dim rows"
     return 0
   fi
@@ -309,7 +311,7 @@ run_planner_set() {
 # (logs $OUT/grid) and the headline shape's lines (32/8 B256 P32768 S256); on any other card only a
 # line saying so (its grid would be no bar figure).
 run_bar_grid() {
-  if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then echo "not an H200: no grid"; return 0; fi
+  if ! on_h200; then echo "not an H200: no grid"; return 0; fi
   OUT=$OUT/grid bash bench/kernel/issue4-grid.sh 2>&1 | grep -v '^NVIDIA'
   grep -E '^ +(fp16|bf16) +16 +32/8 +128 +256 +32768 +256 ' "$OUT/grid/grid.txt" | cut -c1-110
 }

@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s101-run3
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if on_h200; then
   PLANNER_BEFORE_S=0 run_h200_bar_checks
 else
   for dt in fp16 bf16; do

@@ -6,7 +6,8 @@
 # run_memcheck, run_head_dim_rows, show_variants, run_cascade_shards, run_new_cases_checks,
 # run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab, run_build_rounds,
 # show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
-# run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid, run_h200_bar_checks).
+# run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid, run_headline_kscan,
+# run_h200_bar_checks).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
 OUT=${OUT:-/tmp/$1}
 # Only files written after this stamp go into pack_logs's tarball: a lent machine's $OUT has held
@@ -315,15 +316,22 @@ run_bar_grid() {
   OUT=$OUT/grid bash bench/kernel/issue4-grid.sh 2>&1 | grep -v '^NVIDIA'
   grep -E '^ +(fp16|bf16) +16 +32/8 +128 +256 +32768 +256 ' "$OUT/grid/grid.txt" | cut -c1-110
 }
+# run_headline_kscan: the headline row (32/8 B256 P32768 S256, fp16 and bf16) with the chained
+# step's k forced to 14, 16, 18 against the default, one process, interleaved (logs $OUT/kscan.*),
+# then its tables.
+run_headline_kscan() {
+  local v=default k
+  for k in 14 16 18; do v=$v,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
+  RUN_TIMEOUT=90 run_variants kscan "$v" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
+  SHOW_LINES=14 show_variants kscan
+}
 # run_h200_bar_checks: on an H200, run_bar_grid, then session 94's unrun k scan at the headline row
 # (32/8 B256 P32768 S256: the chained step's k forced to 14, 16, 18 against the default) and, while
 # $SECONDS is below PLANNER_BEFORE_S (400), the planner checks on the grid's shapes (fp16, bf16).
 run_h200_bar_checks() {
   run_bar_grid
-  local v=default k dt
-  for k in 14 16 18; do v=$v,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
-  RUN_TIMEOUT=90 run_variants kscan "$v" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
-  SHOW_LINES=14 show_variants kscan
+  run_headline_kscan
+  local dt
   for dt in fp16 bf16; do
     [ "$SECONDS" -lt "${PLANNER_BEFORE_S:-400}" ] || break
     run_planner_check $dt

@@ -12,7 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s101-run1
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if on_h200; then
   PLANNER_BEFORE_S=0 run_h200_bar_checks
   PREFIXD_SKIP_SANITIZER=1 PREFIXD_TIMEOUT_TESTS=$((570 - SECONDS)) run_whole_suite
 else

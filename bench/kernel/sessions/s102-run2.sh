@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 102, run 2, on .carry/s101a (HEAD's binaries: no kernel has changed since adb2d5a), asked
-# for as nvidia-h200 (H100 or H200), ~250 s. (1) On an H200 (the bar's card): the bar grid, the
+# for as nvidia-h200 (H100 or H200), ~150 s. (1) On an H200 (the bar's card): the bar grid, the
 # head_dim rows and the headline's k scan on the 16-bit default, no planner checks (s101-run3.sh's
 # H200 branch; its H100 branch ran as s102 run 1). (2) On an H100: only the headline's k scan
 # (32/8 B256 P32768 S256, the chained step's k forced to 14, 16, 18 against the default, fp16 and
@@ -11,13 +11,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s102-run2
-if on_h200; then
-  PLANNER_BEFORE_S=0 run_h200_bar_checks
-else
-  v=default
-  for k in 14 16 18; do v=$v,PREFIXD_CONCURRENT_DECODE_SMS=$k+PREFIXD_CONCURRENT_DECODE_TMA=force; done
-  RUN_TIMEOUT=90 run_variants kscan "$v" --heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16
-  SHOW_LINES=14 show_variants kscan
-fi
+if on_h200; then PLANNER_BEFORE_S=0 run_h200_bar_checks; else run_headline_kscan; fi
 echo "elapsed ${SECONDS} s"
 pack_logs

@@ -182,8 +182,10 @@ void CpuBackend::FinishRequest(const CascadeArgs& args, int r, bool merge_part) 
     const int64_t row = int64_t(r) * num_heads + h;
     float* v = packed ? packed + int64_t(h) * dim : args.v_out ? args.v_out + row * dim : tmp;
     float s;
-    prefixd::kernels::MergeStates(&partial_v_[(first * num_heads + h) * int64_t(dim)], slot_stride,
-                                  &partial_s_[int64_t(first) * num_heads + h], num_heads, n, dim, v, &s);
+    // data() + offset, not &vec[offset]: a plan with no states at all leaves both vectors empty,
+    // and a request with no slots (n = 0) reads nothing but may point one past their end.
+    prefixd::kernels::MergeStates(partial_v_.data() + (first * num_heads + h) * int64_t(dim), slot_stride,
+                                  partial_s_.data() + int64_t(first) * num_heads + h, num_heads, n, dim, v, &s);
     if (packed) {
       packed[int64_t(num_heads) * dim + h] = s;
       continue;

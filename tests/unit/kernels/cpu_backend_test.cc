@@ -157,6 +157,25 @@ TEST(CpuCascade, EmptyRequestGetsEmptyState) {
   for (int h = 4; h < 8; ++h) EXPECT_TRUE(std::isfinite(got.s[h]));
 }
 
+// A batch of empty requests only: the plan has no states at all, so the ⊕ over each request's
+// (empty) run of slots must read nothing (under UBSan this was a null reference, session 102).
+TEST(CpuCascade, BatchOfEmptyRequestsOnlyGetsEmptyStates) {
+  std::mt19937_64 rng(TestSeed());
+  auto backend = kernels::MakeCpuBackend();
+  const KvPoolShape shape{1, 4, 16, 2, 64, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch({{0, {0, 0, 0}}}, 4, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = RandomBits(rng, 3 * 4 * 64, kF16, 1.f);
+  const StepResult got = RunStep(*backend, pool, 0, kernels::PlanCascade(batch, shape, {}), q);
+  ASSERT_EQ(got.v.size(), size_t(3 * 4 * 64));
+  for (size_t i = 0; i < got.v.size(); ++i) {
+    ASSERT_EQ(got.v[i], 0.f) << i;
+    ASSERT_EQ(got.o[i], 0.f) << i;
+  }
+  for (int h = 0; h < 3 * 4; ++h) EXPECT_EQ(got.s[h], -std::numeric_limits<float>::infinity()) << h;
+}
+
 // Each output is optional, and whichever are asked for are the same bits; a backend reused across
 // plans (a large one, then a small one) gives the bits of a fresh backend.
 TEST(CpuCascade, OutputsAreOptionalAndWorkspaceIsReusable) {

@@ -372,6 +372,32 @@ TEST(CudaCascade, EmptyRequestGetsEmptyState) {
   for (int i = 4 * 64; i < 8 * 64; ++i) ASSERT_TRUE(std::isfinite(got.v[i])) << i;
 }
 
+// A batch of empty requests only: the plan has no prefix item, no decode item and no state to
+// merge (the CPU reference's merge once bound a null reference here, session 102). Every backend
+// mode (the concurrent and fused ones on a GPU only) gives each query head the empty state over its
+// poisoned outputs and launches nothing invalid (a zero-CTA grid would be a launch error).
+TEST(CudaCascade, BatchOfEmptyRequestsOnlyGetsEmptyStates) {
+  PREFIXD_REQUIRE_DEVICE_BACKEND();
+  std::mt19937_64 rng(TestSeed());
+  const KvPoolShape shape{1, 4, 16, 2, 64, kF16};
+  kernels::PageAllocator alloc(shape.num_pages);
+  const DecodeBatch batch = BuildBatch({{0, {0, 0, 0}}}, 4, 16, alloc, rng);
+  const HostKvPool pool = RandomKvPool(rng, shape);
+  const auto q = RandomBits(rng, 3 * 4 * 64, kF16, 1.f);
+  std::vector<Backend*> backends = {&Device()};
+  if (kernels::CudaAvailable()) backends.insert(backends.end(), {&Concurrent(), &Fused()});  // no stand-in
+  for (Backend* backend : backends) {
+    SCOPED_TRACE(backend->Describe());
+    const StepResult got = RunStep(*backend, pool, 0, kernels::PlanCascade(batch, shape, CascadeOptions(*backend)), q);
+    ASSERT_EQ(got.v.size(), size_t(3 * 4 * 64));
+    for (size_t i = 0; i < got.v.size(); ++i) {
+      ASSERT_EQ(got.v[i], 0.f) << i;
+      ASSERT_EQ(got.o[i], 0.f) << i;
+    }
+    for (int h = 0; h < 3 * 4; ++h) EXPECT_EQ(got.s[h], kNegInf) << h;
+  }
+}
+
 // The cascade in parts (Backend::RunCascadeParts, as the worker's send-before-decode runs it:
 // prefix + merge, then the decode) gives the bits of the whole; so do three separate calls, also
 // for a plan whose split suffixes make the merge wait for the decode.

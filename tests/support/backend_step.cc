@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 
 namespace prefixd::test {
 
@@ -51,6 +52,18 @@ StepResult DownloadStep(BackendBuffers& mem, const kernels::CascadeArgs& args, D
   out.o.resize(n);
   for (int64_t i = 0; i < n; ++i) out.o[i] = kernels::ToFloat(dtype, o_bits[i]);
   return out;
+}
+
+void ExpectEmptyStates(const StepResult& got, int64_t first_row, int64_t end_row, int head_dim) {
+  ASSERT_GE(int64_t(got.s.size()), end_row);
+  ASSERT_GE(int64_t(got.v.size()), end_row * head_dim);
+  ASSERT_GE(int64_t(got.o.size()), end_row * head_dim);
+  for (int64_t i = first_row * head_dim; i < end_row * head_dim; ++i) {
+    ASSERT_EQ(got.v[i], 0.f) << "v element " << i;
+    ASSERT_EQ(got.o[i], 0.f) << "o element " << i;
+  }
+  for (int64_t row = first_row; row < end_row; ++row)
+    EXPECT_EQ(got.s[row], -std::numeric_limits<float>::infinity()) << "row " << row;
 }
 
 StepResult RunStep(Backend& backend, const HostKvPool& pool, int layer, const kernels::CascadePlan& plan,

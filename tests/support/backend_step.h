@@ -46,6 +46,10 @@ struct StepResult {
   std::vector<float> o, v, s;
 };
 
+// Expects rows [first_row, end_row) of `got` to hold the empty state exactly: o = 0, v = 0,
+// s = −inf (a request with nothing to attend to; poison or NaN fails).
+void ExpectEmptyStates(const StepResult& got, int64_t first_row, int64_t end_row, int head_dim);
+
 // Arguments of one cascade step with the pool and queries uploaded to `mem`'s backend and the
 // outputs poisoned (each with one spare element); rows = B · H_qo.
 kernels::CascadeArgs StepArgs(BackendBuffers& mem, const HostKvPool& pool, int layer, const std::vector<uint16_t>& q,

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -149,11 +148,7 @@ TEST(CpuCascade, EmptyRequestGetsEmptyState) {
   const HostKvPool pool = RandomKvPool(rng, shape);
   const auto q = RandomBits(rng, 2 * 4 * 64, kF16, 1.f);
   const StepResult got = RunStep(*backend, pool, 0, kernels::PlanCascade(batch, shape, {}), q);
-  for (int i = 0; i < 4 * 64; ++i) {
-    ASSERT_EQ(got.v[i], 0.f) << i;
-    ASSERT_EQ(got.o[i], 0.f) << i;
-  }
-  for (int h = 0; h < 4; ++h) EXPECT_EQ(got.s[h], -std::numeric_limits<float>::infinity());
+  ExpectEmptyStates(got, 0, 4, 64);
   for (int h = 4; h < 8; ++h) EXPECT_TRUE(std::isfinite(got.s[h]));
 }
 
@@ -169,11 +164,7 @@ TEST(CpuCascade, BatchOfEmptyRequestsOnlyGetsEmptyStates) {
   const auto q = RandomBits(rng, 3 * 4 * 64, kF16, 1.f);
   const StepResult got = RunStep(*backend, pool, 0, kernels::PlanCascade(batch, shape, {}), q);
   ASSERT_EQ(got.v.size(), size_t(3 * 4 * 64));
-  for (size_t i = 0; i < got.v.size(); ++i) {
-    ASSERT_EQ(got.v[i], 0.f) << i;
-    ASSERT_EQ(got.o[i], 0.f) << i;
-  }
-  for (int h = 0; h < 3 * 4; ++h) EXPECT_EQ(got.s[h], -std::numeric_limits<float>::infinity()) << h;
+  ExpectEmptyStates(got, 0, 3 * 4, 64);
 }
 
 // Each output is optional, and whichever are asked for are the same bits; a backend reused across

@@ -4,11 +4,12 @@
 # asked for as nvidia-h200, any card:
 # - the merge and 16-bit GPU tests (the new HalfWarpRowsGiveTheBitsOfTheWarpKernels and
 #   HalfWarpMergeGivesTheBitsOfTheWarpMerge among them) and the empty-request tests (refactored in
-#   session 103, not yet run on a GPU), then memcheck on the new ones;
+#   session 103, not yet run on a GPU);
 # - the A/B in one process, the half-warp merge against PREFIXD_MERGE_HALF_WARP=0 (the one-warp
-#   kernels, the build before), both orders: the headline row 32/8 B256 P32768 S256 fp16 and bf16,
-#   then 32/8 D64/D128 B128/B256 P8192/P32768 S256 fp16 (the model's plan, the same for both);
-# - on an H200 only, the bar checks (grid, head_dim rows, headline k scan) on the new default.
+#   kernels, the build before), both orders, at the headline row 32/8 B256 P32768 S256 fp16, bf16;
+# - on an H200 only, the bar checks (grid, head_dim rows, headline k scan) on the new default;
+# - while time is left, the A/B at 32/8 D64/D128 B128/B256 P8192/P32768 S256 fp16 (the model's
+#   plan, the same for both), then memcheck on the new tests.
 #   ninja -C build -j3 bench/prefixd_kernel_bench tests/prefixd_gpu_tests launch/prefixd && \
 #     mkdir -p /tmp/carry104b .carry/s104b && cp build/bench/prefixd_kernel_bench \
 #     build/tests/prefixd_gpu_tests build/launch/prefixd /tmp/carry104b/ && \
@@ -19,16 +20,18 @@ cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s104-run2
 run_gpu_tests 'CudaMergeStates*:CudaConcurrentCascade.HalfWarp*:CudaConcurrentCascade.TheStatesIn16Bits*'\
 ':CudaCascade.*Empty*'
-MEMCHECK_TIMEOUT=90 run_memcheck 'CudaMergeStates.HalfWarp*:CudaConcurrentCascade.HalfWarp*'
 RUN_TIMEOUT=60 run_variants head-ab default,PREFIXD_MERGE_HALF_WARP=0 --heads 32/8 -b 256 -p 32768 -s 256 \
   --dtype fp16,bf16
 RUN_TIMEOUT=60 run_variants head-ba PREFIXD_MERGE_HALF_WARP=0,default --heads 32/8 -b 256 -p 32768 -s 256 \
   --dtype fp16,bf16
-RUN_TIMEOUT=120 run_variants spread-ab default,PREFIXD_MERGE_HALF_WARP=0 --heads 32/8 -d 64,128 -b 128,256 \
-  -p 8192,32768 -s 256 --dtype fp16
 SHOW_LINES=12 show_variants head-ab head-ba
-SHOW_LINES=24 show_variants spread-ab
 show_parts head-ab head-ba
 if on_h200; then PLANNER_BEFORE_S=0 run_h200_bar_checks; else echo "not an H200: no bar checks"; fi
+if [ "$SECONDS" -lt 330 ]; then
+  RUN_TIMEOUT=120 run_variants spread-ab default,PREFIXD_MERGE_HALF_WARP=0 --heads 32/8 -d 64,128 -b 128,256 \
+    -p 8192,32768 -s 256 --dtype fp16
+  SHOW_LINES=24 show_variants spread-ab
+fi
+[ "$SECONDS" -lt 400 ] && MEMCHECK_TIMEOUT=60 run_memcheck 'CudaMergeStates.HalfWarp*:CudaConcurrentCascade.HalfWarp*'
 echo "elapsed ${SECONDS} s"
 pack_logs

@@ -230,7 +230,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
   if (merge_run_table_) d << " [merge run bounds always loaded]";
   if (!merge_skip_empty_) d << " [merge loads empty states]";
-  if (!merge_half_warp_) d << " [merge half-warp rows off]";
+  if (merge_half_warp_) d << " [merge half-warp rows on]";
   if (!sequential_tma_) d << " [sequential TMA decode off]";
   if (early_decode_percent_ > 0)
     d << " [early decode: " << early_decode_percent_ << "% of the finished suffixes"

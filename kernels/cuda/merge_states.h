@@ -69,8 +69,9 @@ struct MergeStatesParams {
   // With v_in_16bit: runs of at most 8 states at head_dim ≤ 128 (a multiple of 8) are merged a
   // half-warp per row, each lane's eight values by one 16-byte load (merge_states.cu,
   // MergeHalfWarpRowsKernel), unless rows_per_warp is 1; false: the kernels of fp32 states' shapes.
-  // The same bits either way. (In the padding too.)
-  bool half_warp_16bit = true;
+  // The same bits either way. Off by default until it has run on a GPU (session 104 built it; no
+  // device was lent). (In the padding too.)
+  bool half_warp_16bit = false;
   // An upper bound on every row's number of states (runs mode: the longest run merged; fixed-n
   // mode: ≥ num_states), or 0 if unknown. Runs of at most 4 states at head_dim ≤ 128 may be merged
   // two rows per warp, runs of 5-8 with all their loads at once (merge_states.cu,

@@ -501,21 +501,22 @@ TEST(CudaConcurrentCascade, TheStatesIn16BitsStayWithinTheirRounding) {
 #endif
 }
 
-// The concurrent step's merge of its 16-bit states a half-warp per row (PREFIXD_MERGE_HALF_WARP,
-// the default; MergeHalfWarpRowsKernel) gives the bits of the one-warp merge (=0) in o, v_out and
+// The concurrent step's merge of its 16-bit states a half-warp per row (PREFIXD_MERGE_HALF_WARP=1;
+// MergeHalfWarpRowsKernel) gives the bits of the one-warp merge (the default, 0) in o, v_out and
 // s_out and is correct against the float64 oracle, on every TmaDecodeCases shape at the smallest
 // and the largest k; the steps with 16-bit states are counted (so the merge had them to take) and
-// the description names =0; a malformed value is an error.
+// the description names =1; a malformed value is an error.
 TEST(CudaConcurrentCascade, HalfWarpMergeGivesTheBitsOfTheWarpMerge) {
   PREFIXD_REQUIRE_GPU();
 #ifdef PREFIXD_HAVE_CUDA
   PREFIXD_SEEDED_RNG(rng);
   const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
   PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates);
-  const std::unique_ptr<Backend> warp_merge = MakeCudaBackendWithEnv({{"PREFIXD_MERGE_HALF_WARP", "0"}});
-  EXPECT_NE(warp_merge->Describe().find("merge half-warp rows off"), std::string::npos) << warp_merge->Describe();
-  EXPECT_EQ(Device().Describe().find("merge half-warp rows off"), std::string::npos) << Device().Describe();
-  auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(Device());
+  const std::unique_ptr<Backend> half_warp = MakeCudaBackendWithEnv({{"PREFIXD_MERGE_HALF_WARP", "1"}});
+  Backend& warp_merge = Device();
+  EXPECT_NE(half_warp->Describe().find("merge half-warp rows on"), std::string::npos) << half_warp->Describe();
+  EXPECT_EQ(warp_merge.Describe().find("merge half-warp rows on"), std::string::npos) << warp_merge.Describe();
+  auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*half_warp);
   const int sms = ConcurrentDecodeSms(1 << 20) + 1;
   int64_t steps16 = 0, built_steps = 0;
   for (const CascadeCase& c : TmaDecodeCases()) {
@@ -528,10 +529,10 @@ TEST(CudaConcurrentCascade, HalfWarpMergeGivesTheBitsOfTheWarpMerge) {
       o.concurrent_decode_tma = true;
       const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
       const int64_t before = cuda.states16_steps();
-      const StepResult got = RunStep(Device(), in.pool, c.layer, plan, in.q);
+      const StepResult got = RunStep(*half_warp, in.pool, c.layer, plan, in.q);
       steps16 += cuda.states16_steps() - before;
       built_steps += built ? 1 : 0;
-      const StepResult one = RunStep(*warp_merge, in.pool, c.layer, plan, in.q);
+      const StepResult one = RunStep(warp_merge, in.pool, c.layer, plan, in.q);
       ExpectMatchesOracle(got, want, c.dtype, c.name);
       ASSERT_EQ(got.v.size(), one.v.size());
       EXPECT_EQ(std::memcmp(got.v.data(), one.v.data(), got.v.size() * 4), 0) << "v_out bits";

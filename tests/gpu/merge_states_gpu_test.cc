@@ -357,7 +357,11 @@ TEST(CudaMergeStates, HalfWarpRowsGiveTheBitsOfTheWarpKernels) {
       const std::vector<uint16_t> v16 = RoundTo16Bits(dtype, st);
       bool half = false, warp = true;
       const Merged16 got = MergeSixteenBit(
-          v16, st, c, dtype, k.offset_bytes, [&](kernels::cuda::MergeStatesParams& m) { m.rows_per_warp = k.rows_per_warp; },
+          v16, st, c, dtype, k.offset_bytes,
+          [&](kernels::cuda::MergeStatesParams& m) {
+            m.rows_per_warp = k.rows_per_warp;
+            m.half_warp_16bit = true;
+          },
           &half);
       const Merged16 one = MergeSixteenBit(
           v16, st, c, dtype, k.offset_bytes,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 104, run 1, on .carry/s104a (HEAD a87eb19's binaries: the kernels of adb2d5a, unchanged;
-# the GPU empty-request tests after the ExpectEmptyStates refactor, which ran only on the CPU
+# Session 104, run 1 (never ran: no device came; s104-run3.sh runs its tests), on .carry/s104a
+# (HEAD a87eb19's binaries: the kernels of adb2d5a, unchanged; the GPU empty-request tests after
+# the ExpectEmptyStates refactor, which ran only on the CPU
 # stand-in in session 103), asked for as nvidia-h200, any card: first the empty-state tests with
 # their neighbours, plain and under memcheck (~7 s on an H100); then on an H200 only the bar checks
 # of s102-run3.sh (the grid, the head_dim rows, the headline's k scan on the 16-bit default, ~150 s).

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Session 104, run 2, on .carry/s104b (this session's binaries: the concurrent step's 16-bit states
-# merged a half-warp per row, MergeHalfWarpRowsKernel, PREFIXD_MERGE_HALF_WARP=1 the default),
+# Session 104, run 2 (never ran: each call failed to start or was refused, then none was lent), on
+# .carry/s104b (e14e140's binaries: the concurrent step's 16-bit states merged a half-warp per
+# row, MergeHalfWarpRowsKernel, PREFIXD_MERGE_HALF_WARP=1 then the default; its successor is
+# s104-run3.sh),
 # asked for as nvidia-h200, any card:
 # - the merge and 16-bit GPU tests (the new HalfWarpRowsGiveTheBitsOfTheWarpKernels and
 #   HalfWarpMergeGivesTheBitsOfTheWarpMerge among them) and the empty-request tests (refactored in

@@ -380,7 +380,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   uint4 x[kStates];
 #pragma unroll
   for (int k = 0; k < kStates; ++k)
-    x[k] = active && k < n && !KnownEmptyState(p, row_empty, k) ? v_first[k * state_octs + lane] : make_uint4(0, 0, 0, 0);
+    x[k] = active && k < n && !KnownEmptyState(p, row_empty, k) ? v_first[k * state_octs + lane]
+                                                                 : make_uint4(0, 0, 0, 0);
   const float s_lane = here && lane < n ? p.s_in[run.first + lane * run.stride] : -INFINITY;
   if (here && lane < n) CheckKnownEmptyState(p, row_empty, lane, s_lane);
   // m: the largest LSE, so that every weight 2^(s_i − m) is ≤ 1; lane i holds state i's weight.

@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -263,11 +262,11 @@ struct Merged16 {
 };
 
 // The fixed-n merge (n = c.n states of c.rows rows) of 16-bit v (its first element `offset_bytes`
-// into an aligned buffer) and fp32 s, every output poisoned first: v_out, s_out and o. `tune` sets
-// the kernel choice; it returns whether the half-warp kernel took it (MergeUsesHalfWarpRows).
+// into an aligned buffer) and fp32 s, every output poisoned first: v_out, s_out and o. The kernel
+// choice is MergeStatesParams' rows_per_warp and half_warp_16bit; *took_half_warp says whether the
+// half-warp kernel took it (MergeUsesHalfWarpRows).
 Merged16 MergeSixteenBit(const std::vector<uint16_t>& v16, const RandomStates& st, const MergeCase& c, DType dtype,
-                         int offset_bytes, const std::function<void(kernels::cuda::MergeStatesParams&)>& tune,
-                         bool* half_warp) {
+                         int offset_bytes, int rows_per_warp, bool half_warp_16bit, bool* took_half_warp) {
   BackendBuffers mem(Device());
   std::vector<uint8_t> padded(size_t(offset_bytes) + v16.size() * 2);
   std::memcpy(padded.data() + offset_bytes, v16.data(), v16.size() * 2);
@@ -282,8 +281,9 @@ Merged16 MergeSixteenBit(const std::vector<uint16_t>& v16, const RandomStates& s
   m.v_out = static_cast<float*>(mem.Poisoned(int64_t(c.rows) * c.dim * 4));
   m.s_out = static_cast<float*>(mem.Poisoned(int64_t(c.rows) * 4));
   m.o = mem.Poisoned(int64_t(c.rows) * c.dim * 2);
-  tune(m);
-  *half_warp = kernels::cuda::MergeUsesHalfWarpRows(m);
+  m.rows_per_warp = rows_per_warp;
+  m.half_warp_16bit = half_warp_16bit;
+  *took_half_warp = kernels::cuda::MergeUsesHalfWarpRows(m);
   // On the backend's stream, behind its poisoning of the outputs (BackendBuffers::Poisoned is an
   // async fill there): on the legacy stream the merge raced the fill, and a whole-suite run with
   // eight shards on one GPU (s100 call 7) found 4665 of 9001 rows' LSE still poison.
@@ -315,9 +315,7 @@ TEST(CudaMergeStates, SixteenBitValuesMatchTheDoubleMergeOfTheRoundedStates) {
         RandomStates st = MakeStates(rng, c.n, c.rows, c.dim);
         const std::vector<uint16_t> v16 = RoundTo16Bits(dtype, st);
         bool took_half_warp = false;
-        const Merged16 got = MergeSixteenBit(
-            v16, st, c, dtype, 0, [&](kernels::cuda::MergeStatesParams& m) { m.half_warp_16bit = half_warp; },
-            &took_half_warp);
+        const Merged16 got = MergeSixteenBit(v16, st, c, dtype, 0, 0, half_warp, &took_half_warp);
         EXPECT_EQ(took_half_warp, half_warp && c.n <= 8 && c.dim <= 128);
         const RefOutput want = ExpectedMerge(st, c.n, c.rows, c.dim);
         ExpectAllClose(got.v.data(), want.v.data(), int64_t(got.v.size()), 1e-5, what + " merged v");
@@ -356,20 +354,8 @@ TEST(CudaMergeStates, HalfWarpRowsGiveTheBitsOfTheWarpKernels) {
       RandomStates st = MakeStates(rng, c.n, c.rows, c.dim);
       const std::vector<uint16_t> v16 = RoundTo16Bits(dtype, st);
       bool half = false, warp = true;
-      const Merged16 got = MergeSixteenBit(
-          v16, st, c, dtype, k.offset_bytes,
-          [&](kernels::cuda::MergeStatesParams& m) {
-            m.rows_per_warp = k.rows_per_warp;
-            m.half_warp_16bit = true;
-          },
-          &half);
-      const Merged16 one = MergeSixteenBit(
-          v16, st, c, dtype, k.offset_bytes,
-          [&](kernels::cuda::MergeStatesParams& m) {
-            m.rows_per_warp = k.rows_per_warp;
-            m.half_warp_16bit = false;
-          },
-          &warp);
+      const Merged16 got = MergeSixteenBit(v16, st, c, dtype, k.offset_bytes, k.rows_per_warp, true, &half);
+      const Merged16 one = MergeSixteenBit(v16, st, c, dtype, k.offset_bytes, k.rows_per_warp, false, &warp);
       EXPECT_EQ(half, k.eligible) << "the half-warp kernel's choice";
       EXPECT_FALSE(warp) << "half_warp_16bit = false still took the half-warp kernel";
       const RefOutput want = ExpectedMerge(st, c.n, c.rows, c.dim);

@@ -367,8 +367,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   constexpr int kHalf = kWarpSize / 2;
   WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
   const int lane = threadIdx.x % kHalf;  // within the half-warp
-  const int row = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize) * 2 + (threadIdx.x % kWarpSize) / kHalf;
-  if (row - (threadIdx.x % kWarpSize) / kHalf >= p.rows) return;  // the whole warp: both its rows are past the end
+  const int warp_row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize) * 2;
+  if (warp_row0 >= p.rows) return;  // the whole warp: both its rows are past the end
+  const int row = warp_row0 + (threadIdx.x % kWarpSize) / kHalf;
   const bool here = row < p.rows;  // a warp's second row may be past the end: that half only shuffles
   const MergeRun run = here ? FindMergeRun(p, row) : MergeRun{0, 0, 0, 0, 0, -1};
   const int n = run.n;

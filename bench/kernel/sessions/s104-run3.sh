@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Not run in session 105 either: every start failed.
 # Session 104, run 3 (not run in session 104: no device was lent), on .carry/s104c (the binaries of
 # the commit that added this script: the concurrent step's 16-bit states merged a half-warp per row,
 # MergeHalfWarpRowsKernel, built but off by default, PREFIXD_MERGE_HALF_WARP=0), asked for as

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Not run: no machine could be started in session 105.
 # Session 105, run 1, on .carry/s104c (b220d78's binaries; the kernels are HEAD's: c4340f6 only
 # refactored MergeHalfWarpRowsKernel's whole-warp exit, same registers), asked for as nvidia-h200
 # or nvidia-h100-x1, whichever is lent. s104-run3.sh trimmed to the device time left this session

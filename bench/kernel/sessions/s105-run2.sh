@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Session 105, run 2, on .carry/s104c (as s105-run1.sh), for the ~300 s of device time left after
-# eleven failed starts: only the merge / 16-bit GPU tests (MergeHalfWarpRowsKernel's among them, never
-# yet run on a GPU) and the headline A/B in one process, PREFIXD_MERGE_HALF_WARP=1 against the
-# default, both orders, fp16 and bf16 (32/8 B256 P32768 S256). Any card.
+# Not run: too little device time was left in session 105 to start a machine.
+# Session 105, run 2, on .carry/s104c (as s105-run1.sh), for the ~300 s of device time left
+# after eleven failed starts: only the merge / 16-bit GPU tests (MergeHalfWarpRowsKernel's among
+# them, never yet run on a GPU) and the headline A/B in one process, PREFIXD_MERGE_HALF_WARP=1
+# against the default, both orders, fp16 and bf16 (32/8 B256 P32768 S256). Any card.
 #   CARRY=.carry/s104c bash bench/kernel/sessions/s105-run2.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."

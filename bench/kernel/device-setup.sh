@@ -2,10 +2,10 @@
 # issue4-grid.sh) from the repository root: unpacks the carried binaries $CARRY/bins.tar.xz into
 # /tmp/b, makes $OUT (default: /tmp/$1), prints the GPU and sets B to the kernel benchmark; then
 # defines the helpers below (smi_start, smi_stop, mark, on_h200, pack_logs, run_gpu_tests,
-# run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, run_headline_trace,
-# run_memcheck, run_head_dim_rows, show_variants, run_cascade_shards, run_new_cases_checks,
-# run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab, run_build_rounds,
-# show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
+# run_test_shards, run_whole_suite, run_sanitizers, run_variants, show_parts, run_headline_ab,
+# run_headline_trace, run_memcheck, run_head_dim_rows, show_variants, run_cascade_shards,
+# run_new_cases_checks, run_main_job_heads, run_main_job, run_main_job_one_rank, run_bench_ab,
+# run_build_rounds, show_prefix_rounds, run_part_rounds, run_probe_rounds, run_planner_check,
 # run_offgrid_planner_checks, run_ncu_stalls, run_planner_set, run_bar_grid, run_headline_kscan,
 # run_h200_bar_checks).
 CARRY=${CARRY:?set CARRY to the directory holding bins.tar.xz}
@@ -113,6 +113,17 @@ show_parts() {
     grep -o "concurrent(k=[0-9]*[^)]*)" "$OUT/$n.txt" | sort | uniq -c
     grep -h "ceilings measured now" -A1 "$OUT/$n.txt" | tail -1
   done
+}
+# run_headline_ab SETTING: the headline row (32/8 B256 P32768 S256, fp16 and bf16) with the
+# environment setting SETTING (NAME=VALUE) against the default in one process, in both orders (the
+# order a variant is timed in can move its reading), each call at most $RUN_TIMEOUT s (60); logs
+# $OUT/head-ab.* and $OUT/head-ba.*; then their tables and parts.
+run_headline_ab() {
+  local shape=(--heads 32/8 -b 256 -p 32768 -s 256 --dtype fp16,bf16)
+  RUN_TIMEOUT=${RUN_TIMEOUT:-60} run_variants head-ab "$1,default" "${shape[@]}"
+  RUN_TIMEOUT=${RUN_TIMEOUT:-60} run_variants head-ba "default,$1" "${shape[@]}"
+  SHOW_LINES=12 show_variants head-ab head-ba
+  show_parts head-ab head-ba
 }
 # run_headline_trace SETTING: the headline row (32/8 B256 P32768 S256 fp16, the model's plan, one
 # process) under the CUPTI trace (bench/trace/cupti_trace.cc; the carry must hold

@@ -22,12 +22,7 @@ cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s104-run3
 run_gpu_tests 'CudaMergeStates*:CudaConcurrentCascade.HalfWarp*:CudaConcurrentCascade.TheStatesIn16Bits*'\
 ':CudaCascade.*Empty*'
-RUN_TIMEOUT=60 run_variants head-ab PREFIXD_MERGE_HALF_WARP=1,default --heads 32/8 -b 256 -p 32768 -s 256 \
-  --dtype fp16,bf16
-RUN_TIMEOUT=60 run_variants head-ba default,PREFIXD_MERGE_HALF_WARP=1 --heads 32/8 -b 256 -p 32768 -s 256 \
-  --dtype fp16,bf16
-SHOW_LINES=12 show_variants head-ab head-ba
-show_parts head-ab head-ba
+run_headline_ab PREFIXD_MERGE_HALF_WARP=1
 if on_h200; then PLANNER_BEFORE_S=0 run_h200_bar_checks; else echo "not an H200: no bar checks"; fi
 if [ "$SECONDS" -lt 330 ]; then
   RUN_TIMEOUT=120 run_variants spread-ab PREFIXD_MERGE_HALF_WARP=1,default --heads 32/8 -d 64,128 -b 128,256 \

@@ -17,12 +17,7 @@ cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s105-run1
 run_gpu_tests 'CudaMergeStates*:CudaConcurrentCascade.HalfWarp*:CudaConcurrentCascade.TheStatesIn16Bits*'\
 ':CudaCascade.*Empty*'
-RUN_TIMEOUT=60 run_variants head-ab PREFIXD_MERGE_HALF_WARP=1,default --heads 32/8 -b 256 -p 32768 -s 256 \
-  --dtype fp16,bf16
-RUN_TIMEOUT=60 run_variants head-ba default,PREFIXD_MERGE_HALF_WARP=1 --heads 32/8 -b 256 -p 32768 -s 256 \
-  --dtype fp16,bf16
-SHOW_LINES=12 show_variants head-ab head-ba
-show_parts head-ab head-ba
+run_headline_ab PREFIXD_MERGE_HALF_WARP=1
 MEMCHECK_TIMEOUT=60 run_memcheck 'CudaMergeStates.HalfWarp*:CudaConcurrentCascade.HalfWarp*'
 if on_h200 && [ "$SECONDS" -lt 200 ]; then run_bar_grid; else echo "no grid (not an H200, or ${SECONDS} s used)"; fi
 echo "elapsed ${SECONDS} s"

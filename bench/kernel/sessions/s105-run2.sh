@@ -9,11 +9,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s105-run2
 GPU_TESTS_TIMEOUT=90 run_gpu_tests 'CudaMergeStates*:CudaConcurrentCascade.HalfWarp*'
-RUN_TIMEOUT=50 run_variants head-ab PREFIXD_MERGE_HALF_WARP=1,default --heads 32/8 -b 256 -p 32768 -s 256 \
-  --dtype fp16,bf16
-RUN_TIMEOUT=50 run_variants head-ba default,PREFIXD_MERGE_HALF_WARP=1 --heads 32/8 -b 256 -p 32768 -s 256 \
-  --dtype fp16,bf16
-SHOW_LINES=12 show_variants head-ab head-ba
-show_parts head-ab head-ba
+RUN_TIMEOUT=50 run_headline_ab PREFIXD_MERGE_HALF_WARP=1
 echo "elapsed ${SECONDS} s"
 pack_logs

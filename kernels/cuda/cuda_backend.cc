@@ -126,7 +126,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   merge_rows_per_warp_ = EnvChoice("PREFIXD_MERGE_ROWS_PER_WARP", {"auto", "1", "2"}, 0);
   merge_run_table_ = EnvChoice("PREFIXD_MERGE_RUN_LOOKUP", {"auto", "table"}, 0) == 1;
   merge_skip_empty_ = EnvFlag("PREFIXD_MERGE_SKIP_EMPTY", merge_skip_empty_);
-  merge_half_warp_ = EnvFlag("PREFIXD_MERGE_HALF_WARP", merge_half_warp_);
   // PREFIXD_EARLY_DECODE_PERCENT: unset, empty or "auto", EarlyDecodeAutoShare per plan (where the
   // owner allows the concurrent modes, BackendOptions::concurrent_prefix_decode: the engine's
   // ranks run the decode part apart from the prefix part, where an early grid gains nothing); n,
@@ -230,7 +229,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : device_(options.device
   if (merge_rows_per_warp_ != 0) d << " [merge rows per warp forced: " << merge_rows_per_warp_ << "]";
   if (merge_run_table_) d << " [merge run bounds always loaded]";
   if (!merge_skip_empty_) d << " [merge loads empty states]";
-  if (merge_half_warp_) d << " [merge half-warp rows on]";
   if (!sequential_tma_) d << " [sequential TMA decode off]";
   if (early_decode_percent_ > 0)
     d << " [early decode: " << early_decode_percent_ << "% of the finished suffixes"
@@ -1054,7 +1052,6 @@ double CudaBackend::EarlyDecodeShare(const CascadePlan& plan, int idle_sms) cons
 MergeStatesParams CudaBackend::MergeParams() const {
   MergeStatesParams m;
   m.rows_per_warp = merge_rows_per_warp_;
-  m.half_warp_16bit = merge_half_warp_;
   m.num_sms = num_sms_;
   return m;
 }

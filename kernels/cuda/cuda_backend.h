@@ -36,8 +36,6 @@
 //   PREFIXD_MERGE_SKIP_EMPTY=0|1          the merge skips the v loads of the states the plan leaves
 //                                         empty (CascadePlan::EmptyPrefixStates; MergeStatesParams::
 //                                         empty_states) where the runs are uniform (1)
-//   PREFIXD_MERGE_HALF_WARP=0|1           16-bit states in short runs merged a half-warp per row
-//                                         (MergeStatesParams::half_warp_16bit) (0)
 //   PREFIXD_EARLY_DECODE_PERCENT=auto|0-100  early decode (early_decode.h): that share of the
 //                                         finished requests' suffix tokens beside the prefix grid, on
 //                                         the SMs it leaves idle, as its programmatic dependent; the
@@ -420,7 +418,6 @@ class CudaBackend final : public Backend {
   bool concurrent_states16_ = true;
   bool merge_run_table_ = false;  // PREFIXD_MERGE_RUN_LOOKUP=table: never MergeStatesParams::uniform_run_states
   bool merge_skip_empty_ = true;  // PREFIXD_MERGE_SKIP_EMPTY
-  bool merge_half_warp_ = false;  // PREFIXD_MERGE_HALF_WARP (off until it has run on a GPU)
   bool decode_evict_first_ = true;  // PREFIXD_DECODE_EVICT_FIRST
   bool decode_prefetch_ = true;     // PREFIXD_DECODE_PREFETCH
   bool decode_next_wave_ = true;    // PREFIXD_DECODE_NEXT_WAVE

@@ -2,8 +2,7 @@
 // cast of final outputs. The n-ary kernels are built for each way a state's v may be stored (VIn:
 // fp32, or the model's fp16 / bf16, MergeStatesParams::v_in_16bit). One warp per row (two for
 // short runs of a large merge; runs of 5-8 states with all their loads at once:
-// MergeShortRunsKernel; a half-warp per row for short runs of 16-bit states: MergeHalfWarpRowsKernel;
-// one block per row for long runs of few rows: MergeLongRunsKernel): a row is
+// MergeShortRunsKernel; one block per row for long runs of few rows: MergeLongRunsKernel): a row is
 // at most 256 values, so a warp's four-value loads cover it in two passes and the one-warp merges
 // need no shared memory or block barrier.
 
@@ -14,7 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <type_traits>
 
 #include "kernels/cuda/programmatic_launch.cuh"
@@ -337,81 +335,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
   }
 }
 
-// Eight 16-bit values (one 16-byte load of a state's v) as fp32, in order.
-template <typename VIn>
-__device__ __forceinline__ void Widen8(const uint4& u, float (&out)[8]) {
-  const uint32_t words[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    float2 f;
-    if constexpr (std::is_same_v<VIn, __half>) f = __half22float2(*reinterpret_cast<const __half2*>(&words[w]));
-    else f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[w]));
-    out[2 * w] = f.x;
-    out[2 * w + 1] = f.y;
-  }
-}
-
-// The n-ary merge of 16-bit states (v_in_16bit) in runs of at most kStates at head_dim ≤ 128, a
-// multiple of 8: a half-warp per row, each lane eight values of each state by one 16-byte load,
-// kept packed until they are added. So a warp merges two rows with the registers
-// MergeShortRunsKernel spends on one (its 8-byte loads widen to float4 at once), and a merge
-// larger than one wave of resident warps takes half the waves: the concurrent step's merge of
-// 8192 rows (32/8 B256), ~1.9 waves one row per warp on 132 SMs, fits in one. Each half-warp finds
-// its own row's run, so any two rows may share a warp. The arithmetic is MergeShortRunsKernel's,
-// bit for bit: the same max, the same weights summed in the same tree (its lanes past the run
-// hold 0, so the 16-lane sum is its 32-lane one), the states added in run order.
-template <typename VIn, int kStates>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kMergeBlocksPerSm)
-    MergeHalfWarpRowsKernel(MergeStatesParams p) {
-  static_assert(!std::is_same_v<VIn, float> && kStates <= kWarpSize / 2, "16-bit states, a weight per lane");
-  constexpr int kHalf = kWarpSize / 2;
-  WaitForPrimaryGrid();  // MergeStatesParams::programmatic_launch
-  const int lane = threadIdx.x % kHalf;  // within the half-warp
-  const int warp_row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize) * 2;
-  if (warp_row0 >= p.rows) return;  // the whole warp: both its rows are past the end
-  const int row = warp_row0 + (threadIdx.x % kWarpSize) / kHalf;
-  const bool here = row < p.rows;  // a warp's second row may be past the end: that half only shuffles
-  const MergeRun run = here ? FindMergeRun(p, row) : MergeRun{0, 0, 0, 0, 0, -1};
-  const int n = run.n;
-  if (n > kStates) __trap();  // the launcher's max_run_states was wrong: never merge a run in part
-  const bool active = here && lane * 8 < p.head_dim;
-  const uint4* const v_first = reinterpret_cast<const uint4*>(static_cast<const VIn*>(p.v_in) + run.first * p.head_dim);
-  const int64_t state_octs = run.stride * (p.head_dim / 8);
-  const uint64_t row_empty = here ? RowEmptyStates(p, run, 0) : 0;
-  uint4 x[kStates];
-#pragma unroll
-  for (int k = 0; k < kStates; ++k)
-    x[k] = active && k < n && !KnownEmptyState(p, row_empty, k) ? v_first[k * state_octs + lane]
-                                                                 : make_uint4(0, 0, 0, 0);
-  const float s_lane = here && lane < n ? p.s_in[run.first + lane * run.stride] : -INFINITY;
-  if (here && lane < n) CheckKnownEmptyState(p, row_empty, lane, s_lane);
-  // m: the largest LSE, so that every weight 2^(s_i − m) is ≤ 1; lane i holds state i's weight.
-  float m = s_lane;
-  for (int offset = kHalf / 2; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
-  const float w_lane = m == -INFINITY ? 0.f : exp2f(s_lane - m);  // 0 for an empty state
-  float sum_w = w_lane;
-  for (int offset = kHalf / 2; offset > 0; offset /= 2) sum_w += __shfl_xor_sync(0xffffffffu, sum_w, offset);
-  const float inv = m == -INFINITY ? 0.f : 1.f / sum_w;  // all empty: the empty state (0, −inf)
-  float wk[kStates];
-#pragma unroll
-  for (int k = 0; k < kStates; ++k) wk[k] = __shfl_sync(0xffffffffu, w_lane, k, kHalf);
-  if (!here) return;
-  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-  for (int k = 0; k < kStates; ++k) {
-    if (wk[k] == 0.f) continue;  // an empty state's v (or a state past the run) may be poison
-    float values[8];
-    Widen8<VIn>(x[k], values);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] += wk[k] * values[e];
-  }
-  if (active) {
-    StoreMergedValues(p, run, 0, 2 * lane, make_float4(acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv));
-    StoreMergedValues(p, run, 0, 2 * lane + 1, make_float4(acc[4] * inv, acc[5] * inv, acc[6] * inv, acc[7] * inv));
-  }
-  if (lane == 0) StoreMergedLse(p, run, 0, m == -INFINITY ? m : m + log2f(sum_w));
-}
-
 // The n-ary merge of few rows with long runs: one block per row, its kWarpsPerBlock warps each
 // taking every kWarpsPerBlock-th state of the run (kBatch loads in flight per warp, as MergeOneRow),
 // their partial sums added in shared memory in warp order. A run of n states costs
@@ -537,34 +460,10 @@ bool MergeLongRuns(const MergeStatesParams& params) {
   return int64_t(params.rows) <= int64_t(sms) * kMergeBlocksPerSm;
 }
 
-}  // namespace
-
-// 16-bit states in runs of at most kWideStates, head_dim ≤ 128 and a multiple of 8 (a lane's 16
-// bytes of a state), v_in 16-byte aligned.
-bool MergeUsesHalfWarpRows(const MergeStatesParams& params) {
-  return params.v_in_16bit && params.half_warp_16bit && params.rows_per_warp != 1 && params.max_run_states > 0 &&
-         params.max_run_states <= kWideStates && params.head_dim <= 128 && params.head_dim % 8 == 0 &&
-         reinterpret_cast<uintptr_t>(params.v_in) % 16 == 0;
-}
-
-namespace {
-
 // The n-ary merge's kernel for these params (the kernel choice above), its v stored as VIn.
 template <typename VIn>
 void LaunchMerge(const MergeStatesParams& params, cudaStream_t stream) {
   const dim3 block(unsigned(kWarpsPerBlock * kWarpSize));
-  if constexpr (!std::is_same_v<VIn, float>) {
-    if (MergeUsesHalfWarpRows(params)) {
-      const dim3 grid(unsigned(BlocksForRows((params.rows + 1) / 2)));
-      if (params.max_run_states <= kBatch)
-        LaunchMaybeProgrammatic(MergeHalfWarpRowsKernel<VIn, kBatch>, grid, block, 0, stream,
-                                params.programmatic_launch, params);
-      else
-        LaunchMaybeProgrammatic(MergeHalfWarpRowsKernel<VIn, kWideStates>, grid, block, 0, stream,
-                                params.programmatic_launch, params);
-      return;
-    }
-  }
   if (MergeRowsPerWarp(params) == 2) {
     LaunchMaybeProgrammatic(MergeShortRunsKernel<VIn, 2, kBatch>, dim3(unsigned(BlocksForRows((params.rows + 1) / 2))),
                             block, 0, stream, params.programmatic_launch, params);

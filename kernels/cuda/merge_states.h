@@ -66,12 +66,6 @@ struct MergeStatesParams {
   // merge's arithmetic stays fp32; s_in is fp32 either way. (Beside programmatic_launch, in its
   // padding, so that the other fields keep their offsets in the kernels' parameter block.)
   bool v_in_16bit = false;
-  // With v_in_16bit: runs of at most 8 states at head_dim ≤ 128 (a multiple of 8) are merged a
-  // half-warp per row, each lane's eight values by one 16-byte load (merge_states.cu,
-  // MergeHalfWarpRowsKernel), unless rows_per_warp is 1; false: the kernels of fp32 states' shapes.
-  // The same bits either way. Off by default until it has run on a GPU (session 104 built it; no
-  // device was lent). (In the padding too.)
-  bool half_warp_16bit = false;
   // An upper bound on every row's number of states (runs mode: the longest run merged; fixed-n
   // mode: ≥ num_states), or 0 if unknown. Runs of at most 4 states at head_dim ≤ 128 may be merged
   // two rows per warp, runs of 5-8 with all their loads at once (merge_states.cu,
@@ -87,10 +81,6 @@ struct MergeStatesParams {
 };
 
 void MergeStates(const MergeStatesParams& params, cudaStream_t stream);
-
-// Whether MergeStates merges these params' rows a half-warp per row (MergeStatesParams::
-// half_warp_16bit and the shapes it takes), for tests that must know which kernel ran.
-bool MergeUsesHalfWarpRows(const MergeStatesParams& params);
 
 // (v, s) ← (v, s) ⊕ (v_other, s_other), rows × head_dim (head_dim a multiple of 4).
 void MergeStateInPlace(float* v, float* s, const float* v_other, const float* s_other, int rows,

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -498,52 +497,6 @@ TEST(CudaConcurrentCascade, TheStatesIn16BitsStayWithinTheirRounding) {
   }
   EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_CONCURRENT_STATES16", "on"}}), ErrorKind::kInvalidArgument,
                        "PREFIXD_CONCURRENT_STATES16");
-#endif
-}
-
-// The concurrent step's merge of its 16-bit states a half-warp per row (PREFIXD_MERGE_HALF_WARP=1;
-// MergeHalfWarpRowsKernel) gives the bits of the one-warp merge (the default, 0) in o, v_out and
-// s_out and is correct against the float64 oracle, on every TmaDecodeCases shape at the smallest
-// and the largest k; the steps with 16-bit states are counted (so the merge had them to take) and
-// the description names =1; a malformed value is an error.
-TEST(CudaConcurrentCascade, HalfWarpMergeGivesTheBitsOfTheWarpMerge) {
-  PREFIXD_REQUIRE_GPU();
-#ifdef PREFIXD_HAVE_CUDA
-  PREFIXD_SEEDED_RNG(rng);
-  const std::vector<int> candidates = Device().DefaultPlanOptions().concurrent_candidates;
-  PREFIXD_SKIP_WITHOUT_CONCURRENT_CANDIDATES(candidates);
-  const std::unique_ptr<Backend> half_warp = MakeCudaBackendWithEnv({{"PREFIXD_MERGE_HALF_WARP", "1"}});
-  Backend& warp_merge = Device();
-  EXPECT_NE(half_warp->Describe().find("merge half-warp rows on"), std::string::npos) << half_warp->Describe();
-  EXPECT_EQ(warp_merge.Describe().find("merge half-warp rows on"), std::string::npos) << warp_merge.Describe();
-  auto& cuda = dynamic_cast<kernels::cuda::CudaBackend&>(*half_warp);
-  const int sms = ConcurrentDecodeSms(1 << 20) + 1;
-  int64_t steps16 = 0, built_steps = 0;
-  for (const CascadeCase& c : TmaDecodeCases()) {
-    const bool built = kernels::TmaDecodeBuilt(c.num_qo_heads / c.num_kv_heads, c.head_dim);
-    const CascadeInputs in = MakeCascadeInputs(c, rng);
-    const RefOutput want = NaiveCascade(in.pool, c.layer, in.batch, in.q, 1.0 / std::sqrt(double(c.head_dim)));
-    for (const int k : {candidates.front(), Device().DefaultPlanOptions().concurrent_tma_candidates.back()}) {
-      SCOPED_TRACE(c.name + " k = " + std::to_string(k));
-      PlanOptions o = ConcurrentModeOptions(sms, k);
-      o.concurrent_decode_tma = true;
-      const CascadePlan plan = kernels::PlanCascade(in.batch, in.shape, o);
-      const int64_t before = cuda.states16_steps();
-      const StepResult got = RunStep(*half_warp, in.pool, c.layer, plan, in.q);
-      steps16 += cuda.states16_steps() - before;
-      built_steps += built ? 1 : 0;
-      const StepResult one = RunStep(warp_merge, in.pool, c.layer, plan, in.q);
-      ExpectMatchesOracle(got, want, c.dtype, c.name);
-      ASSERT_EQ(got.v.size(), one.v.size());
-      EXPECT_EQ(std::memcmp(got.v.data(), one.v.data(), got.v.size() * 4), 0) << "v_out bits";
-      EXPECT_EQ(std::memcmp(got.s.data(), one.s.data(), got.s.size() * 4), 0) << "s_out bits";
-      EXPECT_EQ(std::memcmp(got.o.data(), one.o.data(), got.o.size() * 4), 0) << "o bits";
-    }
-  }
-  EXPECT_EQ(steps16, built_steps) << "steps whose merge took 16-bit states";
-  EXPECT_GE(built_steps, 8) << "too few of the cases ran the TMA decode";
-  EXPECT_PREFIXD_ERROR(MakeCudaBackendWithEnv({{"PREFIXD_MERGE_HALF_WARP", "on"}}), ErrorKind::kInvalidArgument,
-                       "PREFIXD_MERGE_HALF_WARP");
 #endif
 }
 

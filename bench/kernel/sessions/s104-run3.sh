@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Run in session 106 (call 1, an H100, 31 s): tests 9 passed; the A/B found no gain (RESULTS s106).
 # Not run in session 105 either: every start failed.
 # Session 104, run 3 (not run in session 104: no device was lent), on .carry/s104c (the binaries of
 # the commit that added this script: the concurrent step's 16-bit states merged a half-warp per row,

@@ -5,7 +5,7 @@
 # - the merge, concurrent and 16-bit GPU tests (the two test files the removal touched), then
 #   memcheck on the merge tests;
 # - on an H200 only: the bar checks on the default (the grid and its head_dim rows, the headline's
-#   k scan, the planner checks while under 300 s): the first bar figures since session 94, on the
+#   k scan, the planner checks while under 200 s): the first bar figures since session 94, on the
 #   16-bit states of session 99 and the head_dim-256 chain of session 96.
 #   ninja -C build -j3 bench/prefixd_kernel_bench tests/prefixd_gpu_tests launch/prefixd && \
 #     mkdir -p /tmp/carry106a .carry/s106a && cp build/bench/prefixd_kernel_bench \
@@ -17,6 +17,6 @@ cd "$(dirname "$0")/../../.."
 source bench/kernel/device-setup.sh s106-run1
 run_gpu_tests 'CudaMergeStates*:*MergeStates*:CudaConcurrentCascade.*'
 MEMCHECK_TIMEOUT=60 run_memcheck 'CudaMergeStates.*'
-if on_h200; then PLANNER_BEFORE_S=300 run_h200_bar_checks; else echo "not an H200: no bar checks"; fi
+if on_h200; then PLANNER_BEFORE_S=200 run_h200_bar_checks; else echo "not an H200: no bar checks"; fi
 echo "elapsed ${SECONDS} s"
 pack_logs

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Not run in session 106: calls 2-13 started no machine (eight failed starts, four refusals), then loans paused.
 # Session 106, run 1, on .carry/s106a (c466baf's binaries: session 104's half-warp merge removed
 # after session 106's first call, s104-run3.sh on an H100, timed it no faster; the default path is
 # session 105's), asked for as nvidia-h200, any card:
